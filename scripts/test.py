@@ -1,0 +1,32 @@
+"""Run the whole check suite: ruff, mypy and pytest, inside the project's virtual environment.
+
+Usage: ``python3 scripts/test.py [extra pytest arguments]``. This is the README's test command
+and exactly what ``.ci/run`` calls.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _venv import run  # noqa: E402
+
+
+def main() -> int:
+    steps: list[tuple[str, list[str]]] = [
+        ("ruff", ["python", "-m", "ruff", "check", "src", "tests", "benchmarks", "scripts"]),
+        ("mypy", ["python", "-m", "mypy"]),
+        ("pytest", ["python", "-m", "pytest", *sys.argv[1:]]),
+    ]
+    for name, cmd in steps:
+        print(f"[approxdp] {name}", flush=True)
+        code = run(cmd)
+        if code != 0:
+            print(f"[approxdp] {name} failed with exit code {code}", flush=True)
+            return code
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

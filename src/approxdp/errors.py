@@ -1,0 +1,69 @@
+"""Exceptions and warnings raised by approxdp.
+
+Every error derives from :class:`ApproxDPError` and also from the built-in exception a caller
+would expect (``ValueError`` for a bad value, ``TypeError`` for a value of the wrong type), so
+that ``except ValueError`` keeps working. Messages name the parameter, the value that was given,
+the allowed range and, where there is one, the fix.
+
+This module imports nothing from approxdp: it sits at the bottom of the import graph.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ApproxDPError",
+    "BudgetExceededError",
+    "DataError",
+    "InvalidParameterError",
+    "LedgerError",
+    "MissingDependencyError",
+    "NotPrivateError",
+    "NotPrivateWarning",
+    "ParameterTypeError",
+    "UnknownMethodError",
+]
+
+
+class ApproxDPError(Exception):
+    """Base class of every exception raised by approxdp."""
+
+
+class InvalidParameterError(ApproxDPError, ValueError):
+    """A parameter has the right type but a value outside its allowed range."""
+
+
+class ParameterTypeError(ApproxDPError, TypeError):
+    """A parameter has the wrong type (a string where a number is expected, None, ...)."""
+
+
+class UnknownMethodError(InvalidParameterError):
+    """A method, notion or other named choice is not one of the known names."""
+
+
+class NotPrivateError(ApproxDPError, ValueError):
+    """A calibration was asked for a guarantee that its noise does not give.
+
+    Raised, for instance, by the classical Gaussian formulas at large epsilon, where their sigma
+    is not (epsilon, delta)-DP. Pass ``allow_non_private=True`` to get the value anyway (with a
+    :class:`NotPrivateWarning`), or use ``method="optimal"``.
+    """
+
+
+class BudgetExceededError(ApproxDPError, ValueError):
+    """A spend would take the privacy accountant over its budget; nothing was spent."""
+
+
+class LedgerError(ApproxDPError, ValueError):
+    """A privacy ledger file is corrupt, foreign, or cannot be used."""
+
+
+class DataError(ApproxDPError, ValueError):
+    """Input data cannot be released as asked (missing column, wrong type, empty table, ...)."""
+
+
+class MissingDependencyError(ApproxDPError, ImportError):
+    """An optional dependency needed by the requested feature is not installed."""
+
+
+class NotPrivateWarning(UserWarning):
+    """Issued when a caller explicitly asks for noise that is not private at their (ε, δ)."""
