@@ -1,0 +1,104 @@
+"""Closed-form Gaussian calibrations: the classical formulas and the paper's Mechanisms 1-4.
+
+Each function takes flat float arrays of ε > 0 and δ in (0, 1) and returns σ/Δ (σ scales
+linearly in Δ). None of them checks privacy: :func:`approxdp.calibration.calibrate_gaussian`
+does that against the exact profile. Written to avoid the float64 traps of SPEC §3:
+√(16δ + 1) - 1 becomes 16δ/(√(16δ + 1) + 1); (p + √(p² + ε))/(ε√2) is evaluated as
+1/(√2(√(p² + ε) - p)) when p < 0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import special
+
+from approxdp._numerics import LOG2, SQRT2, FloatArray, erfcx_diff
+
+__all__ = [
+    "sigma_dwork_2006",
+    "sigma_dwork_roth_2014",
+    "sigma_from_parameter",
+    "sigma_wang_lecture",
+    "sigma_zcdp",
+    "sigma_zhao_m1",
+    "sigma_zhao_m2",
+    "sigma_zhao_m3",
+    "sigma_zhao_m4",
+]
+
+
+def sigma_from_parameter(p: FloatArray, eps: FloatArray) -> FloatArray:
+    """σ/Δ = (p + √(p² + ε)) / (ε√2), the common form of paper Eq. 5, 7b, 9, 14, 15."""
+    root = np.sqrt(p * p + eps)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(p >= 0, (p + root) / (eps * SQRT2), 1.0 / (SQRT2 * (root - p)))
+
+
+def sigma_dwork_2006(eps: FloatArray, delta: FloatArray) -> FloatArray:
+    """σ/Δ = √(2 ln(2/δ)) / ε (Dwork et al. 2006; paper Eq. 1; lecture-wu Eq. 17)."""
+    return np.sqrt(2.0 * (LOG2 - np.log(delta))) / eps
+
+
+def sigma_dwork_roth_2014(eps: FloatArray, delta: FloatArray) -> FloatArray:
+    """σ/Δ = √(2 ln(1.25/δ)) / ε (Dwork & Roth 2014, Thm A.1; paper Eq. 2)."""
+    return np.sqrt(2.0 * (np.log(1.25) - np.log(delta))) / eps
+
+
+def sigma_wang_lecture(eps: FloatArray, delta: FloatArray) -> FloatArray:
+    """σ/Δ = √(32 ln(2/δ) / 9) / ε (lecture-wang Thm 5.7)."""
+    return np.sqrt(32.0 * (LOG2 - np.log(delta)) / 9.0) / eps
+
+
+def sigma_zcdp(eps: FloatArray, delta: FloatArray) -> FloatArray:
+    """σ/Δ = (√ln(1/δ) + √(ln(1/δ) + ε)) / (√2 ε), via zCDP/RDP (paper §VII)."""
+    lg = -np.log(delta)
+    return (np.sqrt(lg) + np.sqrt(lg + eps)) / (SQRT2 * eps)
+
+
+def _m2_parameter(delta: FloatArray, k: float) -> FloatArray:
+    """√(ln(2/(√(kδ + 1) - 1))) = √(ln(2(√(kδ + 1) + 1)/(kδ))), for k = 16 (M2) and 8 (M4)."""
+    with np.errstate(invalid="ignore"):
+        return np.sqrt(LOG2 + np.log(np.sqrt(k * delta + 1.0) + 1.0) - np.log(k * delta))
+
+
+def sigma_zhao_m2(eps: FloatArray, delta: FloatArray) -> FloatArray:
+    """Mechanism 2 (paper Thm 5, Eq. 9): c = √(ln(2/(√(16δ + 1) - 1))); defined for δ < 1/2."""
+    return sigma_from_parameter(_m2_parameter(delta, 16.0), eps)
+
+
+def sigma_zhao_m3(eps: FloatArray, delta: FloatArray) -> FloatArray:
+    """Mechanism 3, for pDP (paper Thm 8, Eq. 14): f = inverfc(δ)."""
+    return sigma_from_parameter(special.erfcinv(delta), eps)
+
+
+def sigma_zhao_m4(eps: FloatArray, delta: FloatArray) -> FloatArray:
+    """Mechanism 4, for pDP (paper Thm 9, Eq. 15): g = √(ln(2/(√(8δ + 1) - 1)))."""
+    return sigma_from_parameter(_m2_parameter(delta, 8.0), eps)
+
+
+def sigma_zhao_m1(eps: FloatArray, delta: FloatArray) -> FloatArray:
+    """Mechanism 1 (paper Thm 4, Eq. 7a-7b).
+
+    b = inverfc(2δ / (1 - e^ε erfc(√(t² + ε)) / (2δ + e^ε erfc(√ε)))) with
+    t = inverfc(2δ + e^ε erfc(√ε)) when 2 - e^ε erfc(√ε) > 2δ, else b = 0.
+
+    Evaluated stably: e^ε erfc(√ε) = erfcx(√ε); the denominator 2δ + erfcx(√ε) equals erfc(t),
+    so for t >= 0 the ratio is erfcx(s)/erfcx(t) with s = √(t² + ε), and 1 minus it is
+    (erfcx(t) - erfcx(s))/erfcx(t) computed without cancellation.
+    """
+    s0 = 2.0 * delta + special.erfcx(np.sqrt(eps))
+    inside = s0 < 2.0
+    b = np.zeros_like(eps)
+    if np.any(inside):
+        e = eps[inside]
+        d = delta[inside]
+        t = special.erfcinv(s0[inside])
+        s = np.sqrt(t * t + e)
+        one_minus = np.empty_like(t)
+        tp = t >= 0
+        tpos, spos, epos = t[tp], s[tp], e[tp]
+        one_minus[tp] = erfcx_diff(tpos, epos / (tpos + spos)) / special.erfcx(tpos)
+        tn, sn = t[~tp], s[~tp]
+        one_minus[~tp] = 1.0 - np.exp(-tn * tn) * special.erfcx(sn) / special.erfc(tn)
+        b[inside] = special.erfcinv(2.0 * d / one_minus)
+    return sigma_from_parameter(b, eps)

@@ -1,0 +1,171 @@
+"""``calibrate_gaussian``: σ for the Gaussian mechanism under every method, checked for privacy."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+import numpy as np
+
+from approxdp._numerics import FloatArray
+from approxdp._validation import check_interval, check_probability, is_scalar
+from approxdp.calibration.methods import CALIBRATION_METHODS, CalibrationMethod
+from approxdp.calibration.optimal import sigma_zero_epsilon
+from approxdp.errors import (
+    InvalidParameterError,
+    NotPrivateError,
+    NotPrivateWarning,
+    ParameterTypeError,
+    UnknownMethodError,
+)
+from approxdp.profiles.gaussian import log_margin, log_profile_eu
+
+__all__ = ["calibrate_gaussian", "get_method", "privacy_check"]
+
+
+def get_method(method: object) -> CalibrationMethod:
+    """The :class:`CalibrationMethod` called ``method``, or a typed error listing the names."""
+    if not isinstance(method, str):
+        raise ParameterTypeError(
+            f"method must be a string, got {type(method).__name__} {method!r}; "
+            f"choose one of {', '.join(CALIBRATION_METHODS)}"
+        )
+    try:
+        return CALIBRATION_METHODS[method]
+    except KeyError:
+        raise UnknownMethodError(
+            f"unknown method={method!r}; choose one of {', '.join(CALIBRATION_METHODS)}"
+        ) from None
+
+
+def privacy_check(
+    sigma_unit: FloatArray, eps: FloatArray, delta: FloatArray, notion: str
+) -> tuple[np.ndarray, FloatArray]:
+    """Whether σ/Δ is (ε, δ)-private under ``notion``, and the log δ it really gives.
+
+    A point passes only if the computed profile is below δ by more than its evaluation error.
+    """
+    with np.errstate(divide="ignore"):
+        logp = log_profile_eu(eps, 1.0 / sigma_unit, notion)  # type: ignore[arg-type]
+    log_d = np.log(delta)
+    return logp <= log_d - 0.5 * log_margin(log_d), logp
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.6g}"
+
+
+def calibrate_gaussian(
+    epsilon: Any,
+    delta: Any,
+    sensitivity: Any = 1.0,
+    method: str = "optimal",
+    *,
+    allow_non_private: bool = False,
+) -> Any:
+    """Standard deviation σ of Gaussian noise for (ε, δ)-differential privacy.
+
+    With ``method="optimal"`` (the default) this is the least σ whose exact privacy profile
+    (paper Thm 2) is at most δ: δ_DP(ε; σ, Δ) <= δ, verified for the returned float and
+    within about 1e-12 (relative) of the exact optimum. ``epsilon=0`` gives the (0, δ)-DP
+    optimum Δ/(2√2 inverf(δ)) (paper Thm 3). Other methods: see
+    :data:`~approxdp.calibration.CALIBRATION_METHODS`.
+
+    Every closed-form result is checked against the exact profile at the requested point: if
+    it is not (ε, δ)-DP there (the classical formulas at large ε), :class:`NotPrivateError` is
+    raised, unless ``allow_non_private=True`` (then σ is returned with a
+    :class:`NotPrivateWarning`). pDP methods are checked for pDP, which implies DP.
+
+    Args:
+        epsilon: ε >= 0 (ε = 0 only with ``method="optimal"``); scalar or array.
+        delta: δ in (0, 1); scalar or array.
+        sensitivity: ℓ2-sensitivity Δ >= 0; σ scales linearly in it (Δ = 0 gives σ = 0).
+        method: one of ``"optimal"``, ``"pdp-optimal"``, ``"zhao-m1"``, ``"zhao-m2"``,
+            ``"zhao-m3"``, ``"zhao-m4"``, ``"dwork-2006"``, ``"dwork-roth-2014"``,
+            ``"wang-lecture"``, ``"zcdp"``.
+        allow_non_private: return a σ that is not private at (ε, δ) instead of raising.
+
+    Returns:
+        σ as a float for scalar inputs, else an array of the broadcast shape.
+
+    Raises:
+        InvalidParameterError: ε, δ or Δ out of range (the message names which and why).
+        ParameterTypeError: a non-numeric argument.
+        UnknownMethodError: an unknown method name.
+        NotPrivateError: the method's σ is not private at (ε, δ).
+
+    Example:
+        >>> round(calibrate_gaussian(1.0, 1e-5), 6)
+        3.730209
+        >>> round(calibrate_gaussian(1.0, 1e-5, method="dwork-roth-2014"), 6)
+        4.84481
+    """
+    m = get_method(method)
+    if not isinstance(allow_non_private, (bool, np.bool_)):
+        raise ParameterTypeError(
+            f"allow_non_private must be True or False, got {allow_non_private!r}"
+        )
+    if m.name == "optimal":
+        eps = check_interval("epsilon", epsilon, 0.0, math.inf, high_open=True)
+    else:
+        eps = check_interval("epsilon", epsilon, 0.0, math.inf, low_open=True, high_open=True)
+    dlt = check_probability("delta", delta)
+    sens = check_interval("sensitivity", sensitivity, 0.0, math.inf, high_open=True)
+    scalar = is_scalar(epsilon) and is_scalar(delta) and is_scalar(sensitivity)
+    e_b, d_b, s_b = np.broadcast_arrays(eps, dlt, sens)
+    shape = e_b.shape
+    e = np.array(e_b, dtype=np.float64).ravel()
+    d = np.array(d_b, dtype=np.float64).ravel()
+    s = np.array(s_b, dtype=np.float64).ravel()
+    if np.any(d >= m.delta_below):
+        bad = float(d[d >= m.delta_below][0])
+        raise InvalidParameterError(
+            f"method={m.name!r} is defined only for delta in (0, {m.delta_below:g}), "
+            f"got delta={bad:g}; use method='optimal'"
+        )
+    sigma = np.empty_like(e)
+    zero = e == 0
+    if np.any(zero):
+        sigma[zero] = sigma_zero_epsilon(d[zero])
+    rest = ~zero
+    if np.any(rest):
+        sigma[rest] = m.sigma_unit(e[rest], d[rest])
+    if m.closed_form:
+        sigma = np.nextafter(sigma, np.inf)
+        ok, logp = privacy_check(sigma, e, d, m.notion)
+        if not np.all(ok):
+            _report_not_private(m, e, d, sigma, ok, logp, allow_non_private)
+    out = s * sigma
+    out = np.where((s != 0) & (s != 1), np.nextafter(out, np.inf), out)
+    res = out.reshape(shape)
+    return float(res.reshape(())) if scalar else res
+
+
+def _report_not_private(
+    m: CalibrationMethod,
+    e: FloatArray,
+    d: FloatArray,
+    sigma: FloatArray,
+    ok: np.ndarray,
+    logp: FloatArray,
+    allow: bool,
+) -> None:
+    i = int(np.flatnonzero(~ok)[0])
+    notion = "DP" if m.notion == "dp" else "pDP"
+    count = int(np.count_nonzero(~ok))
+    where = "" if e.size == 1 else f" (at {count} of {e.size} points; first shown)"
+    hint = ""
+    if m.name in ("dwork-2006", "dwork-roth-2014", "wang-lecture") and m.notion == "dp":
+        from approxdp.calibration.thresholds import classical_failure_threshold
+
+        g = classical_failure_threshold(float(d[i]), method=m.name)
+        hint = f" (it fails above epsilon={g:.4g} at this delta)"
+    msg = (
+        f"{m.name} is not ({_fmt(e[i])}, {_fmt(d[i])})-{notion}{where}: its sigma="
+        f"{_fmt(sigma[i])} per unit sensitivity gives delta={_fmt(math.exp(logp[i]))}{hint}; "
+        "use method='optimal'"
+    )
+    if not allow:
+        raise NotPrivateError(msg)
+    warnings.warn(msg + " (returned anyway: allow_non_private=True)", NotPrivateWarning, stacklevel=3)

@@ -1,0 +1,257 @@
+"""Exact privacy profiles of the Gaussian mechanism and their inverses.
+
+The mechanism releases f(D) + N(0, σ² I) for a query with ℓ2-sensitivity Δ. Its exact
+(ε, δ)-DP profile (Balle & Wang 2018 Thm 8; paper Thm 2; lecture-wang Thm 5.18) is
+
+    δ_DP(ε; σ, Δ) = Φ(Δ/(2σ) - εσ/Δ) - e^ε Φ(-Δ/(2σ) - εσ/Δ),
+
+and its (ε, δ)-pDP profile, P[|L| > ε] for the privacy loss L (paper Thm 6), is
+
+    δ_pDP(ε; σ, Δ) = Φ(Δ/(2σ) - εσ/Δ) + Φ(-Δ/(2σ) - εσ/Δ).
+
+Both are evaluated in log space through the paper's substitution (Eq. 5, Eq. 13a; see
+:mod:`approxdp.profiles._gaussian_terms`), so that values far below 1e-300 keep their relative
+precision and the near-cancellation of the two DP terms loses nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+import numpy as np
+from scipy import special
+
+from approxdp._numerics import LOG2, SQRT2, FloatArray, solve_decreasing
+from approxdp._validation import check_interval, check_probability, is_scalar
+from approxdp.errors import UnknownMethodError
+from approxdp.profiles import _gaussian_terms as terms
+
+__all__ = [
+    "gaussian_delta",
+    "gaussian_epsilon",
+    "gaussian_log_delta",
+    "gaussian_log_pdp_delta",
+    "gaussian_pdp_delta",
+]
+
+Notion = Literal["dp", "pdp"]
+
+# Relative margin (in log δ) by which the inverse keeps clear of the target to cover the
+# evaluation error of the profile: ~1e-16 per unit of |log δ| (from a² ≈ -log δ) plus a floor.
+_LOG_MARGIN_FLOOR = 1e-12
+_LOG_MARGIN_SLOPE = 4e-15
+
+
+def log_margin(log_delta: FloatArray) -> FloatArray:
+    """How far below log δ a computed log-profile must be to be surely ≤ δ."""
+    return _LOG_MARGIN_FLOOR + _LOG_MARGIN_SLOPE * np.abs(log_delta)
+
+
+def _out(value: FloatArray, scalar: bool) -> Any:
+    return float(value.reshape(())) if scalar else value
+
+
+def _check_notion(notion: object) -> Notion:
+    if notion not in ("dp", "pdp"):
+        raise UnknownMethodError(f"notion must be 'dp' or 'pdp', got notion={notion!r}")
+    return notion  # type: ignore[return-value]
+
+
+def _profile_inputs(
+    epsilon: Any, sigma: Any, sensitivity: Any
+) -> tuple[FloatArray, FloatArray, bool]:
+    eps = check_interval("epsilon", epsilon, 0.0, math.inf)
+    sig = check_interval("sigma", sigma, 0.0, math.inf, low_open=True)
+    sens = check_interval("sensitivity", sensitivity, 0.0, math.inf, high_open=True)
+    scalar = is_scalar(epsilon) and is_scalar(sigma) and is_scalar(sensitivity)
+    eps, sig, sens = np.broadcast_arrays(eps, sig, sens)
+    with np.errstate(divide="ignore", over="ignore"):
+        u = sens / sig
+    return np.array(eps, dtype=np.float64), np.array(u, dtype=np.float64), scalar
+
+
+def log_profile_eu(eps: FloatArray, u: FloatArray, notion: Notion) -> FloatArray:
+    """log δ for flat arrays of ε ∈ [0, ∞] and u = Δ/σ ∈ [0, ∞] (internal, no validation).
+
+    δ = 0 (log = -inf) when u = 0 (no sensitivity or infinite noise) or ε = inf, except that
+    the pDP profile at ε = 0 is 1. δ = 1 when u = inf (no noise) and ε is finite.
+    """
+    out = np.full(eps.shape, -np.inf)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        regular = (u > 0) & np.isfinite(eps)
+        if notion == "pdp":
+            out[(u > 0) & (eps == 0)] = 0.0
+            regular &= eps > 0
+        no_noise = regular & np.isinf(u)
+        out[no_noise] = 0.0
+        regular &= ~no_noise
+        e, uu = eps[regular], u[regular]
+        a = (e / uu - 0.5 * uu) / SQRT2
+        b = (e / uu + 0.5 * uu) / SQRT2
+        h = uu / SQRT2
+        vals = np.full(a.shape, -np.inf)
+        ok = np.isfinite(a) & np.isfinite(b)
+        if notion == "dp":
+            vals[ok] = terms.dp_log2delta(a[ok], b[ok], h[ok], e[ok]) - LOG2
+        else:
+            vals[ok] = terms.pdp_log2delta(a[ok], b[ok], h[ok], e[ok]) - LOG2
+        # a = -inf (σ → 0 relative to Δ): the mechanism reveals f(D); δ = 1.
+        vals[np.isneginf(a)] = 0.0
+    out[regular] = np.minimum(vals, 0.0)
+    return out
+
+
+def gaussian_log_delta(epsilon: Any, sigma: Any, sensitivity: Any = 1.0) -> Any:
+    """Natural log of the exact (ε, δ)-DP profile of the Gaussian mechanism.
+
+    Use this instead of :func:`gaussian_delta` when δ may be below 1e-300.
+
+    Args:
+        epsilon: ε >= 0 (``inf`` allowed, giving -inf).
+        sigma: noise standard deviation σ > 0 (``inf`` allowed).
+        sensitivity: ℓ2-sensitivity Δ >= 0 (0 gives -inf).
+
+    Returns:
+        log δ_DP(ε; σ, Δ), a float for scalar inputs, else an array of the broadcast shape.
+
+    Example:
+        >>> round(gaussian_log_delta(1.0, 50.0), 3)
+        -0.998
+    """
+    eps, u, scalar = _profile_inputs(epsilon, sigma, sensitivity)
+    res = log_profile_eu(eps.ravel(), u.ravel(), "dp").reshape(eps.shape)
+    return _out(res, scalar)
+
+
+def gaussian_delta(epsilon: Any, sigma: Any, sensitivity: Any = 1.0) -> Any:
+    """Exact (ε, δ)-DP privacy profile of the Gaussian mechanism (paper Thm 2, BW18 Thm 8).
+
+    δ_DP(ε; σ, Δ) = Φ(Δ/(2σ) - εσ/Δ) - e^ε Φ(-Δ/(2σ) - εσ/Δ): the least δ for which adding
+    N(0, σ²) to a query of ℓ2-sensitivity Δ is (ε, δ)-DP. Relative error below 1e-12 wherever
+    the value is a normal float; values below ~1e-308 underflow to 0 (use
+    :func:`gaussian_log_delta`).
+
+    Args:
+        epsilon: ε >= 0, ``inf`` allowed.
+        sigma: σ > 0, ``inf`` allowed (δ = 0).
+        sensitivity: Δ >= 0 (Δ = 0 gives δ = 0).
+
+    Example:
+        >>> round(gaussian_delta(1.0, 4.0), 6)
+        0.005034
+    """
+    eps, u, scalar = _profile_inputs(epsilon, sigma, sensitivity)
+    res = np.exp(log_profile_eu(eps.ravel(), u.ravel(), "dp")).reshape(eps.shape)
+    return _out(res, scalar)
+
+
+def gaussian_log_pdp_delta(epsilon: Any, sigma: Any, sensitivity: Any = 1.0) -> Any:
+    """Natural log of :func:`gaussian_pdp_delta`."""
+    eps, u, scalar = _profile_inputs(epsilon, sigma, sensitivity)
+    res = log_profile_eu(eps.ravel(), u.ravel(), "pdp").reshape(eps.shape)
+    return _out(res, scalar)
+
+
+def gaussian_pdp_delta(epsilon: Any, sigma: Any, sensitivity: Any = 1.0) -> Any:
+    """(ε, δ)-pDP profile P[|L| > ε] of the Gaussian mechanism (paper Def. 2, Thm 6).
+
+    δ_pDP(ε; σ, Δ) = Φ(Δ/(2σ) - εσ/Δ) + Φ(-Δ/(2σ) - εσ/Δ). pDP implies DP (paper Lemma 3),
+    so this is always >= :func:`gaussian_delta`.
+
+    Example:
+        >>> round(gaussian_pdp_delta(1.0, 4.0), 6)
+        0.012678
+    """
+    eps, u, scalar = _profile_inputs(epsilon, sigma, sensitivity)
+    res = np.exp(log_profile_eu(eps.ravel(), u.ravel(), "pdp")).reshape(eps.shape)
+    return _out(res, scalar)
+
+
+def _epsilon_objective(
+    u: FloatArray, target: FloatArray, notion: Notion
+) -> Any:
+    def fun(e: FloatArray, idx: np.ndarray) -> tuple[FloatArray, FloatArray]:
+        uu = u[idx]
+        a = (e / uu - 0.5 * uu) / SQRT2
+        b = (e / uu + 0.5 * uu) / SQRT2
+        h = uu / SQRT2
+        if notion == "dp":
+            val = terms.dp_log2delta(a, b, h, e)
+            # d(2δ)/dε = -e^ε erfc(b) = -e^{-a²} erfcx(b)
+            slope = -np.exp(-a * a - val) * special.erfcx(b)
+        else:
+            val = terms.pdp_log2delta(a, b, h, e)
+            # d(2δ)/dε = -(2/√π)(e^{-a²} + e^{-b²}) / (u√2)
+            slope = -(2.0 / math.sqrt(math.pi)) * np.exp(-a * a - val) * (
+                1.0 + np.exp(-e)
+            ) / (uu * SQRT2)
+        return val - target[idx], slope
+
+    return fun
+
+
+def gaussian_epsilon(
+    sigma: Any, delta: Any, sensitivity: Any = 1.0, notion: Notion = "dp"
+) -> Any:
+    """The least ε for which the Gaussian mechanism with noise σ is (ε, δ)-DP (or -pDP).
+
+    Inverts :func:`gaussian_delta` (or :func:`gaussian_pdp_delta` with ``notion="pdp"``) in ε,
+    rounding toward the private side: the returned ε satisfies profile(ε) <= δ. Returns 0.0
+    when the mechanism is already (0, δ)-DP.
+
+    Args:
+        sigma: σ > 0 (``inf`` gives 0).
+        delta: δ in (0, 1).
+        sensitivity: Δ >= 0 (0 gives 0).
+        notion: ``"dp"`` or ``"pdp"``.
+
+    Example:
+        >>> round(gaussian_epsilon(4.0, 1e-5), 6)
+        1.157299
+    """
+    notion = _check_notion(notion)
+    sig = check_interval("sigma", sigma, 0.0, math.inf, low_open=True)
+    dlt = check_probability("delta", delta)
+    sens = check_interval("sensitivity", sensitivity, 0.0, math.inf, high_open=True)
+    scalar = is_scalar(sigma) and is_scalar(delta) and is_scalar(sensitivity)
+    sig, dlt, sens = np.broadcast_arrays(sig, dlt, sens)
+    shape = sig.shape
+    with np.errstate(divide="ignore", over="ignore"):
+        u = (sens / sig).ravel().astype(np.float64)
+    d = dlt.ravel().astype(np.float64)
+    log_d = np.log(d)
+    out = np.zeros(u.shape)
+    at_zero = log_profile_eu(np.zeros(u.shape), u, notion)
+    need = at_zero > log_d
+    if np.any(np.isinf(u) & need):
+        out[np.isinf(u) & need] = np.inf
+        need &= np.isfinite(u)
+    if np.any(need):
+        uu, dd, ld = u[need], d[need], log_d[need]
+        target = ld + LOG2 - log_margin(ld)
+        # Upper bound: δ(ε) <= Φ(-x) (DP) or <= 2Φ(-x) (pDP) <= δ once x = ε/u - u/2 reaches
+        # √2 inverfc(2δ) (resp. √2 inverfc(δ)).
+        q = special.erfcinv(np.minimum(2 * dd, 1.999999) if notion == "dp" else dd)
+        hi = uu * (SQRT2 * np.maximum(q, 0.0) + 0.5 * uu) + 1e-300
+        hi = np.minimum(np.nextafter(hi, np.inf) * (1 + 1e-9), np.finfo(float).max)
+        fun = _epsilon_objective(uu, target, notion)
+        root = solve_decreasing(
+            fun, np.zeros_like(uu), hi, hi.copy(), lambda x, idx: np.maximum(x, 1e-300)
+        )
+        out[need] = _round_up_epsilon(root, uu, ld, notion)
+    res = out.reshape(shape)
+    return _out(res, scalar)
+
+
+def _round_up_epsilon(eps: FloatArray, u: FloatArray, log_d: FloatArray, notion: Notion) -> FloatArray:
+    """Increase ε until the computed profile is below δ with the evaluation margin."""
+    eps = eps.copy()
+    bump = 1e-13
+    for _ in range(80):
+        bad = log_profile_eu(eps, u, notion) > log_d - 0.5 * log_margin(log_d)
+        if not np.any(bad):
+            return eps
+        eps[bad] = np.maximum(eps[bad] * (1 + bump), eps[bad] + 1e-300)
+        bump *= 2
+    raise RuntimeError("epsilon round-up did not converge")  # pragma: no cover
