@@ -23,6 +23,16 @@ from approxdp.events import (
     PrivacyEvent,
     SubsampledEvent,
 )
+from approxdp.mechanisms import (
+    DiscreteGaussianMechanism,
+    GaussianMechanism,
+    LaplaceMechanism,
+    SimulatedArray,
+    SimulatedFloat,
+    SimulatedInt,
+    TruncatedLaplaceMechanism,
+    is_secure,
+)
 
 __version__ = "0.1.0"
 
@@ -32,17 +42,25 @@ __all__ = [
     "ComposedEvent",
     "DataError",
     "DiscreteGaussianEvent",
+    "DiscreteGaussianMechanism",
     "EpsilonDeltaEvent",
     "GaussianEvent",
+    "GaussianMechanism",
     "InvalidParameterError",
     "LaplaceEvent",
+    "LaplaceMechanism",
     "LedgerError",
     "MissingDependencyError",
     "NotPrivateError",
     "NotPrivateWarning",
     "ParameterTypeError",
     "PrivacyEvent",
+    "SimulatedArray",
+    "SimulatedFloat",
+    "SimulatedInt",
     "SubsampledEvent",
+    "TruncatedLaplaceMechanism",
     "UnknownMethodError",
     "__version__",
+    "is_secure",
 ]
