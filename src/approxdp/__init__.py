@@ -2,6 +2,27 @@
 
 from __future__ import annotations
 
+from approxdp.accounting import (
+    COMPOSITION_RULES,
+    SPLIT_RULES,
+    BudgetSplit,
+    BudgetStatus,
+    ComposedGaussian,
+    Guarantee,
+    PlanResult,
+    PrivacyAccountant,
+    SpendRecord,
+    advanced_composition,
+    amplify_by_subsampling,
+    basic_composition,
+    compose_gaussian,
+    dp_to_pdp,
+    group_privacy,
+    optimal_composition,
+    simplified_advanced_composition,
+    split_budget,
+    zcdp_to_dp,
+)
 from approxdp.errors import (
     ApproxDPError,
     BudgetExceededError,
@@ -27,6 +48,25 @@ from approxdp.events import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "COMPOSITION_RULES",
+    "SPLIT_RULES",
+    "BudgetSplit",
+    "BudgetStatus",
+    "ComposedGaussian",
+    "Guarantee",
+    "PlanResult",
+    "PrivacyAccountant",
+    "SpendRecord",
+    "advanced_composition",
+    "amplify_by_subsampling",
+    "basic_composition",
+    "compose_gaussian",
+    "dp_to_pdp",
+    "group_privacy",
+    "optimal_composition",
+    "simplified_advanced_composition",
+    "split_budget",
+    "zcdp_to_dp",
     "ApproxDPError",
     "BudgetExceededError",
     "ComposedEvent",
