@@ -21,6 +21,7 @@ Schema: ``meta(key, value)``; ``spends(id, created, event, rho, items, rule, del
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -300,10 +301,8 @@ class SQLiteLedger:
                     )
                 conn.execute("COMMIT")
             except BaseException as exc:
-                try:
+                with contextlib.suppress(sqlite3.Error):
                     conn.execute("ROLLBACK")
-                except sqlite3.Error:
-                    pass
                 if isinstance(exc, sqlite3.Error):
                     raise LedgerError(f"spend not recorded in {self._path}: {exc}") from exc
                 raise
@@ -345,7 +344,5 @@ class SQLiteLedger:
     def __del__(self) -> None:
         conn: Any = getattr(self, "_conn", None)
         if conn is not None and getattr(self, "_pid", -1) == os.getpid():
-            try:
+            with contextlib.suppress(Exception):
                 conn.close()
-            except Exception:
-                pass
