@@ -19,6 +19,9 @@ from approxdp import (
 )
 from approxdp.errors import InvalidParameterError, ParameterTypeError
 
+# Needs the lead's exact Gaussian profile (issue 2); skipped only until it lands on main.
+pytest.importorskip("approxdp.profiles.gaussian")
+
 
 def max_gaussian_spends(sigma: float, eps: float, delta: float) -> int:
     n = 0

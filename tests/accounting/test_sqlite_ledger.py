@@ -29,6 +29,9 @@ from approxdp import (
 )
 from approxdp.accounting.sqlite_ledger import SQLiteLedger
 
+# Needs the lead's exact Gaussian profile (issue 2); skipped only until it lands on main.
+pytest.importorskip("approxdp.profiles.gaussian")
+
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="uses fork and SIGKILL")
 BUDGET = (1.0, 1e-5)
 SIGMA = 90.0
