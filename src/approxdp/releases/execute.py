@@ -34,7 +34,9 @@ __all__ = ["build_request", "execute"]
 FloatArray = npt.NDArray[np.float64]
 
 
-def build_request(aq: AllocatedQuery, allocated: AllocatedPlan, key: int) -> AggregateRequest:
+def build_request(
+    aq: AllocatedQuery, allocated: AllocatedPlan, key: int, *, filter_domain: bool = True
+) -> AggregateRequest:
     """The engine request of one allocated query (domain filter, bounds, caps, measures)."""
     q = aq.query
     bounds = allocated.plan.bounds
@@ -44,12 +46,56 @@ def build_request(aq: AllocatedQuery, allocated: AllocatedPlan, key: int) -> Agg
         aggs.append(Aggregation(f"m{j}", meas.kind, meas.column, low, high, meas.centre,
                                 meas.where))
     dom = q.cell_domain
-    keep = tuple(Membership(c, vals) for c, vals in dom) if dom else ()
+    keep = tuple(Membership(c, vals) for c, vals in dom) if dom and filter_domain else ()
     sample = None
     if bounds.privacy_unit is not None:
         k = bounds.max_partitions if q.by else 1
         sample = PerKeyLimit(bounds.privacy_unit, k, bounds.max_rows_per_partition, key)
     return AggregateRequest(q.by, tuple(aggs), keep, sample)
+
+
+def _run_merged(
+    engine: Engine, table: Any, requests: list[AggregateRequest]
+) -> list[AggregateResult]:
+    """Run requests that share grouping, filter and limits as ONE engine aggregation."""
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for i, r in enumerate(requests):
+        groups.setdefault((r.by, r.keep, r.sample), []).append(i)
+    out: list[AggregateResult | None] = [None] * len(requests)
+    for (by, keep, sample), members in groups.items():
+        aggs = tuple(
+            Aggregation(f"q{i}_{a.name}", a.function, a.column, a.low, a.high, a.shift, a.where)
+            for i in members for a in requests[i].aggregations
+        )
+        res = engine.aggregate(table, AggregateRequest(by, aggs, keep, sample))
+        for i in members:
+            values = {a.name: res.values[f"q{i}_{a.name}"] for a in requests[i].aggregations}
+            out[i] = AggregateResult(res.keys, values, res.rows_used, res.group_rows)
+    return [r for r in out if r is not None]
+
+
+def _check_domain_in_result(aq: AllocatedQuery, agg: AggregateResult) -> AggregateResult:
+    """Raise if any group lies outside the declared domain; else return ``agg`` unchanged.
+
+    Used when the aggregation ran without the domain filter (no per-unit limits): with every
+    row inside the domain the filter is a no-op, so one scan serves both the check and the
+    release.
+    """
+    dom = aq.query.cell_domain
+    if not dom:
+        return agg
+    for col, vals in dom:
+        allowed = set(vals)
+        bad = [j for j, v in enumerate(agg.keys[col]) if v not in allowed]
+        if bad:
+            n_out = int(agg.group_rows[bad].sum())
+            examples = sorted({agg.keys[col][j] for j in bad}, key=repr)[:3]
+            raise DataError(
+                f"{n_out} row(s) have column {col!r} outside the declared domain (e.g. "
+                f"{examples}); add them to domain[{col!r}] or pass outside_domain='drop' "
+                "(this check is exact, not private)"
+            )
+    return agg
 
 
 def execute(
@@ -70,23 +116,33 @@ def execute(
         BudgetExceededError: From the accountant; nothing is spent and no noise drawn.
     """
     schema = engine.schema(table)
-    requests = [build_request(aq, allocated, key) for aq in allocated.queries]
+    bounded = allocated.plan.bounds.privacy_unit is not None
+    # without per-unit limits the domain check rides on the aggregation itself (one scan)
+    fold = [aq.query.outside == "error" and not bounded for aq in allocated.queries]
+    requests = [
+        build_request(aq, allocated, key, filter_domain=not f)
+        for aq, f in zip(allocated.queries, fold, strict=True)
+    ]
     for req in requests:
         check_columns(schema, req)
     n_rows = engine.count_rows(table)
     if n_rows == 0:
         raise DataError("the table is empty (0 rows); nothing to release and nothing was spent")
-    for aq, req in zip(allocated.queries, requests, strict=True):
-        if aq.query.outside == "error":
-            for cond in req.keep:
-                n_out, examples = engine.count_outside(table, cond)
+    for aq in allocated.queries:
+        if aq.query.outside == "error" and bounded and aq.query.cell_domain:
+            for col, vals in aq.query.cell_domain:
+                n_out, examples = engine.count_outside(table, Membership(col, vals))
                 if n_out:
                     raise DataError(
-                        f"{n_out} row(s) have column {cond.column!r} outside the declared "
-                        f"domain (e.g. {list(examples)}); add them to domain[{cond.column!r}] "
+                        f"{n_out} row(s) have column {col!r} outside the declared "
+                        f"domain (e.g. {list(examples)}); add them to domain[{col!r}] "
                         "or pass outside_domain='drop' (this check is exact, not private)"
                     )
-    aggregates = [engine.aggregate(table, req) for req in requests]
+    aggregates = _run_merged(engine, table, requests)
+    aggregates = [
+        _check_domain_in_result(aq, agg) if f else agg
+        for aq, agg, f in zip(allocated.queries, aggregates, fold, strict=True)
+    ]
     event = allocated.event()
     if event is not None:
         accountant.spend(event)  # raises BudgetExceededError before any noise is drawn
@@ -134,7 +190,8 @@ def _noise_one(
             method=allocated.method,
         )
         flat = (true / scales).ravel()
-        noisy = np.asarray(mech.release(flat, rng=rng), dtype=float).reshape(true.shape) * scales
+        released = np.asarray(mech.release(flat, rng=rng), dtype=np.float64)
+        noisy = released.reshape(true.shape) * scales
         sigma = float(mech.sigma)
         comparisons = compare_methods(allocated.epsilon, allocated.delta_gaussian,
                                       aq.effective_sensitivity, sigma)
