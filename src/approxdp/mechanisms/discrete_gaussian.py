@@ -19,13 +19,13 @@ from typing import Any
 import numpy as np
 
 from approxdp._validation import as_float_array
-from approxdp.calibration.discrete_gaussian import (
-    calibrate_discrete_gaussian,
-    discrete_gaussian_satisfies,
-)
 from approxdp.errors import InvalidParameterError, NotPrivateError
 from approxdp.events import DiscreteGaussianEvent
 from approxdp.mechanisms.base import check_alpha, check_delta, check_epsilon, choose_path
+from approxdp.mechanisms.discrete_gaussian_calibration import (
+    calibrate_discrete_gaussian,
+    discrete_gaussian_satisfies,
+)
 from approxdp.mechanisms.exact_sampling import DiscreteGaussianSampler
 from approxdp.mechanisms.outputs import mark_simulated
 from approxdp.mechanisms.randomness import GeneratorBits, RandomBits, SecureBits

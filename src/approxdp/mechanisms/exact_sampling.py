@@ -184,5 +184,5 @@ class DiscreteLaplaceSampler:
         y = x // self.s
         negative = uniform_below(source, 2, y.size) == 1
         ok = ~(negative & (y == 0))
-        signed: IntArray = np.where(negative, -y, y)
-        return signed[ok]
+        signed: IntArray = np.where(negative, -y, y)[ok]
+        return signed

@@ -25,10 +25,6 @@ from typing import Any, cast
 
 from scipy import special
 
-from approxdp.calibration.discrete_gaussian import (
-    calibrate_discrete_gaussian,
-    discrete_gaussian_satisfies,
-)
 from approxdp.errors import NotPrivateError, ParameterTypeError
 from approxdp.events import GaussianEvent
 from approxdp.mechanisms.base import (
@@ -38,6 +34,10 @@ from approxdp.mechanisms.base import (
     check_sensitivity,
     choose_path,
     prepare_value,
+)
+from approxdp.mechanisms.discrete_gaussian_calibration import (
+    calibrate_discrete_gaussian,
+    discrete_gaussian_satisfies,
 )
 from approxdp.mechanisms.exact_sampling import DiscreteGaussianSampler
 from approxdp.mechanisms.lattice import Lattice, power_of_two_at_most

@@ -50,5 +50,8 @@ def truncated_laplace_delta(epsilon: float, lam: float, tau: float, sensitivity:
         InvalidParameterError: for ε < Δ/λ or Δ > τ, where the formula does not apply.
     """
     if epsilon < sensitivity / lam or sensitivity > tau:
-        raise InvalidParameterError("truncated_laplace_delta needs epsilon >= sensitivity/lam and tau >= Δ")
+        raise InvalidParameterError(
+            f"truncated_laplace_delta needs epsilon >= sensitivity/lam and tau >= sensitivity, "
+            f"got epsilon={epsilon:g}, lam={lam:g}, tau={tau:g}, sensitivity={sensitivity:g}"
+        )
     return math.exp(-tau / lam) * math.expm1(sensitivity / lam) / (-2.0 * math.expm1(-tau / lam))

@@ -1,5 +1,8 @@
 """Calibration of the discrete Gaussian mechanism with its own exact profile (SPEC §4).
 
+Lives here until the calibration package (issue 2) lands; then it moves to
+``approxdp.calibration.discrete_gaussian``.
+
 ``calibrate_discrete_gaussian(ε, δ, Δ)`` returns the least σ (up to a relative bracket width
 of 1e-9) such that the discrete profile of CKS20 Thm 7 satisfies δ_Z(ε; σ, Δ) ≤ δ. It errs on
 the private side: the bisection keeps the upper end of the bracket, and the returned σ is
