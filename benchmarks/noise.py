@@ -46,7 +46,7 @@ def main() -> None:
 
     def fast_path() -> object:
         # Exactly what GaussianMechanism.release(value, rng=Generator) runs after calibration.
-        path, gen = choose_path(np.random.default_rng(), None)
+        _path, gen = choose_path(np.random.default_rng(), None)
         arr, scalar = prepare_value(zeros)
         assert gen is not None
         return mark_simulated(arr + gen.normal(0.0, sigma, size=arr.shape), scalar)
