@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / ".venv"
 # Extras installed into the development environment (see pyproject.toml).
-EXTRAS = ("test",)
+EXTRAS = ("test", "data")
 
 
 def _python() -> Path:
@@ -36,7 +36,7 @@ def _fingerprint() -> str:
 
 def ensure_venv(quiet: bool = True) -> Path:
     """Return the venv's interpreter, creating the venv and installing the project if needed."""
-    if sys.version_info < (3, 11):
+    if sys.version_info < (3, 11):  # noqa: UP036 - runs under the system Python
         sys.exit(f"approxdp needs Python >= 3.11; this is {sys.version.split()[0]}")
     python = _python()
     if not python.exists():

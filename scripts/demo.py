@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _venv import run  # noqa: E402
+from _venv import run
 
 if __name__ == "__main__":
     sys.exit(run(["python", "-m", "approxdp", "demo", *sys.argv[1:]]))

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _venv import run  # noqa: E402
+from _venv import run
 
 
 def main() -> int:

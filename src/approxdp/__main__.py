@@ -9,7 +9,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the approxdp command line (a Click application, imported lazily)."""
     from approxdp.cli import run_cli
 
-    return run_cli(argv if argv is not None else sys.argv[1:])
+    return int(run_cli(argv if argv is not None else sys.argv[1:]))
 
 
 if __name__ == "__main__":

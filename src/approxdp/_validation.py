@@ -84,7 +84,8 @@ def check_interval(
         bad_value = _first_bad(arr, ~ok)
         left = "(" if low_open else "["
         right = ")" if high_open else "]"
-        where = "" if arr.ndim == 0 else f" (at {int(np.count_nonzero(~ok))} of {arr.size} elements)"
+        n_bad = int(np.count_nonzero(~ok))
+        where = "" if arr.ndim == 0 else f" (at {n_bad} of {arr.size} elements)"
         raise InvalidParameterError(
             f"{name} must be in {left}{_fmt(low)}, {_fmt(high)}{right}, "
             f"got {name}={_fmt(bad_value)}{where}"

@@ -50,7 +50,18 @@ class NotPrivateError(ApproxDPError, ValueError):
 
 
 class BudgetExceededError(ApproxDPError, ValueError):
-    """A spend would take the privacy accountant over its budget; nothing was spent."""
+    """A spend would take the privacy accountant over its budget; nothing was spent.
+
+    Attributes:
+        remaining: what was left of the budget when the spend was refused (the accountant's
+            status object), or None.
+        requested: what was asked for (the event or events), or None.
+    """
+
+    def __init__(self, message: str, *, remaining: object = None, requested: object = None):
+        super().__init__(message)
+        self.remaining = remaining
+        self.requested = requested
 
 
 class LedgerError(ApproxDPError, ValueError):

@@ -1,0 +1,148 @@
+"""Exact composition of Gaussian releases (paper Lemma 15).
+
+m releases f_i(D) + N(0, σᵢ² I) with ℓ2-sensitivities Δᵢ have a privacy loss that is the sum
+of independent N(Δᵢ²/(2σᵢ²), Δᵢ²/σᵢ²) variables, i.e. exactly the loss of ONE Gaussian release
+with sensitivity 1 and
+
+    σ* = (Σᵢ Δᵢ² / σᵢ²)^(−1/2)                     (paper Lemma 15, Eq. 104).
+
+Its exact DP and pDP profiles are then those of a single Gaussian
+(:mod:`approxdp.profiles.gaussian`), with no PLD or RDP approximation. 10⁴ releases compose in
+well under a millisecond.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from approxdp._validation import as_float_array, check_interval
+from approxdp.accounting.guarantees import FloatOrArray, Guarantee
+from approxdp.errors import InvalidParameterError
+
+__all__ = ["ComposedGaussian", "compose_gaussian", "sigma_from_rho", "total_rho"]
+
+RULE = "exact Gaussian composition (paper Lemma 15)"
+
+
+def total_rho(ratios_squared: Any) -> float:
+    """Σ Δᵢ²/σᵢ² given the squared ratios, summed exactly (``math.fsum``) then rounded up."""
+    total = math.fsum(float(x) for x in np.asarray(ratios_squared, dtype=np.float64).ravel())
+    return math.nextafter(total, math.inf) if total > 0 else 0.0
+
+
+def sigma_from_rho(rho: float) -> float:
+    """σ* = rho^(−1/2) for rho = Σ Δᵢ²/σᵢ² (σ* = inf when rho = 0), rounded down (private side)."""
+    if rho <= 0.0:
+        return math.inf
+    return math.nextafter(1.0 / math.sqrt(rho), 0.0)
+
+
+@dataclass(frozen=True, slots=True)
+class ComposedGaussian:
+    """One Gaussian release with sensitivity 1 and noise ``sigma`` equivalent to a composition.
+
+    Attributes:
+        sigma: σ* of paper Lemma 15 (``inf`` if every sensitivity is 0).
+        count: how many releases were composed.
+    """
+
+    sigma: float
+    count: int = 1
+
+    def __post_init__(self) -> None:
+        sigma = float(check_interval("sigma", self.sigma, 0.0, math.inf, low_open=True))
+        object.__setattr__(self, "sigma", sigma)
+        if self.count < 1:
+            raise InvalidParameterError(f"count must be >= 1, got count={self.count}")
+
+    def delta(self, epsilon: Any) -> FloatOrArray:
+        """Exact δ(ε) of the composition (paper Thm 2 at σ*, Δ = 1). Vectorized in ε."""
+        from approxdp.profiles.gaussian import gaussian_delta
+
+        if math.isinf(self.sigma):
+            eps = check_interval("epsilon", epsilon, 0.0, math.inf)
+            return 0.0 if eps.ndim == 0 else np.zeros_like(eps)
+        result: FloatOrArray = gaussian_delta(epsilon, self.sigma, 1.0)
+        return result
+
+    def epsilon(self, delta: Any) -> FloatOrArray:
+        """Exact least ε(δ) of the composition (inverse of :meth:`delta`). Vectorized in δ."""
+        from approxdp.profiles.gaussian import gaussian_epsilon
+
+        if math.isinf(self.sigma):
+            dlt = check_interval("delta", delta, 0.0, 1.0, high_open=True)
+            return 0.0 if dlt.ndim == 0 else np.zeros_like(dlt)
+        result: FloatOrArray = gaussian_epsilon(self.sigma, delta, 1.0)
+        return result
+
+    def pdp_delta(self, epsilon: Any) -> FloatOrArray:
+        """Exact pDP δ(ε) of the composition (paper Lemma 15 ii, Thm 6)."""
+        from approxdp.profiles.gaussian import gaussian_pdp_delta
+
+        if math.isinf(self.sigma):
+            eps = check_interval("epsilon", epsilon, 0.0, math.inf)
+            return 0.0 if eps.ndim == 0 else np.zeros_like(eps)
+        result: FloatOrArray = gaussian_pdp_delta(epsilon, self.sigma, 1.0)
+        return result
+
+    def guarantee(self, *, epsilon: float | None = None, delta: float | None = None) -> Guarantee:
+        """The exact (ε, δ) pair at a given ε (δ computed) or a given δ (ε computed)."""
+        if epsilon is not None and delta is None:
+            return Guarantee(float(epsilon), float(self.delta(epsilon)), "exact", RULE)
+        if epsilon is None and delta is not None:
+            return Guarantee(float(self.epsilon(delta)), float(delta), "exact", RULE)
+        raise InvalidParameterError("give exactly one of epsilon= or delta=")
+
+
+def compose_gaussian(sigmas: Any, sensitivities: Any = None) -> ComposedGaussian:
+    """Compose Gaussian releases exactly: σ* = (Σ Δᵢ²/σᵢ²)^(−1/2) (paper Lemma 15).
+
+    Args:
+        sigmas: noise standard deviations σᵢ > 0 (``inf`` allowed: such a release costs
+            nothing), a scalar or a sequence.
+        sensitivities: ℓ2-sensitivities Δᵢ ≥ 0, same length as ``sigmas`` (or a scalar);
+            default 1 for every release.
+
+    Returns:
+        ComposedGaussian with ``.sigma`` (σ* for Δ = 1), ``.delta(ε)``, ``.epsilon(δ)``.
+
+    Raises:
+        InvalidParameterError: σ ≤ 0, Δ < 0, NaN, or mismatched lengths.
+
+    Example:
+        >>> round(compose_gaussian([2.0, 2.0, 2.0, 2.0]).sigma, 12)
+        1.0
+    """
+    sig = np.atleast_1d(check_interval("sigmas", sigmas, 0.0, math.inf, low_open=True))
+    if sig.ndim != 1 or sig.size == 0:
+        raise InvalidParameterError(
+            f"sigmas must be a non-empty 1-d sequence, got shape {np.shape(sigmas)}"
+        )
+    if sensitivities is None:
+        sens = np.ones_like(sig)
+    else:
+        sens = np.atleast_1d(as_float_array("sensitivities", sensitivities))
+        check_interval("sensitivities", sens, 0.0, math.inf, high_open=True)
+        if sens.size == 1:
+            sens = np.full_like(sig, float(sens.ravel()[0]))
+        if sens.shape != sig.shape:
+            raise InvalidParameterError(
+                f"sensitivities must have the same length as sigmas ({sig.size}), "
+                f"got {sens.size}"
+            )
+    ratio = sens / sig  # Δᵢ/σᵢ; 0 for σ = inf
+    scale = float(np.max(ratio))
+    if scale == 0.0:
+        return ComposedGaussian(math.inf, int(sig.size))
+    # Scaled sum avoids overflow/underflow of Δ²/σ² for extreme ratios.
+    rel = ratio / scale
+    norm = math.sqrt(math.fsum((rel * rel).tolist()))
+    sigma = 1.0 / (scale * norm)
+    # Round σ* down by a few ulps: a slightly smaller σ is the private side.
+    for _ in range(4):
+        sigma = math.nextafter(sigma, 0.0)
+    return ComposedGaussian(sigma, int(sig.size))

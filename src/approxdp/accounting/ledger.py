@@ -1,0 +1,156 @@
+"""The ledger protocol, spend records, event (de)serialisation, and the in-memory ledger.
+
+A ledger stores spends and their sufficient statistic (:class:`LedgerState`). Its one write
+operation, :meth:`Ledger.append`, is atomic: it reads the current state, asks the caller's
+``check`` whether the new state fits the budget (``check`` raises to refuse), and only then
+records the spend. The SQLite ledger (:mod:`approxdp.accounting.sqlite_ledger`) does this
+inside one ``BEGIN IMMEDIATE`` transaction, across threads and processes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from approxdp import events as _events
+from approxdp.accounting.event_costs import Contribution, LedgerState
+from approxdp.errors import LedgerError
+from approxdp.events import PrivacyEvent
+
+__all__ = [
+    "Ledger",
+    "MemoryLedger",
+    "SpendRecord",
+    "event_from_json",
+    "event_to_json",
+]
+
+_EVENT_TYPES: dict[str, type[PrivacyEvent]] = {
+    name: getattr(_events, name)
+    for name in _events.__all__
+    if isinstance(getattr(_events, name), type)
+}
+
+
+def _event_to_obj(event: PrivacyEvent) -> dict[str, Any]:
+    obj: dict[str, Any] = {"type": type(event).__name__}
+    for f in dataclasses.fields(event):
+        value = getattr(event, f.name)
+        if isinstance(value, PrivacyEvent):
+            obj[f.name] = _event_to_obj(value)
+        elif isinstance(value, tuple):
+            obj[f.name] = [_event_to_obj(v) for v in value]
+        else:
+            obj[f.name] = value
+    return obj
+
+
+def _event_from_obj(obj: Any) -> PrivacyEvent:
+    if not isinstance(obj, dict) or obj.get("type") not in _EVENT_TYPES:
+        raise LedgerError(f"ledger holds an unknown event record: {str(obj)[:80]}")
+    cls = _EVENT_TYPES[obj["type"]]
+    kwargs: dict[str, Any] = {}
+    for key, value in obj.items():
+        if key == "type":
+            continue
+        if isinstance(value, dict):
+            kwargs[key] = _event_from_obj(value)
+        elif isinstance(value, list):
+            kwargs[key] = tuple(_event_from_obj(v) for v in value)
+        else:
+            kwargs[key] = value
+    try:
+        return cls(**kwargs)
+    except Exception as exc:
+        raise LedgerError(f"ledger holds an invalid {obj['type']} record: {exc}") from exc
+
+
+def event_to_json(event: PrivacyEvent) -> str:
+    """Serialise an event (including nested ones) to JSON text."""
+    return json.dumps(_event_to_obj(event), sort_keys=True, allow_nan=True)
+
+
+def event_from_json(text: str) -> PrivacyEvent:
+    """Inverse of :func:`event_to_json`; raises LedgerError for anything not written by it."""
+    try:
+        obj = json.loads(text)
+    except (TypeError, ValueError) as exc:
+        raise LedgerError(f"ledger holds an unreadable event record: {exc}") from exc
+    return _event_from_obj(obj)
+
+
+@dataclass(frozen=True, slots=True)
+class SpendRecord:
+    """One accepted spend.
+
+    Attributes:
+        index: 1-based position in the ledger.
+        timestamp: seconds since the epoch when it was recorded.
+        event: the event spent.
+        rule: the composition rule that admitted it.
+        delta_after: δ of the whole history at the budget's ε, after this spend.
+    """
+
+    index: int
+    timestamp: float
+    event: PrivacyEvent
+    rule: str
+    delta_after: float
+
+
+# check(new_state) -> (rule, delta_after); raises BudgetExceededError to refuse the spend.
+Check = Callable[[LedgerState], tuple[str, float]]
+
+
+class Ledger(Protocol):
+    """What the accountant needs from a ledger."""
+
+    def state(self) -> LedgerState:
+        """The current sufficient statistic (no side effects)."""
+        ...
+
+    def records(self) -> tuple[SpendRecord, ...]:
+        """Every accepted spend, oldest first (no side effects)."""
+        ...
+
+    def append(self, event: PrivacyEvent, contrib: Contribution, check: Check) -> SpendRecord:
+        """Atomically: new = state + contrib; check(new); record. Nothing changes on error."""
+        ...
+
+    def close(self) -> None:
+        """Release resources."""
+        ...
+
+
+class MemoryLedger:
+    """An in-process ledger (a list and a lock); lost when the process ends."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._state = LedgerState()
+        self._records: list[SpendRecord] = []
+
+    def state(self) -> LedgerState:
+        with self._lock:
+            return self._state
+
+    def records(self) -> tuple[SpendRecord, ...]:
+        with self._lock:
+            return tuple(self._records)
+
+    def append(self, event: PrivacyEvent, contrib: Contribution, check: Check) -> SpendRecord:
+        with self._lock:
+            new_state = self._state.add(contrib)
+            rule, delta_after = check(new_state)
+            record = SpendRecord(len(self._records) + 1, time.time(), event, rule, delta_after)
+            self._records.append(record)
+            self._state = new_state
+            return record
+
+    def close(self) -> None:
+        """Nothing to release."""

@@ -1,0 +1,168 @@
+"""Privacy of a whole history: exact Gaussian part plus (ε, δ) parts under a chosen rule.
+
+For a history with Gaussian part ρ (σ* = ρ^(−1/2), paper Lemma 15) and (ε, δ) parts composed
+into a profile δ_N(x), the whole history is (ε, δ)-DP with
+
+    δ(ε) = min over x ∈ [0, ε] of δ_N(x) + δ_G(ε − x)
+
+(basic composition of the two parts; every x gives a valid bound, the minimisation only
+tightens it). δ_N is one of
+
+- ``basic``: Σδᵢ once x ≥ Σεᵢ (else 1);
+- ``advanced``: Dwork–Roth Thm 3.20 for n steps of (max εᵢ, max δᵢ);
+- ``optimal``: Kairouz–Oh–Viswanath 2017 for n steps of (max εᵢ, max δᵢ), exact for that class;
+- ``auto``: the smaller of basic and optimal (optimal dominates advanced).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from fractions import Fraction
+from typing import Literal, TypeAlias
+
+from scipy.optimize import minimize_scalar
+
+from approxdp.accounting.event_costs import LedgerState, add_up
+from approxdp.accounting.gaussian_composition import sigma_from_rho
+from approxdp.accounting.guarantees import round_up
+from approxdp.accounting.optimal import kov_delta
+
+__all__ = ["COMPOSITION_RULES", "CompositionRule", "delta_at", "epsilon_at"]
+
+CompositionRule: TypeAlias = Literal["auto", "basic", "advanced", "optimal"]
+COMPOSITION_RULES: tuple[CompositionRule, ...] = ("auto", "basic", "advanced", "optimal")
+
+GAUSS = "exact Gaussian (paper Lemma 15)"
+NAMES = {
+    "basic": "basic (Dwork-Roth Thm 3.16)",
+    "advanced": "advanced (Dwork-Roth Thm 3.20)",
+    "optimal": "optimal (Kairouz-Oh-Viswanath 2017)",
+}
+
+
+def _gaussian_profile(rho: float) -> Callable[[float], float]:
+    from approxdp.profiles.gaussian import gaussian_delta
+
+    sigma = sigma_from_rho(rho)
+
+    def delta_g(eps: float) -> float:
+        return 0.0 if eps < 0 else float(gaussian_delta(eps, sigma, 1.0))
+
+    return delta_g
+
+
+def _rest_profile(state: LedgerState, rule: str) -> Callable[[float], float]:
+    n = state.n_items
+    eps_m = max(e for e, _, _ in state.groups)
+    delta_m = max(d for _, d, _ in state.groups)
+    if rule == "optimal":
+        return lambda x: kov_delta(eps_m, delta_m, n, x)
+    # advanced: ε(δ') = √(2n ln(1/δ'))ε_m + nε_m(e^ε_m − 1)  ⇒  δ'(x) for x above the drift
+    drift = n * eps_m * math.expm1(eps_m)
+
+    def delta_adv(x: float) -> float:
+        if eps_m == 0.0:
+            return min(1.0, n * delta_m)
+        if x <= drift:
+            return 1.0
+        z = (x - drift) / eps_m
+        return min(1.0, n * delta_m + math.exp(-z * z / (2.0 * n)))
+
+    return delta_adv
+
+
+def _frac_to_float(value: Fraction, direction: float) -> float:
+    """``value`` as a float rounded towards ``direction`` (+inf: up, 0: down)."""
+    out = float(value)
+    if (direction > 0 and Fraction(out) < value) or (direction <= 0 and Fraction(out) > value):
+        out = math.nextafter(out, direction)
+    return out
+
+
+def _basic_slack(state: LedgerState, epsilon: float) -> tuple[float, float] | None:
+    """(ε left for the Gaussian part, rounded down; Σδ rounded up), exactly; None if Σε > ε.
+
+    Sums are exact rationals of the stored floats, so k steps of ε/k fit a budget ε exactly
+    when the floats add up to it, and never when they exceed it by any amount.
+    """
+    eps_sum = sum((Fraction(e) * c for e, _, c in state.groups), Fraction(0))
+    left = Fraction(epsilon) - eps_sum
+    if left < 0:
+        return None
+    delta_sum = sum((Fraction(d) * c for _, d, c in state.groups), Fraction(0))
+    return _frac_to_float(left, 0.0), _frac_to_float(delta_sum, math.inf)
+
+
+def _delta_one_rule(state: LedgerState, epsilon: float, rule: str) -> float:
+    has_gauss = state.rho > 0
+    if not state.groups:
+        return _gaussian_profile(state.rho)(epsilon) if has_gauss else 0.0
+    if rule == "basic":
+        slack = _basic_slack(state, epsilon)
+        if slack is None:
+            return 1.0
+        left, delta_n = slack
+        extra = _gaussian_profile(state.rho)(left) if has_gauss else 0.0
+        return min(1.0, add_up(delta_n, extra))
+    rest = _rest_profile(state, rule)
+    if not has_gauss:
+        return rest(epsilon)
+    gauss = _gaussian_profile(state.rho)
+
+    def total(x: float) -> float:
+        return min(1.0, rest(x) + gauss(epsilon - x))
+
+    best = min(total(0.0), total(epsilon))
+    if epsilon > 0:
+        res = minimize_scalar(total, bounds=(0.0, epsilon), method="bounded",
+                              options={"xatol": 1e-10 * max(1.0, epsilon)})
+        # Re-evaluate at the returned point: any x in [0, ε] gives a valid bound.
+        best = min(best, total(float(res.x)))
+    return best
+
+
+def delta_at(state: LedgerState, epsilon: float, rule: str = "auto") -> tuple[float, str]:
+    """Least δ (rounded up) for which the history is (ε, δ)-DP under ``rule``, and the rule.
+
+    Returns:
+        (δ, description of the rule that achieved it).
+    """
+    candidates = ["basic", "optimal"] if rule == "auto" else [rule]
+    best, best_rule = math.inf, ""
+    for cand in candidates:
+        value = _delta_one_rule(state, epsilon, cand)
+        if value < best:
+            best, best_rule = value, cand
+    parts = []
+    if state.rho > 0:
+        parts.append(GAUSS)
+    if state.groups:
+        parts.append(NAMES[best_rule])
+    description = " + ".join(parts) if parts else "nothing spent"
+    value = min(1.0, round_up(best)) if best > 0 and best_rule != "basic" else min(1.0, best)
+    return value, description
+
+
+def epsilon_at(state: LedgerState, delta: float, rule: str = "auto") -> tuple[float, str]:
+    """Least ε (to ~1e-12 relative, rounded to the private side) with δ(ε) ≤ ``delta``.
+
+    Returns ``inf`` if no ε achieves ``delta`` (e.g. Σδᵢ already exceeds it).
+    """
+    if delta_at(state, 0.0, rule)[0] <= delta:
+        return 0.0, delta_at(state, 0.0, rule)[1]
+    hi = 1.0
+    while delta_at(state, hi, rule)[0] > delta:
+        hi *= 2.0
+        if hi > 1e7:
+            return math.inf, delta_at(state, hi, rule)[1]
+    lo = 0.0
+    for _ in range(80):
+        mid = 0.5 * (lo + hi)
+        if mid <= lo or mid >= hi or hi - lo <= 1e-13 * hi:
+            break
+        if delta_at(state, mid, rule)[0] <= delta:
+            hi = mid
+        else:
+            lo = mid
+    return hi, delta_at(state, hi, rule)[1]

@@ -1,0 +1,184 @@
+"""Budget splitting: the per-step budget that makes k steps compose to a total (ε, δ).
+
+The inverse of composition (seed lecture-ziani §2). For generic (ε, δ)-DP steps the split
+follows basic, advanced or optimal composition; for Gaussian steps the exact composition
+(paper Lemma 15) makes the split exact: k steps of noise σ compose to one release with
+σ/√k, so the per-step σ is √k · σ_opt(ε, δ) — strictly less noise than the seed's rule of
+per-step ε/(2√(2k ln(1/δ'))) with the classical Gaussian calibration.
+
+Every split is verified forwards: the returned per-step values are composed again and
+checked against the total with no tolerance.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias
+
+from approxdp._validation import check_interval, check_probability
+from approxdp.accounting.composition import advanced_composition, check_steps
+from approxdp.accounting.gaussian_composition import compose_gaussian
+from approxdp.accounting.guarantees import Guarantee
+from approxdp.accounting.optimal import optimal_epsilon
+from approxdp.errors import InvalidParameterError, UnknownMethodError
+
+__all__ = ["SPLIT_RULES", "BudgetSplit", "seed_gaussian_split", "split_budget"]
+
+SplitRule: TypeAlias = Literal["basic", "advanced", "optimal", "gaussian"]
+SPLIT_RULES: tuple[SplitRule, ...] = ("basic", "advanced", "optimal", "gaussian")
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetSplit:
+    """Per-step budget for k steps composing to ``total``.
+
+    Attributes:
+        composition: the rule used ("basic", "advanced", "optimal" or "gaussian").
+        k: number of steps.
+        epsilon: per-step ε (for "gaussian": nan, the step is described by ``sigma``).
+        delta: per-step δ (for "gaussian": nan).
+        sigma: per-step Gaussian σ for the given sensitivity ("gaussian" only, else None).
+        total: what the k steps compose to under the rule — within the requested total.
+    """
+
+    composition: SplitRule
+    k: int
+    epsilon: float
+    delta: float
+    sigma: float | None
+    total: Guarantee
+
+
+def _bisect_largest(pred: Any, lo: float, hi: float, iters: int = 200) -> float:
+    """Largest x in [lo, hi] (to float resolution) with pred(x) true, given pred(lo) true."""
+    for _ in range(iters):
+        mid = 0.5 * (lo + hi)
+        if mid <= lo or mid >= hi:
+            break
+        if pred(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def split_budget(
+    epsilon: Any,
+    delta: Any,
+    k: Any,
+    *,
+    composition: str = "optimal",
+    delta_prime: Any = None,
+    sensitivity: Any = 1.0,
+) -> BudgetSplit:
+    """Per-step budget so that k adaptive steps compose to at most (ε, δ).
+
+    - ``basic``: (ε/k, δ/k).
+    - ``advanced`` (Dwork–Roth Thm 3.20): δ' = ``delta_prime`` (default δ/2), per-step
+      δ = (δ − δ')/k and the largest per-step ε with √(2k ln(1/δ'))ε₀ + kε₀(e^ε₀ − 1) ≤ ε.
+    - ``optimal`` (KOV 2017): δ' = ``delta_prime`` (default δ/2), per-step δ₀ with
+      1 − (1 − δ₀)^k (1 − δ') = δ, and the largest ε₀ whose optimal composition is ≤ ε.
+    - ``gaussian``: per-step σ = √k · σ_opt(ε, δ, Δ) — exact (paper Lemma 15), no δ' slack.
+
+    Args:
+        epsilon: total ε > 0 (finite). delta: total δ ∈ (0, 1).
+        k: number of steps, integer ≥ 1.
+        composition: one of :data:`SPLIT_RULES`.
+        delta_prime: slack δ' ∈ (0, δ) for "advanced"/"optimal" (default δ/2).
+        sensitivity: ℓ2-sensitivity of each Gaussian step (used by "gaussian" only).
+
+    Returns:
+        BudgetSplit, whose ``total`` has been recomputed from the per-step values.
+
+    Raises:
+        InvalidParameterError, UnknownMethodError: on bad input.
+
+    Example:
+        >>> s = split_budget(1.0, 1e-5, 100, composition="gaussian")
+        >>> 37 < s.sigma < 38
+        True
+    """
+    eps = float(check_interval("epsilon", epsilon, 0.0, math.inf, low_open=True, high_open=True))
+    dlt = float(check_probability("delta", delta))
+    steps = check_steps("k", k)
+    if composition not in SPLIT_RULES:
+        raise UnknownMethodError(
+            f"composition must be one of {SPLIT_RULES}, got composition={composition!r}"
+        )
+    if composition == "gaussian":
+        return _split_gaussian(eps, dlt, steps, sensitivity)
+    if composition == "basic":
+        e0, d0 = eps / steps, dlt / steps
+        while e0 * steps > eps:
+            e0 = math.nextafter(e0, 0.0)
+        while d0 * steps > dlt:
+            d0 = math.nextafter(d0, 0.0)
+        total = Guarantee(e0 * steps, d0 * steps, "upper bound", "basic composition")
+        return BudgetSplit("basic", steps, e0, d0, None, total)
+    dp = dlt / 2.0 if delta_prime is None else float(check_probability("delta_prime", delta_prime))
+    if not dp < dlt:
+        raise InvalidParameterError(
+            f"delta_prime must be in (0, delta={dlt:g}), got delta_prime={dp:g}"
+        )
+    if composition == "advanced":
+        d0 = (dlt - dp) / steps
+        while steps * d0 + dp > dlt:
+            d0 = math.nextafter(d0, 0.0)
+
+        def fits_adv(e0: float) -> bool:
+            return float(advanced_composition(e0, d0, steps, dp).epsilon) <= eps
+
+        e0 = _bisect_largest(fits_adv, 0.0, eps)
+        return BudgetSplit("advanced", steps, e0, d0, None, advanced_composition(e0, d0, steps, dp))
+    # optimal
+    d0 = -math.expm1((math.log1p(-dlt) - math.log1p(-dp)) / steps)
+    while -math.expm1(steps * math.log1p(-d0) + math.log1p(-dp)) > dlt:
+        d0 = math.nextafter(d0, 0.0)
+
+    def fits_opt(e0: float) -> bool:
+        return optimal_epsilon(e0, steps, dp) <= eps
+
+    lo = eps / steps
+    while not fits_opt(lo):
+        lo = math.nextafter(lo, 0.0)
+    e0 = _bisect_largest(fits_opt, lo, eps, iters=60)
+    delta_total = -math.expm1(steps * math.log1p(-d0) + math.log1p(-dp))
+    total = Guarantee(
+        optimal_epsilon(e0, steps, dp),
+        delta_total,
+        "exact",
+        "optimal homogeneous composition (Kairouz-Oh-Viswanath 2017)",
+    )
+    return BudgetSplit("optimal", steps, e0, d0, None, total)
+
+
+def _split_gaussian(eps: float, dlt: float, steps: int, sensitivity: Any) -> BudgetSplit:
+    from approxdp.calibration import calibrate_gaussian
+
+    sens = float(check_interval("sensitivity", sensitivity, 0.0, math.inf, low_open=True,
+                                high_open=True))
+    sigma = math.sqrt(steps) * float(calibrate_gaussian(eps, dlt, sens, method="optimal"))
+    composed = compose_gaussian([sigma] * steps, [sens] * steps)
+    # Verify forwards with no tolerance; grow σ by ulps if rounding broke it (never under).
+    while float(composed.delta(eps)) > dlt:
+        sigma = math.nextafter(sigma, math.inf) * (1 + 1e-15)
+        composed = compose_gaussian([sigma] * steps, [sens] * steps)
+    total = Guarantee(eps, float(composed.delta(eps)), "exact",
+                      "exact Gaussian composition (paper Lemma 15)")
+    return BudgetSplit("gaussian", steps, math.nan, math.nan, sigma, total)
+
+
+def seed_gaussian_split(
+    epsilon: float, delta: float, k: int, sensitivity: float = 1.0
+) -> tuple[float, float, float]:
+    """The seed's rule (lecture-ziani §2), for comparison only: (ε₀, δ₀, σ₀).
+
+    δ' = δ/2, δ₀ = δ/(2k), ε₀ = ε/(2√(2k ln(1/δ'))), and the classical Gaussian
+    σ₀ = Δ√(2 ln(1.25/δ₀))/ε₀ (Dwork–Roth Thm A.1, valid as ε₀ < 1).
+    """
+    dp = delta / 2.0
+    d0 = delta / (2.0 * k)
+    e0 = epsilon / (2.0 * math.sqrt(2.0 * k * math.log(1.0 / dp)))
+    sigma0 = sensitivity * math.sqrt(2.0 * math.log(1.25 / d0)) / e0
+    return e0, d0, sigma0

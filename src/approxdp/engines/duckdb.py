@@ -1,0 +1,327 @@
+"""The embedded DuckDB engine: every primitive is one SQL query run inside DuckDB.
+
+Accepted inputs: a CSV (``.csv``, ``.csv.gz``, ``.tsv``) or Parquet (``.parquet``, ``.pq``)
+path, a pandas or Polars DataFrame, a PyArrow Table or RecordBatchReader, or a DuckDB relation
+(which is queried on its own connection, so views and temporary tables it refers to work).
+``duckdb`` is imported only when an engine is created.
+
+Per-key limits (:class:`~approxdp.engines.base.PerKeyLimit`) are done without sorting on
+``random()``: rows are aggregated per (key, group) pair, each key keeps the pairs with the
+smallest keyed hash (a window over pairs, not rows), and pairs with more than ``max_rows``
+rows are rescaled. The shapes::
+
+    rows                     # (key, by..., value per aggregation)
+    → pairs  GROUP BY key, by   # (key, by..., n, partial per aggregation), ≤ max_groups per key
+    → groups GROUP BY by        # (by..., Σ partial·min(1, max_rows/n), Σ min(n, max_rows))
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from approxdp.engines.base import (
+    AggregateRequest,
+    AggregateResult,
+    Aggregation,
+    ColumnKind,
+    KeyValue,
+    Membership,
+    check_columns,
+)
+from approxdp.errors import DataError, MissingDependencyError, ParameterTypeError
+
+__all__ = ["DuckDBEngine", "DuckDBTable"]
+
+_SOURCE = "__approxdp_source"
+_CSV_SUFFIXES = (".csv", ".csv.gz", ".tsv", ".tsv.gz", ".txt")
+_PARQUET_SUFFIXES = (".parquet", ".pq")
+_NUMERIC_PREFIXES = (
+    "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
+    "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "DECIMAL", "REAL",
+)  # fmt: skip
+_counter = itertools.count()
+
+
+def _import_duckdb() -> Any:
+    try:
+        import duckdb
+    except ImportError as exc:  # pragma: no cover - duckdb is a runtime dependency
+        raise MissingDependencyError(
+            "the DuckDB engine needs the 'duckdb' package: pip install duckdb"
+        ) from exc
+    return duckdb
+
+
+def quote_identifier(name: str) -> str:
+    """SQL identifier quoting: ``a"b`` → ``"a""b"``."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def sql_literal(value: KeyValue) -> str:
+    """Render a key value as an SQL literal (strings quoted, ``None`` as NULL)."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool | np.bool_):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int | np.integer):
+        return str(int(value))
+    if isinstance(value, float | np.floating):
+        if math.isnan(value):
+            return "'NaN'::DOUBLE"
+        if math.isinf(value):
+            return "'Infinity'::DOUBLE" if value > 0 else "'-Infinity'::DOUBLE"
+        return repr(float(value))
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    raise ParameterTypeError(
+        f"domain values must be str, int, float, bool or None, got {type(value).__name__} "
+        f"{value!r}"
+    )
+
+
+def membership_sql(cond: Membership) -> str:
+    """``column IN (...)``, with NULL handled by ``IS NULL`` (``IN`` never matches NULL)."""
+    col = quote_identifier(cond.column)
+    present = [v for v in cond.values if v is not None]
+    parts = []
+    if present:
+        parts.append(f"{col} IN ({', '.join(sql_literal(v) for v in present)})")
+    if len(present) != len(cond.values):
+        parts.append(f"{col} IS NULL")
+    return "(" + (" OR ".join(parts) if parts else "FALSE") + ")"
+
+
+def _float_literal(x: float) -> str:
+    return sql_literal(float(x))
+
+
+@dataclass(frozen=True)
+class DuckDBTable:
+    """A DuckDB-backed table handle: ``run(sql)`` executes SQL in which the table is ``_SOURCE``."""
+
+    connection: Any | None
+    relation: Any | None
+    description: str
+
+    def run(self, sql: str) -> Any:
+        """Execute ``sql`` (referring to the table as ``__approxdp_source``); return a relation."""
+        if self.relation is not None:
+            return self.relation.query(_SOURCE, sql)
+        if self.connection is None:
+            raise DataError(f"table handle {self.description!r} has no relation or connection")
+        return self.connection.sql(sql)
+
+
+def _arrow(rel: Any) -> Any:
+    method = getattr(rel, "to_arrow_table", None) or rel.fetch_arrow_table
+    return method()
+
+
+class DuckDBEngine:
+    """Run the engine primitives as SQL in an embedded, in-process DuckDB database.
+
+    Args:
+        threads: Worker threads for DuckDB (default: DuckDB's own choice).
+        memory_limit: DuckDB memory limit such as ``"2GB"`` (default: DuckDB's own).
+    """
+
+    name = "duckdb"
+
+    def __init__(self, threads: int | None = None, memory_limit: str | None = None) -> None:
+        self._duckdb = _import_duckdb()
+        config: dict[str, Any] = {}
+        if threads is not None:
+            config["threads"] = int(threads)
+        if memory_limit is not None:
+            config["memory_limit"] = memory_limit
+        self._connection = self._duckdb.connect(database=":memory:", config=config)
+
+    # -- loading ---------------------------------------------------------------------------
+    def accepts(self, source: Any) -> bool:
+        """True for paths and for the in-memory table kinds listed in the module docstring."""
+        if isinstance(source, str | os.PathLike):
+            return True
+        if isinstance(source, self._duckdb.DuckDBPyRelation):
+            return True
+        module = type(source).__module__.split(".")[0]
+        return module in ("pandas", "polars", "pyarrow")
+
+    def load(self, source: Any) -> DuckDBTable:
+        """Wrap a path, DataFrame, Arrow table or DuckDB relation (see the module docstring)."""
+        if isinstance(source, self._duckdb.DuckDBPyRelation):
+            return DuckDBTable(None, source, "DuckDB relation")
+        if isinstance(source, str | os.PathLike):
+            return self._load_path(Path(source))
+        module = type(source).__module__.split(".")[0]
+        if module not in ("pandas", "polars", "pyarrow"):
+            raise ParameterTypeError(
+                "data must be a CSV/Parquet path, a pandas or Polars DataFrame, a PyArrow table "
+                f"or a DuckDB relation, got {type(source).__module__}.{type(source).__name__}"
+            )
+        if module == "polars":
+            source = source.to_arrow()
+        name = f"__approxdp_input_{next(_counter)}"
+        self._connection.register(name, source)
+        view = self._connection.sql(f"SELECT * FROM {quote_identifier(name)}")
+        return DuckDBTable(None, view, f"{module} {type(source).__name__}")
+
+    def _load_path(self, path: Path) -> DuckDBTable:
+        if not path.exists():
+            raise DataError(f"data file not found: {str(path)!r}")
+        lower = path.name.lower()
+        literal = sql_literal(str(path))
+        if lower.endswith(_PARQUET_SUFFIXES):
+            reader = f"read_parquet({literal})"
+        elif lower.endswith(_CSV_SUFFIXES):
+            reader = f"read_csv({literal})"
+        else:
+            raise DataError(
+                f"cannot tell the format of {str(path)!r}: use a name ending in "
+                f"{', '.join(_CSV_SUFFIXES + _PARQUET_SUFFIXES)}"
+            )
+        view = self._connection.sql(f"SELECT * FROM {reader}")
+        return DuckDBTable(None, view, f"file {path.name}")
+
+    # -- metadata --------------------------------------------------------------------------
+    def schema(self, table: DuckDBTable) -> dict[str, ColumnKind]:
+        """Column names in order, with their :class:`ColumnKind`."""
+        rows = table.run(f"DESCRIBE SELECT * FROM {_SOURCE}").fetchall()
+        out: dict[str, ColumnKind] = {}
+        for row in rows:
+            name, dtype = str(row[0]), str(row[1]).upper()
+            if dtype.startswith(_NUMERIC_PREFIXES):
+                kind = ColumnKind.NUMERIC
+            elif dtype == "BOOLEAN":
+                kind = ColumnKind.BOOLEAN
+            elif dtype.startswith("VARCHAR"):
+                kind = ColumnKind.STRING
+            else:
+                kind = ColumnKind.OTHER
+            out[name] = kind
+        return out
+
+    def count_rows(self, table: DuckDBTable) -> int:
+        """``SELECT count(*)``."""
+        return int(table.run(f"SELECT count(*) FROM {_SOURCE}").fetchall()[0][0])
+
+    def count_outside(
+        self, table: DuckDBTable, condition: Membership, limit: int = 3
+    ) -> tuple[int, tuple[KeyValue, ...]]:
+        """Rows whose ``condition.column`` is not in ``condition.values``, with examples."""
+        col = quote_identifier(condition.column)
+        where = f"NOT {membership_sql(condition)}"
+        n = int(table.run(f"SELECT count(*) FROM {_SOURCE} WHERE {where}").fetchall()[0][0])
+        if n == 0:
+            return 0, ()
+        rows = table.run(
+            f"SELECT DISTINCT {col} FROM {_SOURCE} WHERE {where} ORDER BY 1 LIMIT {int(limit)}"
+        ).fetchall()
+        return n, tuple(r[0] for r in rows)
+
+    # -- aggregation -----------------------------------------------------------------------
+    def aggregate(self, table: DuckDBTable, request: AggregateRequest) -> AggregateResult:
+        """Run a (possibly key-sampled) grouped count/sum as one SQL query."""
+        check_columns(self.schema(table), request)
+        sql = build_aggregate_sql(request)
+        result = _arrow(table.run(sql))
+        keys = {
+            c: np.asarray(result.column(c).to_pylist(), dtype=object) for c in request.by
+        }
+        values = {
+            a.name: np.asarray(result.column(a.name).to_numpy(zero_copy_only=False), dtype=float)
+            for a in request.aggregations
+        }
+        group_rows = np.asarray(
+            result.column("__rows").to_numpy(zero_copy_only=False), dtype=np.int64
+        )
+        return AggregateResult(keys, values, int(group_rows.sum()), group_rows)
+
+
+def _value_sql(agg: Aggregation) -> str:
+    """Per-row contribution of ``agg`` (NULL when it contributes nothing)."""
+    conds = [membership_sql(m) for m in agg.where]
+    if agg.column is not None:
+        col = f"CAST({quote_identifier(agg.column)} AS DOUBLE)"
+        conds.append(f"NOT isnan({col})")  # NULL for NULL, so NULL rows drop out too
+    if agg.function == "count":
+        value = "1"
+    else:
+        col = f"CAST({quote_identifier(agg.column or '')} AS DOUBLE)"
+        value = f"greatest(least({col}, {_float_literal(agg.high)}), {_float_literal(agg.low)})"
+        if agg.shift != 0.0:
+            value = f"({value} - {_float_literal(agg.shift)})"
+    if not conds:
+        return value
+    return f"CASE WHEN {' AND '.join(conds)} THEN {value} END"
+
+
+def build_aggregate_sql(request: AggregateRequest) -> str:
+    """The single SQL statement for ``request`` over the table ``__approxdp_source``."""
+    by = [quote_identifier(c) for c in request.by]
+    where = " AND ".join(membership_sql(m) for m in request.keep) or "TRUE"
+    order = f" ORDER BY {', '.join(f'{c} NULLS LAST' for c in by)}" if by else ""
+    group = f" GROUP BY {', '.join(by)}" if by else ""
+    sel_by = "".join(f"{c}, " for c in by)
+    aggs = request.aggregations
+    if request.sample is None:
+        # rows → (by..., aggregations, __rows)
+        parts = [
+            f"coalesce({'count' if a.function == 'count' else 'sum'}({_value_sql(a)}), 0)"
+            f"::DOUBLE AS {quote_identifier(a.name)}"
+            for a in aggs
+        ]
+        return (
+            f"SELECT {sel_by}{', '.join(parts)}, count(*) AS __rows "
+            f"FROM {_SOURCE} WHERE {where}{group}{order}"
+        )
+    s = request.sample
+    unit = quote_identifier(s.key)
+    m = s.max_rows
+    # rows → (unit, by..., __v_i per aggregation)
+    v_cols = "".join(f", ({_value_sql(a)}) AS __v{i}" for i, a in enumerate(aggs))
+    rows_sql = (
+        f"SELECT {unit} AS __unit, {sel_by}NULL AS __none{v_cols} FROM {_SOURCE} WHERE {where}"
+    )
+    # pairs: (unit, by..., n, per-aggregation partial), ≤ max_groups pairs per unit
+    pair_group = ", ".join(["__unit", *by])
+    partial = ", ".join(
+        f"{'count' if a.function == 'count' else 'sum'}(__v{i})::DOUBLE AS __p{i}"
+        for i, a in enumerate(aggs)
+    )
+    ghash = f"hash({s.seed}, __unit{', ' if by else ''}{', '.join(by)})"
+    qualify = (
+        f" QUALIFY row_number() OVER (PARTITION BY __unit ORDER BY {', '.join([ghash, *by])})"
+        f" <= {s.max_groups}"
+        if by
+        else ""
+    )
+    pairs_sql = (
+        f"SELECT {pair_group}, count(*) AS __n, {partial} "
+        f"FROM __rows_cte GROUP BY {pair_group}{qualify}"
+    )
+    # groups: (by..., aggregations rescaled to ≤ max_rows rows per pair, __rows)
+    finals = ", ".join(
+        f"coalesce(sum(CASE WHEN __n <= {m} THEN __p{i} ELSE __p{i} * {m} / __n END), 0)"
+        f"::DOUBLE AS {quote_identifier(a.name)}"
+        for i, a in enumerate(aggs)
+    )
+    return (
+        f"WITH __rows_cte AS ({rows_sql}), __pairs AS ({pairs_sql}) "
+        f"SELECT {sel_by}{finals}, coalesce(sum(least(__n, {m})), 0)::BIGINT AS __rows "
+        f"FROM __pairs{group}{order}"
+    )
+
+
+def _columns_of(agg: Aggregation) -> Sequence[str]:
+    cols = [m.column for m in agg.where]
+    if agg.column is not None:
+        cols.append(agg.column)
+    return cols

@@ -1,0 +1,120 @@
+"""The Laplace mechanism f(D) + Lap(Δ₁/ε) per coordinate: ε-DP for ℓ1-sensitivity Δ₁ (SPEC §4).
+
+Secure default release: the query is rounded to the lattice gZ (g a power of two with
+Δ₁/g in [2^12·d, 2^13·d) for d coordinates), so the rounded query has integer ℓ1-sensitivity
+Δ_L = ⌊Δ₁/g⌋ + d; exact discrete Laplace noise P[k] ∝ e^(−r|k|) with a rational rate
+r = s/t ≤ ε/Δ_L (CKS20 Alg. 2) makes it (rΔ_L)-DP with rΔ_L ≤ ε — the geometric mechanism
+(Ghosh, Roughgarden, Sundararajan 2009) — and the float result is post-processing.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from approxdp.events import LaplaceEvent
+from approxdp.mechanisms.base import (
+    check_alpha,
+    check_epsilon,
+    check_sensitivity,
+    choose_path,
+    prepare_value,
+)
+from approxdp.mechanisms.exact_sampling import DiscreteLaplaceSampler
+from approxdp.mechanisms.lattice import Lattice, power_of_two_at_most
+from approxdp.mechanisms.outputs import mark_simulated
+from approxdp.mechanisms.randomness import SecureBits
+from approxdp.profiles.laplace import laplace_delta
+
+__all__ = ["LaplaceMechanism", "SecureLaplaceNoise", "secure_laplace_noise"]
+
+LATTICE_BITS = 12
+
+
+@dataclass(frozen=True, slots=True)
+class SecureLaplaceNoise:
+    """Lattice, integer ℓ1-sensitivity and exact sampler of the secure Laplace release."""
+
+    lattice: Lattice
+    sensitivity: int
+    sampler: DiscreteLaplaceSampler
+
+    @property
+    def epsilon(self) -> float:
+        """The exact pure-DP level rate·Δ_L (≤ the mechanism's ε)."""
+        return float(self.sampler.rate * self.sensitivity)
+
+
+def discrete_laplace_sampler(rate: Fraction) -> DiscreteLaplaceSampler:
+    """The exact sampler with rate s/t ≤ ``rate``, s ≥ 2^20 (relative rounding ≤ 2^-20)."""
+    bits = min(52, 21 + max(0, -math.floor(math.log2(rate))))
+    return DiscreteLaplaceSampler.with_rate_at_most(rate, denominator_bits=bits)
+
+
+@lru_cache(maxsize=256)
+def secure_laplace_noise(epsilon: float, sensitivity: float, dimension: int) -> SecureLaplaceNoise:
+    """Parameters of the secure Laplace release of ``dimension`` coordinates."""
+    lattice = Lattice(power_of_two_at_most(sensitivity / dimension) / 2.0**LATTICE_BITS)
+    sens_l = lattice.sensitivity_l1(sensitivity, dimension)
+    sampler = discrete_laplace_sampler(Fraction(epsilon) / sens_l)
+    return SecureLaplaceNoise(lattice, sens_l, sampler)
+
+
+@dataclass(frozen=True, slots=True)
+class LaplaceMechanism:
+    """f(D) + Lap(b) per coordinate with b = Δ₁/ε: ε-DP (SPEC §4).
+
+    Args:
+        epsilon: ε > 0.
+        sensitivity: ℓ1-sensitivity Δ₁ > 0.
+
+    Attributes:
+        scale: b = Δ₁/ε.
+    """
+
+    epsilon: float
+    sensitivity: float = 1.0
+    scale: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
+        object.__setattr__(self, "sensitivity", check_sensitivity(self.sensitivity))
+        object.__setattr__(self, "scale", self.sensitivity / self.epsilon)
+
+    def privacy_profile(self, epsilon: Any) -> Any:
+        """δ(ε) = max(0, 1 − e^((ε − ε₀)/2)), ε₀ = Δ/b (one coordinate; profiles.laplace)."""
+        return laplace_delta(epsilon, self.scale, self.sensitivity)
+
+    def confidence_interval(self, alpha: float) -> float:
+        """Half-width h = b ln(1/α): P[|Lap(b)| > h] = α (per coordinate)."""
+        return float(self.scale * -math.log(check_alpha(alpha)))
+
+    def event(self) -> LaplaceEvent:
+        """The release as a :class:`~approxdp.events.LaplaceEvent` (b, Δ)."""
+        return LaplaceEvent(scale=self.scale, sensitivity=self.sensitivity)
+
+    def secure_noise(self, dimension: int = 1) -> SecureLaplaceNoise:
+        """Parameters of the secure release of ``dimension`` coordinates."""
+        return secure_laplace_noise(self.epsilon, self.sensitivity, int(dimension))
+
+    def release(self, value: Any, rng: Any = None, *, secure: bool | None = None) -> Any:
+        """Release ``value`` (scalar or any-shape array, one ℓ1 vector query) with noise.
+
+        ``rng=None`` (default): exact lattice noise from the OS CSPRNG. A
+        ``numpy.random.Generator`` or ``secure=False``: float ``Generator.laplace`` noise,
+        returned marked as a simulation.
+        """
+        path, gen = choose_path(rng, secure)
+        arr, scalar = prepare_value(value)
+        if path != "secure" and gen is not None:
+            return mark_simulated(arr + gen.laplace(0.0, self.scale, size=arr.shape), scalar)
+        noise = self.secure_noise(max(arr.size, 1))
+        index = noise.lattice.to_integers(arr)
+        draws = noise.sampler.sample(SecureBits(), index.size).reshape(index.shape)
+        out = noise.lattice.to_reals(index + draws)
+        return float(out) if scalar else np.asarray(out)

@@ -1,0 +1,264 @@
+"""Execute an allocated plan: aggregate in the engine, spend, then add noise to the aggregates.
+
+Order matters: every data check (columns, types, empty table, domain) and every aggregation
+runs first, so a failing release spends nothing; the accountant is charged before any noise
+is drawn, so a refused spend (:class:`~approxdp.errors.BudgetExceededError`) releases nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from scipy.stats import norm
+
+from approxdp.engines.base import (
+    AggregateRequest,
+    AggregateResult,
+    Aggregation,
+    Engine,
+    Membership,
+    PerKeyLimit,
+    check_columns,
+)
+from approxdp.errors import DataError
+from approxdp.mechanisms import GaussianMechanism
+from approxdp.releases.plan import AllocatedPlan, AllocatedQuery
+from approxdp.releases.result import ReleaseResult, compare_methods
+from approxdp.releases.specs import Mean
+
+__all__ = ["build_request", "execute"]
+
+FloatArray = npt.NDArray[np.float64]
+
+
+def build_request(
+    aq: AllocatedQuery, allocated: AllocatedPlan, key: int, *, filter_domain: bool = True
+) -> AggregateRequest:
+    """The engine request of one allocated query (domain filter, bounds, caps, measures)."""
+    q = aq.query
+    bounds = allocated.plan.bounds
+    aggs = []
+    for j, meas in enumerate(q.measures()):
+        low, high = meas.bounds if meas.kind == "sum" else (-math.inf, math.inf)
+        aggs.append(Aggregation(f"m{j}", meas.kind, meas.column, low, high, meas.centre,
+                                meas.where))
+    dom = q.cell_domain
+    keep = tuple(Membership(c, vals) for c, vals in dom) if dom and filter_domain else ()
+    sample = None
+    if bounds.privacy_unit is not None:
+        k = bounds.max_partitions if q.by else 1
+        sample = PerKeyLimit(bounds.privacy_unit, k, bounds.max_rows_per_partition, key)
+    return AggregateRequest(q.by, tuple(aggs), keep, sample)
+
+
+def _run_merged(
+    engine: Engine, table: Any, requests: list[AggregateRequest]
+) -> list[AggregateResult]:
+    """Run requests that share grouping, filter and limits as ONE engine aggregation."""
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for i, r in enumerate(requests):
+        groups.setdefault((r.by, r.keep, r.sample), []).append(i)
+    out: list[AggregateResult | None] = [None] * len(requests)
+    for (by, keep, sample), members in groups.items():
+        aggs = tuple(
+            Aggregation(f"q{i}_{a.name}", a.function, a.column, a.low, a.high, a.shift, a.where)
+            for i in members for a in requests[i].aggregations
+        )
+        res = engine.aggregate(table, AggregateRequest(by, aggs, keep, sample))
+        for i in members:
+            values = {a.name: res.values[f"q{i}_{a.name}"] for a in requests[i].aggregations}
+            out[i] = AggregateResult(res.keys, values, res.rows_used, res.group_rows)
+    return [r for r in out if r is not None]
+
+
+def _check_domain_in_result(aq: AllocatedQuery, agg: AggregateResult) -> AggregateResult:
+    """Raise if any group lies outside the declared domain; else return ``agg`` unchanged.
+
+    Used when the aggregation ran without the domain filter (no per-unit limits): with every
+    row inside the domain the filter is a no-op, so one scan serves both the check and the
+    release.
+    """
+    dom = aq.query.cell_domain
+    if not dom:
+        return agg
+    for col, vals in dom:
+        allowed = set(vals)
+        bad = [j for j, v in enumerate(agg.keys[col]) if v not in allowed]
+        if bad:
+            n_out = int(agg.group_rows[bad].sum())
+            examples = sorted({agg.keys[col][j] for j in bad}, key=repr)[:3]
+            raise DataError(
+                f"{n_out} row(s) have column {col!r} outside the declared domain (e.g. "
+                f"{examples}); add them to domain[{col!r}] or pass outside_domain='drop' "
+                "(this check is exact, not private)"
+            )
+    return agg
+
+
+def execute(
+    allocated: AllocatedPlan,
+    engine: Engine,
+    table: Any,
+    accountant: Any,
+    *,
+    key: int,
+    rng: np.random.Generator | None,
+    level: float = 0.95,
+) -> tuple[ReleaseResult, ...]:
+    """Run ``allocated`` on ``table``; spend through ``accountant``; return one result per query.
+
+    Raises:
+        DataError: Missing/misspelled or non-numeric column, empty table, data outside a
+            declared domain (``outside_domain="error"``). Nothing is spent.
+        BudgetExceededError: From the accountant; nothing is spent and no noise drawn.
+    """
+    schema = engine.schema(table)
+    bounded = allocated.plan.bounds.privacy_unit is not None
+    # without per-unit limits the domain check rides on the aggregation itself (one scan)
+    fold = [aq.query.outside == "error" and not bounded for aq in allocated.queries]
+    requests = [
+        build_request(aq, allocated, key, filter_domain=not f)
+        for aq, f in zip(allocated.queries, fold, strict=True)
+    ]
+    for req in requests:
+        check_columns(schema, req)
+    n_rows = engine.count_rows(table)
+    if n_rows == 0:
+        raise DataError("the table is empty (0 rows); nothing to release and nothing was spent")
+    for aq in allocated.queries:
+        if aq.query.outside == "error" and bounded and aq.query.cell_domain:
+            for col, vals in aq.query.cell_domain:
+                n_out, examples = engine.count_outside(table, Membership(col, vals))
+                if n_out:
+                    raise DataError(
+                        f"{n_out} row(s) have column {col!r} outside the declared "
+                        f"domain (e.g. {list(examples)}); add them to domain[{col!r}] "
+                        "or pass outside_domain='drop' (this check is exact, not private)"
+                    )
+    aggregates = _run_merged(engine, table, requests)
+    aggregates = [
+        _check_domain_in_result(aq, agg) if f else agg
+        for aq, agg, f in zip(allocated.queries, aggregates, fold, strict=True)
+    ]
+    event = allocated.event()
+    if event is not None:
+        accountant.spend(event)  # raises BudgetExceededError before any noise is drawn
+    z = float(norm.isf((1.0 - level) / 2.0))
+    return tuple(
+        _noise_one(aq, agg, allocated, rng, z, level, n_rows)
+        for aq, agg in zip(allocated.queries, aggregates, strict=True)
+    )
+
+
+def _cells(aq: AllocatedQuery, agg: AggregateResult) -> tuple[list[tuple[Any, ...]], FloatArray]:
+    """Cells to release and their true (unnoised) measure matrix, shape (cells, measures)."""
+    q = aq.query
+    n_meas = len(q.measures())
+    found = np.column_stack([agg.values[f"m{j}"] for j in range(n_meas)]).astype(float)
+    found_keys = list(zip(*(agg.keys[c] for c in q.by), strict=True)) if q.by else [()]
+    if not q.by:
+        return [()], found[:1]
+    if q.cell_domain is None:
+        return found_keys, found
+    cells = q.cells()
+    index = {cell: i for i, cell in enumerate(cells)}
+    table = np.zeros((len(cells), n_meas))
+    for key, row in zip(found_keys, found, strict=True):
+        table[index[key]] = row
+    return cells, table
+
+
+def _noise_one(
+    aq: AllocatedQuery,
+    agg: AggregateResult,
+    allocated: AllocatedPlan,
+    rng: np.random.Generator | None,
+    z: float,
+    level: float,
+    n_rows: int,
+) -> ReleaseResult:
+    q = aq.query
+    measures = q.measures()
+    scales = np.array([m.scale for m in measures])
+    cells, true = _cells(aq, agg)
+    if aq.sigma > 0:
+        mech = GaussianMechanism(
+            allocated.epsilon, allocated.delta_gaussian, aq.effective_sensitivity,
+            method=allocated.method,
+        )
+        flat = (true / scales).ravel()
+        released = np.asarray(mech.release(flat, rng=rng), dtype=np.float64)
+        noisy = released.reshape(true.shape) * scales
+        sigma = float(mech.sigma)
+        comparisons = compare_methods(allocated.epsilon, allocated.delta_gaussian,
+                                      aq.effective_sensitivity, sigma)
+        mechanism = "gaussian"
+    else:
+        noisy, sigma, comparisons, mechanism = true.copy(), 0.0, (), "exact"
+    stds = np.broadcast_to(scales * sigma, noisy.shape)
+    keep = np.ones(len(cells), dtype=bool)
+    if aq.threshold is not None:
+        j = max(i for i, m in enumerate(measures) if m.kind == "count")
+        keep = noisy[:, j] > aq.threshold
+    noisy, stds = noisy[keep], stds[keep]
+    cells = [c for c, k in zip(cells, keep, strict=True) if k]
+    notes: list[str] = []
+    extra: dict[str, FloatArray] = {}
+    if isinstance(q, Mean):
+        values, std, lo, hi = _mean(q, noisy, stds, level)
+        extra = {"sum_centred": noisy[:, 0], "count": noisy[:, 1]}
+        notes.append("mean = c + Σ̃(x − c)/ñ clamped to the bounds; CI is conservative "
+                     "(Bonferroni box over the sum's and count's intervals)")
+    elif q.kind == "linearqueries":
+        values, std = noisy[0], stds[0]
+        lo, hi = values - z * std, values + z * std
+    else:
+        values, std = noisy[:, 0], stds[:, 0]
+        lo, hi = values - z * std, values + z * std
+        if noisy.shape[1] > 1:
+            extra = {"count": noisy[:, 1]}
+    if q.cell_domain is not None and q.outside == "drop":
+        notes.append("rows outside the declared domain were dropped (not counted anywhere)")
+    rows = {"read": n_rows, "used": agg.rows_used, "dropped": n_rows - agg.rows_used}
+    return ReleaseResult(
+        label=q.label(), kind=q.kind, columns=q.by,
+        keys=cells if q.kind != "linearqueries" else [(i,) for i in range(values.size)],
+        values=np.asarray(values, dtype=float), std=np.asarray(std, dtype=float),
+        ci_low=np.asarray(lo, dtype=float), ci_high=np.asarray(hi, dtype=float), level=level,
+        mechanism=mechanism, method=allocated.method, sigma=sigma / 1.0, sensitivity=aq.sensitivity,
+        effective_sensitivity=aq.effective_sensitivity, epsilon=allocated.epsilon,
+        delta=allocated.delta, threshold=aq.threshold, rows=rows, comparisons=comparisons,
+        extra=extra, notes=tuple(notes),
+    )
+
+
+def _mean(
+    q: Mean, noisy: FloatArray, stds: FloatArray, level: float
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """Mean per cell from (Σ̃(x − c), ñ) with a conservative interval.
+
+    With S ∈ [Σ̃ ± z σ_S] and n ∈ [ñ ± z σ_n], each at level 1 − α/2 (z = Φ̄⁻¹(α/4)), the true
+    clamped mean c + S/n lies, with probability ≥ 1 − α, between the extremes of c + S/n over
+    the box's corners (S/n is monotone in each argument when n > 0); if the box reaches n ≤ 0
+    the interval is the whole of [L, U].
+    """
+    low, high = q.bounds
+    c = (low + high) / 2
+    s, n = noisy[:, 0], noisy[:, 1]
+    ss, sn = stds[:, 0], stds[:, 1]
+    positive = n > 0
+    ratio = np.divide(s, n, out=np.zeros_like(s), where=positive)
+    values = np.clip(c + ratio, low, high)
+    std = np.sqrt(ss**2 + (values - c) ** 2 * sn**2) / np.where(positive, n, np.nan)
+    zb = float(norm.isf((1.0 - level) / 4.0))
+    s_lo, s_hi, n_lo, n_hi = s - zb * ss, s + zb * ss, n - zb * sn, n + zb * sn
+    ok = n_lo > 0
+    safe_lo = np.where(ok, n_lo, 1.0)
+    safe_hi = np.where(ok, n_hi, 1.0)
+    corners = np.stack([s_lo / safe_lo, s_lo / safe_hi, s_hi / safe_lo, s_hi / safe_hi])
+    lo = np.where(ok, np.clip(c + corners.min(axis=0), low, high), low)
+    hi = np.where(ok, np.clip(c + corners.max(axis=0), low, high), high)
+    return values, std, lo, hi

@@ -1,0 +1,175 @@
+"""Plan → allocate: an immutable release plan, then the split of a budget (ε, δ) across it.
+
+All Gaussian parts of a plan are calibrated *jointly*: m Gaussian releases with sensitivities
+Δ_q and noise σ_q are exactly as private as one Gaussian with σ* = (Σ Δ_q²/σ_q²)^(−1/2) and
+Δ = 1 (paper Lemma 15; SPEC §5). So σ* = calibrate_gaussian(ε, δ_G, 1) and query q, with
+weight w_q (W = Σ w), gets σ_q = σ* Δ_q √(W/w_q) — no ε/δ is lost to splitting. Queries that
+select cells privately take a share ``selection_fraction`` of δ for their thresholds
+(:mod:`approxdp.releases.selection`); the Gaussian part gets the rest.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from approxdp._validation import check_interval, check_probability
+from approxdp.calibration import calibrate_gaussian
+from approxdp.errors import InvalidParameterError, ParameterTypeError
+from approxdp.events import ComposedEvent, EpsilonDeltaEvent, GaussianEvent, PrivacyEvent
+from approxdp.releases.selection import selection_budget, selection_threshold
+from approxdp.releases.sensitivity import Sensitivity, query_sensitivity
+from approxdp.releases.specs import NEIGHBOURING, ContributionBounds, Neighbouring, Query
+
+__all__ = ["AllocatedPlan", "AllocatedQuery", "ReleasePlan", "allocate"]
+
+
+@dataclass(frozen=True, slots=True)
+class ReleasePlan:
+    """What to release, under which neighbouring relation and contribution bounds.
+
+    Args:
+        queries: Query specs (:mod:`approxdp.releases.specs`).
+        neighbouring: ``"add-remove"`` or ``"replace-one"``.
+        bounds: Privacy unit and contribution caps.
+        weights: Relative weights w_q (default all 1): query q's noise is ∝ 1/√w_q.
+    """
+
+    queries: tuple[Query, ...]
+    neighbouring: Neighbouring = "add-remove"
+    bounds: ContributionBounds = field(default_factory=ContributionBounds)
+    weights: tuple[float, ...] | None = None
+
+    def __post_init__(self) -> None:
+        queries = tuple(self.queries)
+        if not queries or not all(isinstance(q, Query) for q in queries):
+            raise ParameterTypeError("queries must be a non-empty list of query specs")
+        object.__setattr__(self, "queries", queries)
+        if self.neighbouring not in NEIGHBOURING:
+            raise InvalidParameterError(
+                f"neighbouring must be one of {list(NEIGHBOURING)}, got {self.neighbouring!r}"
+            )
+        if not isinstance(self.bounds, ContributionBounds):
+            raise ParameterTypeError("bounds must be a ContributionBounds")
+        if self.weights is not None:
+            w = tuple(
+                float(check_interval("weights", x, 0.0, math.inf, low_open=True, high_open=True))
+                for x in self.weights
+            )
+            if len(w) != len(queries):
+                raise InvalidParameterError(
+                    f"weights needs one entry per query ({len(queries)}), got {len(w)}"
+                )
+            object.__setattr__(self, "weights", w)
+        for q in queries:
+            if q.by and q.cell_domain is None and self.neighbouring == "replace-one":
+                raise InvalidParameterError(
+                    f"query {q.label()!r}: partition selection (no domain) supports only "
+                    "neighbouring='add-remove'; declare a domain for replace-one"
+                )
+
+    def sensitivities(self) -> tuple[Sensitivity, ...]:
+        """Per-query sensitivities (derived, never read from data)."""
+        return tuple(query_sensitivity(q, self.neighbouring, self.bounds) for q in self.queries)
+
+
+@dataclass(frozen=True, slots=True)
+class AllocatedQuery:
+    """A query with its noise: ``sigma`` on the scaled vector (0: released exactly)."""
+
+    query: Query
+    sensitivity: Sensitivity
+    effective_sensitivity: float
+    sigma: float
+    threshold: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class AllocatedPlan:
+    """A plan with its budget split: per-query σ, thresholds, and the one event to spend."""
+
+    plan: ReleasePlan
+    epsilon: float
+    delta: float
+    delta_gaussian: float
+    delta_selection: float
+    method: str
+    sigma_star: float
+    queries: tuple[AllocatedQuery, ...]
+
+    def event(self) -> PrivacyEvent | None:
+        """The privacy event of the whole plan (None if nothing is noised)."""
+        if not math.isfinite(self.sigma_star):
+            return None
+        gauss = GaussianEvent(self.sigma_star, 1.0, label=_label(self.plan))
+        if self.delta_selection > 0:
+            sel = EpsilonDeltaEvent(0.0, self.delta_selection, label="partition selection")
+            return ComposedEvent((gauss, sel), label=_label(self.plan))
+        return gauss
+
+
+def _label(plan: ReleasePlan) -> str:
+    return "release: " + ", ".join(q.label() for q in plan.queries)
+
+
+def allocate(
+    plan: ReleasePlan,
+    epsilon: float,
+    delta: float,
+    *,
+    method: str = "optimal",
+    selection_fraction: float = 0.5,
+) -> AllocatedPlan:
+    """Split (ε, δ) across ``plan`` (see the module docstring).
+
+    Args:
+        plan: The release plan.
+        epsilon: Total ε of the plan, > 0.
+        delta: Total δ of the plan, in (0, 1).
+        method: Calibration method (``approxdp.calibration.CALIBRATION_METHODS``).
+        selection_fraction: Share of δ for partition-selection thresholds, in (0, 1).
+
+    Raises:
+        InvalidParameterError: A parameter is out of range, or the method is not private at
+            this (ε, δ) (from ``calibrate_gaussian``).
+    """
+    eps = float(check_interval("epsilon", epsilon, 0.0, math.inf, low_open=True, high_open=True))
+    dlt = float(check_probability("delta", delta))
+    frac = float(check_probability("selection_fraction", selection_fraction))
+    sens = plan.sensitivities()
+    weights = plan.weights or (1.0,) * len(plan.queries)
+    selecting = [bool(q.by) and q.cell_domain is None for q in plan.queries]
+    d_sel = dlt * frac if any(selecting) else 0.0
+    d_gauss = dlt - d_sel
+    noisy = [s.l2 > 0 for s in sens]
+    total_w = sum(w for w, n in zip(weights, noisy, strict=True) if n)
+    sigma_star = (
+        float(calibrate_gaussian(eps, d_gauss, 1.0, method=method)) if total_w > 0 else math.inf
+    )
+    n_select = sum(selecting)
+    # total selection probability p ≤ p_max keeps δ_T = p/((1-p)(1-δ_G)) ≤ d_sel; split evenly
+    p_each = selection_budget(d_sel, d_gauss) / n_select if n_select else 0.0
+    out = []
+    for q, s, w, sel in zip(plan.queries, sens, weights, selecting, strict=True):
+        if s.l2 == 0:
+            out.append(AllocatedQuery(q, s, 0.0, 0.0, None))
+            continue
+        eff = s.l2 * math.sqrt(total_w / w)
+        sigma = sigma_star * eff
+        threshold = None
+        if sel:
+            threshold = selection_threshold(
+                sigma,
+                plan.bounds.max_partitions,
+                plan.bounds.max_rows_per_partition,
+                p_each,
+            )
+        out.append(AllocatedQuery(q, s, eff, sigma, threshold))
+    return AllocatedPlan(plan, eps, dlt, d_gauss, d_sel, method, sigma_star, tuple(out))
+
+
+def plan_of(queries: Sequence[Query] | Query, **kwargs: object) -> ReleasePlan:
+    """Convenience: a :class:`ReleasePlan` from one query or a list."""
+    qs = (queries,) if isinstance(queries, Query) else tuple(queries)
+    return ReleasePlan(qs, **kwargs)  # type: ignore[arg-type]

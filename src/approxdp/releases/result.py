@@ -1,0 +1,159 @@
+"""What a release returns: values, their noise, intervals, cost, and how it was all derived."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from approxdp.calibration import calibrate_gaussian
+from approxdp.errors import ApproxDPError, NotPrivateWarning
+from approxdp.profiles.gaussian import gaussian_delta
+from approxdp.releases.sensitivity import Sensitivity
+
+__all__ = ["COMPARED_METHODS", "MethodComparison", "ReleaseResult", "compare_methods"]
+
+#: Calibrations shown next to the one used (classical formulas first).
+COMPARED_METHODS = ("dwork-roth-2014", "dwork-2006", "zhao-m1", "zhao-m2", "pdp-optimal",
+                    "zcdp", "optimal")
+
+
+@dataclass(frozen=True, slots=True)
+class MethodComparison:
+    """The σ another calibration would have used, and whether it would have been (ε, δ)-DP
+    (checked against the exact profile, SPEC §2); ``sigma`` is NaN if the method is undefined."""
+
+    method: str
+    sigma: float
+    private: bool
+    ratio_to_used: float
+
+
+def compare_methods(
+    epsilon: float, delta: float, sensitivity: float, used_sigma: float,
+    methods: Sequence[str] = COMPARED_METHODS,
+) -> tuple[MethodComparison, ...]:
+    """σ of each method for one Gaussian at (ε, δ, Δ), with its exact privacy verdict."""
+    out = []
+    for name in methods:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", NotPrivateWarning)
+                sigma = float(
+                    calibrate_gaussian(epsilon, delta, sensitivity, method=name,
+                                       allow_non_private=True)
+                )
+        except ApproxDPError:
+            out.append(MethodComparison(name, math.nan, False, math.nan))
+            continue
+        private = float(gaussian_delta(epsilon, sigma, sensitivity)) <= delta
+        ratio = sigma / used_sigma if used_sigma > 0 else math.nan
+        out.append(MethodComparison(name, sigma, private, ratio))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class ReleaseResult:
+    """One released query.
+
+    Attributes:
+        label: Query name.
+        kind: count, sum, mean, histogram or linearqueries.
+        columns: Names of the key columns (empty for a global query).
+        keys: One tuple of key values per released cell (``[()]`` for a global query).
+        values: Released values, one per cell (a k-vector for linear queries).
+        std: Standard deviation of each value's noise (for a mean: delta-method approximation).
+        ci_low, ci_high: Confidence interval at ``level`` for each value (for a mean:
+            a conservative interval from the sum's and count's intervals).
+        level: Confidence level of the intervals.
+        mechanism: ``"gaussian"``, or ``"exact"`` when the sensitivity is 0 (nothing to hide).
+        method: Calibration method used.
+        sigma: σ of the Gaussian on the query's scaled vector.
+        sensitivity: Sensitivities of the scaled vector and their derivation.
+        effective_sensitivity: Δ the mechanism was calibrated to after the plan's weighting.
+        epsilon, delta: Budget of the plan this query was released in (shared by its queries).
+        threshold: Partition-selection threshold on the noisy count (None with a domain).
+        rows: Non-private diagnostics for the data owner: rows read, rows' worth used after
+            contribution bounding, rows dropped by bounding and domain filtering.
+        comparisons: σ other calibrations would need for the same mechanism.
+        extra: Other released measures (e.g. noisy counts used for selection or a mean).
+    """
+
+    label: str
+    kind: str
+    columns: tuple[str, ...]
+    keys: list[tuple[Any, ...]]
+    values: npt.NDArray[np.float64]
+    std: npt.NDArray[np.float64]
+    ci_low: npt.NDArray[np.float64]
+    ci_high: npt.NDArray[np.float64]
+    level: float
+    mechanism: str
+    method: str
+    sigma: float
+    sensitivity: Sensitivity
+    effective_sensitivity: float
+    epsilon: float
+    delta: float
+    threshold: float | None
+    rows: dict[str, int]
+    comparisons: tuple[MethodComparison, ...]
+    extra: dict[str, npt.NDArray[np.float64]] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def value(self) -> float:
+        """The single released value of a global count/sum/mean."""
+        if self.values.shape != (1,):
+            raise ValueError(f"{self.label} has {self.values.size} values; use .values")
+        return float(self.values[0])
+
+    def as_dict(self) -> dict[tuple[Any, ...], float]:
+        """Released cells as {key tuple: value}."""
+        return {k: float(v) for k, v in zip(self.keys, self.values, strict=True)}
+
+    def explain(self) -> str:
+        """A short human-readable account of what was released and why it is private."""
+        lines = [
+            f"{self.label} ({self.kind}): {self.values.size} value(s), "
+            f"{self.level:.0%} CI half-width ≈ {_half(self):.4g}",
+            f"  mechanism: {self.mechanism}, calibration '{self.method}', σ = {self.sigma:.6g} "
+            f"on the scaled vector (Δ2 = {self.sensitivity.l2:.6g}; calibrated at Δ = "
+            f"{self.effective_sensitivity:.6g} within its plan)",
+            f"  sensitivity: {self.sensitivity.derivation}",
+            f"  plan budget spent: ε = {self.epsilon:g}, δ = {self.delta:g}",
+        ]
+        if self.threshold is not None:
+            lines.append(
+                f"  partition selection: cells with noisy count ≤ {self.threshold:.6g} withheld"
+            )
+        lines.append(
+            "  rows (exact, NOT private — for the data owner only): "
+            + ", ".join(f"{k} = {v}" for k, v in self.rows.items())
+        )
+        cmp = [c for c in self.comparisons if not math.isnan(c.sigma)]
+        if cmp:
+            lines.append("  other calibrations for the same (ε, δ, Δ):")
+            for c in cmp:
+                verdict = "private" if c.private else "NOT private"
+                lines.append(f"    {c.method:16s} σ = {c.sigma:.6g} ({c.ratio_to_used:.3g}× used)"
+                             f" — {verdict}")
+        lines.extend(f"  note: {n}" for n in self.notes)
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        head = f"{self.label}: "
+        if self.values.size == 1 and not self.columns:
+            return head + f"{self.value:.6g} [{self.ci_low[0]:.6g}, {self.ci_high[0]:.6g}]"
+        return head + f"{self.values.size} values, σ = {self.sigma:.4g}"
+
+
+def _half(r: ReleaseResult) -> float:
+    if r.values.size == 0:
+        return math.nan
+    return float(np.max(r.ci_high - r.ci_low) / 2)

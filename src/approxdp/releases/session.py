@@ -1,0 +1,171 @@
+"""The user-facing entry point: a table, an accountant, and one method per kind of release.
+
+>>> import pyarrow as pa
+>>> from approxdp.releases import PrivateTable
+>>> t = PrivateTable(pa.table({"age": [30, 41, 52, 63]}), budget=(1.0, 1e-6), seed=7)
+>>> r = t.count(epsilon=0.5, delta=5e-7)
+>>> r.kind, r.mechanism
+('count', 'gaussian')
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from approxdp._validation import check_interval
+from approxdp.accounting import PrivacyAccountant
+from approxdp.engines import Engine, engine_for
+from approxdp.engines.base import KeyValue
+from approxdp.errors import ParameterTypeError
+from approxdp.releases.execute import execute
+from approxdp.releases.plan import AllocatedPlan, ReleasePlan, allocate
+from approxdp.releases.result import ReleaseResult
+from approxdp.releases.specs import (
+    ContributionBounds,
+    Count,
+    Histogram,
+    LinearQueries,
+    LinearQuery,
+    Mean,
+    Neighbouring,
+    OutsideDomain,
+    Query,
+    Sum,
+)
+
+__all__ = ["PrivateTable"]
+
+Domain = Mapping[str, Sequence[KeyValue]]
+
+
+class PrivateTable:
+    """A table to release statistics from, with the accountant that pays for them.
+
+    Args:
+        data: CSV/Parquet path, pandas or Polars DataFrame, PyArrow table or DuckDB relation.
+        budget: Total (ε, δ) of a new :class:`~approxdp.accounting.PrivacyAccountant`; or pass
+            ``accountant`` (shared across tables of the same people).
+        accountant: An existing accountant (exclusive with ``budget``).
+        neighbouring: ``"add-remove"`` (default) or ``"replace-one"`` (SPEC §1).
+        privacy_unit: Column identifying whom to protect; ``None``: each row.
+        max_partitions: Cells of a grouped query one unit may touch (k).
+        max_rows_per_partition: Rows' worth one unit may add to one cell or global query (m).
+        engine: ``"duckdb"`` or an :class:`~approxdp.engines.Engine`.
+        seed: Seed for reproducible noise and bounding (tests, demos). ``None`` (default):
+            noise from the mechanisms' secure source and a secret random bounding key.
+        method: Gaussian calibration (default ``"optimal"``: least σ that is (ε, δ)-DP).
+    """
+
+    def __init__(
+        self,
+        data: Any,
+        *,
+        budget: tuple[float, float] | None = None,
+        accountant: Any = None,
+        neighbouring: Neighbouring = "add-remove",
+        privacy_unit: str | None = None,
+        max_partitions: int = 1,
+        max_rows_per_partition: int = 1,
+        engine: str | Engine = "duckdb",
+        seed: int | None = None,
+        method: str = "optimal",
+    ) -> None:
+        if (budget is None) == (accountant is None):
+            raise ParameterTypeError("pass exactly one of budget=(epsilon, delta) or accountant=")
+        self.accountant = accountant if accountant is not None else PrivacyAccountant(
+            budget=budget
+        )
+        self.bounds = ContributionBounds(privacy_unit, max_partitions, max_rows_per_partition)
+        ReleasePlan((Count(),), neighbouring, self.bounds)  # validates neighbouring early
+        self.neighbouring: Neighbouring = neighbouring
+        self.method = method
+        self.engine = engine_for(data, engine)
+        self.table = self.engine.load(data)
+        self._rng = np.random.default_rng(seed) if seed is not None else None
+
+    # -- the three steps -------------------------------------------------------------------
+    def plan(self, queries: Sequence[Query], weights: Sequence[float] | None = None) -> ReleasePlan:
+        """Step 1: an immutable plan of ``queries`` under this table's relation and bounds."""
+        return ReleasePlan(
+            tuple(queries), self.neighbouring, self.bounds,
+            None if weights is None else tuple(weights),
+        )
+
+    def allocate(
+        self, plan: ReleasePlan, *, epsilon: float, delta: float,
+        selection_fraction: float = 0.5,
+    ) -> AllocatedPlan:
+        """Step 2: split (ε, δ) across ``plan`` (joint Gaussian calibration)."""
+        return allocate(plan, epsilon, delta, method=self.method,
+                        selection_fraction=selection_fraction)
+
+    def execute(
+        self, allocated: AllocatedPlan, *, level: float = 0.95
+    ) -> tuple[ReleaseResult, ...]:
+        """Step 3: aggregate, spend, add noise."""
+        check_interval("level", level, 0.0, 1.0, low_open=True, high_open=True)
+        key = int(self._rng.integers(0, 2**63 - 1)) if self._rng is not None else (
+            secrets.randbits(63)
+        )
+        return execute(allocated, self.engine, self.table, self.accountant, key=key,
+                       rng=self._rng, level=level)
+
+    def release(
+        self, queries: Sequence[Query], *, epsilon: float, delta: float,
+        weights: Sequence[float] | None = None, level: float = 0.95,
+    ) -> tuple[ReleaseResult, ...]:
+        """Plan, allocate and execute ``queries`` together for a total (ε, δ)."""
+        allocated = self.allocate(self.plan(queries, weights), epsilon=epsilon, delta=delta)
+        return self.execute(allocated, level=level)
+
+    # -- one query at a time ---------------------------------------------------------------
+    def _one(self, query: Query, epsilon: float, delta: float, level: float) -> ReleaseResult:
+        return self.release([query], epsilon=epsilon, delta=delta, level=level)[0]
+
+    def count(self, *, epsilon: float, delta: float, level: float = 0.95) -> ReleaseResult:
+        """Number of rows."""
+        return self._one(Count(), epsilon, delta, level)
+
+    def sum(
+        self, column: str, bounds: tuple[float, float], *, epsilon: float, delta: float,
+        by: Sequence[str] = (), domain: Domain | None = None,
+        outside_domain: OutsideDomain = "error", level: float = 0.95,
+    ) -> ReleaseResult:
+        """Sum of ``column`` clamped to ``bounds`` (NULL/NaN contribute nothing)."""
+        q = Sum(column, bounds, tuple(by), domain, outside_domain, name=f"sum({column})")
+        return self._one(q, epsilon, delta, level)
+
+    def mean(
+        self, column: str, bounds: tuple[float, float], *, epsilon: float, delta: float,
+        by: Sequence[str] = (), domain: Domain | None = None,
+        outside_domain: OutsideDomain = "error", level: float = 0.95,
+    ) -> ReleaseResult:
+        """Mean of ``column`` clamped to ``bounds`` over non-missing values."""
+        q = Mean(column, bounds, tuple(by), domain, outside_domain, name=f"mean({column})")
+        return self._one(q, epsilon, delta, level)
+
+    def histogram(
+        self, columns: str | Sequence[str], *, epsilon: float, delta: float,
+        domain: Domain | None = None, outside_domain: OutsideDomain = "error",
+        level: float = 0.95,
+    ) -> ReleaseResult:
+        """Counts per combination of ``columns`` (declared domain, or partition selection)."""
+        cols = (columns,) if isinstance(columns, str) else tuple(columns)
+        q = Histogram(cols, domain, outside_domain, name=f"histogram({', '.join(cols)})")
+        return self._one(q, epsilon, delta, level)
+
+    def linear_queries(
+        self, queries: Sequence[LinearQuery], *, epsilon: float, delta: float,
+        level: float = 0.95,
+    ) -> ReleaseResult:
+        """k linear queries with one Gaussian calibrated to their joint ℓ2 sensitivity."""
+        return self._one(LinearQueries(tuple(queries), name="linear queries"), epsilon, delta,
+                         level)
+
+    def remaining(self) -> Any:
+        """What the accountant has left."""
+        return self.accountant.remaining()
