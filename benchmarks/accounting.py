@@ -21,10 +21,10 @@ import time
 from pathlib import Path
 
 import numpy as np
-from approxdp.calibration import calibrate_gaussian
 
 from approxdp import GaussianEvent, PrivacyAccountant, compose_gaussian, split_budget
 from approxdp.accounting.splitting import seed_gaussian_split
+from approxdp.calibration import calibrate_gaussian
 
 BIG_BUDGET = (1e9, 0.5)
 

@@ -52,7 +52,9 @@ def _table(rows: dict[str, Any]) -> pa.Table:
 def test_schema_and_count(engine: Engine) -> None:
     t = engine.load(_table(_rows()))
     assert engine.schema(t) == {
-        "unit": ColumnKind.NUMERIC, "g": ColumnKind.STRING, "h": ColumnKind.NUMERIC,
+        "unit": ColumnKind.NUMERIC,
+        "g": ColumnKind.STRING,
+        "h": ColumnKind.NUMERIC,
         "v": ColumnKind.NUMERIC,
     }
     assert engine.count_rows(t) == 2000
@@ -86,8 +88,9 @@ def test_grouped_count_and_clamped_sum_match_numpy(engine: Engine) -> None:
 
 def test_global_aggregate_on_empty_filter_returns_one_row(engine: Engine) -> None:
     t = engine.load(_table(_rows()))
-    res = engine.aggregate(t, AggregateRequest((), (Aggregation("n", "count"),),
-                                               keep=(Membership("g", ("zzz",)),)))
+    res = engine.aggregate(
+        t, AggregateRequest((), (Aggregation("n", "count"),), keep=(Membership("g", ("zzz",)),))
+    )
     assert res.values["n"].tolist() == [0.0]
 
 
@@ -96,8 +99,12 @@ def test_per_key_limit_caps_groups_and_rows(engine: Engine) -> None:
     t = engine.load(_table(rows))
     k, m = 2, 3
     # per-unit aggregate with the limit applied: group by (unit, g) reveals what each kept
-    res = engine.aggregate(t, AggregateRequest(("unit", "g"), (Aggregation("n", "count"),),
-                                               sample=PerKeyLimit("unit", k, m, seed=11)))
+    res = engine.aggregate(
+        t,
+        AggregateRequest(
+            ("unit", "g"), (Aggregation("n", "count"),), sample=PerKeyLimit("unit", k, m, seed=11)
+        ),
+    )
     units = res.keys["unit"]
     _, per_unit = np.unique(units.astype(int), return_counts=True)
     assert per_unit.max() <= k
@@ -113,12 +120,20 @@ def test_per_key_limit_caps_groups_and_rows(engine: Engine) -> None:
 
 
 def test_per_key_limit_rescales_sums(engine: Engine) -> None:
-    rows = {"unit": np.array([1, 1, 1, 1, 2]), "g": np.array(["a"] * 5),
-            "v": np.array([1.0, 2.0, 3.0, 10.0, 4.0])}
+    rows = {
+        "unit": np.array([1, 1, 1, 1, 2]),
+        "g": np.array(["a"] * 5),
+        "v": np.array([1.0, 2.0, 3.0, 10.0, 4.0]),
+    }
     t = engine.load(_table(rows))
-    res = engine.aggregate(t, AggregateRequest(("g",), (Aggregation("s", "sum", "v", 0, 5),
-                                                        Aggregation("n", "count")),
-                                               sample=PerKeyLimit("unit", 1, 2, seed=3)))
+    res = engine.aggregate(
+        t,
+        AggregateRequest(
+            ("g",),
+            (Aggregation("s", "sum", "v", 0, 5), Aggregation("n", "count")),
+            sample=PerKeyLimit("unit", 1, 2, seed=3),
+        ),
+    )
     # unit 1: 4 rows, clamped sum 11, scaled by 2/4 → 5.5; unit 2: 4
     assert res.values["s"].tolist() == [pytest.approx(9.5)]
     assert res.values["n"].tolist() == [3.0]
@@ -129,8 +144,11 @@ def test_per_key_limit_is_deterministic_and_order_free(engine: Engine) -> None:
     rows = _rows(3000, seed=4)
     perm = np.random.default_rng(9).permutation(3000)
     shuffled = {c: v[perm] for c, v in rows.items()}
-    req = AggregateRequest(("g",), (Aggregation("n", "count"), Aggregation("s", "sum", "v", 0, 9)),
-                           sample=PerKeyLimit("unit", 1, 2, seed=123))
+    req = AggregateRequest(
+        ("g",),
+        (Aggregation("n", "count"), Aggregation("s", "sum", "v", 0, 9)),
+        sample=PerKeyLimit("unit", 1, 2, seed=123),
+    )
     a = engine.aggregate(engine.load(_table(rows)), req)
     b = engine.aggregate(engine.load(_table(shuffled)), req)
     assert a.values["n"].tolist() == b.values["n"].tolist()
@@ -149,8 +167,9 @@ def test_count_outside(engine: Engine) -> None:
 
 def test_nulls_in_keys_and_membership(engine: Engine) -> None:
     t = engine.load(pa.table({"g": ["a", None, None, "b"], "v": [1.0, 2.0, None, math.inf]}))
-    res = engine.aggregate(t, AggregateRequest(("g",), (Aggregation("n", "count"),
-                                                        Aggregation("s", "sum", "v", 0, 3))))
+    res = engine.aggregate(
+        t, AggregateRequest(("g",), (Aggregation("n", "count"), Aggregation("s", "sum", "v", 0, 3)))
+    )
     assert res.keys["g"].tolist() == ["a", "b", None]
     assert res.values["n"].tolist() == [1, 1, 2]
     assert res.values["s"].tolist() == [1.0, 3.0, 2.0]  # +inf clamped to 3, NULL skipped
@@ -162,12 +181,17 @@ def test_nulls_in_keys_and_membership(engine: Engine) -> None:
     [
         (AggregateRequest(("gg",), (Aggregation("n", "count"),)), "'gg'"),
         (AggregateRequest((), (Aggregation("s", "sum", "g", 0, 1),)), "numeric"),
-        (AggregateRequest(("g",), (Aggregation("n", "count"),),
-                          sample=PerKeyLimit("user", 1, 1, 0)), "'user'"),
+        (
+            AggregateRequest(
+                ("g",), (Aggregation("n", "count"),), sample=PerKeyLimit("user", 1, 1, 0)
+            ),
+            "'user'",
+        ),
     ],
 )
-def test_bad_columns_raise_data_error(engine: Engine, request_: AggregateRequest,
-                                      needle: str) -> None:
+def test_bad_columns_raise_data_error(
+    engine: Engine, request_: AggregateRequest, needle: str
+) -> None:
     t = engine.load(_table(_rows(50)))
     with pytest.raises(DataError, match=needle):
         engine.aggregate(t, request_)

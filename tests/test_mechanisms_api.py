@@ -100,6 +100,7 @@ def test_laplace_profile_matches_numeric_integral():
 
     b, eps0 = 1.0, 1.0
     for eps in [0.0, 0.3, 0.9]:
+
         def integrand(y, eps=eps):
             p = 0.5 * math.exp(-abs(y))
             q = 0.5 * math.exp(-abs(y - 1.0))

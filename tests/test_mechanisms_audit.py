@@ -68,9 +68,11 @@ def _optimal_sigma(eps, delta):
     from scipy import optimize, stats
 
     def gap(s):
-        return stats.norm.cdf(0.5 / s - eps * s) - math.exp(eps) * stats.norm.cdf(
-            -0.5 / s - eps * s
-        ) - delta
+        return (
+            stats.norm.cdf(0.5 / s - eps * s)
+            - math.exp(eps) * stats.norm.cdf(-0.5 / s - eps * s)
+            - delta
+        )
 
     return optimize.brentq(gap, 1e-3, 1e3, xtol=1e-14) * (1 + 1e-9)
 

@@ -33,8 +33,8 @@ def _exact_pmf(ys, sigma2):
     mp.mp.dps = 40
     s2 = mp.mpf(sigma2.numerator) / sigma2.denominator
     half = int(40 * mp.sqrt(s2)) + 40
-    z = mp.fsum(mp.e ** (-mp.mpf(k) ** 2 / (2 * s2)) for k in range(-half, half + 1))
-    return np.array([float(mp.e ** (-mp.mpf(int(y)) ** 2 / (2 * s2)) / z) for y in ys])
+    z = mp.fsum(mp.e ** (-(mp.mpf(k) ** 2) / (2 * s2)) for k in range(-half, half + 1))
+    return np.array([float(mp.e ** (-(mp.mpf(int(y)) ** 2) / (2 * s2)) / z) for y in ys])
 
 
 def _chi_square_ok(sample, support, probs):
@@ -129,7 +129,7 @@ def test_discrete_gaussian_profile_matches_mpmath(eps, sigma, sens):
     mp.mp.dps = 50
     s = mp.mpf(sigma)
     half = int(60 * sigma) + 60
-    w = [mp.e ** (-mp.mpf(k) ** 2 / (2 * s * s)) for k in range(-half, half + 1)]
+    w = [mp.e ** (-(mp.mpf(k) ** 2) / (2 * s * s)) for k in range(-half, half + 1)]
     z = mp.fsum(w)
 
     def tail(x):  # P[Y > x]
@@ -188,7 +188,8 @@ def test_truncated_laplace_never_exceeds_tau_and_fits_its_law():
     def cdf(y):
         y = np.clip(y, -tau, tau)
         return np.where(
-            y < 0, 0.5 * (np.exp(y / lam) - math.exp(-tau / lam)) / mass,
+            y < 0,
+            0.5 * (np.exp(y / lam) - math.exp(-tau / lam)) / mass,
             0.5 + 0.5 * (-np.expm1(-y / lam)) / mass,
         )
 

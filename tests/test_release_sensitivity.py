@@ -48,8 +48,13 @@ UNIT = ContributionBounds("user", max_partitions=2, max_rows_per_partition=5)
         (Mean("x", (0, 10)), "add-remove", ROW, math.sqrt(2), 2.0),
         (Mean("x", (0, 10)), "replace-one", ROW, math.sqrt(5), 3.0),
         # k counting queries: Δ2 = √k, Δ1 = k (lecture-wu §2.2)
-        (LinearQueries(tuple(LinearQuery(where={"a": i}) for i in range(9))), "add-remove",
-         ROW, 3.0, 9.0),
+        (
+            LinearQueries(tuple(LinearQuery(where={"a": i}) for i in range(9))),
+            "add-remove",
+            ROW,
+            3.0,
+            9.0,
+        ),
     ],
 )
 def test_sensitivity_table(query, relation, bounds, l2, l1) -> None:  # type: ignore[no-untyped-def]
@@ -78,8 +83,7 @@ def test_replace_one_grouped_takes_the_smaller_bound() -> None:
         (lambda: Histogram(("a", "a")), InvalidParameterError, "twice"),
         (lambda: Histogram(("a",), {"b": [1]}), InvalidParameterError, "domain"),
         (lambda: Histogram(("a",), {"a": []}), InvalidParameterError, "domain"),
-        (lambda: Histogram(("a",), {"a": [1]}, "ignore"), InvalidParameterError,
-         "outside_domain"),
+        (lambda: Histogram(("a",), {"a": [1]}, "ignore"), InvalidParameterError, "outside_domain"),
         (lambda: Sum("x", (0, 1), domain={"a": [1]}), InvalidParameterError, "by"),
         (lambda: ContributionBounds(None, 2, 1), InvalidParameterError, "privacy_unit"),
         (lambda: ContributionBounds("u", 0, 1), InvalidParameterError, "max_partitions"),

@@ -45,12 +45,14 @@ BIG = (200.0, 0.5)  # budget for statistical tests that spend a lot
 
 def _synthetic(n: int = 20_000, seed: int = 0) -> pa.Table:
     rng = np.random.default_rng(seed)
-    return pa.table({
-        "user": rng.integers(0, n // 10, n),
-        "a": rng.integers(0, 40, n),
-        "b": rng.choice(["x", "y", "z"], n),
-        "v": rng.uniform(-2, 12, n),
-    })
+    return pa.table(
+        {
+            "user": rng.integers(0, n // 10, n),
+            "a": rng.integers(0, 40, n),
+            "b": rng.choice(["x", "y", "z"], n),
+            "v": rng.uniform(-2, 12, n),
+        }
+    )
 
 
 def _standardised_ok(z: np.ndarray) -> None:
@@ -76,18 +78,21 @@ def test_histogram_over_domain_is_unbiased_with_reported_sigma() -> None:
 def test_linear_queries_use_l2_sensitivity_and_match_sigma() -> None:
     data = _synthetic()
     qs = [LinearQuery(where={"a": i}) for i in range(40)] + [
-        LinearQuery("v", (0, 10), where={"b": ["x", "y"]})]
+        LinearQuery("v", (0, 10), where={"b": ["x", "y"]})
+    ]
     t = PrivateTable(data, budget=BIG, seed=2)
     r = t.linear_queries(qs, epsilon=1.0, delta=1e-6)
     assert r.sensitivity.l2 == pytest.approx(math.sqrt(41))
     df = data.to_pandas()
-    true = np.array([(df.a == i).sum() for i in range(40)]
-                    + [df.v.clip(0, 10)[df.b.isin(["x", "y"])].sum()])
+    true = np.array(
+        [(df.a == i).sum() for i in range(40)] + [df.v.clip(0, 10)[df.b.isin(["x", "y"])].sum()]
+    )
     z = (r.values - true) / r.std
     _standardised_ok(z[:40])
     assert r.std[40] == pytest.approx(10 * r.std[0])  # sums noised in units of their bound
     # one Gaussian on the 41-vector beats splitting the budget 41 ways
     from approxdp.calibration import calibrate_gaussian
+
     split = calibrate_gaussian(1.0 / 41, 1e-6 / 41, 1.0)
     assert r.std[0] < split / 3
 
@@ -128,8 +133,9 @@ def test_grouped_sum_over_domain_and_partition_selection() -> None:
 
 def test_privacy_unit_bounding_and_report() -> None:
     data = _synthetic()
-    t = PrivateTable(data, budget=BIG, seed=6, privacy_unit="user", max_partitions=2,
-                     max_rows_per_partition=1)
+    t = PrivateTable(
+        data, budget=BIG, seed=6, privacy_unit="user", max_partitions=2, max_rows_per_partition=1
+    )
     r = t.histogram(["a"], domain={"a": list(range(40))}, epsilon=1.0, delta=1e-6)
     assert r.sensitivity.l2 == pytest.approx(math.sqrt(2))
     assert r.rows["used"] <= 2 * 2000 and r.rows["dropped"] == 20_000 - r.rows["used"]
@@ -164,11 +170,24 @@ def test_every_input_kind_gives_the_same_answer(tmp_path: Path) -> None:
     table = table.set_column(3, "v", pa.array(np.round(table["v"].to_numpy(), 3)))
     answers = {}
     for kind, source in _all_inputs(tmp_path, table).items():
-        t = PrivateTable(source, budget=BIG, seed=42, privacy_unit="user", max_partitions=2,
-                         max_rows_per_partition=2)
-        res = t.release([Count(), Sum("v", (0, 10)), Mean("v", (0, 10)),
-                         Histogram(("a", "b"), {"a": list(range(40)), "b": ["x", "y", "z"]})],
-                        epsilon=1.0, delta=1e-6)
+        t = PrivateTable(
+            source,
+            budget=BIG,
+            seed=42,
+            privacy_unit="user",
+            max_partitions=2,
+            max_rows_per_partition=2,
+        )
+        res = t.release(
+            [
+                Count(),
+                Sum("v", (0, 10)),
+                Mean("v", (0, 10)),
+                Histogram(("a", "b"), {"a": list(range(40)), "b": ["x", "y", "z"]}),
+            ],
+            epsilon=1.0,
+            delta=1e-6,
+        )
         answers[kind] = np.concatenate([r.values for r in res])
     ref = answers.pop("arrow")
     for kind, values in answers.items():
@@ -186,10 +205,16 @@ def _spent(t: PrivateTable) -> int:
         (lambda t: t.mean("b", (0, 1), epsilon=1, delta=1e-6), DataError, "'b' must be numeric"),
         (lambda t: t.histogram("c", epsilon=1, delta=1e-6), DataError, "'c'"),
         (lambda t: t.sum("v", (3, 1), epsilon=1, delta=1e-6), InvalidParameterError, "bounds"),
-        (lambda t: t.mean("v", (0, math.inf), epsilon=1, delta=1e-6), InvalidParameterError,
-         r"bounds\[1\]"),
-        (lambda t: t.histogram("b", domain={"b": ["x"]}, epsilon=1, delta=1e-6), DataError,
-         "'b' outside the declared domain"),
+        (
+            lambda t: t.mean("v", (0, math.inf), epsilon=1, delta=1e-6),
+            InvalidParameterError,
+            r"bounds\[1\]",
+        ),
+        (
+            lambda t: t.histogram("b", domain={"b": ["x"]}, epsilon=1, delta=1e-6),
+            DataError,
+            "'b' outside the declared domain",
+        ),
         (lambda t: t.count(epsilon=0, delta=1e-6), InvalidParameterError, "epsilon"),
         (lambda t: t.count(epsilon=1, delta=1.5), InvalidParameterError, "delta"),
         (lambda t: t.count(epsilon=5, delta=1e-6), BudgetExceededError, ""),
@@ -227,8 +252,7 @@ def test_nan_and_null_are_skipped_by_sum_and_mean() -> None:
     m = t.mean("v", (0, 4), epsilon=50, delta=0.1)
     assert m.extra["count"][0] == pytest.approx(3, abs=6 * m.std[0] / 4 + 1)
     assert m.ci_low[0] <= 8 / 3 <= m.ci_high[0]
-    drop = t.histogram("v", domain={"v": [1.0, 3.0]}, outside_domain="drop", epsilon=50,
-                       delta=0.1)
+    drop = t.histogram("v", domain={"v": [1.0, 3.0]}, outside_domain="drop", epsilon=50, delta=0.1)
     np.testing.assert_allclose(drop.values, [1, 1], atol=6 * drop.std[0])
 
 

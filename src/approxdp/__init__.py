@@ -23,6 +23,12 @@ from approxdp.accounting import (
     split_budget,
     zcdp_to_dp,
 )
+from approxdp.calibration import (
+    CALIBRATION_METHODS,
+    CalibrationMethod,
+    calibrate_gaussian,
+    classical_failure_threshold,
+)
 from approxdp.errors import (
     ApproxDPError,
     BudgetExceededError,
@@ -54,16 +60,25 @@ from approxdp.mechanisms import (
     TruncatedLaplaceMechanism,
     is_secure,
 )
+from approxdp.profiles import (
+    gaussian_delta,
+    gaussian_epsilon,
+    gaussian_log_delta,
+    gaussian_log_pdp_delta,
+    gaussian_pdp_delta,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "CALIBRATION_METHODS",
     "COMPOSITION_RULES",
     "SPLIT_RULES",
     "ApproxDPError",
     "BudgetExceededError",
     "BudgetSplit",
     "BudgetStatus",
+    "CalibrationMethod",
     "ComposedEvent",
     "ComposedGaussian",
     "DataError",
@@ -95,8 +110,15 @@ __all__ = [
     "advanced_composition",
     "amplify_by_subsampling",
     "basic_composition",
+    "calibrate_gaussian",
+    "classical_failure_threshold",
     "compose_gaussian",
     "dp_to_pdp",
+    "gaussian_delta",
+    "gaussian_epsilon",
+    "gaussian_log_delta",
+    "gaussian_log_pdp_delta",
+    "gaussian_pdp_delta",
     "group_privacy",
     "is_secure",
     "optimal_composition",

@@ -43,15 +43,20 @@ CASES: list[tuple[Any, tuple[Any, ...], dict[str, Any], type, str]] = [
     (dp_to_pdp, (1.0, 1e-6, 0.5), {}, InvalidParameterError, "epsilon_star"),
     (zcdp_to_dp, (-0.5, 1e-6), {}, InvalidParameterError, "rho"),
     (split_budget, (1.0, 1e-5, 0), {}, InvalidParameterError, "k"),
-    (split_budget, (1.0, 1e-5, 10), {"composition": "magic"}, InvalidParameterError,
-     "composition"),
-    (split_budget, (1.0, 1e-5, 10), {"composition": "advanced", "delta_prime": 1e-4},
-     InvalidParameterError, "delta_prime"),
+    (split_budget, (1.0, 1e-5, 10), {"composition": "magic"}, InvalidParameterError, "composition"),
+    (
+        split_budget,
+        (1.0, 1e-5, 10),
+        {"composition": "advanced", "delta_prime": 1e-4},
+        InvalidParameterError,
+        "delta_prime",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("func", "args", "kwargs", "error", "name"), CASES)
-def test_bad_input(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], error: type,
-                   name: str) -> None:
+def test_bad_input(
+    func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], error: type, name: str
+) -> None:
     with pytest.raises(error, match=name):
         func(*args, **kwargs)

@@ -77,10 +77,14 @@ def test_kov_breakpoints_against_mpmath() -> None:
         k, e = 40, 0.3
         value = kov_delta(e, 0.0, k, (k - 2 * i) * e)
         with mpmath.workdps(40):
-            ref = sum(
-                mpmath.binomial(k, l) * (mpmath.exp((k - l) * e) - mpmath.exp((k - 2 * i + l) * e))
-                for l in range(i)
-            ) / (1 + mpmath.exp(e)) ** k
+            ref = (
+                sum(
+                    mpmath.binomial(k, l)
+                    * (mpmath.exp((k - l) * e) - mpmath.exp((k - 2 * i + l) * e))
+                    for l in range(i)
+                )
+                / (1 + mpmath.exp(e)) ** k
+            )
         assert value == pytest.approx(float(ref), rel=1e-12)
 
 

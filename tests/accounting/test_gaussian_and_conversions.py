@@ -113,8 +113,10 @@ def test_split_composes_back_within_budget(rule: str) -> None:
 
 
 def test_split_orderings() -> None:
-    per = {r: split_budget(1.0, 1e-5, 200, composition=r).epsilon
-           for r in ("basic", "advanced", "optimal")}
+    per = {
+        r: split_budget(1.0, 1e-5, 200, composition=r).epsilon
+        for r in ("basic", "advanced", "optimal")
+    }
     assert per["basic"] < per["advanced"] < per["optimal"]
 
 

@@ -123,7 +123,8 @@ def test_kill_minus_nine_leaves_consistent_ledger(tmp_path: Path) -> None:
         ledger = SQLiteLedger(path, budget=(1e6, 0.5), composition="auto")
         state = ledger.verify()  # opens, passes quick_check, totals match rows
         recorded = {
-            r.event.label for r in ledger.records()  # type: ignore[attr-defined]
+            r.event.label
+            for r in ledger.records()  # type: ignore[attr-defined]
             if r.event.label.startswith(f"c{it}-")  # type: ignore[attr-defined]
         }
         ledger.close()

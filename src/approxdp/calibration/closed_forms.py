@@ -9,6 +9,8 @@ does that against the exact profile. Written to avoid the float64 traps of SPEC 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy import special
 
@@ -31,7 +33,8 @@ def sigma_from_parameter(p: FloatArray, eps: FloatArray) -> FloatArray:
     """σ/Δ = (p + √(p² + ε)) / (ε√2), the common form of paper Eq. 5, 7b, 9, 14, 15."""
     root = np.sqrt(p * p + eps)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(p >= 0, (p + root) / (eps * SQRT2), 1.0 / (SQRT2 * (root - p)))
+        out: FloatArray = np.where(p >= 0, (p + root) / (eps * SQRT2), 1.0 / (SQRT2 * (root - p)))
+    return out
 
 
 def sigma_dwork_2006(eps: FloatArray, delta: FloatArray) -> FloatArray:
@@ -41,7 +44,7 @@ def sigma_dwork_2006(eps: FloatArray, delta: FloatArray) -> FloatArray:
 
 def sigma_dwork_roth_2014(eps: FloatArray, delta: FloatArray) -> FloatArray:
     """σ/Δ = √(2 ln(1.25/δ)) / ε (Dwork & Roth 2014, Thm A.1; paper Eq. 2)."""
-    return np.sqrt(2.0 * (np.log(1.25) - np.log(delta))) / eps
+    return np.sqrt(2.0 * (math.log(1.25) - np.log(delta))) / eps
 
 
 def sigma_wang_lecture(eps: FloatArray, delta: FloatArray) -> FloatArray:
@@ -92,7 +95,10 @@ def sigma_zhao_m1(eps: FloatArray, delta: FloatArray) -> FloatArray:
     if np.any(inside):
         e = eps[inside]
         d = delta[inside]
-        t = special.erfcinv(s0[inside])
+        # t = inverfc(s0); near s0 = 1 use t = -erfinv(s0 - 1) with
+        # s0 - 1 = 2δ - (erfcx(0) - erfcx(√ε)) computed without cancellation.
+        z = 2.0 * d - erfcx_diff(np.zeros_like(e), np.sqrt(e))
+        t = np.where(np.abs(z) < 0.5, -special.erfinv(z), special.erfcinv(s0[inside]))
         s = np.sqrt(t * t + e)
         one_minus = np.empty_like(t)
         tp = t >= 0

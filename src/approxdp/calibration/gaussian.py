@@ -168,4 +168,6 @@ def _report_not_private(
     )
     if not allow:
         raise NotPrivateError(msg)
-    warnings.warn(msg + " (returned anyway: allow_non_private=True)", NotPrivateWarning, stacklevel=3)
+    warnings.warn(
+        msg + " (returned anyway: allow_non_private=True)", NotPrivateWarning, stacklevel=3
+    )

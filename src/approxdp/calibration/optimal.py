@@ -18,11 +18,10 @@ relative at most.
 
 from __future__ import annotations
 
-
 import numpy as np
 from scipy import special
 
-from approxdp._numerics import LOG2, SQRT2, FloatArray, solve_decreasing
+from approxdp._numerics import LOG2, SQRT2, FloatArray, Objective, solve_decreasing
 from approxdp.profiles import _gaussian_terms as terms
 from approxdp.profiles.gaussian import log_margin, log_profile_eu
 
@@ -39,7 +38,7 @@ def sigma_from_a(a: FloatArray, eps: FloatArray) -> FloatArray:
         return np.where(a >= 0, (a + b) / (eps * SQRT2), 1.0 / (SQRT2 * (b - a)))
 
 
-def _objective(eps: FloatArray, target: FloatArray, comp: np.ndarray, notion: str) -> object:
+def _objective(eps: FloatArray, target: FloatArray, comp: np.ndarray, notion: str) -> Objective:
     """g(a) decreasing in a: log 2δ(a) - target, or target - log 2(1 - δ(a)) where comp."""
 
     def fun(a: FloatArray, idx: np.ndarray) -> tuple[FloatArray, FloatArray]:
@@ -75,24 +74,22 @@ def _targets(delta: FloatArray) -> tuple[FloatArray, np.ndarray]:
     comp = delta > 0.5
     log_d = np.log(delta)
     log_c = np.log1p(-delta)
-    target = np.where(
-        comp, LOG2 + log_c + log_margin(log_c), LOG2 + log_d - log_margin(log_d)
-    )
+    target = np.where(comp, LOG2 + log_c + log_margin(log_c), LOG2 + log_d - log_margin(log_d))
     return target, comp
 
 
-def _expand(fun: object, lo: FloatArray, hi: FloatArray) -> tuple[FloatArray, FloatArray]:
+def _expand(fun: Objective, lo: FloatArray, hi: FloatArray) -> tuple[FloatArray, FloatArray]:
     """Widen brackets whose computed end-point signs are wrong (guards the closed-form bounds)."""
-    f = fun  # type: ignore[assignment]
+    f = fun
     idx = np.arange(lo.size)
     for _ in range(64):
-        g_lo = f(lo, idx)[0]  # type: ignore[operator]
+        g_lo = f(lo, idx)[0]
         bad = ~(g_lo >= 0)
         if not np.any(bad):
             break
         lo = np.where(bad, np.maximum(2.0 * lo - 1.0, _A_FLOOR), lo)
     for _ in range(64):
-        g_hi = f(hi, idx)[0]  # type: ignore[operator]
+        g_hi = f(hi, idx)[0]
         bad = ~(g_hi <= 0)
         if not np.any(bad):
             break
@@ -100,9 +97,7 @@ def _expand(fun: object, lo: FloatArray, hi: FloatArray) -> tuple[FloatArray, Fl
     return lo, hi
 
 
-def _finish(
-    a: FloatArray, eps: FloatArray, delta: FloatArray, notion: str
-) -> FloatArray:
+def _finish(a: FloatArray, eps: FloatArray, delta: FloatArray, notion: str) -> FloatArray:
     """σ/Δ from a, then increased until the σ-parametrised profile is surely <= δ."""
     sigma = sigma_from_a(a, eps)
     return round_up_sigma(sigma, eps, delta, notion)
@@ -185,5 +180,3 @@ def sigma_zero_epsilon(delta: FloatArray) -> FloatArray:
     """(0, δ)-DP optimum σ/Δ = 1/(2√2 inverf(δ)) (paper Thm 3 ①), rounded to the private side."""
     sigma = 1.0 / (2.0 * SQRT2 * special.erfinv(delta))
     return round_up_sigma(sigma, np.zeros_like(delta), delta, "dp")
-
-

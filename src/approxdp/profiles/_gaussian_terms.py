@@ -59,12 +59,18 @@ def dp_log2delta(a: FloatArray, b: FloatArray, h: FloatArray, eps: FloatArray) -
     with np.errstate(divide="ignore"):
         out[pos] = -ap * ap + np.log(erfcx_diff(ap, h[pos]))
         an, bn, en = a[neg], b[neg], eps[neg]
-        val = special.erf(-an) + special.erf(bn) + np.exp(-an * an) * np.expm1(-en) * special.erfcx(bn)
+        val = (
+            special.erf(-an)
+            + special.erf(bn)
+            + np.exp(-an * an) * np.expm1(-en) * special.erfcx(bn)
+        )
         out[neg] = np.log(val)
     return out
 
 
-def dp_log2delta_slope(a: FloatArray, b: FloatArray, h: FloatArray, log2delta: FloatArray) -> FloatArray:
+def dp_log2delta_slope(
+    a: FloatArray, b: FloatArray, h: FloatArray, log2delta: FloatArray
+) -> FloatArray:
     """d/da log(2δ_DP) = -(2/√π) (h/b) e^{-a²} / (2δ)."""
     return -TWO_OVER_SQRT_PI * (h / b) * np.exp(-a * a - log2delta)
 
@@ -84,7 +90,9 @@ def dp_log2comp(a: FloatArray, b: FloatArray, h: FloatArray, eps: FloatArray) ->
     return out
 
 
-def dp_log2comp_slope(a: FloatArray, b: FloatArray, h: FloatArray, log2comp: FloatArray) -> FloatArray:
+def dp_log2comp_slope(
+    a: FloatArray, b: FloatArray, h: FloatArray, log2comp: FloatArray
+) -> FloatArray:
     """d/da log(2(1 - δ_DP)) = +(2/√π) (h/b) e^{-a²} / (2(1 - δ))."""
     return TWO_OVER_SQRT_PI * (h / b) * np.exp(-a * a - log2comp)
 

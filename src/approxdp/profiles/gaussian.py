@@ -55,7 +55,7 @@ def _out(value: FloatArray, scalar: bool) -> Any:
 def _check_notion(notion: object) -> Notion:
     if notion not in ("dp", "pdp"):
         raise UnknownMethodError(f"notion must be 'dp' or 'pdp', got notion={notion!r}")
-    return notion  # type: ignore[return-value]
+    return "dp" if notion == "dp" else "pdp"
 
 
 def _profile_inputs(
@@ -168,9 +168,7 @@ def gaussian_pdp_delta(epsilon: Any, sigma: Any, sensitivity: Any = 1.0) -> Any:
     return _out(res, scalar)
 
 
-def _epsilon_objective(
-    u: FloatArray, target: FloatArray, notion: Notion
-) -> Any:
+def _epsilon_objective(u: FloatArray, target: FloatArray, notion: Notion) -> Any:
     def fun(e: FloatArray, idx: np.ndarray) -> tuple[FloatArray, FloatArray]:
         uu = u[idx]
         a = (e / uu - 0.5 * uu) / SQRT2
@@ -183,17 +181,18 @@ def _epsilon_objective(
         else:
             val = terms.pdp_log2delta(a, b, h, e)
             # d(2δ)/dε = -(2/√π)(e^{-a²} + e^{-b²}) / (u√2)
-            slope = -(2.0 / math.sqrt(math.pi)) * np.exp(-a * a - val) * (
-                1.0 + np.exp(-e)
-            ) / (uu * SQRT2)
+            slope = (
+                -(2.0 / math.sqrt(math.pi))
+                * np.exp(-a * a - val)
+                * (1.0 + np.exp(-e))
+                / (uu * SQRT2)
+            )
         return val - target[idx], slope
 
     return fun
 
 
-def gaussian_epsilon(
-    sigma: Any, delta: Any, sensitivity: Any = 1.0, notion: Notion = "dp"
-) -> Any:
+def gaussian_epsilon(sigma: Any, delta: Any, sensitivity: Any = 1.0, notion: Notion = "dp") -> Any:
     """The least ε for which the Gaussian mechanism with noise σ is (ε, δ)-DP (or -pDP).
 
     Inverts :func:`gaussian_delta` (or :func:`gaussian_pdp_delta` with ``notion="pdp"``) in ε,
@@ -244,7 +243,9 @@ def gaussian_epsilon(
     return _out(res, scalar)
 
 
-def _round_up_epsilon(eps: FloatArray, u: FloatArray, log_d: FloatArray, notion: Notion) -> FloatArray:
+def _round_up_epsilon(
+    eps: FloatArray, u: FloatArray, log_d: FloatArray, notion: Notion
+) -> FloatArray:
     """Increase ε until the computed profile is below δ with the evaluation margin."""
     eps = eps.copy()
     bump = 1e-13
