@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / ".venv"
 # Extras installed into the development environment (see pyproject.toml).
-EXTRAS = ("test", "data", "plots", "docs")
+EXTRAS = ("test", "data", "plots", "docs", "spark")
 
 
 def _python() -> Path:

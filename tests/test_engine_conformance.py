@@ -1,13 +1,17 @@
 """Engine conformance: every engine must give the same aggregates for the same data.
 
-Parametrized over ``ENGINE_FACTORIES`` so a Spark engine is added by one line. Each test
-compares an engine's output with a reference computed in plain NumPy from the same rows.
+Parametrized over ``ENGINES`` (DuckDB, and Spark in local mode from the session fixture in
+``conftest.py``). Each test compares an engine's output with a reference computed in plain
+NumPy/Python from the same rows, so the engines agree with each other by transitivity; the
+per-key limit is checked against :func:`approxdp.engines.keyed_hash.reference_rank`, and
+``test_engines_agree_exactly`` compares DuckDB and Spark directly.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -17,20 +21,35 @@ import pytest
 from approxdp.engines import (
     AggregateRequest,
     Aggregation,
+    CellMapRequest,
     ColumnKind,
     Engine,
     Membership,
     PerKeyLimit,
 )
 from approxdp.engines.duckdb import DuckDBEngine
+from approxdp.engines.keyed_hash import HashInput, reference_rank
 from approxdp.errors import DataError
 
-ENGINE_FACTORIES: dict[str, Callable[[], Engine]] = {"duckdb": lambda: DuckDBEngine(threads=2)}
+ENGINES = ("duckdb", "spark")
 
 
-@pytest.fixture(params=sorted(ENGINE_FACTORIES))
+def _make(name: str, request: pytest.FixtureRequest) -> Engine:
+    if name == "duckdb":
+        return DuckDBEngine(threads=2)
+    from approxdp.engines.spark import SparkEngine
+
+    return SparkEngine(request.getfixturevalue("spark_session"))
+
+
+@pytest.fixture(params=ENGINES)
 def engine(request: pytest.FixtureRequest) -> Engine:
-    return ENGINE_FACTORIES[request.param]()
+    return _make(request.param, request)
+
+
+@pytest.fixture
+def both(request: pytest.FixtureRequest) -> tuple[Engine, Engine]:
+    return _make("duckdb", request), _make("spark", request)
 
 
 def _rows(n: int = 2000, seed: int = 0) -> dict[str, Any]:
@@ -195,3 +214,185 @@ def test_bad_columns_raise_data_error(
     t = engine.load(_table(_rows(50)))
     with pytest.raises(DataError, match=needle):
         engine.aggregate(t, request_)
+
+
+# -- the per-key limit, against the engine-independent keyed hash ---------------------------
+def _limited_reference(
+    units: list[Any], groups: list[tuple[Any, ...]], values: np.ndarray,
+    kinds: tuple[HashInput, ...], unit_kind: HashInput, k: int, m: int, seed: int,
+) -> dict[tuple[Any, ...], tuple[float, float, int]]:
+    """(count, clamped sum, rows) per group after keeping each unit's k smallest-rank groups."""
+    pairs: dict[tuple[Any, tuple[Any, ...]], list[int]] = defaultdict(list)
+    for i, (u, g) in enumerate(zip(units, groups, strict=True)):
+        pairs[(u, g)].append(i)
+    per_unit: dict[Any, list[tuple[Any, ...]]] = defaultdict(list)
+    for u, g in pairs:
+        per_unit[u].append(g)
+    out: dict[tuple[Any, ...], list[float]] = defaultdict(lambda: [0.0, 0.0, 0])
+    for u, gs in per_unit.items():
+        def key(g: tuple[Any, ...], u: Any = u) -> tuple[Any, ...]:
+            rank = reference_rank(seed, list(zip(g, kinds, strict=True)), (u, unit_kind))
+            return (rank, *((v is None, v if v is not None else 0) for v in g))
+
+        for g in sorted(gs, key=key)[:k]:
+            idx = pairs[(u, g)]
+            n = len(idx)
+            v = values[idx]
+            part = np.clip(v[~np.isnan(v)], 0, 9).sum()
+            scale = min(1.0, m / n)
+            acc = out[g]
+            acc[0] += min(n, m)
+            acc[1] += part * scale
+            acc[2] += min(n, m)
+    return {g: (a[0], a[1], int(a[2])) for g, a in out.items()}
+
+
+@pytest.mark.parametrize("unit_kind", ["integer", "text"])
+@pytest.mark.parametrize("seed", [0, 2**62 + 12345])
+def test_per_key_limit_keeps_the_groups_of_the_keyed_hash(
+    engine: Engine, unit_kind: HashInput, seed: int
+) -> None:
+    rng = np.random.default_rng(seed % 1000)
+    n = 1500
+    raw_units = rng.integers(-40, 40, n)
+    units: list[Any] = [int(u) if unit_kind == "integer" else f"user-{u}" for u in raw_units]
+    units[::97] = [None] * len(units[::97])  # a NULL unit is one more unit
+    g: list[Any] = list(rng.choice(["a", "b", "c", "é", "d d"], n))
+    g[::31] = [None] * len(g[::31])
+    h = rng.integers(-2, 3, n).tolist()
+    v = rng.normal(4, 3, n)
+    v[::13] = np.nan
+    t = pa.table({"unit": units, "g": g, "h": h, "v": v})
+    k, m = 2, 3
+    res = engine.aggregate(
+        engine.load(t),
+        AggregateRequest(
+            ("g", "h"),
+            (Aggregation("n", "count"), Aggregation("s", "sum", "v", 0, 9)),
+            sample=PerKeyLimit("unit", k, m, seed),
+        ),
+    )
+    want = _limited_reference(units, list(zip(g, h, strict=True)), v, ("text", "integer"),
+                              unit_kind, k, m, seed)
+    got = {
+        (a, b): (c, s)
+        for a, b, c, s in zip(res.keys["g"], res.keys["h"], res.values["n"], res.values["s"],
+                              strict=True)
+    }
+    assert set(got) == set(want)
+    for key, (c, s, _rows) in want.items():
+        assert got[key][0] == c
+        assert got[key][1] == pytest.approx(s, rel=1e-12, abs=1e-9)
+    assert res.rows_used == sum(r for _, _, r in want.values())
+
+
+def test_engines_agree_exactly(both: tuple[Engine, Engine]) -> None:
+    duck, spark = both
+    rows = _rows(4000, seed=5)
+    t = _table(rows)
+    requests = [
+        AggregateRequest(("g", "h"), (Aggregation("n", "count"),
+                                      Aggregation("s", "sum", "v", -1, 8, shift=3.5))),
+        AggregateRequest(("g",), (Aggregation("n", "count"), Aggregation("nv", "count", "v")),
+                         keep=(Membership("h", (0, 2)),), sample=PerKeyLimit("unit", 1, 4, 77)),
+        AggregateRequest(("h", "g"), (Aggregation("s", "sum", "v", 0, 10),),
+                         sample=PerKeyLimit("unit", 3, 1, 2**63 - 1)),
+        AggregateRequest((), (Aggregation("n", "count"),), sample=PerKeyLimit("unit", 1, 2, 5)),
+    ]
+    dt, st = duck.load(t), spark.load(t)
+    for req in requests:
+        a, b = duck.aggregate(dt, req), spark.aggregate(st, req)
+        for c in req.by:
+            assert a.keys[c].tolist() == b.keys[c].tolist()
+        for name in a.values:
+            np.testing.assert_allclose(a.values[name], b.values[name], rtol=1e-12, atol=1e-9)
+        assert a.group_rows.tolist() == b.group_rows.tolist()
+        assert a.rows_used == b.rows_used
+
+
+def test_count_outside_counts_nulls_unless_listed(engine: Engine) -> None:
+    t = engine.load(pa.table({"g": ["a", None, "b", None, "c"]}))
+    assert engine.count_outside(t, Membership("g", ("a", "b"))) == (3, ("c", None))
+    assert engine.count_outside(t, Membership("g", ("a", "b", None))) == (1, ("c",))
+
+
+def test_long_membership_lists_filter_like_short_ones(engine: Engine) -> None:
+    rows = _rows(3000, seed=8)
+    t = engine.load(_table(rows))
+    many = tuple(range(-2500, 2500, 2))  # 2500 values: the semi-join path
+    req = AggregateRequest(("g",), (Aggregation("n", "count"),), keep=(Membership("unit", many),))
+    res = engine.aggregate(t, req)
+    even = rows["unit"] % 2 == 0
+    for a, n in zip(res.keys["g"], res.values["n"], strict=True):
+        assert n == int((even & (rows["g"] == a)).sum())
+    n_out, examples = engine.count_outside(t, Membership("unit", many))
+    assert n_out == int((~even).sum())
+    assert all(int(e) % 2 == 1 for e in examples)
+
+
+# -- cells of a grid ----------------------------------------------------------------------------
+class _Tag:
+    """A deterministic, picklable cell function: out = 1000·cell + n, and s doubled."""
+
+    def __call__(self, batch: Any) -> Any:
+        cell = batch.column("__cell").to_numpy()
+        n = batch.column("n").to_numpy()
+        s = batch.column("s").to_numpy()
+        return pa.RecordBatch.from_arrays(
+            [pa.array(1000.0 * cell + n), pa.array(2.0 * s)], names=["out", "twice"]
+        )
+
+
+@pytest.mark.parametrize("to_path", [False, True])
+def test_map_cells_covers_every_cell_once(engine: Engine, tmp_path: Path, to_path: bool) -> None:
+    rows = _rows(2000, seed=3)
+    t = engine.load(_table(rows))
+    g_values = ("d", "a", "zz", None)  # 'zz' and None: cells no row reaches
+    h_values = (0, 1, 2, 7)
+    req = CellMapRequest(
+        AggregateRequest(
+            ("g", "h"), (Aggregation("n", "count"), Aggregation("s", "sum", "v", 0, 6)),
+            keep=(Membership("g", g_values), Membership("h", h_values)),
+        ),
+        grid=(("g", g_values), ("h", h_values)),
+        function=_Tag(),
+        outputs=("out", "twice"),
+        path=str(tmp_path / "cells") if to_path else None,
+    )
+    res = engine.map_cells(t, req)
+    assert res.n_cells == 16
+    table = res.to_arrow()
+    assert table.column_names == ["g", "h", "out", "twice"]
+    got = {(r["g"], r["h"]): (r["out"], r["twice"]) for r in table.to_pylist()}
+    assert len(got) == table.num_rows == 16
+    g, h, v = rows["g"], rows["h"], rows["v"]
+    used = 0
+    for i, gv in enumerate(g_values):
+        for j, hv in enumerate(h_values):
+            sel = (g == gv) & (h == hv)
+            used += int(sel.sum())
+            ok = sel & ~np.isnan(v)
+            out, twice = got[(gv, hv)]
+            assert out == 1000.0 * (4 * i + j) + sel.sum()
+            assert twice == pytest.approx(2 * np.clip(v[ok], 0, 6).sum())
+    assert res.rows_used == used
+    if to_path:
+        assert res.path == str(tmp_path / "cells") and Path(res.path).exists()
+        with pytest.raises(DataError, match="already exists"):
+            engine.map_cells(t, req)
+
+
+def test_map_cells_with_per_key_limit_matches_aggregate(engine: Engine) -> None:
+    rows = _rows(3000, seed=6)
+    t = engine.load(_table(rows))
+    agg = AggregateRequest(("g",), (Aggregation("n", "count"), Aggregation("s", "sum", "v", 0, 9)),
+                           sample=PerKeyLimit("unit", 1, 2, 99))
+    direct = engine.aggregate(t, agg)
+    res = engine.map_cells(t, CellMapRequest(agg, (("g", ("a", "b", "c", "d")),), _Tag(),
+                                             ("out", "twice")))
+    got = {r["g"]: r for r in res.to_arrow().to_pylist()}
+    for i, (a, n, s) in enumerate(zip(direct.keys["g"], direct.values["n"], direct.values["s"],
+                                      strict=True)):
+        assert got[a]["out"] == 1000.0 * i + n
+        assert got[a]["twice"] == pytest.approx(2 * s, rel=1e-12)
+    assert res.rows_used == direct.rows_used

@@ -1,7 +1,8 @@
 """Engines: where the data lives and the aggregation runs. They know nothing about privacy.
 
-:class:`~approxdp.engines.base.Engine` is the protocol; :class:`DuckDBEngine` (embedded,
-default) implements it, importing ``duckdb`` only when created. :func:`engine_for` picks an
+:class:`~approxdp.engines.base.Engine` is the protocol; ``DuckDBEngine`` (embedded, default)
+and ``SparkEngine`` (:mod:`approxdp.engines.spark`, the optional ``approxdp[spark]`` extra)
+implement it, importing ``duckdb``/``pyspark`` only when created. :func:`engine_for` picks an
 engine for a data source.
 """
 
@@ -13,6 +14,8 @@ from approxdp.engines.base import (
     AggregateRequest,
     AggregateResult,
     Aggregation,
+    CellMapRequest,
+    CellMapResult,
     ColumnKind,
     Engine,
     Membership,
@@ -25,6 +28,8 @@ __all__ = [
     "AggregateRequest",
     "AggregateResult",
     "Aggregation",
+    "CellMapRequest",
+    "CellMapResult",
     "ColumnKind",
     "Engine",
     "Membership",
@@ -32,24 +37,35 @@ __all__ = [
     "engine_for",
 ]
 
-#: Engine names accepted by :func:`engine_for`.
-ENGINES = ("duckdb",)
+#: Engine names accepted by :func:`engine_for` (``"auto"``: Spark for a Spark DataFrame,
+#: else DuckDB).
+ENGINES = ("auto", "duckdb", "spark")
 
 
-def engine_for(source: Any, engine: str | Engine = "duckdb") -> Engine:
+def engine_for(source: Any, engine: str | Engine = "auto") -> Engine:
     """Return an engine instance able to read ``source``.
 
     Args:
-        source: The data (unused for now; engines such as Spark will inspect it).
+        source: The data; with ``engine="auto"`` a PySpark DataFrame selects the Spark engine
+            (on the DataFrame's own session) and anything else DuckDB.
         engine: An engine name from :data:`ENGINES` or an object implementing :class:`Engine`.
 
     Raises:
         UnknownMethodError: ``engine`` is not a known name.
+        MissingDependencyError: ``engine="spark"`` without PySpark installed.
     """
     if not isinstance(engine, str):
         return engine
+    if engine == "auto":
+        from approxdp.engines.spark import is_spark_dataframe
+
+        engine = "spark" if is_spark_dataframe(source) else "duckdb"
     if engine == "duckdb":
         from approxdp.engines.duckdb import DuckDBEngine
 
         return DuckDBEngine()
+    if engine == "spark":
+        from approxdp.engines.spark import SparkEngine, is_spark_dataframe
+
+        return SparkEngine(source.sparkSession if is_spark_dataframe(source) else None)
     raise UnknownMethodError(f"engine must be one of {list(ENGINES)}, got engine={engine!r}")

@@ -16,6 +16,14 @@ Data shapes, step by step, of an aggregate request::
     → per-key limit (``sample``)           # ≤ max_groups groups/key, ≤ max_rows rows' worth each
     → clamp values                         # value ↦ min(max(value, low), high)
     → group by ``by``                      # (key..., count/sum per aggregation, __rows)
+
+:meth:`Engine.map_cells` is the one primitive whose output may be too large for the caller's
+process: it spreads such an aggregate over every cell of a grid and maps it, batch by batch,
+where the data lives::
+
+    aggregate                              # (key..., aggregation...), non-empty groups only
+    → left-join onto grid                  # (__cell, key..., aggregation... (0 if empty))
+    → function per batch                   # (key..., output...)  materialised once
 """
 
 from __future__ import annotations
@@ -23,7 +31,7 @@ from __future__ import annotations
 import difflib
 import enum
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -36,6 +44,9 @@ __all__ = [
     "AggregateRequest",
     "AggregateResult",
     "Aggregation",
+    "CellBatchMapper",
+    "CellMapRequest",
+    "CellMapResult",
     "ColumnKind",
     "Engine",
     "Membership",
@@ -182,6 +193,80 @@ class AggregateResult:
         return int(self.group_rows.shape[0])
 
 
+@dataclass(frozen=True)
+class CellMapRequest:
+    """Aggregate, spread the result over every cell of a grid, and map it in batches.
+
+    The grid is the cross product of ``grid``'s value lists (one per ``aggregate.by`` column,
+    same order); cell ``i`` is the row-major position ``Σ_c pos_c · Π_{c' > c} |values_c'|``.
+    ``function`` receives each batch as a ``pyarrow.RecordBatch`` with column ``__cell``
+    (int64) and one float64 column per aggregation (0.0 for cells no row reached), and returns
+    a ``pyarrow.RecordBatch`` of the same length with exactly the float64 columns ``outputs``.
+    It must be picklable (engines may run it in other processes or on other machines) and
+    vectorised. The aggregates themselves never appear in the result: only the grid's key
+    columns and ``outputs``. The engine applies ``function`` exactly once per cell and
+    materialises the result (at ``path`` as Parquet if given), so reading it later never runs
+    ``function`` again.
+    """
+
+    aggregate: AggregateRequest
+    grid: tuple[tuple[str, tuple[KeyValue, ...]], ...]
+    function: Callable[[Any], Any]
+    outputs: tuple[str, ...]
+    path: str | None = None
+
+    def __post_init__(self) -> None:
+        grid = tuple((str(c), tuple(v)) for c, v in self.grid)
+        object.__setattr__(self, "grid", grid)
+        object.__setattr__(self, "outputs", tuple(self.outputs))
+        if tuple(c for c, _ in grid) != self.aggregate.by or not grid:
+            raise InvalidParameterError(
+                "CellMapRequest.grid must list values for exactly the aggregate's by columns "
+                f"{list(self.aggregate.by)}, in order; got {[c for c, _ in grid]}"
+            )
+        if any(not values for _, values in grid):
+            raise InvalidParameterError("CellMapRequest.grid needs at least one value per column")
+        if not callable(self.function):
+            raise ParameterTypeError("CellMapRequest.function must be callable")
+        clash = set(self.outputs) & set(self.aggregate.by)
+        if not self.outputs or clash or len(set(self.outputs)) != len(self.outputs):
+            raise InvalidParameterError(
+                "CellMapRequest.outputs must be distinct names, not grid columns; got "
+                f"{list(self.outputs)}"
+            )
+
+    @property
+    def n_cells(self) -> int:
+        """Number of cells of the grid."""
+        return math.prod(len(values) for _, values in self.grid)
+
+
+@dataclass(frozen=True)
+class CellMapResult:
+    """The materialised output of :meth:`Engine.map_cells`.
+
+    ``table`` is the engine's own handle on it (a Spark DataFrame, a DuckDB relation) with the
+    grid's key columns and the request's outputs, one row per cell, in no particular order;
+    ``path`` is where it was written (None if the engine holds it); ``rows_used`` counts the
+    rows that reached the aggregation.
+    """
+
+    table: Any
+    path: str | None
+    n_cells: int
+    rows_used: int
+
+    def to_arrow(self) -> Any:
+        """Collect the whole result into this process as a ``pyarrow.Table`` (it may be big)."""
+        for method in ("toArrow", "to_arrow_table", "fetch_arrow_table", "arrow"):
+            fetch = getattr(self.table, method, None)
+            if fetch is not None:
+                return fetch()
+        raise ParameterTypeError(  # pragma: no cover - every engine's handle has one
+            f"cannot fetch a {type(self.table).__name__} as Arrow"
+        )
+
+
 @runtime_checkable
 class Engine(Protocol):
     """Collection primitives every engine implements. ``T`` is the engine's table handle."""
@@ -214,6 +299,10 @@ class Engine(Protocol):
         """Run ``request`` on ``table`` (see the module docstring for the steps)."""
         ...
 
+    def map_cells(self, table: Any, request: CellMapRequest) -> CellMapResult:
+        """Aggregate, left-join onto the grid, map batches where the data lives; materialise."""
+        ...
+
 
 def check_columns(schema: Mapping[str, ColumnKind], request: AggregateRequest) -> None:
     """Raise :class:`DataError` naming any column the request uses that the table lacks."""
@@ -239,3 +328,46 @@ def check_columns(schema: Mapping[str, ColumnKind], request: AggregateRequest) -
                 f"column {agg.column!r} must be numeric for aggregation {agg.name!r}, but it is "
                 f"{schema[agg.column].value}"
             )
+
+
+@dataclass(frozen=True)
+class CellBatchMapper:
+    """What an engine runs per batch of joined cells (picklable, small: no grid values).
+
+    Input batches have the grid's key columns, ``__cell`` and the aggregations; the output has
+    the key columns and ``function``'s float64 outputs, and never the aggregations.
+    """
+
+    function: Callable[[Any], Any]
+    keys: tuple[str, ...]
+    names: tuple[str, ...]
+    outputs: tuple[str, ...]
+
+    @classmethod
+    def of(cls, request: CellMapRequest) -> CellBatchMapper:
+        """The mapper of ``request``."""
+        names = tuple(a.name for a in request.aggregate.aggregations)
+        return cls(request.function, request.aggregate.by, names, request.outputs)
+
+    def __call__(self, batch: Any) -> Any:
+        """Map one ``pyarrow.RecordBatch``."""
+        import pyarrow as pa
+
+        inputs = pa.RecordBatch.from_arrays(
+            [batch.column("__cell"), *(batch.column(a) for a in self.names)],
+            names=["__cell", *self.names],
+        )
+        out = self.function(inputs)
+        if out.num_rows != batch.num_rows or list(out.schema.names) != list(self.outputs):
+            raise InvalidParameterError(
+                f"the cell function returned columns {list(out.schema.names)} with "
+                f"{out.num_rows} rows; expected {list(self.outputs)} with {batch.num_rows} rows"
+            )
+        cols = [batch.column(k) for k in self.keys]
+        cols += [out.column(o).cast(pa.float64()) for o in self.outputs]
+        return pa.RecordBatch.from_arrays(cols, names=[*self.keys, *self.outputs])
+
+    def map_batches(self, batches: Iterable[Any]) -> Iterator[Any]:
+        """Map an iterator of batches (the shape Spark's ``mapInArrow`` calls)."""
+        for batch in batches:
+            yield self(batch)

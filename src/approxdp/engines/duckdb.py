@@ -20,7 +20,8 @@ from __future__ import annotations
 import itertools
 import math
 import os
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,11 +32,15 @@ from approxdp.engines.base import (
     AggregateRequest,
     AggregateResult,
     Aggregation,
+    CellBatchMapper,
+    CellMapRequest,
+    CellMapResult,
     ColumnKind,
     KeyValue,
     Membership,
     check_columns,
 )
+from approxdp.engines.keyed_hash import DuckDBSteps, hash_input_of_duckdb_type, seed_state
 from approxdp.errors import DataError, MissingDependencyError, ParameterTypeError
 
 __all__ = ["DuckDBEngine", "DuckDBTable"]
@@ -48,6 +53,7 @@ _NUMERIC_PREFIXES = (
     "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "DECIMAL", "REAL",
 )  # fmt: skip
 _counter = itertools.count()
+_INLINE_VALUES = 2000  # longer membership lists become semi-joins on registered tables
 
 
 def _import_duckdb() -> Any:
@@ -99,6 +105,15 @@ def membership_sql(cond: Membership) -> str:
     return "(" + (" OR ".join(parts) if parts else "FALSE") + ")"
 
 
+def _in_table_sql(cond: Membership, table_name: str) -> str:
+    """``column IN (SELECT v FROM table_name)``, NULL matching when ``None`` is listed."""
+    col = quote_identifier(cond.column)
+    sql = f"{col} IN (SELECT v FROM {quote_identifier(table_name)})"
+    if None in cond.values:
+        sql += f" OR {col} IS NULL"
+    return f"({sql})"
+
+
 def _float_literal(x: float) -> str:
     return sql_literal(float(x))
 
@@ -110,6 +125,7 @@ class DuckDBTable:
     connection: Any | None
     relation: Any | None
     description: str
+    own: bool = False  # the relation lives on the engine's own connection
 
     def run(self, sql: str) -> Any:
         """Execute ``sql`` (referring to the table as ``__approxdp_source``); return a relation."""
@@ -143,6 +159,7 @@ class DuckDBEngine:
         if memory_limit is not None:
             config["memory_limit"] = memory_limit
         self._connection = self._duckdb.connect(database=":memory:", config=config)
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
 
     # -- loading ---------------------------------------------------------------------------
     def accepts(self, source: Any) -> bool:
@@ -171,7 +188,7 @@ class DuckDBEngine:
         name = f"__approxdp_input_{next(_counter)}"
         self._connection.register(name, source)
         view = self._connection.sql(f"SELECT * FROM {quote_identifier(name)}")
-        return DuckDBTable(None, view, f"{module} {type(source).__name__}")
+        return DuckDBTable(None, view, f"{module} {type(source).__name__}", own=True)
 
     def _load_path(self, path: Path) -> DuckDBTable:
         if not path.exists():
@@ -188,15 +205,18 @@ class DuckDBEngine:
                 f"{', '.join(_CSV_SUFFIXES + _PARQUET_SUFFIXES)}"
             )
         view = self._connection.sql(f"SELECT * FROM {reader}")
-        return DuckDBTable(None, view, f"file {path.name}")
+        return DuckDBTable(None, view, f"file {path.name}", own=True)
 
     # -- metadata --------------------------------------------------------------------------
+    def sql_types(self, table: DuckDBTable) -> dict[str, str]:
+        """Column names in order, with their DuckDB SQL types (upper case)."""
+        rows = table.run(f"DESCRIBE SELECT * FROM {_SOURCE}").fetchall()
+        return {str(row[0]): str(row[1]).upper() for row in rows}
+
     def schema(self, table: DuckDBTable) -> dict[str, ColumnKind]:
         """Column names in order, with their :class:`ColumnKind`."""
-        rows = table.run(f"DESCRIBE SELECT * FROM {_SOURCE}").fetchall()
         out: dict[str, ColumnKind] = {}
-        for row in rows:
-            name, dtype = str(row[0]), str(row[1]).upper()
+        for name, dtype in self.sql_types(table).items():
             if dtype.startswith(_NUMERIC_PREFIXES):
                 kind = ColumnKind.NUMERIC
             elif dtype == "BOOLEAN":
@@ -217,21 +237,29 @@ class DuckDBEngine:
     ) -> tuple[int, tuple[KeyValue, ...]]:
         """Rows whose ``condition.column`` is not in ``condition.values``, with examples."""
         col = quote_identifier(condition.column)
-        where = f"NOT {membership_sql(condition)}"
-        n = int(table.run(f"SELECT count(*) FROM {_SOURCE} WHERE {where}").fetchall()[0][0])
-        if n == 0:
-            return 0, ()
-        rows = table.run(
-            f"SELECT DISTINCT {col} FROM {_SOURCE} WHERE {where} ORDER BY 1 LIMIT {int(limit)}"
-        ).fetchall()
+        name = None
+        if len(condition.values) > _INLINE_VALUES and table.own:
+            name = self._register_values(condition)
+            inside = _in_table_sql(condition, name)
+        else:
+            inside = membership_sql(condition)
+        where = f"NOT coalesce({inside}, FALSE)"  # NULL is outside unless None is listed
+        try:
+            n = int(table.run(f"SELECT count(*) FROM {_SOURCE} WHERE {where}").fetchall()[0][0])
+            if n == 0:
+                return 0, ()
+            rows = table.run(
+                f"SELECT DISTINCT {col} FROM {_SOURCE} WHERE {where} ORDER BY 1 LIMIT {int(limit)}"
+            ).fetchall()
+        finally:
+            if name is not None:
+                self._connection.unregister(name)
         return n, tuple(r[0] for r in rows)
 
     # -- aggregation -----------------------------------------------------------------------
     def aggregate(self, table: DuckDBTable, request: AggregateRequest) -> AggregateResult:
         """Run a (possibly key-sampled) grouped count/sum as one SQL query."""
-        check_columns(self.schema(table), request)
-        sql = build_aggregate_sql(request)
-        result = _arrow(table.run(sql))
+        result = self._aggregate_arrow(table, request)
         keys = {
             c: np.asarray(result.column(c).to_pylist(), dtype=object) for c in request.by
         }
@@ -243,6 +271,125 @@ class DuckDBEngine:
             result.column("__rows").to_numpy(zero_copy_only=False), dtype=np.int64
         )
         return AggregateResult(keys, values, int(group_rows.sum()), group_rows)
+
+    def _aggregate_arrow(self, table: DuckDBTable, request: AggregateRequest) -> Any:
+        """The aggregate as an Arrow table: (by..., aggregations, __rows), sorted by ``by``."""
+        types = self.sql_types(table)
+        check_columns(self.schema(table), request)
+        long_lists = [m for m in request.keep if len(m.values) > _INLINE_VALUES and table.own]
+        if not long_lists:
+            return _arrow(table.run(build_aggregate_sql(request, types)))
+        # long IN lists parse slowly: filter by semi-joins on registered value tables first
+        names = [self._register_values(m) for m in long_lists]
+        try:
+            conds = " AND ".join(
+                _in_table_sql(m, name) for m, name in zip(long_lists, names, strict=True)
+            )
+            view = DuckDBTable(None, table.run(f"SELECT * FROM {_SOURCE} WHERE {conds}"),
+                               table.description, own=True)
+            short = AggregateRequest(
+                request.by, request.aggregations,
+                tuple(m for m in request.keep if m not in long_lists), request.sample,
+            )
+            return _arrow(view.run(build_aggregate_sql(short, types)))
+        finally:
+            for name in names:
+                self._connection.unregister(name)
+
+    def _register_values(self, cond: Membership) -> str:
+        import pyarrow as pa
+
+        name = f"__approxdp_values_{next(_counter)}"
+        present = [v for v in cond.values if v is not None]
+        try:
+            arr = pa.array(present)
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            raise DataError(f"values for column {cond.column!r} mix types: {exc}") from exc
+        self._connection.register(name, pa.table({"v": arr}))
+        return name
+
+    # -- cells of a grid --------------------------------------------------------------------
+    def map_cells(self, table: DuckDBTable, request: CellMapRequest) -> CellMapResult:
+        """Aggregate, left-join onto every grid cell, stream batches through the function.
+
+        The aggregate (one row per non-empty cell) is fetched as Arrow; the grid is the cross
+        product of registered value lists, generated inside DuckDB; batches stream from the
+        join through ``request.function`` into a Parquet file (``request.path``, or a file in
+        this engine's temporary directory), never held whole in memory.
+        """
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        out_path = self._cells_path(request.path)
+        agg = self._aggregate_arrow(table, request.aggregate)  # (by..., aggregations, __rows)
+        rows_used = int(pc.sum(agg.column("__rows")).as_py() or 0)
+        n = next(_counter)
+        names = [a.name for a in request.aggregate.aggregations]
+        agg_cols = {f"k{i}": agg.column(c) for i, c in enumerate(request.aggregate.by)}
+        agg_cols.update({f"m{j}": agg.column(a) for j, a in enumerate(names)})
+        self._connection.register(f"__approxdp_agg_{n}", pa.table(agg_cols))
+        strides = _strides([len(v) for _, v in request.grid])
+        selects, joins, cell = [], [], []
+        for i, ((col, values), stride) in enumerate(zip(request.grid, strides, strict=True)):
+            grid_name = f"__approxdp_grid_{n}_{i}"
+            try:
+                arr = pa.array(list(values))
+            except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+                raise DataError(f"domain[{col!r}] mixes value types: {exc}") from exc
+            self._connection.register(
+                grid_name, pa.table({"v": arr, "pos": pa.array(range(len(values)), pa.int64())})
+            )
+            selects.append(f"g{i}.v AS {quote_identifier(col)}")
+            joins.append(f"{quote_identifier(grid_name)} g{i}")
+            cell.append(f"g{i}.pos * {stride}")
+        on = " AND ".join(f"g{i}.v IS NOT DISTINCT FROM a.k{i}" for i in range(len(request.grid)))
+        measures = ", ".join(
+            f"coalesce(a.m{j}, 0.0)::DOUBLE AS {quote_identifier(a)}" for j, a in enumerate(names)
+        )
+        sql = (
+            f"SELECT {', '.join(selects)}, ({' + '.join(cell)})::BIGINT AS __cell, {measures} "
+            f"FROM {' CROSS JOIN '.join(joins)} LEFT JOIN __approxdp_agg_{n} a ON {on}"
+        )
+        mapper = CellBatchMapper.of(request)
+        rel = self._connection.sql(sql)
+        fetch = getattr(rel, "to_arrow_reader", None) or rel.fetch_record_batch
+        reader = fetch(_CELL_BATCH_ROWS)
+        writer = None
+        try:
+            for batch in reader:
+                mapped = mapper(batch)
+                if writer is None:
+                    writer = pq.ParquetWriter(out_path, mapped.schema)
+                writer.write_batch(mapped)
+        finally:
+            if writer is not None:
+                writer.close()
+            self._connection.unregister(f"__approxdp_agg_{n}")
+            for i in range(len(request.grid)):
+                self._connection.unregister(f"__approxdp_grid_{n}_{i}")
+        view = self._connection.sql(f"SELECT * FROM read_parquet({sql_literal(out_path)})")
+        return CellMapResult(view, out_path, request.n_cells, rows_used)
+
+    def _cells_path(self, path: str | None) -> str:
+        if path is not None:
+            if Path(path).exists():
+                raise DataError(f"output path {path!r} already exists; choose a new path")
+            return str(path)
+        if self._tmp is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="approxdp-cells-")
+        return str(Path(self._tmp.name) / f"cells_{next(_counter)}.parquet")
+
+
+_CELL_BATCH_ROWS = 1 << 17
+
+
+def _strides(sizes: Sequence[int]) -> list[int]:
+    """Row-major strides: the last column varies fastest."""
+    out = [1] * len(sizes)
+    for i in range(len(sizes) - 2, -1, -1):
+        out[i] = out[i + 1] * sizes[i + 1]
+    return out
 
 
 def _value_sql(agg: Aggregation) -> str:
@@ -263,8 +410,12 @@ def _value_sql(agg: Aggregation) -> str:
     return f"CASE WHEN {' AND '.join(conds)} THEN {value} END"
 
 
-def build_aggregate_sql(request: AggregateRequest) -> str:
-    """The single SQL statement for ``request`` over the table ``__approxdp_source``."""
+def build_aggregate_sql(request: AggregateRequest, types: Mapping[str, str]) -> str:
+    """The single SQL statement for ``request`` over the table ``__approxdp_source``.
+
+    ``types`` maps column names to DuckDB types (they decide how keys enter the keyed hash of
+    :mod:`approxdp.engines.keyed_hash`).
+    """
     by = [quote_identifier(c) for c in request.by]
     where = " AND ".join(membership_sql(m) for m in request.keep) or "TRUE"
     order = f" ORDER BY {', '.join(f'{c} NULLS LAST' for c in by)}" if by else ""
@@ -296,17 +447,11 @@ def build_aggregate_sql(request: AggregateRequest) -> str:
         f"{'count' if a.function == 'count' else 'sum'}(__v{i})::DOUBLE AS __p{i}"
         for i, a in enumerate(aggs)
     )
-    ghash = f"hash({s.seed}, __unit{', ' if by else ''}{', '.join(by)})"
-    qualify = (
-        f" QUALIFY row_number() OVER (PARTITION BY __unit ORDER BY {', '.join([ghash, *by])})"
-        f" <= {s.max_groups}"
-        if by
-        else ""
-    )
     pairs_sql = (
-        f"SELECT {pair_group}, count(*) AS __n, {partial} "
-        f"FROM __rows_cte GROUP BY {pair_group}{qualify}"
+        f"SELECT {pair_group}, count(*) AS __n, {partial} FROM __rows_cte GROUP BY {pair_group}"
     )
+    if by:  # keep each unit's max_groups pairs of smallest keyed rank (engine-independent)
+        pairs_sql = ranked_pairs_sql(pairs_sql, request.by, s.key, s.seed, s.max_groups, types)
     # groups: (by..., aggregations rescaled to ≤ max_rows rows per pair, __rows)
     finals = ", ".join(
         f"coalesce(sum(CASE WHEN __n <= {m} THEN __p{i} ELSE __p{i} * {m} / __n END), 0)"
@@ -325,3 +470,39 @@ def _columns_of(agg: Aggregation) -> Sequence[str]:
     if agg.column is not None:
         cols.append(agg.column)
     return cols
+
+
+def ranked_pairs_sql(
+    pairs_sql: str, by: Sequence[str], unit: str, seed: int, max_groups: int,
+    types: Mapping[str, str],
+) -> str:
+    """``pairs_sql`` (columns ``__unit, by...``) cut to each unit's ``max_groups`` pairs of
+    smallest rank under the keyed hash of :mod:`approxdp.engines.keyed_hash`, ties broken by the
+    group values (NULLs last). Text-keyed group parts are hashed once per distinct group (a
+    small dictionary joined back), integer-keyed ones inline."""
+    cols = [quote_identifier(c) for c in by]
+    text_keys = any(hash_input_of_duckdb_type(types[c]) == "text" for c in by)
+    g = DuckDBSteps("__kg")
+    state = str(seed_state(seed))
+    prefix = "g." if text_keys else ""
+    for c, q in zip(by, cols, strict=True):
+        state = g.absorb(state, g.limbs(q, types[c]))
+    group_state = g.fmix(state)
+    u = DuckDBSteps("__ku")
+    rank = u.fmix(u.absorb(prefix + group_state, u.limbs("p.__unit", types[unit])))
+    ties = ", ".join(f"p.{q} NULLS LAST" for q in cols)
+    qualify = (
+        f" QUALIFY row_number() OVER (PARTITION BY p.__unit ORDER BY {rank}, {ties})"
+        f" <= {max_groups}"
+    )
+    if not text_keys:
+        return f"SELECT p.*, {g.select_list()}, {u.select_list()} FROM ({pairs_sql}) p{qualify}"
+    on = " AND ".join(f"p.{q} IS NOT DISTINCT FROM g.{q}" for q in cols)
+    dictionary = (
+        f"SELECT {', '.join(cols)}, {g.select_list()} "
+        f"FROM (SELECT DISTINCT {', '.join(cols)} FROM __pairs0)"
+    )
+    return (
+        f"WITH __pairs0 AS ({pairs_sql}), __kdict AS ({dictionary}) "
+        f"SELECT p.*, {u.select_list()} FROM __pairs0 p JOIN __kdict g ON {on}{qualify}"
+    )

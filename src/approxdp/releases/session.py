@@ -46,7 +46,8 @@ class PrivateTable:
     """A table to release statistics from, with the accountant that pays for them.
 
     Args:
-        data: CSV/Parquet path, pandas or Polars DataFrame, PyArrow table or DuckDB relation.
+        data: CSV/Parquet path, pandas or Polars DataFrame, PyArrow table, DuckDB relation, or
+            Spark DataFrame (runs on Spark; see ``docs/spark.md``).
         budget: Total (ε, δ) of a new :class:`~approxdp.accounting.PrivacyAccountant`; or pass
             ``accountant`` (shared across tables of the same people).
         accountant: An existing accountant (exclusive with ``budget``).
@@ -54,7 +55,9 @@ class PrivateTable:
         privacy_unit: Column identifying whom to protect; ``None``: each row.
         max_partitions: Cells of a grouped query one unit may touch (k).
         max_rows_per_partition: Rows' worth one unit may add to one cell or global query (m).
-        engine: ``"duckdb"`` or an :class:`~approxdp.engines.Engine`.
+        engine: ``"auto"`` (default: Spark for a Spark DataFrame, else DuckDB), ``"duckdb"``,
+            ``"spark"`` (a path or in-memory table read with the active SparkSession, else a
+            new local one) or an :class:`~approxdp.engines.Engine`.
         seed: Seed for reproducible noise and bounding (tests, demos). ``None`` (default):
             noise from the mechanisms' secure source and a secret random bounding key.
         method: Gaussian calibration (default ``"optimal"``: least σ that is (ε, δ)-DP).
@@ -70,7 +73,7 @@ class PrivateTable:
         privacy_unit: str | None = None,
         max_partitions: int = 1,
         max_rows_per_partition: int = 1,
-        engine: str | Engine = "duckdb",
+        engine: str | Engine = "auto",
         seed: int | None = None,
         method: str = "optimal",
     ) -> None:

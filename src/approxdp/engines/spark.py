@@ -1,0 +1,515 @@
+"""The Apache Spark engine: every primitive is a DataFrame plan run on the executors.
+
+Accepted inputs: a ``pyspark.sql.DataFrame`` (classic or Spark Connect), a CSV or Parquet path
+(read with the active SparkSession, or a new local one), or a pandas/Polars DataFrame or a
+PyArrow table (turned into a Spark DataFrame). Only the DataFrame API is used — no RDDs, no
+``SparkContext`` — so the engine works over Spark Connect too. ``pyspark`` is imported only
+when an engine is created; without it a :class:`~approxdp.errors.MissingDependencyError` says
+``pip install 'approxdp[spark]'``.
+
+What runs where: filtering, clamping, the per-key limit and the grouping run on the executors;
+the driver receives only the aggregate (one row per non-empty group). :meth:`map_cells` goes
+further: the grid, the join and the mapping function run on the executors and the result is
+written (or checkpointed) there, never collected. The per-key limit ranks (unit, group) pairs
+with the engine-independent keyed hash of :mod:`approxdp.engines.keyed_hash`, so it keeps
+exactly the groups the DuckDB engine keeps for the same seed. The shapes::
+
+    rows                      # (unit, by..., value per aggregation)
+    → pairs  groupBy unit, by   # (unit, by..., n, partial per aggregation)
+    → rank, keep ≤ max_groups   # row_number() over (partition by unit order by rank, by...)
+    → groups groupBy by         # (by..., Σ partial·min(1, max_rows/n), Σ min(n, max_rows))
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from approxdp.engines.base import (
+    AggregateRequest,
+    AggregateResult,
+    Aggregation,
+    CellBatchMapper,
+    CellMapRequest,
+    CellMapResult,
+    ColumnKind,
+    KeyValue,
+    Membership,
+    check_columns,
+)
+from approxdp.engines.keyed_hash import (
+    FMIX_MULTIPLIER,
+    MASK32,
+    MULTIPLIER,
+    NULL_LIMB,
+    HashInput,
+    seed_state,
+)
+from approxdp.errors import DataError, MissingDependencyError, ParameterTypeError
+
+__all__ = ["SparkEngine", "SparkTable", "is_spark_dataframe"]
+
+INSTALL_HINT = "pip install 'approxdp[spark]'"
+_CSV_SUFFIXES = (".csv", ".csv.gz", ".tsv", ".tsv.gz", ".txt")
+_PARQUET_SUFFIXES = (".parquet", ".pq")
+_INTEGER_TYPES = ("ByteType", "ShortType", "IntegerType", "LongType", "BooleanType")
+_NUMERIC_TYPES = ("FloatType", "DoubleType", "DecimalType", *_INTEGER_TYPES[:-1])
+_STRING_TYPES = ("StringType", "VarcharType", "CharType")
+_INLINE_VALUES = 2000  # longer membership lists become (broadcast) semi-joins
+_counter = itertools.count()
+
+
+def _import_pyspark() -> Any:
+    try:
+        import pyspark.sql
+    except ImportError as exc:
+        raise MissingDependencyError(
+            f"the Spark engine needs PySpark, which is not installed: {INSTALL_HINT}"
+        ) from exc
+    return pyspark.sql
+
+
+def is_spark_dataframe(source: Any) -> bool:
+    """Whether ``source`` is a PySpark DataFrame (checked without importing PySpark)."""
+    return any(
+        cls.__module__.startswith("pyspark.sql") and cls.__name__ == "DataFrame"
+        for cls in type(source).__mro__
+    )
+
+
+@dataclass(frozen=True)
+class SparkTable:
+    """A Spark-backed table handle: a DataFrame and where it came from."""
+
+    df: Any
+    description: str
+
+
+def _type_name(data_type: Any) -> str:
+    return type(data_type).__name__
+
+
+class SparkEngine:
+    """Run the engine primitives as Spark DataFrame plans.
+
+    Args:
+        spark: The SparkSession to use for paths and in-memory tables (default: the active
+            session, else a new local one). DataFrames always run on their own session.
+    """
+
+    name = "spark"
+
+    def __init__(self, spark: Any = None) -> None:
+        self._sql = _import_pyspark()
+        from pyspark.sql import functions
+
+        self._F = functions
+        self._spark = spark
+
+    @property
+    def spark(self) -> Any:
+        """The SparkSession for paths and in-memory inputs (created on first use)."""
+        if self._spark is None:
+            session = self._sql.SparkSession
+            active = session.getActiveSession()
+            if active is None:  # a new local session: workers run this interpreter
+                os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+                active = session.builder.appName("approxdp").getOrCreate()
+            self._spark = active
+        return self._spark
+
+    # -- loading ---------------------------------------------------------------------------
+    def accepts(self, source: Any) -> bool:
+        """True for Spark DataFrames, paths, and pandas/Polars/PyArrow tables."""
+        if is_spark_dataframe(source) or isinstance(source, str | os.PathLike):
+            return True
+        return type(source).__module__.split(".")[0] in ("pandas", "polars", "pyarrow")
+
+    def load(self, source: Any) -> SparkTable:
+        """Wrap a DataFrame, read a path, or convert an in-memory table (module docstring)."""
+        if is_spark_dataframe(source):
+            return SparkTable(source, "Spark DataFrame")
+        if isinstance(source, str | os.PathLike):
+            return self._load_path(str(source))
+        module = type(source).__module__.split(".")[0]
+        if module not in ("pandas", "polars", "pyarrow"):
+            raise ParameterTypeError(
+                "data must be a Spark DataFrame, a CSV/Parquet path, a pandas or Polars "
+                f"DataFrame or a PyArrow table, got {type(source).__module__}."
+                f"{type(source).__name__}"
+            )
+        if module == "polars":
+            source = source.to_arrow()
+        if module in ("pyarrow", "polars"):
+            source = _arrow_for_spark(source)
+        return SparkTable(self.spark.createDataFrame(source), f"{module} {type(source).__name__}")
+
+    def _load_path(self, path: str) -> SparkTable:
+        lower = path.lower()
+        local = "://" not in path
+        if local and not Path(path).exists():
+            raise DataError(f"data file not found: {path!r}")
+        reader = self.spark.read
+        if lower.endswith(_PARQUET_SUFFIXES) or (local and Path(path).is_dir()):
+            df = reader.parquet(path)
+        elif lower.endswith(_CSV_SUFFIXES):
+            sep = "\t" if ".tsv" in lower else ","
+            df = reader.csv(path, header=True, inferSchema=True, sep=sep)
+        else:
+            raise DataError(
+                f"cannot tell the format of {path!r}: use a name ending in "
+                f"{', '.join(_CSV_SUFFIXES + _PARQUET_SUFFIXES)} (or a Parquet directory)"
+            )
+        return SparkTable(df, f"file {Path(path).name}")
+
+    # -- metadata --------------------------------------------------------------------------
+    def schema(self, table: SparkTable) -> dict[str, ColumnKind]:
+        """Column names in order, with their :class:`ColumnKind`."""
+        out: dict[str, ColumnKind] = {}
+        for field in table.df.schema.fields:
+            kind = _type_name(field.dataType)
+            if kind in _NUMERIC_TYPES:
+                out[field.name] = ColumnKind.NUMERIC
+            elif kind == "BooleanType":
+                out[field.name] = ColumnKind.BOOLEAN
+            elif kind in _STRING_TYPES:
+                out[field.name] = ColumnKind.STRING
+            else:
+                out[field.name] = ColumnKind.OTHER
+        return out
+
+    def _hash_inputs(self, table: SparkTable) -> dict[str, HashInput]:
+        return {
+            f.name: "integer" if _type_name(f.dataType) in _INTEGER_TYPES else "text"
+            for f in table.df.schema.fields
+        }
+
+    def count_rows(self, table: SparkTable) -> int:
+        """``df.count()``."""
+        return int(table.df.count())
+
+    def count_outside(
+        self, table: SparkTable, condition: Membership, limit: int = 3
+    ) -> tuple[int, tuple[KeyValue, ...]]:
+        """Rows whose ``condition.column`` is not in ``condition.values``, with examples."""
+        F = self._F
+        outside = self._filter(table.df, (condition,), keep=False)
+        n = int(outside.count())
+        if n == 0:
+            return 0, ()
+        col = F.col(_q(condition.column))
+        rows = outside.select(col).distinct().orderBy(col.asc_nulls_last()).limit(limit)
+        return n, tuple(r[0] for r in rows.collect())
+
+    def _filter(self, df: Any, conds: Sequence[Membership], keep: bool = True) -> Any:
+        """Rows meeting every condition (``keep``), or rows failing the single condition."""
+        F = self._F
+        for cond in conds:
+            col = df[_q(cond.column)]
+            present = [v for v in cond.values if v is not None]
+            if len(present) <= _INLINE_VALUES:
+                inside = _membership_column(F, col, cond)
+                df = df.filter(inside if keep else ~F.coalesce(inside, F.lit(False)))
+                continue
+            listed = [*present, None] if None in cond.values else present
+            values = self._values_frame(df, cond.column, listed)
+            match = col.eqNullSafe(values["__v"]) if None in cond.values else col == values["__v"]
+            df = df.join(F.broadcast(values), match, "left_semi" if keep else "left_anti")
+        return df
+
+    def _values_frame(self, df: Any, column: str, values: Sequence[KeyValue]) -> Any:
+        types = self._sql.types
+        field = types.StructField("__v", df.schema[column].dataType, True)
+        try:
+            return df.sparkSession.createDataFrame(
+                [(v,) for v in values], types.StructType([field])
+            )
+        except (TypeError, ValueError) as exc:
+            raise DataError(f"values for column {column!r} do not fit its type: {exc}") from exc
+
+    # -- aggregation -----------------------------------------------------------------------
+    def aggregate(self, table: SparkTable, request: AggregateRequest) -> AggregateResult:
+        """Run a (possibly key-sampled) grouped count/sum on the executors; collect the groups."""
+        out = self._aggregate_frame(table, request)  # (by..., aggregations, __rows)
+        result = _collect_arrow(out)  # small: sorted here, not by a distributed sort
+        if request.by:
+            result = _sort_nulls_last(result, request.by)
+        keys = {c: np.asarray(result.column(c).to_pylist(), dtype=object) for c in request.by}
+        values = {
+            a.name: np.asarray(result.column(a.name).to_numpy(zero_copy_only=False), dtype=float)
+            for a in request.aggregations
+        }
+        group_rows = np.asarray(
+            result.column("__rows").to_numpy(zero_copy_only=False), dtype=np.int64
+        )
+        return AggregateResult(keys, values, int(group_rows.sum()), group_rows)
+
+    def _aggregate_frame(self, table: SparkTable, request: AggregateRequest) -> Any:
+        """The aggregate as a lazy DataFrame: (by..., aggregations, __rows)."""
+        F = self._F
+        check_columns(self.schema(table), request)
+        df = self._filter(table.df, request.keep)
+        by = [F.col(_q(c)).alias(c) for c in request.by]
+        group_cols = [F.col(_q(c)) for c in request.by]
+        aggs = request.aggregations
+        values = [self._value(df, a).alias(f"__v{i}") for i, a in enumerate(aggs)]
+        if request.sample is None:
+            rows = df.select(*by, *values)  # (by..., __v_i)
+            parts = [
+                F.coalesce(_agg(F, a, F.col(f"__v{i}")), F.lit(0.0)).alias(a.name)
+                for i, a in enumerate(aggs)
+            ]
+            grouped = rows.groupBy(*group_cols) if request.by else rows
+            return grouped.agg(*parts, F.count(F.lit(1)).cast("long").alias("__rows"))
+        s = request.sample
+        m = s.max_rows
+        rows = df.select(F.col(_q(s.key)).alias("__unit"), *by, *values)
+        # pairs: (unit, by..., n, partial per aggregation)
+        pairs = rows.groupBy(F.col("__unit"), *group_cols).agg(
+            F.count(F.lit(1)).alias("__n"),
+            *(_agg(F, a, F.col(f"__v{i}")).alias(f"__p{i}") for i, a in enumerate(aggs)),
+        )
+        if request.by:  # ≤ max_groups pairs per unit, smallest keyed rank first
+            kinds = self._hash_inputs(table)
+            pairs = _with_rank(F, pairs, request.by, [kinds[c] for c in request.by],
+                               kinds[s.key], s.seed)
+            window = self._sql.Window.partitionBy("__unit").orderBy(
+                F.col("__rank").asc(), *(F.col(_q(c)).asc_nulls_last() for c in request.by)
+            )
+            pairs = pairs.withColumn("__rn", F.row_number().over(window))
+            pairs = pairs.filter(F.col("__rn") <= s.max_groups)
+        # groups: (by..., aggregations rescaled to ≤ max_rows rows per pair, __rows)
+        n = F.col("__n")
+        finals = [
+            F.coalesce(
+                F.sum(F.when(n <= m, F.col(f"__p{i}")).otherwise(F.col(f"__p{i}") * m / n)),
+                F.lit(0.0),
+            ).cast("double").alias(a.name)
+            for i, a in enumerate(aggs)
+        ]
+        used = F.coalesce(F.sum(F.least(n, F.lit(m))), F.lit(0)).cast("long").alias("__rows")
+        grouped = pairs.groupBy(*group_cols) if request.by else pairs
+        return grouped.agg(*finals, used)
+
+    def _value(self, df: Any, agg: Aggregation) -> Any:
+        """Per-row contribution of ``agg`` (NULL when it contributes nothing)."""
+        F = self._F
+        conds = [_membership_column(F, df[_q(m.column)], m) for m in agg.where]
+        if agg.column is not None:
+            col = df[_q(agg.column)].cast("double")
+            conds.append(col.isNotNull() & ~F.isnan(col))
+        if agg.function == "count":
+            value = F.lit(1)
+        else:
+            col = df[_q(agg.column or "")].cast("double")
+            value = F.greatest(F.least(col, F.lit(float(agg.high))), F.lit(float(agg.low)))
+            if agg.shift != 0.0:
+                value = value - F.lit(float(agg.shift))
+        if not conds:
+            return value
+        cond = conds[0]
+        for c in conds[1:]:
+            cond = cond & c
+        return F.when(F.coalesce(cond, F.lit(False)), value)
+
+    # -- cells of a grid --------------------------------------------------------------------
+    def map_cells(self, table: SparkTable, request: CellMapRequest) -> CellMapResult:
+        """Aggregate, left-join onto the grid, ``mapInArrow`` the function; all on executors.
+
+        The aggregate is persisted on the executors; the grid is the cross product of one small
+        DataFrame per column (built from the value lists, the only data the driver sends); the
+        result is written as Parquet to ``request.path``, or else checkpointed on the executors
+        (``localCheckpoint``: lost blocks raise rather than recompute, so the function never
+        runs twice for a cell).
+        """
+        F = self._F
+        types = self._sql.types
+        by = request.aggregate.by
+        if request.path is not None and "://" not in request.path and Path(request.path).exists():
+            raise DataError(f"output path {request.path!r} already exists; choose a new path")
+        agg = self._aggregate_frame(table, request.aggregate).persist()
+        try:
+            rows_used = int(agg.agg(F.sum("__rows")).collect()[0][0] or 0)
+            renamed = agg.select(
+                *(F.col(_q(c)).alias(f"__k{i}") for i, c in enumerate(by)),
+                *(F.col(_q(a.name)).alias(f"__m{j}")
+                  for j, a in enumerate(request.aggregate.aggregations)),
+            )
+            grid = self._grid(table, request)  # (key..., __cell)
+            on = [grid[_q(c)].eqNullSafe(renamed[f"__k{i}"]) for i, c in enumerate(by)]
+            joined = grid.join(renamed, on, "left").select(
+                *(grid[_q(c)] for c in by),
+                F.col("__cell"),
+                *(F.coalesce(F.col(f"__m{j}"), F.lit(0.0)).cast("double").alias(a.name)
+                  for j, a in enumerate(request.aggregate.aggregations)),
+            )
+            fields = [joined.schema[c] for c in by]
+            fields += [types.StructField(o, types.DoubleType(), True) for o in request.outputs]
+            mapper = CellBatchMapper.of(request)
+            mapped = joined.mapInArrow(mapper.map_batches, types.StructType(fields))
+            if request.path is not None:
+                try:
+                    mapped.write.parquet(request.path)
+                except Exception as exc:
+                    if "PATH_ALREADY_EXISTS" in str(exc):
+                        raise DataError(
+                            f"output path {request.path!r} already exists; choose a new path"
+                        ) from exc
+                    raise
+                out = mapped.sparkSession.read.parquet(request.path)
+            else:
+                out = mapped.localCheckpoint(eager=True)
+        finally:
+            agg.unpersist()
+        return CellMapResult(out, request.path, request.n_cells, rows_used)
+
+    def _grid(self, table: SparkTable, request: CellMapRequest) -> Any:
+        """The grid's cells on the executors: (key..., __cell), row-major cell index."""
+        import pyarrow as pa
+
+        F = self._F
+        session = table.df.sparkSession
+        sizes = [len(v) for _, v in request.grid]
+        strides = [math.prod(sizes[i + 1 :]) for i in range(len(sizes))]
+        grid = None
+        for i, (col, values) in enumerate(request.grid):
+            try:
+                arr = pa.array(list(values))
+            except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+                raise DataError(f"domain[{col!r}] mixes value types: {exc}") from exc
+            frame = session.createDataFrame(
+                pa.table({"v": arr, "pos": pa.array(range(len(values)), pa.int64())})
+            ).select(
+                F.col("v").cast(table.df.schema[col].dataType).alias(col),
+                (F.col("pos") * F.lit(strides[i])).alias(f"__c{i}"),
+            )
+            if grid is None:  # enough partitions that the cross product runs in parallel
+                frame = frame.repartition(max(1, min(sizes[0], request.n_cells // 1_000_000)))
+                grid = frame
+            else:
+                grid = grid.crossJoin(frame)
+        if grid is None:  # pragma: no cover - CellMapRequest has at least one grid column
+            raise DataError("the grid has no columns")
+        cell = sum((F.col(f"__c{i}") for i in range(1, len(sizes))), F.col("__c0"))
+        return grid.select(*(F.col(_q(c)) for c, _ in request.grid), cell.alias("__cell"))
+
+
+def _q(name: str) -> str:
+    """Backtick-quote a column name for ``F.col`` (dots and spaces taken literally)."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _membership_column(F: Any, col: Any, cond: Membership) -> Any:
+    """``col IN values`` with NULL matching when ``None`` is listed (NULL otherwise → no match)."""
+    present = [v for v in cond.values if v is not None]
+    parts = []
+    if present:
+        parts.append(col.isin(present))
+    if len(present) != len(cond.values):
+        parts.append(col.isNull())
+    if not parts:
+        return F.lit(False)
+    out = parts[0]
+    for p in parts[1:]:
+        out = out | p
+    return out
+
+
+def _agg(F: Any, agg: Aggregation, col: Any) -> Any:
+    return F.count(col).cast("double") if agg.function == "count" else F.sum(col)
+
+
+def _collect_arrow(df: Any) -> Any:
+    """A small DataFrame on the driver as a PyArrow table."""
+    if hasattr(df, "toArrow"):
+        return df.toArrow()
+    import pyarrow as pa  # pragma: no cover - PySpark < 4
+
+    rows = df.collect()
+    return pa.table({c: [r[i] for r in rows] for i, c in enumerate(df.columns)})
+
+
+def _sort_nulls_last(table: Any, by: Sequence[str]) -> Any:
+    """Sort an Arrow table by ``by`` ascending, NULLs last (as DuckDB's ORDER BY ... NULLS LAST)."""
+    try:  # PyArrow >= 20: null placement per sort key
+        return table.sort_by([(c, "ascending", "at_end") for c in by])
+    except (TypeError, ValueError):  # pragma: no cover - older PyArrow
+        return table.sort_by([(c, "ascending") for c in by], null_placement="at_end")
+
+
+def _arrow_for_spark(table: Any) -> Any:
+    """Spark reads plain strings best: large/view strings become ``pa.string()``."""
+    import pyarrow as pa
+
+    fields = []
+    for f in table.schema:
+        if pa.types.is_large_string(f.type) or str(f.type) == "string_view":
+            fields.append(pa.field(f.name, pa.string(), f.nullable))
+        else:
+            fields.append(f)
+    return table.cast(pa.schema(fields))
+
+
+def _with_rank(
+    F: Any, pairs: Any, by: Sequence[str], kinds: Sequence[HashInput], unit_kind: HashInput,
+    seed: int,
+) -> Any:
+    """Add ``__rank``: the keyed hash of :mod:`approxdp.engines.keyed_hash`.
+
+    Four projections, written as Spark SQL expressions (one JVM call each, not one per
+    operator): the columns' hash inputs (md5 or integer), the group state, the group state
+    mixed with the unit, the rank. Each ``fmix`` reads a named column (its expression repeats
+    only that column), and Spark does not merge projections that would copy a non-trivial
+    expression, so every md5 is computed once per pair.
+    """
+    inputs = [(_q(c), kind) for c, kind in zip(by, kinds, strict=True)]
+    inputs.append(("__unit", unit_kind))
+    prepared = pairs.withColumns({
+        f"__hin{i}": F.expr(
+            f"CAST({col} AS BIGINT)" if kind == "integer" else f"md5(CAST({col} AS STRING))"
+        )
+        for i, (col, kind) in enumerate(inputs)
+    })
+    state = f"CAST({seed_state(seed)} AS BIGINT)"
+    for i, (_, kind) in enumerate(inputs[:-1]):
+        state = _absorb_sql(state, _limbs_sql(f"__hin{i}", kind))
+    with_group = prepared.withColumn("__hgroup", F.expr(_fmix_sql(f"({state})")))
+    mixed = with_group.withColumn(
+        "__hmix", F.expr(_absorb_sql("__hgroup", _limbs_sql(f"__hin{len(by)}", unit_kind)))
+    )
+    return mixed.withColumn("__rank", F.expr(_fmix_sql("__hmix")))
+
+
+def _limbs_sql(hashed: str, kind: HashInput) -> list[str]:
+    """The two limbs of a value from its hash input (a BIGINT, or an md5 hex string)."""
+    if kind == "integer":
+        parts = [f"({hashed} & {MASK32})", f"(shiftright({hashed}, 32) & {MASK32})"]
+    else:  # bytes d[o:o+4] little-endian: their hex pairs in reverse order
+        parts = [
+            "CAST(conv(concat("
+            + ", ".join(f"substring({hashed}, {2 * (o + 3 - j) + 1}, 2)" for j in range(4))
+            + "), 16, 10) AS BIGINT)"
+            for o in (0, 4)
+        ]
+    return [f"coalesce({p}, {NULL_LIMB})" for p in parts]
+
+
+def _absorb_sql(state: str, limbs: Sequence[str]) -> str:
+    for x in limbs:
+        state = f"(({state}) * {MULTIPLIER} + {x}) & {MASK32}"
+    return state
+
+
+def _fmix_sql(x: str) -> str:
+    for _ in range(2):
+        x = f"(({x}) ^ shiftright({x}, 16))"
+        x = f"((({x}) * {FMIX_MULTIPLIER}) & {MASK32})"
+    return f"(({x}) ^ shiftright({x}, 16))"

@@ -1,0 +1,61 @@
+"""Shared fixtures: one small local Spark session for the whole test run.
+
+Spark tests are skipped when PySpark or Java is missing, unless ``APPROXDP_REQUIRE_SPARK=1``
+(which ``scripts/test.py`` sets, so CI fails instead of silently skipping them).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+def _spark_missing() -> str | None:
+    if importlib.util.find_spec("pyspark") is None:
+        return "PySpark is not installed (pip install 'approxdp[spark]')"
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        return "no Java runtime (Spark needs Java 17+)"
+    return None
+
+
+@pytest.fixture(scope="session")
+def spark_session() -> Iterator[Any]:
+    """A local[2] SparkSession with few shuffle partitions and small memory, shared by all."""
+    reason = _spark_missing()
+    if reason is not None:
+        if os.environ.get("APPROXDP_REQUIRE_SPARK") == "1":
+            pytest.fail(f"Spark tests are required (APPROXDP_REQUIRE_SPARK=1) but {reason}")
+        pytest.skip(reason)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
+    # Python workers: this interpreter (with approxdp), and the test modules importable, since
+    # cell functions defined in tests are pickled by reference
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    here = str(Path(__file__).resolve().parent)
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        p for p in (here, os.environ.get("PYTHONPATH", "")) if p
+    )
+    from pyspark.sql import SparkSession
+
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("approxdp-tests")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.driver.memory", "1g")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.extraJavaOptions", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    yield spark
+    spark.stop()
