@@ -182,6 +182,7 @@ class DuckDBEngine:
             raise ParameterTypeError(
                 "data must be a CSV/Parquet path, a pandas or Polars DataFrame, a PyArrow table "
                 f"or a DuckDB relation, got {type(source).__module__}.{type(source).__name__}"
+                " (a Spark DataFrame runs on engine='spark')"
             )
         if module == "polars":
             source = source.to_arrow()
@@ -363,6 +364,8 @@ class DuckDBEngine:
                     writer = pq.ParquetWriter(out_path, mapped.schema)
                 writer.write_batch(mapped)
         finally:
+            reader.close()  # an undrained result would block the connection
+            del rel
             if writer is not None:
                 writer.close()
             self._connection.unregister(f"__approxdp_agg_{n}")
@@ -375,6 +378,7 @@ class DuckDBEngine:
         if path is not None:
             if Path(path).exists():
                 raise DataError(f"output path {path!r} already exists; choose a new path")
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
             return str(path)
         if self._tmp is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="approxdp-cells-")

@@ -146,10 +146,15 @@ class SparkEngine:
                 f"DataFrame or a PyArrow table, got {type(source).__module__}."
                 f"{type(source).__name__}"
             )
+        import pyarrow as pa
+
         if module == "polars":
             source = source.to_arrow()
-        if module in ("pyarrow", "polars"):
-            source = _arrow_for_spark(source)
+        elif module == "pandas":  # via Arrow: Spark's own pandas path converts row by row
+            source = pa.Table.from_pandas(source, preserve_index=False)
+        if isinstance(source, pa.RecordBatchReader):
+            source = source.read_all()
+        source = _arrow_for_spark(source)
         return SparkTable(self.spark.createDataFrame(source), f"{module} {type(source).__name__}")
 
     def _load_path(self, path: str) -> SparkTable:

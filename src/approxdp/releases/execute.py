@@ -8,6 +8,8 @@ is drawn, so a refused spend (:class:`~approxdp.errors.BudgetExceededError`) rel
 from __future__ import annotations
 
 import math
+import os
+import uuid
 from typing import Any
 
 import numpy as np
@@ -18,6 +20,7 @@ from approxdp.engines.base import (
     AggregateRequest,
     AggregateResult,
     Aggregation,
+    CellMapRequest,
     Engine,
     Membership,
     PerKeyLimit,
@@ -25,8 +28,9 @@ from approxdp.engines.base import (
 )
 from approxdp.errors import DataError
 from approxdp.mechanisms import GaussianMechanism
+from approxdp.releases.dense import LARGE_DOMAIN_CELLS, CellNoise, n_cells
 from approxdp.releases.plan import AllocatedPlan, AllocatedQuery
-from approxdp.releases.result import ReleaseResult, compare_methods
+from approxdp.releases.result import MethodComparison, ReleaseResult, compare_methods
 from approxdp.releases.specs import Mean
 
 __all__ = ["build_request", "execute"]
@@ -107,8 +111,14 @@ def execute(
     key: int,
     rng: np.random.Generator | None,
     level: float = 0.95,
+    large_domain_cells: int = LARGE_DOMAIN_CELLS,
+    output_dir: str | None = None,
 ) -> tuple[ReleaseResult, ...]:
     """Run ``allocated`` on ``table``; spend through ``accountant``; return one result per query.
+
+    Queries over a declared domain of at least ``large_domain_cells`` cells are noised where
+    the data lives (:mod:`approxdp.releases.dense`), after the spend; their cells stay in the
+    engine (written under ``output_dir`` if given) and the result's ``table`` points to them.
 
     Raises:
         DataError: Missing/misspelled or non-numeric column, empty table, data outside a
@@ -117,8 +127,15 @@ def execute(
     """
     schema = engine.schema(table)
     bounded = allocated.plan.bounds.privacy_unit is not None
+    large = [
+        bool(aq.query.by) and n_cells(aq.query.cell_domain) >= large_domain_cells
+        for aq in allocated.queries
+    ]
     # without per-unit limits the domain check rides on the aggregation itself (one scan)
-    fold = [aq.query.outside == "error" and not bounded for aq in allocated.queries]
+    fold = [
+        aq.query.outside == "error" and not bounded and not big
+        for aq, big in zip(allocated.queries, large, strict=True)
+    ]
     requests = [
         build_request(aq, allocated, key, filter_domain=not f)
         for aq, f in zip(allocated.queries, fold, strict=True)
@@ -128,8 +145,8 @@ def execute(
     n_rows = engine.count_rows(table)
     if n_rows == 0:
         raise DataError("the table is empty (0 rows); nothing to release and nothing was spent")
-    for aq in allocated.queries:
-        if aq.query.outside == "error" and bounded and aq.query.cell_domain:
+    for aq, f in zip(allocated.queries, fold, strict=True):
+        if aq.query.outside == "error" and not f and aq.query.cell_domain:
             for col, vals in aq.query.cell_domain:
                 n_out, examples = engine.count_outside(table, Membership(col, vals))
                 if n_out:
@@ -138,18 +155,74 @@ def execute(
                         f"domain (e.g. {list(examples)}); add them to domain[{col!r}] "
                         "or pass outside_domain='drop' (this check is exact, not private)"
                     )
-    aggregates = _run_merged(engine, table, requests)
-    aggregates = [
-        _check_domain_in_result(aq, agg) if f else agg
-        for aq, agg, f in zip(allocated.queries, aggregates, fold, strict=True)
-    ]
+    small = [i for i, big in enumerate(large) if not big]
+    merged = _run_merged(engine, table, [requests[i] for i in small])
+    aggregates: dict[int, AggregateResult] = {
+        i: _check_domain_in_result(allocated.queries[i], agg) if fold[i] else agg
+        for i, agg in zip(small, merged, strict=True)
+    }
     event = allocated.event()
     if event is not None:
         accountant.spend(event)  # raises BudgetExceededError before any noise is drawn
     z = float(norm.isf((1.0 - level) / 2.0))
     return tuple(
-        _noise_one(aq, agg, allocated, rng, z, level, n_rows)
-        for aq, agg in zip(allocated.queries, aggregates, strict=True)
+        _noise_large(aq, requests[i], allocated, engine, table, rng, z, level, n_rows,
+                     output_dir)
+        if large[i] else _noise_one(aq, aggregates[i], allocated, rng, z, level, n_rows)
+        for i, aq in enumerate(allocated.queries)
+    )
+
+
+def _noise_large(
+    aq: AllocatedQuery,
+    request: AggregateRequest,
+    allocated: AllocatedPlan,
+    engine: Engine,
+    table: Any,
+    rng: np.random.Generator | None,
+    z: float,
+    level: float,
+    n_rows: int,
+    output_dir: str | None,
+) -> ReleaseResult:
+    """Aggregate and noise a large declared domain inside the engine (already paid for)."""
+    q = aq.query
+    domain = q.cell_domain or ()
+    measures = q.measures()
+    sigma, secure, mechanism = 0.0, None, "exact"
+    comparisons: tuple[MethodComparison, ...] = ()
+    if aq.sigma > 0:
+        mech = GaussianMechanism(
+            allocated.epsilon, allocated.delta_gaussian, aq.effective_sensitivity,
+            method=allocated.method,
+        )
+        sigma, mechanism = float(mech.sigma), "gaussian"
+        if rng is None:  # lattice and sampler for the whole vector: cells × measures
+            secure = mech.secure_noise(n_cells(domain) * len(measures))
+        comparisons = compare_methods(allocated.epsilon, allocated.delta_gaussian,
+                                      aq.effective_sensitivity, sigma)
+    noise = CellNoise(
+        tuple(a.name for a in request.aggregations), tuple(m.scale for m in measures), sigma,
+        secure, None if rng is None else int(rng.integers(0, 2**63 - 1)), z, level,
+        q.bounds if isinstance(q, Mean) else None,
+    )
+    path = None
+    if output_dir is not None:
+        path = os.path.join(output_dir, f"release-{uuid.uuid4().hex[:12]}.parquet")
+    cells = engine.map_cells(table, CellMapRequest(request, domain, noise, noise.outputs, path))
+    notes = ["cells noised where the data lives; one row per cell in .table"]
+    if rng is not None:
+        notes.append("seeded simulation: noise reproducible from the seed, NOT private")
+    if q.outside == "drop":
+        notes.append("rows outside the declared domain were dropped (not counted anywhere)")
+    empty = np.zeros(0)
+    return ReleaseResult(
+        label=q.label(), kind=q.kind, columns=q.by, keys=[], values=empty, std=empty,
+        ci_low=empty, ci_high=empty, level=level, mechanism=mechanism, method=allocated.method,
+        sigma=sigma, sensitivity=aq.sensitivity, effective_sensitivity=aq.effective_sensitivity,
+        epsilon=allocated.epsilon, delta=allocated.delta, threshold=None,
+        rows={"read": n_rows, "used": cells.rows_used, "dropped": n_rows - cells.rows_used},
+        comparisons=comparisons, notes=tuple(notes), table=cells,
     )
 
 

@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from approxdp.calibration import calibrate_gaussian
+from approxdp.engines.base import CellMapResult
 from approxdp.errors import ApproxDPError, NotPrivateWarning
 from approxdp.profiles.gaussian import gaussian_delta
 from approxdp.releases.sensitivity import Sensitivity
@@ -82,6 +83,11 @@ class ReleaseResult:
             contribution bounding, rows dropped by bounding and domain filtering.
         comparisons: σ other calibrations would need for the same mechanism.
         extra: Other released measures (e.g. noisy counts used for selection or a mean).
+        table: For a large declared domain (see :mod:`approxdp.releases.dense`), the released
+            cells where the engine wrote them — one row per cell with the key columns,
+            ``value``, ``std``, ``ci_low``, ``ci_high`` — and ``keys``/``values``/``std``/
+            ``ci_*`` are then empty: use ``table.table`` (a Spark DataFrame or DuckDB
+            relation), ``table.path`` or :meth:`to_arrow`. ``None`` otherwise.
     """
 
     label: str
@@ -105,6 +111,27 @@ class ReleaseResult:
     comparisons: tuple[MethodComparison, ...]
     extra: dict[str, npt.NDArray[np.float64]] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    table: CellMapResult | None = None
+
+    @property
+    def n_cells(self) -> int:
+        """Number of released cells (values)."""
+        return self.table.n_cells if self.table is not None else int(self.values.size)
+
+    def to_arrow(self) -> Any:
+        """The released cells as a ``pyarrow.Table``: key columns, value, std, ci_low, ci_high.
+
+        For a large-domain release this collects the engine's table into this process.
+        """
+        if self.table is not None:
+            return self.table.to_arrow()
+        import pyarrow as pa
+
+        cols: dict[str, Any] = {
+            c: [k[i] for k in self.keys] for i, c in enumerate(self.columns)
+        }
+        cols.update(value=self.values, std=self.std, ci_low=self.ci_low, ci_high=self.ci_high)
+        return pa.table(cols)
 
     @property
     def value(self) -> float:
@@ -115,13 +142,21 @@ class ReleaseResult:
 
     def as_dict(self) -> dict[tuple[Any, ...], float]:
         """Released cells as {key tuple: value}."""
+        if self.table is not None:
+            raise ValueError(
+                f"{self.label} has {self.table.n_cells} cells kept by the engine; use .table "
+                "or .to_arrow()"
+            )
         return {k: float(v) for k, v in zip(self.keys, self.values, strict=True)}
 
     def explain(self) -> str:
         """A short human-readable account of what was released and why it is private."""
+        spread = (
+            f"{self.level:.0%} CI half-width ≈ {_half(self):.4g}" if self.table is None
+            else f"{self.level:.0%} CIs per cell in the table"
+        )
         lines = [
-            f"{self.label} ({self.kind}): {self.values.size} value(s), "
-            f"{self.level:.0%} CI half-width ≈ {_half(self):.4g}",
+            f"{self.label} ({self.kind}): {self.n_cells} value(s), {spread}",
             f"  mechanism: {self.mechanism}, calibration '{self.method}', σ = {self.sigma:.6g} "
             f"on the scaled vector (Δ2 = {self.sensitivity.l2:.6g}; calibrated at Δ = "
             f"{self.effective_sensitivity:.6g} within its plan)",
@@ -143,11 +178,17 @@ class ReleaseResult:
                 verdict = "private" if c.private else "NOT private"
                 lines.append(f"    {c.method:16s} σ = {c.sigma:.6g} ({c.ratio_to_used:.3g}× used)"
                              f" — {verdict}")
+        if self.table is not None:
+            where = self.table.path or "the engine (checkpointed)"
+            lines.append(f"  cells: noised where the data lives, kept in {where}; "
+                         "see .table / .to_arrow()")
         lines.extend(f"  note: {n}" for n in self.notes)
         return "\n".join(lines)
 
     def __str__(self) -> str:
         head = f"{self.label}: "
+        if self.table is not None:
+            return head + f"{self.table.n_cells} cells (in the engine), σ = {self.sigma:.4g}"
         if self.values.size == 1 and not self.columns:
             return head + f"{self.value:.6g} [{self.ci_low[0]:.6g}, {self.ci_high[0]:.6g}]"
         return head + f"{self.values.size} values, σ = {self.sigma:.4g}"

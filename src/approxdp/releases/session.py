@@ -20,7 +20,8 @@ from approxdp._validation import check_interval
 from approxdp.accounting import PrivacyAccountant
 from approxdp.engines import Engine, engine_for
 from approxdp.engines.base import KeyValue
-from approxdp.errors import ParameterTypeError
+from approxdp.errors import InvalidParameterError, ParameterTypeError
+from approxdp.releases.dense import LARGE_DOMAIN_CELLS
 from approxdp.releases.execute import execute
 from approxdp.releases.plan import AllocatedPlan, ReleasePlan, allocate
 from approxdp.releases.result import ReleaseResult
@@ -61,6 +62,11 @@ class PrivateTable:
         seed: Seed for reproducible noise and bounding (tests, demos). ``None`` (default):
             noise from the mechanisms' secure source and a secret random bounding key.
         method: Gaussian calibration (default ``"optimal"``: least σ that is (ε, δ)-DP).
+        large_domain_cells: Declared domains with at least this many cells are noised where
+            the data lives and stay there (result ``.table``; :mod:`approxdp.releases.dense`).
+        output_dir: Where such releases are written as Parquet (on a cluster: storage every
+            executor can write, e.g. ``s3://...``); ``None``: the engine keeps them (Spark:
+            checkpointed on the executors; DuckDB: a temporary file).
     """
 
     def __init__(
@@ -76,6 +82,8 @@ class PrivateTable:
         engine: str | Engine = "auto",
         seed: int | None = None,
         method: str = "optimal",
+        large_domain_cells: int = LARGE_DOMAIN_CELLS,
+        output_dir: str | None = None,
     ) -> None:
         if (budget is None) == (accountant is None):
             raise ParameterTypeError("pass exactly one of budget=(epsilon, delta) or accountant=")
@@ -89,6 +97,16 @@ class PrivateTable:
         self.engine = engine_for(data, engine)
         self.table = self.engine.load(data)
         self._rng = np.random.default_rng(seed) if seed is not None else None
+        if isinstance(large_domain_cells, bool) or not isinstance(large_domain_cells, int):
+            raise ParameterTypeError(
+                f"large_domain_cells must be an integer, got {large_domain_cells!r}"
+            )
+        if large_domain_cells < 1:
+            raise InvalidParameterError(
+                f"large_domain_cells must be >= 1, got large_domain_cells={large_domain_cells}"
+            )
+        self.large_domain_cells = large_domain_cells
+        self.output_dir = None if output_dir is None else str(output_dir)
 
     # -- the three steps -------------------------------------------------------------------
     def plan(self, queries: Sequence[Query], weights: Sequence[float] | None = None) -> ReleasePlan:
@@ -115,7 +133,8 @@ class PrivateTable:
             secrets.randbits(63)
         )
         return execute(allocated, self.engine, self.table, self.accountant, key=key,
-                       rng=self._rng, level=level)
+                       rng=self._rng, level=level, large_domain_cells=self.large_domain_cells,
+                       output_dir=self.output_dir)
 
     def release(
         self, queries: Sequence[Query], *, epsilon: float, delta: float,
