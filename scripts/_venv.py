@@ -17,8 +17,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / ".venv"
-# Extras installed into the development environment (see pyproject.toml).
-EXTRAS = ("test", "data", "plots", "docs", "spark")
+# Extras installed into the development environment (see pyproject.toml). ``spark`` is PySpark:
+# a ~450 MB source package that pip builds locally (a few minutes on a fresh machine, then
+# cached). APPROXDP_NO_SPARK=1 leaves it out (the Spark tests are then skipped).
+ALL_EXTRAS = ("test", "data", "plots", "docs", "spark")
+NO_SPARK = os.environ.get("APPROXDP_NO_SPARK") == "1"
+EXTRAS = tuple(e for e in ALL_EXTRAS if not (NO_SPARK and e == "spark"))
+INSTALL_ATTEMPTS = 3
 
 
 def _python() -> Path:
@@ -51,11 +56,24 @@ def ensure_venv(quiet: bool = True) -> Path:
             [str(python), "-m", "pip", "install", *q, "--upgrade", "pip"], check=True, cwd=ROOT
         )
         spec = f".[{','.join(EXTRAS)}]" if EXTRAS else "."
-        subprocess.run(
-            [str(python), "-m", "pip", "install", *q, "-e", spec], check=True, cwd=ROOT
-        )
+        if "spark" in EXTRAS:
+            print("[approxdp] (first time: PySpark is built from a ~450 MB source package, "
+                  "which takes a few minutes)", flush=True)
+        _pip_install(python, [*q, "--retries", "10", "-e", spec])
         stamp.write_text(wanted)
     return python
+
+
+def _pip_install(python: Path, args: list[str]) -> None:
+    """``pip install args``, retried: a dropped connection during the large PySpark download
+    should not fail a fresh machine's first run (pip itself resumes partial downloads)."""
+    for attempt in range(1, INSTALL_ATTEMPTS + 1):
+        done = subprocess.run([str(python), "-m", "pip", "install", *args], cwd=ROOT)
+        if done.returncode == 0:
+            return
+        print(f"[approxdp] pip install failed (attempt {attempt}/{INSTALL_ATTEMPTS})",
+              flush=True)
+    sys.exit(f"[approxdp] could not install the project's dependencies: pip install {args}")
 
 
 def run(args: list[str], env: dict[str, str] | None = None) -> int:

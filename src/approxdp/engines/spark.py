@@ -469,28 +469,48 @@ def _with_rank(
 ) -> Any:
     """Add ``__rank``: the keyed hash of :mod:`approxdp.engines.keyed_hash`.
 
-    Four projections, written as Spark SQL expressions (one JVM call each, not one per
-    operator): the columns' hash inputs (md5 or integer), the group state, the group state
-    mixed with the unit, the rank. Each ``fmix`` reads a named column (its expression repeats
-    only that column), and Spark does not merge projections that would copy a non-trivial
-    expression, so every md5 is computed once per pair.
+    The group part is computed once per distinct group (a small dictionary, broadcast back)
+    when a group column is hashed as text, inline otherwise; then the unit is absorbed per
+    pair. Steps are Spark SQL expressions (one JVM call each, not one per operator), and each
+    ``fmix`` reads a named column, so no expression is copied into another.
     """
-    inputs = [(_q(c), kind) for c, kind in zip(by, kinds, strict=True)]
-    inputs.append(("__unit", unit_kind))
-    prepared = pairs.withColumns({
-        f"__hin{i}": F.expr(
-            f"CAST({col} AS BIGINT)" if kind == "integer" else f"md5(CAST({col} AS STRING))"
-        )
-        for i, (col, kind) in enumerate(inputs)
+    groups = pairs.select(*(F.col(_q(c)) for c in by))
+    text = "text" in kinds
+    if text:  # distinct groups; reuses the pairs' shuffle
+        groups = groups.distinct()
+    groups = groups.withColumns({
+        f"__hin{i}": F.expr(_input_sql(_q(c), kind))
+        for i, (c, kind) in enumerate(zip(by, kinds, strict=True))
     })
     state = f"CAST({seed_state(seed)} AS BIGINT)"
-    for i, (_, kind) in enumerate(inputs[:-1]):
+    for i, kind in enumerate(kinds):
         state = _absorb_sql(state, _limbs_sql(f"__hin{i}", kind))
-    with_group = prepared.withColumn("__hgroup", F.expr(_fmix_sql(f"({state})")))
-    mixed = with_group.withColumn(
-        "__hmix", F.expr(_absorb_sql("__hgroup", _limbs_sql(f"__hin{len(by)}", unit_kind)))
+    groups = groups.withColumn("__hstate", F.expr(state))
+    groups = groups.withColumn("__hgroup", F.expr(_fmix_sql("__hstate")))
+    if text:
+        table = groups.select(
+            *(F.col(_q(c)).alias(f"__g{i}") for i, c in enumerate(by)), F.col("__hgroup")
+        )
+        on = [pairs[_q(c)].eqNullSafe(table[f"__g{i}"]) for i, c in enumerate(by)]
+        with_group = pairs.join(F.broadcast(table), on, "inner").drop(
+            *(f"__g{i}" for i in range(len(by)))
+        )
+    else:  # integers only: cheap enough per pair
+        with_group = pairs.withColumns({
+            f"__hin{i}": F.expr(_input_sql(_q(c), kind))
+            for i, (c, kind) in enumerate(zip(by, kinds, strict=True))
+        }).withColumn("__hstate", F.expr(state))
+        with_group = with_group.withColumn("__hgroup", F.expr(_fmix_sql("__hstate")))
+    unit = with_group.withColumn("__hunit", F.expr(_input_sql("__unit", unit_kind)))
+    mixed = unit.withColumn(
+        "__hmix", F.expr(_absorb_sql("__hgroup", _limbs_sql("__hunit", unit_kind)))
     )
     return mixed.withColumn("__rank", F.expr(_fmix_sql("__hmix")))
+
+
+def _input_sql(col: str, kind: HashInput) -> str:
+    """What a value enters the hash as: a BIGINT, or the md5 hex of its text form."""
+    return f"CAST({col} AS BIGINT)" if kind == "integer" else f"md5(CAST({col} AS STRING))"
 
 
 def _limbs_sql(hashed: str, kind: HashInput) -> list[str]:

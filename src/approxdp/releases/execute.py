@@ -142,7 +142,10 @@ def execute(
     ]
     for req in requests:
         check_columns(schema, req)
-    n_rows = engine.count_rows(table)
+    # an unfiltered, unbounded aggregate counts every row: no separate scan to count them
+    whole = next((i for i, r in enumerate(requests)
+                  if not r.keep and r.sample is None and not large[i]), None)
+    n_rows = engine.count_rows(table) if whole is None else -1
     if n_rows == 0:
         raise DataError("the table is empty (0 rows); nothing to release and nothing was spent")
     for aq, f in zip(allocated.queries, fold, strict=True):
@@ -161,6 +164,12 @@ def execute(
         i: _check_domain_in_result(allocated.queries[i], agg) if fold[i] else agg
         for i, agg in zip(small, merged, strict=True)
     }
+    if whole is not None:
+        n_rows = aggregates[whole].rows_used
+        if n_rows == 0:
+            raise DataError(
+                "the table is empty (0 rows); nothing to release and nothing was spent"
+            )
     event = allocated.event()
     if event is not None:
         accountant.spend(event)  # raises BudgetExceededError before any noise is drawn
