@@ -192,3 +192,48 @@ def test_map_cells_result_type() -> None:
     ))
     assert isinstance(res, CellMapResult) and res.rows_used == 100
     assert sum(res.to_arrow()["value"].to_pylist()) == 100  # σ = 0: exact
+
+
+def _agg_b() -> Any:
+    from approxdp.engines import AggregateRequest, Aggregation
+
+    return AggregateRequest(("b",), (Aggregation("n", "count"),))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "needle"),
+    [
+        ({"grid": (("a", (1, 2)),)}, "InvalidParameterError", "by columns"),
+        ({"grid": (("b", ()),)}, "InvalidParameterError", "at least one value"),
+        ({"outputs": ("b",)}, "InvalidParameterError", "outputs"),
+        ({"outputs": ()}, "InvalidParameterError", "outputs"),
+        ({"function": 3}, "ParameterTypeError", "callable"),
+    ],
+)
+def test_bad_cell_map_requests(kwargs: dict[str, Any], error: str, needle: str) -> None:
+    import approxdp.errors as errors
+
+    args: dict[str, Any] = {"aggregate": _agg_b(), "grid": (("b", ("x",)),),
+                            "function": CellNoise(("n",), (1.0,), 0.0, None, 1, 1.96, 0.95),
+                            "outputs": ("value",)}
+    args.update(kwargs)
+    with pytest.raises(getattr(errors, error), match=needle):
+        CellMapRequest(**args)
+
+
+def test_a_cell_function_must_return_its_outputs() -> None:
+    from approxdp.errors import InvalidParameterError
+
+    e = DuckDBEngine()
+    noise = CellNoise(("n",), (1.0,), 0.0, None, 1, 1.96, 0.95)
+    req = CellMapRequest(_agg_b(), (("b", ("x", "y")),), noise, ("value", "other"))
+    with pytest.raises(InvalidParameterError, match="cell function returned"):
+        e.map_cells(e.load(_data(50)), req)
+
+
+@pytest.mark.parametrize("bad", [0, -5, 2.5, True, "1e6"])
+def test_large_domain_cells_is_validated(bad: Any) -> None:
+    from approxdp.errors import InvalidParameterError, ParameterTypeError
+
+    with pytest.raises((InvalidParameterError, ParameterTypeError), match="large_domain_cells"):
+        PrivateTable(_data(10), budget=(1.0, 1e-6), large_domain_cells=bad)

@@ -124,12 +124,13 @@ class Aggregation:
 class PerKeyLimit:
     """Limit what each ``key`` value contributes: ≤ ``max_groups`` groups, ≤ ``max_rows`` rows each.
 
-    Groups: each key keeps the ``max_groups`` groups with the smallest ``hash(seed, key, group)``
-    (``seed`` a 63-bit integer), so which groups survive depends only on the key's own groups
-    and the seed, not on row order, input format or engine. Rows: if a key has n > ``max_rows``
-    rows in a kept group, its counts there become ``max_rows`` and its sums are scaled by
-    ``max_rows / n`` — exactly what keeping ``max_rows`` of its rows at random gives in
-    expectation, and never more than ``max_rows`` rows' worth of any aggregate.
+    Groups: each key keeps the ``max_groups`` groups with the smallest ``rank(seed, group, key)``
+    (``seed`` a 63-bit integer; the rank is the engine-independent keyed hash of
+    :mod:`approxdp.engines.keyed_hash`), so which groups survive depends only on the key's own
+    groups and the seed, not on row order, input format or engine. Rows: if a key has
+    n > ``max_rows`` rows in a kept group, its counts there become ``max_rows`` and its sums
+    are scaled by ``max_rows / n`` — exactly what keeping ``max_rows`` of its rows at random
+    gives in expectation, and never more than ``max_rows`` rows' worth of any aggregate.
     """
 
     key: str

@@ -7,8 +7,9 @@ path, a pandas or Polars DataFrame, a PyArrow Table or RecordBatchReader, or a D
 
 Per-key limits (:class:`~approxdp.engines.base.PerKeyLimit`) are done without sorting on
 ``random()``: rows are aggregated per (key, group) pair, each key keeps the pairs with the
-smallest keyed hash (a window over pairs, not rows), and pairs with more than ``max_rows``
-rows are rescaled. The shapes::
+smallest rank under the engine-independent keyed hash of :mod:`approxdp.engines.keyed_hash`
+(a window over pairs, not rows; the group part is hashed once per distinct group), and pairs
+with more than ``max_rows`` rows are rescaled. The shapes::
 
     rows                     # (key, by..., value per aggregation)
     → pairs  GROUP BY key, by   # (key, by..., n, partial per aggregation), ≤ max_groups per key
