@@ -17,7 +17,9 @@ Ratios are against ``spark plain`` (target: ``spark private`` ≤ 1.3×). Spark 
 local[2] session (``SPARK_LOCAL_IP=127.0.0.1``, 4 shuffle partitions, 4 GiB driver memory);
 the JVM is warmed up by one untimed run of each first, and plain and private runs alternate.
 
-Usage: ``.venv/bin/python benchmarks/spark.py [--rows 10000000] [--repeat 3] [--large]``
+Usage: ``.venv/bin/python benchmarks/spark.py [--rows 10000000] [--repeat 3] [--large]
+[--path table.parquet]``. The peer figure (Tumult Analytics, in its own environment) comes from
+``benchmarks/tumult_peer.py --path table.parquet`` on the same file.
 """
 
 from __future__ import annotations
@@ -129,7 +131,7 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--large", action="store_true", help="also time a 10^6-cell domain")
-    parser.add_argument("--path", help="reuse this Parquet file instead of generating one")
+    parser.add_argument("--path", help="use this Parquet file (generated there if missing)")
     parser.add_argument("--duckdb-phase", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.duckdb_phase:
@@ -137,7 +139,7 @@ def main() -> int:
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(args.path) if args.path else Path(tmp) / "synthetic.parquet"
-        if not args.path:
+        if not path.exists():
             generate(path, args.rows)
         print(f"{args.rows:,} rows, {path.stat().st_size / 2**20:.0f} MiB Parquet; "
               f"best of {args.repeat}", flush=True)

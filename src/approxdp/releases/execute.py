@@ -219,7 +219,7 @@ def _noise_large(
     if output_dir is not None:
         path = os.path.join(output_dir, f"release-{uuid.uuid4().hex[:12]}.parquet")
     cells = engine.map_cells(table, CellMapRequest(request, domain, noise, noise.outputs, path))
-    notes = ["cells noised where the data lives; one row per cell in .table"]
+    notes: list[str] = []
     if rng is not None:
         notes.append("seeded simulation: noise reproducible from the seed, NOT private")
     if q.outside == "drop":
