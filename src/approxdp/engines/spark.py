@@ -155,7 +155,7 @@ class SparkEngine:
         if isinstance(source, pa.RecordBatchReader):
             source = source.read_all()
         source = _arrow_for_spark(source)
-        return SparkTable(self.spark.createDataFrame(source), f"{module} {type(source).__name__}")
+        return SparkTable(_create(self.spark, source), f"{module} {type(source).__name__}")
 
     def _load_path(self, path: str) -> SparkTable:
         lower = path.lower()
@@ -231,14 +231,10 @@ class SparkEngine:
         return df
 
     def _values_frame(self, df: Any, column: str, values: Sequence[KeyValue]) -> Any:
-        types = self._sql.types
-        field = types.StructField("__v", df.schema[column].dataType, True)
-        try:
-            return df.sparkSession.createDataFrame(
-                [(v,) for v in values], types.StructType([field])
-            )
-        except (TypeError, ValueError) as exc:
-            raise DataError(f"values for column {column!r} do not fit its type: {exc}") from exc
+        """A one-column DataFrame ``__v`` of ``values``, typed like ``df[column]`` (via Arrow)."""
+        return _arrow_frame(df.sparkSession, {"__v": values}, column).select(
+            self._F.col("__v").cast(df.schema[column].dataType).alias("__v")
+        )
 
     # -- aggregation -----------------------------------------------------------------------
     def aggregate(self, table: SparkTable, request: AggregateRequest) -> AggregateResult:
@@ -377,34 +373,50 @@ class SparkEngine:
         return CellMapResult(out, request.path, request.n_cells, rows_used)
 
     def _grid(self, table: SparkTable, request: CellMapRequest) -> Any:
-        """The grid's cells on the executors: (key..., __cell), row-major cell index."""
-        import pyarrow as pa
+        """The grid's cells on the executors: (key..., __cell), row-major cell index.
 
+        One small DataFrame per column, (value, position · stride); the longest is spread over
+        ``spark.sql.shuffle.partitions`` partitions and the others cross-joined onto it, so the
+        cells (and the function over them) are generated in parallel. The join order does not
+        change a cell's index.
+        """
         F = self._F
         session = table.df.sparkSession
         sizes = [len(v) for _, v in request.grid]
         strides = [math.prod(sizes[i + 1 :]) for i in range(len(sizes))]
-        grid = None
+        frames = []
         for i, (col, values) in enumerate(request.grid):
-            try:
-                arr = pa.array(list(values))
-            except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-                raise DataError(f"domain[{col!r}] mixes value types: {exc}") from exc
-            frame = session.createDataFrame(
-                pa.table({"v": arr, "pos": pa.array(range(len(values)), pa.int64())})
-            ).select(
+            frame = _arrow_frame(session, {"v": values, "pos": range(len(values))}, col)
+            frames.append(frame.select(
                 F.col("v").cast(table.df.schema[col].dataType).alias(col),
                 (F.col("pos") * F.lit(strides[i])).alias(f"__c{i}"),
-            )
-            if grid is None:  # enough partitions that the cross product runs in parallel
-                frame = frame.repartition(max(1, min(sizes[0], request.n_cells // 1_000_000)))
-                grid = frame
-            else:
-                grid = grid.crossJoin(frame)
-        if grid is None:  # pragma: no cover - CellMapRequest has at least one grid column
-            raise DataError("the grid has no columns")
+            ))
+        order = sorted(range(len(sizes)), key=lambda i: -sizes[i])
+        parts = int(session.conf.get("spark.sql.shuffle.partitions", "200") or 200)
+        grid = frames[order[0]].repartition(max(1, min(sizes[order[0]], parts)))
+        for i in order[1:]:
+            grid = grid.crossJoin(F.broadcast(frames[i]))
         cell = sum((F.col(f"__c{i}") for i in range(1, len(sizes))), F.col("__c0"))
         return grid.select(*(F.col(_q(c)) for c, _ in request.grid), cell.alias("__cell"))
+
+
+def _arrow_frame(session: Any, columns: dict[str, Any], column: str) -> Any:
+    """A Spark DataFrame from Python value lists, sent as Arrow (fast for long lists)."""
+    import pyarrow as pa
+
+    try:
+        table = pa.table({name: pa.array(list(values)) for name, values in columns.items()})
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise DataError(f"values for column {column!r} mix types: {exc}") from exc
+    return _create(session, table)
+
+
+def _create(session: Any, table: Any) -> Any:
+    """``createDataFrame`` from a PyArrow table (PySpark >= 4; older ones go via pandas)."""
+    try:
+        return session.createDataFrame(table)
+    except TypeError:  # pragma: no cover - PySpark 3.5 takes no Arrow table
+        return session.createDataFrame(table.to_pandas())
 
 
 def _q(name: str) -> str:
