@@ -456,7 +456,9 @@ def build_aggregate_sql(request: AggregateRequest, types: Mapping[str, str]) -> 
         f"SELECT {pair_group}, count(*) AS __n, {partial} FROM __rows_cte GROUP BY {pair_group}"
     )
     if by:  # keep each unit's max_groups pairs of smallest keyed rank (engine-independent)
-        pairs_sql = ranked_pairs_sql(pairs_sql, request.by, s.key, s.seed, s.max_groups, types)
+        groups_sql = f"SELECT DISTINCT {', '.join(by)} FROM {_SOURCE} WHERE {where}"
+        pairs_sql = ranked_pairs_sql(pairs_sql, groups_sql, request.by, s.key, s.seed,
+                                     s.max_groups, types)
     # groups: (by..., aggregations rescaled to ≤ max_rows rows per pair, __rows)
     finals = ", ".join(
         f"coalesce(sum(CASE WHEN __n <= {m} THEN __p{i} ELSE __p{i} * {m} / __n END), 0)"
@@ -478,13 +480,14 @@ def _columns_of(agg: Aggregation) -> Sequence[str]:
 
 
 def ranked_pairs_sql(
-    pairs_sql: str, by: Sequence[str], unit: str, seed: int, max_groups: int,
+    pairs_sql: str, groups_sql: str, by: Sequence[str], unit: str, seed: int, max_groups: int,
     types: Mapping[str, str],
 ) -> str:
     """``pairs_sql`` (columns ``__unit, by...``) cut to each unit's ``max_groups`` pairs of
     smallest rank under the keyed hash of :mod:`approxdp.engines.keyed_hash`, ties broken by the
-    group values (NULLs last). Text-keyed group parts are hashed once per distinct group (a
-    small dictionary joined back), integer-keyed ones inline."""
+    group values (NULLs last). With a text-keyed group column, the group part is hashed once
+    per distinct group of ``groups_sql`` (a small dictionary from a scan of the group columns
+    only, joined back); integer keys are hashed inline."""
     cols = [quote_identifier(c) for c in by]
     text_keys = any(hash_input_of_duckdb_type(types[c]) == "text" for c in by)
     g = DuckDBSteps("__kg")
@@ -495,19 +498,18 @@ def ranked_pairs_sql(
     group_state = g.fmix(state)
     u = DuckDBSteps("__ku")
     rank = u.fmix(u.absorb(prefix + group_state, u.limbs("p.__unit", types[unit])))
-    ties = ", ".join(f"p.{q} NULLS LAST" for q in cols)
+    ties = ", ".join(f"{q} NULLS LAST" for q in cols)
+    # the window sees only the pair's columns and its rank, not the hash's intermediate steps
+    steps = [name for name, _ in (u.steps if text_keys else g.steps + u.steps)]
     qualify = (
-        f" QUALIFY row_number() OVER (PARTITION BY p.__unit ORDER BY {rank}, {ties})"
+        f"SELECT * EXCLUDE ({', '.join(steps)}) FROM ({{ranked}}) "
+        f"QUALIFY row_number() OVER (PARTITION BY __unit ORDER BY {rank}, {ties})"
         f" <= {max_groups}"
     )
     if not text_keys:
-        return f"SELECT p.*, {g.select_list()}, {u.select_list()} FROM ({pairs_sql}) p{qualify}"
+        ranked = f"SELECT p.*, {g.select_list()}, {u.select_list()} FROM ({pairs_sql}) p"
+        return qualify.format(ranked=ranked)
     on = " AND ".join(f"p.{q} IS NOT DISTINCT FROM g.{q}" for q in cols)
-    dictionary = (
-        f"SELECT {', '.join(cols)}, {g.select_list()} "
-        f"FROM (SELECT DISTINCT {', '.join(cols)} FROM __pairs0)"
-    )
-    return (
-        f"WITH __pairs0 AS ({pairs_sql}), __kdict AS ({dictionary}) "
-        f"SELECT p.*, {u.select_list()} FROM __pairs0 p JOIN __kdict g ON {on}{qualify}"
-    )
+    dictionary = f"SELECT {', '.join(cols)}, {g.select_list()} FROM ({groups_sql})"
+    ranked = f"SELECT p.*, {u.select_list()} FROM ({pairs_sql}) p JOIN ({dictionary}) g ON {on}"
+    return qualify.format(ranked=ranked)
