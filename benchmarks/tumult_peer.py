@@ -31,12 +31,16 @@ def main() -> int:
     args = parser.parse_args()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    import tempfile
+
     from pyspark.sql import SparkSession
     from tmlt import analytics as ta
 
+    warehouse = tempfile.mkdtemp(prefix="tumult-warehouse-")  # Tumult writes temp tables
     spark = (
         SparkSession.builder.master("local[2]")
         .appName("tumult-peer")
+        .config("spark.sql.warehouse.dir", warehouse)
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.driver.memory", "4g")
         .config("spark.ui.enabled", "false")
