@@ -56,11 +56,14 @@ class ApproxDPGroup(click.Group):
     ) -> Any:
         """Run the application; with ``standalone_mode`` exit the process with its status."""
         ApproxDPGroup.debug = False
-        code = _guarded(
-            lambda: super(ApproxDPGroup, self).main(
-                args, prog_name or "approxdp", complete_var, standalone_mode=False, **extra
+        try:
+            code = _guarded(
+                lambda: super(ApproxDPGroup, self).main(
+                    args, prog_name or "approxdp", complete_var, standalone_mode=False, **extra
+                )
             )
-        )
+        finally:
+            ApproxDPGroup.debug = False  # never leaks into the next invocation
         if standalone_mode:
             sys.exit(code)
         return code
@@ -126,6 +129,7 @@ def _set_debug(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
 
 
 @click.group(
+    "approxdp",
     cls=ApproxDPGroup,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
