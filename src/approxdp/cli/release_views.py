@@ -19,7 +19,7 @@ from rich.table import Table
 
 from approxdp.accounting import BudgetStatus, SpendRecord
 from approxdp.accounting.ledger import event_to_json
-from approxdp.cli.output import fmt, jsonable, new_table
+from approxdp.cli.output import fmt, fmt_value, jsonable, new_table
 from approxdp.releases.result import ReleaseResult
 
 __all__ = [
@@ -134,9 +134,9 @@ def render_release(console: Console, release: dict[str, Any], show: int = 20) ->
         keys = ["NULL" if v is None else str(v) for v in cell["key"].values()]
         if not key_columns:
             keys = []
-        table.add_row(*keys, fmt(cell["value"], 8),
-                      f"[{fmt(cell['ci_low'], 6)}, {fmt(cell['ci_high'], 6)}]",
-                      fmt(cell["std"], 4))
+        table.add_row(*keys, fmt_value(cell["value"]),
+                      f"[{fmt_value(cell['ci_low'], 5)}, {fmt_value(cell['ci_high'], 5)}]",
+                      fmt_value(cell["std"], 4))
     if len(shown) < len(cells):
         table.caption = (f"{len(cells) - len(shown)} more cells not shown (--show 0 shows all; "
                          "--output or --json has them all)")
