@@ -27,7 +27,7 @@ from approxdp.accounting import (
     simplified_advanced_composition,
 )
 from approxdp.calibration import calibrate_gaussian
-from approxdp.experiments.sampling import check_reps, steps_grid
+from approxdp.experiments.sampling import check_reps, first_k, steps_grid
 from approxdp.mechanisms import GaussianMechanism, LaplaceMechanism
 from approxdp.profiles import gaussian_epsilon
 
@@ -36,7 +36,6 @@ __all__ = [
     "CompositionCurves",
     "averaging_attack",
     "composition_curves",
-    "first_k_below",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -60,6 +59,9 @@ class CompositionCurves:
         optimal: least ε of Kairouz–Oh–Viswanath (exact over all ε-DP mechanisms).
         gaussian_sigma: σ of one Gaussian step that is exactly (ε, δ)-DP (DP-OPT).
         gaussian: exact ε at δ of k such Gaussian steps (paper Lemma 15).
+        simplified_below_basic_from: least k from which the notes' form is below kε.
+        simplified_below_optimal_from: least k (up to max(ks)) from which the notes' form is
+            below the exact optimum, i.e. understates the privacy loss; None if it never is.
     """
 
     epsilon: float
@@ -72,6 +74,8 @@ class CompositionCurves:
     optimal: FloatArray
     gaussian_sigma: float
     gaussian: FloatArray
+    simplified_below_basic_from: int | None = None
+    simplified_below_optimal_from: int | None = None
 
 
 def composition_curves(
@@ -107,17 +111,17 @@ def composition_curves(
     # σ* of k composed steps (paper Lemma 15), then one vectorized inversion ε(σ*, δ).
     sigma_star = np.array([compose_gaussian(np.full(int(k), sigma)).sigma for k in steps])
     gaussian = np.asarray(gaussian_epsilon(sigma_star, dlt), dtype=np.float64)
+    k_top = int(steps[-1])
+
+    def notes(k: int) -> float:
+        return float(simplified_advanced_composition(eps, k, dlt).epsilon)
+
+    below_basic = first_k(lambda k: notes(k) < k * eps, k_top)
+    below_optimal = first_k(
+        lambda k: notes(k) < float(optimal_composition(eps, 0.0, k, dlt).epsilon), k_top
+    )
     return CompositionCurves(eps, dlt, steps, basic.astype(np.float64), advanced, simplified,
-                             valid, optimal, sigma, gaussian)
-
-
-def first_k_below(ks: IntArray, lower: FloatArray, upper: FloatArray) -> int | None:
-    """The smallest k from which ``lower`` < ``upper`` stays true to the end (None: never)."""
-    below = lower < upper
-    if not bool(below[-1]):
-        return None
-    last_not = np.flatnonzero(~below)
-    return int(ks[0] if last_not.size == 0 else ks[last_not[-1] + 1])
+                             valid, optimal, sigma, gaussian, below_basic, below_optimal)
 
 
 @dataclass(frozen=True, slots=True, eq=False)

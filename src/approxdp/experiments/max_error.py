@@ -24,7 +24,7 @@ from scipy import integrate, special
 from approxdp._validation import check_interval, check_probability
 from approxdp.calibration import calibrate_gaussian
 from approxdp.errors import NotPrivateError
-from approxdp.experiments.sampling import check_reps
+from approxdp.experiments.sampling import check_reps, first_k
 from approxdp.mechanisms import GaussianMechanism, LaplaceMechanism
 
 __all__ = ["MaxErrorResult", "expected_max_abs_normal", "max_error_experiment"]
@@ -154,31 +154,21 @@ def max_error_experiment(
 
 
 def _crossover_exact(eps: float, dlt: float, k_max: int = 100_000) -> int | None:
-    """Least k from which DP-OPT's exact E max is below Laplace's, by bisection on k."""
+    """Least k from which DP-OPT's exact E max is below Laplace's (the ratio falls in k)."""
     sigma1 = float(calibrate_gaussian(eps, dlt))
-
-    def gauss_better(k: int) -> bool:
-        return sigma1 * math.sqrt(k) * expected_max_abs_normal(k) < k / eps * _harmonic(k)
-
-    if not gauss_better(k_max):
-        return None
-    if gauss_better(1):
-        return 1
-    lo, hi = 1, k_max  # gauss_better(lo) False, gauss_better(hi) True
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if gauss_better(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return first_k(
+        lambda k: sigma1 * math.sqrt(k) * expected_max_abs_normal(k) < k / eps * _harmonic(k),
+        k_max,
+    )
 
 
-def _crossover_bounds(eps: float, dlt: float, k_max: int = 1_000_000) -> int | None:
-    k = np.arange(1, k_max + 1, dtype=np.float64)
-    lap = k / eps * (1.0 + np.log(k))
-    gauss = 2.0 * np.sqrt(k * np.log(2.0 * k) * math.log(2.0 / dlt)) / eps
-    return _first_from(k.astype(np.int64), gauss < lap)
+def _crossover_bounds(eps: float, dlt: float, k_max: int = 10_000_000) -> int | None:
+    """Least k from which the Eq. 37 bound is below the Eq. 36 bound (the ratio falls in k)."""
+    log_term = math.log(2.0 / dlt)
+    return first_k(
+        lambda k: 2.0 * math.sqrt(k * math.log(2.0 * k) * log_term) < k * (1.0 + math.log(k)),
+        k_max,
+    )
 
 
 def _heuristic(dlt: float) -> int:

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from approxdp import __version__
-from approxdp.experiments.composition import first_k_below
 from approxdp.experiments.methods import LABELS
 from approxdp.experiments.table1 import method_label
 from approxdp.experiments.utility import UtilityCurves
@@ -202,8 +201,8 @@ def _composition(res: Reproduction) -> list[str]:
         rows.append([str(k), _g(c.basic[i], 5), _g(c.advanced[i], 5),
                      _g(c.simplified[i], 5) + ("" if c.simplified_valid[i] else " (not a bound)"),
                      _g(c.optimal[i], 5), _g(c.gaussian[i], 5)])
-    cross = first_k_below(c.ks, c.simplified, c.basic)
-    under = first_k_below(c.ks, c.simplified, c.optimal)
+    cross = c.simplified_below_basic_from
+    under = c.simplified_below_optimal_from
     lines = [
         "## Composition as k grows (the notes' plot, improved)", "",
         f"k steps of eps = {c.epsilon:g} each; total eps at delta = {c.delta:g}. Basic, "
@@ -221,7 +220,7 @@ def _composition(res: Reproduction) -> list[str]:
     if notes is not None:
         lines.append(
             f"- At delta = {notes.delta:g} (the notes' code: 10e-5) it does so from k = "
-            f"{first_k_below(notes.ks, notes.simplified, notes.basic)}: the notes' "
+            f"{notes.simplified_below_basic_from}: the notes' "
             "\"about 70\".")
     if under is not None:
         lines.append(

@@ -135,6 +135,14 @@ def reproduce(
     from approxdp import plots
     from approxdp.experiments.report import render_report
 
+    if not isinstance(quick, bool):
+        raise ParameterTypeError(f"quick must be True or False, got {quick!r}")
+    if progress is not None and not callable(progress):
+        raise ParameterTypeError(
+            f"progress must be a callable (description, done, total), got {progress!r}"
+        )
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise InvalidParameterError(f"seed must be an integer >= 0, got seed={seed!r}")
     start = time.perf_counter()
     settings = QUICK if quick else FULL
     out = _out_dir(out_dir)

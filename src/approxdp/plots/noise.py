@@ -95,7 +95,7 @@ def plot_max_error(
             ax.axvline(x, color="grey", linestyle=dash, linewidth=0.8, label=f"{text}: k = {x}")
     log_axes(ax, x=True, y=True)
     ax.set_xlabel("k (number of counting queries)")
-    ax.set_ylabel("E max_j |a_j - f_j(x)|")
+    ax.set_ylabel(r"$E\,\max_j |a_j - f_j(x)|$")
     ax.set_title(f"(a) expected max error, eps = {data.epsilon:g}, delta = {data.delta:g}",
                  fontsize="medium")
     ax.legend(fontsize="x-small", loc="upper left")
