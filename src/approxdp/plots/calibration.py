@@ -51,7 +51,8 @@ def plot_sigma_versus_delta(
     n = len(data.epsilons)
     ncols = min(3, n)
     nrows = (n + ncols - 1) // ncols
-    fig, axes = new_figure(nrows, ncols, width=4.3 * ncols, height=3.5 * nrows + 0.8)
+    fig, axes = new_figure(nrows, ncols, width=max(4.3 * ncols, 8.0),
+                           height=3.5 * nrows + (0.8 if ncols > 1 else 1.4))
     flat = axes.ravel()
     for i, eps in enumerate(data.epsilons):
         ax = flat[i]
@@ -73,7 +74,7 @@ def plot_sigma_versus_delta(
     handles, labels = flat[0].get_legend_handles_labels()
     faint = flat[0].plot([], [], color="grey", linestyle=":", alpha=0.6)[0]
     fig.legend([*handles, faint], [*labels, "not (eps, delta)-DP"], loc="outside lower center",
-               ncols=min(5, len(labels) + 1), fontsize="small")
+               ncols=min(5 if ncols > 1 else 3, len(labels) + 1), fontsize="small")
     fig.suptitle("Fig. 2: Gaussian noise amount versus delta (Delta = 1)")
     return fig
 
