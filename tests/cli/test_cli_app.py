@@ -124,8 +124,16 @@ def test_run_cli_returns_the_status(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_group_is_a_click_group() -> None:
     assert isinstance(cli, click.Group)
-    assert set(cli.commands) >= {"calibrate", "profile", "epsilon", "compose", "release",
-                                 "ledger", "demo"}
+    assert set(cli.commands) == {"calibrate", "profile", "epsilon", "compose", "release",
+                                 "ledger", "demo", "plot", "reproduce"}
+
+
+def test_figure_commands_follow_the_group_conventions(run: Any, tmp_path: Any) -> None:
+    assert run("reproduce", "--help").exit_code == 0
+    result = run("plot", "no-such-plot", "--out", str(tmp_path / "x.png"))
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: unknown plot 'no-such-plot'")
+    assert len(result.stderr.strip().splitlines()) == 1
 
 
 def test_python_dash_m_works_in_a_subprocess() -> None:

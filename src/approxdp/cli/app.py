@@ -19,6 +19,7 @@ from approxdp import __version__
 from approxdp.cli.calibration_commands import calibrate_command, epsilon_command, profile_command
 from approxdp.cli.composition_commands import compose_command
 from approxdp.cli.demo_command import demo_command
+from approxdp.cli.figures import plot_command, reproduce_command
 from approxdp.cli.output import (
     EXIT_BAD_INPUT,
     EXIT_BUDGET_EXCEEDED,
@@ -158,14 +159,8 @@ for _command in (
     release_command,
     ledger_command,
     demo_command,
+    plot_command,
+    reproduce_command,
 ):
     cli.add_command(_command)
 
-# --- Commands from other modules ------------------------------------------------------------
-# Register further commands here with ``cli.add_command(...)``, e.g. the figures module's
-#     from approxdp.cli.figures import plot_command, reproduce_command
-#     cli.add_command(plot_command)
-#     cli.add_command(reproduce_command)
-# They follow the conventions of approxdp.cli.output: raise ApproxDPError subclasses for bad
-# input (the group prints them as one line), use output.emit/json_option and output.progress.
-# ---------------------------------------------------------------------------------------------
