@@ -7,7 +7,9 @@ blocks are executed as scripts. The blocks of one page share a namespace, in pag
 run in a temporary working directory (examples create ledger files). A page whose examples
 break when the API changes fails here, by name and line.
 
-The API pages are generated from docstrings, so the docstrings' examples are run too.
+The API pages are generated from docstrings, so the docstrings' examples are run too, and the
+two build-time helpers in ``docs/hooks/`` (the reference-table hook and the Griffe extension)
+are tested directly.
 
 The docs build itself (``mkdocs build --strict``) is a step of ``scripts/test.py``.
 """
@@ -175,3 +177,32 @@ def test_plot_and_reproduce_tables_list_the_registries() -> None:
     plots, files = hook.plot_list(), hook.reproduce_files()
     assert all(f"| `{name}` |" in plots for name in PLOTS)
     assert all(f"| `{name}` |" in files for name in FIGURE_FILES)
+
+
+# -- the Griffe extension (docs/hooks/griffe_sphinx.py) --------------------------------------
+
+
+def test_griffe_extension_links_roles_and_reads_doc_comments() -> None:
+    griffe = pytest.importorskip("griffe")  # installed with the docs extra
+    extensions = griffe.load_extensions(str(DOCS / "hooks" / "griffe_sphinx.py"))
+    package = griffe.load("approxdp", search_paths=[str(PACKAGE.parent)], extensions=extensions)
+    engines = package["engines.ENGINES"].docstring.value  # a `#:` comment, with a role
+    assert engines.startswith("Engine names accepted by <autoref")
+    assert 'identifier="approxdp.engines.engine_for" optional><code>engine_for</code>' in engines
+    # `~` keeps the last component as the title; the target is the full path.
+    table = package["releases.session.PrivateTable"].docstring.value
+    assert (
+        '<autoref identifier="approxdp.accounting.PrivacyAccountant" optional>'
+        "<code>PrivacyAccountant</code></autoref>"
+    ) in table
+    leftover = [
+        path for path, obj in _walk(package) if obj.docstring and ":class:`" in obj.docstring.value
+    ]
+    assert not leftover, leftover
+
+
+def _walk(obj: Any) -> Iterator[tuple[str, Any]]:
+    yield obj.path, obj
+    for member in obj.members.values():
+        if not member.is_alias:
+            yield from _walk(member)
