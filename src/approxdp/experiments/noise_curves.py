@@ -65,7 +65,8 @@ def sigma_versus_delta(
     Args:
         epsilons: the ε of each panel (> 0).
         methods: calibration method names.
-        delta_min, delta_max: the δ range (log-spaced), inside (0, 1).
+        delta_min: the smallest δ (log-spaced grid), inside (0, 1).
+        delta_max: the largest δ, in (delta_min, 1).
         points: number of δ values.
     """
     eps = tuple(float(e) for e in check_interval("epsilons", epsilons, 0.0, math.inf,

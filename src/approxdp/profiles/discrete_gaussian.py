@@ -57,7 +57,7 @@ def discrete_gaussian_pmf(y: Any, sigma: float) -> FloatArray | float:
     """P[Y = y] for Y ~ N_Z(0, σ²) (CKS20 Def. 1); integers y, scalar σ > 0.
 
     >>> round(discrete_gaussian_pmf(0, 1.0), 12)
-    0.398942280401
+    0.398942278267
     """
     s = float(check_interval("sigma", sigma, 0.0, math.inf, low_open=True, high_open=True))
     yy = np.asarray(y, dtype=np.float64)

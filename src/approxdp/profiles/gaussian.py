@@ -117,7 +117,7 @@ def gaussian_log_delta(epsilon: Any, sigma: Any, sensitivity: Any = 1.0) -> Any:
 
     Example:
         >>> round(gaussian_log_delta(1.0, 50.0), 3)
-        -0.998
+        -1262.156
     """
     eps, u, scalar = _profile_inputs(epsilon, sigma, sensitivity)
     res = log_profile_eu(eps.ravel(), u.ravel(), "dp").reshape(eps.shape)
@@ -138,8 +138,8 @@ def gaussian_delta(epsilon: Any, sigma: Any, sensitivity: Any = 1.0) -> Any:
         sensitivity: Δ >= 0 (Δ = 0 gives δ = 0).
 
     Example:
-        >>> round(gaussian_delta(1.0, 4.0), 6)
-        0.005034
+        >>> f"{gaussian_delta(1.0, 4.0):.4e}"
+        '2.9243e-06'
     """
     eps, u, scalar = _profile_inputs(epsilon, sigma, sensitivity)
     res = np.exp(log_profile_eu(eps.ravel(), u.ravel(), "dp")).reshape(eps.shape)
@@ -160,8 +160,8 @@ def gaussian_pdp_delta(epsilon: Any, sigma: Any, sensitivity: Any = 1.0) -> Any:
     so this is always >= :func:`gaussian_delta`.
 
     Example:
-        >>> round(gaussian_pdp_delta(1.0, 4.0), 6)
-        0.012678
+        >>> f"{gaussian_pdp_delta(1.0, 4.0):.4e}"
+        '7.1849e-05'
     """
     eps, u, scalar = _profile_inputs(epsilon, sigma, sensitivity)
     res = np.exp(log_profile_eu(eps.ravel(), u.ravel(), "pdp")).reshape(eps.shape)
@@ -207,7 +207,7 @@ def gaussian_epsilon(sigma: Any, delta: Any, sensitivity: Any = 1.0, notion: Not
 
     Example:
         >>> round(gaussian_epsilon(4.0, 1e-5), 6)
-        1.157299
+        0.926342
     """
     notion = _check_notion(notion)
     sig = check_interval("sigma", sigma, 0.0, math.inf, low_open=True)
