@@ -19,7 +19,7 @@ from approxdp.errors import (
     ParameterTypeError,
     UnknownMethodError,
 )
-from approxdp.profiles.gaussian import log_margin, log_profile_eu
+from approxdp.profiles.gaussian import log_profile_eu, surely_within
 
 __all__ = ["calibrate_gaussian", "get_method", "privacy_check"]
 
@@ -44,12 +44,12 @@ def privacy_check(
 ) -> tuple[np.ndarray, FloatArray]:
     """Whether σ/Δ is (ε, δ)-private under ``notion``, and the log δ it really gives.
 
-    A point passes only if the computed profile is below δ by more than its evaluation error.
+    A point passes only if the computed profile is below δ by more than its evaluation error
+    (:func:`~approxdp.profiles.gaussian.surely_within`).
     """
     with np.errstate(divide="ignore"):
         logp = log_profile_eu(eps, 1.0 / sigma_unit, notion)  # type: ignore[arg-type]
-    log_d = np.log(delta)
-    return logp <= log_d - 0.5 * log_margin(log_d), logp
+    return surely_within(logp, delta), logp
 
 
 def _fmt(x: float) -> str:

@@ -18,12 +18,15 @@ relative at most.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import NamedTuple
+
 import numpy as np
 from scipy import special
 
 from approxdp._numerics import LOG2, SQRT2, FloatArray, Objective, solve_decreasing
 from approxdp.profiles import _gaussian_terms as terms
-from approxdp.profiles.gaussian import log_margin, log_profile_eu
+from approxdp.profiles.gaussian import log_margin, log_profile_eu, surely_within
 
 __all__ = ["sigma_from_a", "sigma_optimal_dp", "sigma_optimal_pdp", "sigma_zero_epsilon"]
 
@@ -38,32 +41,53 @@ def sigma_from_a(a: FloatArray, eps: FloatArray) -> FloatArray:
         return np.where(a >= 0, (a + b) / (eps * SQRT2), 1.0 / (SQRT2 * (b - a)))
 
 
+class _Terms(NamedTuple):
+    """The profile of one notion as functions of a: log 2δ, log 2(1-δ) and their slopes."""
+
+    log2delta: Callable[..., FloatArray]
+    log2delta_slope: Callable[..., FloatArray]
+    log2comp: Callable[..., FloatArray]
+    log2comp_slope: Callable[..., FloatArray]
+    slope_uses_eps: bool  # pDP slopes take ε where DP slopes take h
+
+
+_TERMS = {
+    "dp": _Terms(
+        terms.dp_log2delta,
+        terms.dp_log2delta_slope,
+        terms.dp_log2comp,
+        terms.dp_log2comp_slope,
+        False,
+    ),
+    "pdp": _Terms(
+        terms.pdp_log2delta,
+        terms.pdp_log2delta_slope,
+        terms.pdp_log2comp,
+        terms.pdp_log2comp_slope,
+        True,
+    ),
+}
+
+
 def _objective(eps: FloatArray, target: FloatArray, comp: np.ndarray, notion: str) -> Objective:
     """g(a) decreasing in a: log 2δ(a) - target, or target - log 2(1 - δ(a)) where comp."""
+    t = _TERMS[notion]
 
     def fun(a: FloatArray, idx: np.ndarray) -> tuple[FloatArray, FloatArray]:
         e = eps[idx]
         c = comp[idx]
         b, h = terms.b_h_from_a(a, e)
+        third = e if t.slope_uses_eps else h
         val = np.empty_like(a)
         slope = np.empty_like(a)
         nc = ~c
-        if notion == "dp":
-            v = terms.dp_log2delta(a[nc], b[nc], h[nc], e[nc])
-            val[nc] = v - target[idx][nc]
-            slope[nc] = terms.dp_log2delta_slope(a[nc], b[nc], h[nc], v)
-            if np.any(c):
-                w = terms.dp_log2comp(a[c], b[c], h[c], e[c])
-                val[c] = target[idx][c] - w
-                slope[c] = -terms.dp_log2comp_slope(a[c], b[c], h[c], w)
-        else:
-            v = terms.pdp_log2delta(a[nc], b[nc], h[nc], e[nc])
-            val[nc] = v - target[idx][nc]
-            slope[nc] = terms.pdp_log2delta_slope(a[nc], b[nc], e[nc], v)
-            if np.any(c):
-                w = terms.pdp_log2comp(a[c], b[c], h[c], e[c])
-                val[c] = target[idx][c] - w
-                slope[c] = -terms.pdp_log2comp_slope(a[c], b[c], e[c], w)
+        v = t.log2delta(a[nc], b[nc], h[nc], e[nc])
+        val[nc] = v - target[idx][nc]
+        slope[nc] = t.log2delta_slope(a[nc], b[nc], third[nc], v)
+        if np.any(c):
+            w = t.log2comp(a[c], b[c], h[c], e[c])
+            val[c] = target[idx][c] - w
+            slope[c] = -t.log2comp_slope(a[c], b[c], third[c], w)
         return val, slope
 
     return fun
@@ -97,44 +121,22 @@ def _expand(fun: Objective, lo: FloatArray, hi: FloatArray) -> tuple[FloatArray,
     return lo, hi
 
 
-def _finish(a: FloatArray, eps: FloatArray, delta: FloatArray, notion: str) -> FloatArray:
-    """σ/Δ from a, then increased until the σ-parametrised profile is surely <= δ."""
-    sigma = sigma_from_a(a, eps)
-    return round_up_sigma(sigma, eps, delta, notion)
-
-
 def round_up_sigma(
     sigma: FloatArray, eps: FloatArray, delta: FloatArray, notion: str
 ) -> FloatArray:
-    """Smallest bump of σ (Δ = 1) after which the computed profile is <= δ with margin.
+    """Smallest bump of σ (Δ = 1) after which the computed profile is surely <= δ.
 
-    For δ <= 1/2 the check is log δ(σ) <= log δ - margin/2; for δ > 1/2 it is done on 1 - δ.
+    The check is :func:`~approxdp.profiles.gaussian.surely_within` (on 1 - δ for δ > 1/2).
     """
     sigma = np.nextafter(sigma, np.inf)
-    comp = delta > 0.5
-    log_d = np.log(delta)
-    log_c = np.log1p(-delta)
     bump = 1e-14
     for _ in range(90):
-        u = 1.0 / sigma
-        logp = log_profile_eu(eps, u, notion)  # type: ignore[arg-type]
-        ok = np.where(
-            comp,
-            _log1m(logp) >= log_c + 0.5 * log_margin(log_c),
-            logp <= log_d - 0.5 * log_margin(log_d),
-        )
+        ok = surely_within(log_profile_eu(eps, 1.0 / sigma, notion), delta)  # type: ignore[arg-type]
         if np.all(ok):
             return sigma
         sigma = np.where(ok, sigma, sigma * (1.0 + bump))
         bump *= 2.0
     raise RuntimeError("sigma round-up did not converge")  # pragma: no cover
-
-
-def _log1m(logp: FloatArray) -> FloatArray:
-    """log(1 - e^logp), only used for the δ > 1/2 verification (where it is well conditioned
-    enough: the σ search itself ran on the complement)."""
-    with np.errstate(divide="ignore"):
-        return np.log(-np.expm1(logp))
 
 
 def sigma_optimal_dp(eps: FloatArray, delta: FloatArray) -> FloatArray:
@@ -156,7 +158,7 @@ def sigma_optimal_dp(eps: FloatArray, delta: FloatArray) -> FloatArray:
     hi = np.where(pos, c * (1 + 1e-9) + 1e-12, 0.0)
     lo, hi = _expand(fun, lo, hi)
     a = solve_decreasing(fun, lo, hi, hi.copy(), lambda x, idx: np.sqrt(x * x + eps[idx]))
-    return _finish(a, eps, delta, "dp")
+    return round_up_sigma(sigma_from_a(a, eps), eps, delta, "dp")
 
 
 def sigma_optimal_pdp(eps: FloatArray, delta: FloatArray) -> FloatArray:
@@ -173,7 +175,7 @@ def sigma_optimal_pdp(eps: FloatArray, delta: FloatArray) -> FloatArray:
     hi = hi + 1e-9 * np.abs(hi) + 1e-12
     lo, hi = _expand(fun, lo, hi)
     a = solve_decreasing(fun, lo, hi, hi.copy(), lambda x, idx: np.sqrt(x * x + eps[idx]))
-    return _finish(a, eps, delta, "pdp")
+    return round_up_sigma(sigma_from_a(a, eps), eps, delta, "pdp")
 
 
 def sigma_zero_epsilon(delta: FloatArray) -> FloatArray:

@@ -20,6 +20,7 @@ import math
 from typing import Any, Literal
 
 import numpy as np
+import numpy.typing as npt
 from scipy import special
 
 from approxdp._numerics import LOG2, SQRT2, FloatArray, solve_decreasing
@@ -43,9 +44,43 @@ _LOG_MARGIN_FLOOR = 1e-12
 _LOG_MARGIN_SLOPE = 4e-15
 
 
-def log_margin(log_delta: FloatArray) -> FloatArray:
-    """How far below log δ a computed log-profile must be to be surely ≤ δ."""
-    return _LOG_MARGIN_FLOOR + _LOG_MARGIN_SLOPE * np.abs(log_delta)
+def log_margin(log_delta: Any) -> Any:
+    """How far below log δ a computed log-profile must be to be surely ≤ δ (arrays or floats).
+
+    Searches aim this far below the target; :func:`surely_within` accepts half of it.
+    """
+    return _LOG_MARGIN_FLOOR + _LOG_MARGIN_SLOPE * abs(log_delta)
+
+
+def surely_within(log_profile: FloatArray, delta: FloatArray) -> npt.NDArray[np.bool_]:
+    """Whether computed log-profiles are surely ≤ δ: below it by half the evaluation margin.
+
+    For δ <= 1/2 the test is log p <= log δ - margin(log δ)/2. For δ > 1/2 it is made on the
+    complement, log(1 - p) >= log(1 - δ) + margin(log(1 - δ))/2, which is the better
+    conditioned side there. Every one-sided privacy verification in approxdp goes through here
+    (or :func:`surely_within_scalar`).
+    """
+    comp = delta > 0.5
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_d = np.log(delta)
+        log_c = np.log1p(-delta)
+        log_1m = np.log(-np.expm1(log_profile))
+    return np.where(  # type: ignore[no-any-return]
+        comp,
+        log_1m >= log_c + 0.5 * log_margin(log_c),
+        log_profile <= log_d - 0.5 * log_margin(log_d),
+    )
+
+
+def surely_within_scalar(log_profile: float, delta: float) -> bool:
+    """:func:`surely_within` for Python floats."""
+    if delta > 0.5:
+        log_c = math.log1p(-delta)
+        if log_profile >= 0.0:
+            return False
+        return bool(math.log(-math.expm1(log_profile)) >= log_c + 0.5 * log_margin(log_c))
+    log_d = math.log(delta)
+    return bool(log_profile <= log_d - 0.5 * log_margin(log_d))
 
 
 def _out(value: FloatArray, scalar: bool) -> Any:
@@ -102,6 +137,52 @@ def log_profile_eu(eps: FloatArray, u: FloatArray, notion: Notion) -> FloatArray
     return out
 
 
+def log_profile_scalar(eps: float, u: float, notion: Notion) -> float:
+    """:func:`log_profile_eu` for one ε and one u = Δ/σ (Python floats), same formulas.
+
+    The regular case (0 < u < inf, finite ε, and ε > 0 for pDP) runs on Python floats; the edge
+    cases, and anything the float functions reject, go through the array implementation.
+    """
+    if 0.0 < u < math.inf and (0.0 < eps < math.inf or (notion == "dp" and eps == 0.0)):
+        a = (eps / u - 0.5 * u) / SQRT2
+        b = (eps / u + 0.5 * u) / SQRT2
+        h = u / SQRT2
+        if -math.inf < a and b < math.inf:
+            try:
+                if notion == "dp":
+                    val = terms.dp_log2delta_scalar(a, b, h, eps) - LOG2
+                else:
+                    val = terms.pdp_log2delta_scalar(a, b, h, eps) - LOG2
+            except (ValueError, OverflowError, ZeroDivisionError):
+                pass
+            else:
+                return val if val < 0.0 else 0.0
+    return float(log_profile_eu(np.array([eps]), np.array([u]), notion)[0])
+
+
+def _plain_scalars(*values: Any) -> tuple[float, ...] | None:
+    """The values as floats if all are plain Python/NumPy floats or Python ints (no bools)."""
+    out = []
+    for v in values:
+        if isinstance(v, float) or (type(v) is int):
+            out.append(float(v))
+        else:
+            return None
+    return tuple(out)
+
+
+def _scalar_profile(epsilon: Any, sigma: Any, sensitivity: Any, notion: Notion) -> float | None:
+    """The scalar fast path of the profile functions: log δ, or None to take the array path
+    (which validates and raises)."""
+    vals = _plain_scalars(epsilon, sigma, sensitivity)
+    if vals is None:
+        return None
+    e, sig, sens = vals
+    if not (e >= 0.0 and sig > 0.0 and 0.0 <= sens < math.inf):  # NaN fails here too
+        return None
+    return log_profile_scalar(e, sens / sig, notion)
+
+
 def gaussian_log_delta(epsilon: Any, sigma: Any, sensitivity: Any = 1.0) -> Any:
     """Natural log of the exact (ε, δ)-DP profile of the Gaussian mechanism.
 
@@ -119,6 +200,9 @@ def gaussian_log_delta(epsilon: Any, sigma: Any, sensitivity: Any = 1.0) -> Any:
         >>> round(gaussian_log_delta(1.0, 50.0), 3)
         -0.998
     """
+    fast = _scalar_profile(epsilon, sigma, sensitivity, "dp")
+    if fast is not None:
+        return fast
     eps, u, scalar = _profile_inputs(epsilon, sigma, sensitivity)
     res = log_profile_eu(eps.ravel(), u.ravel(), "dp").reshape(eps.shape)
     return _out(res, scalar)
@@ -141,6 +225,9 @@ def gaussian_delta(epsilon: Any, sigma: Any, sensitivity: Any = 1.0) -> Any:
         >>> round(gaussian_delta(1.0, 4.0), 6)
         0.005034
     """
+    fast = _scalar_profile(epsilon, sigma, sensitivity, "dp")
+    if fast is not None:
+        return math.exp(fast)
     eps, u, scalar = _profile_inputs(epsilon, sigma, sensitivity)
     res = np.exp(log_profile_eu(eps.ravel(), u.ravel(), "dp")).reshape(eps.shape)
     return _out(res, scalar)
@@ -148,6 +235,9 @@ def gaussian_delta(epsilon: Any, sigma: Any, sensitivity: Any = 1.0) -> Any:
 
 def gaussian_log_pdp_delta(epsilon: Any, sigma: Any, sensitivity: Any = 1.0) -> Any:
     """Natural log of :func:`gaussian_pdp_delta`."""
+    fast = _scalar_profile(epsilon, sigma, sensitivity, "pdp")
+    if fast is not None:
+        return fast
     eps, u, scalar = _profile_inputs(epsilon, sigma, sensitivity)
     res = log_profile_eu(eps.ravel(), u.ravel(), "pdp").reshape(eps.shape)
     return _out(res, scalar)
@@ -163,6 +253,9 @@ def gaussian_pdp_delta(epsilon: Any, sigma: Any, sensitivity: Any = 1.0) -> Any:
         >>> round(gaussian_pdp_delta(1.0, 4.0), 6)
         0.012678
     """
+    fast = _scalar_profile(epsilon, sigma, sensitivity, "pdp")
+    if fast is not None:
+        return math.exp(fast)
     eps, u, scalar = _profile_inputs(epsilon, sigma, sensitivity)
     res = np.exp(log_profile_eu(eps.ravel(), u.ravel(), "pdp")).reshape(eps.shape)
     return _out(res, scalar)
@@ -238,19 +331,19 @@ def gaussian_epsilon(sigma: Any, delta: Any, sensitivity: Any = 1.0, notion: Not
         root = solve_decreasing(
             fun, np.zeros_like(uu), hi, hi.copy(), lambda x, idx: np.maximum(x, 1e-300)
         )
-        out[need] = _round_up_epsilon(root, uu, ld, notion)
+        out[need] = _round_up_epsilon(root, uu, dd, notion)
     res = out.reshape(shape)
     return _out(res, scalar)
 
 
 def _round_up_epsilon(
-    eps: FloatArray, u: FloatArray, log_d: FloatArray, notion: Notion
+    eps: FloatArray, u: FloatArray, delta: FloatArray, notion: Notion
 ) -> FloatArray:
-    """Increase ε until the computed profile is below δ with the evaluation margin."""
+    """Increase ε until the computed profile is surely below δ (:func:`surely_within`)."""
     eps = eps.copy()
     bump = 1e-13
     for _ in range(80):
-        bad = log_profile_eu(eps, u, notion) > log_d - 0.5 * log_margin(log_d)
+        bad = ~surely_within(log_profile_eu(eps, u, notion), delta)
         if not np.any(bad):
             return eps
         eps[bad] = np.maximum(eps[bad] * (1 + bump), eps[bad] + 1e-300)
