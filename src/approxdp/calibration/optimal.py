@@ -25,11 +25,20 @@ import numpy as np
 from scipy import special
 
 from approxdp._numerics import LOG2, SQRT2, FloatArray, Objective, solve_decreasing
+from approxdp.calibration.optimal_halley import sigma_dp_halley, sigma_dp_halley_scalar
 from approxdp.profiles import _gaussian_terms as terms
-from approxdp.profiles.gaussian import log_margin, log_profile_eu, surely_within
+from approxdp.profiles.gaussian import log_margin, profile_surely_within
 
-__all__ = ["sigma_from_a", "sigma_optimal_dp", "sigma_optimal_pdp", "sigma_zero_epsilon"]
+__all__ = [
+    "sigma_from_a",
+    "sigma_optimal_dp",
+    "sigma_optimal_dp_scalar",
+    "sigma_optimal_pdp",
+    "sigma_zero_epsilon",
+]
 
+# Points per chunk of the vectorized search (temporaries of 256 KiB stay in cache).
+_CHUNK = 1 << 15
 # Lower end for a bracket: 2δ(a) at a = -40 differs from 2 by e^{-1600}, beyond any δ < 1.
 _A_FLOOR = -40.0
 
@@ -126,12 +135,13 @@ def round_up_sigma(
 ) -> FloatArray:
     """Smallest bump of σ (Δ = 1) after which the computed profile is surely <= δ.
 
-    The check is :func:`~approxdp.profiles.gaussian.surely_within` (on 1 - δ for δ > 1/2).
+    The check is :func:`~approxdp.profiles.gaussian.profile_surely_within` (on 1 - δ for
+    δ > 1/2).
     """
     sigma = np.nextafter(sigma, np.inf)
     bump = 1e-14
     for _ in range(90):
-        ok = surely_within(log_profile_eu(eps, 1.0 / sigma, notion), delta)  # type: ignore[arg-type]
+        ok = profile_surely_within(eps, 1.0 / sigma, delta, notion)[0]  # type: ignore[arg-type]
         if np.all(ok):
             return sigma
         sigma = np.where(ok, sigma, sigma * (1.0 + bump))
@@ -140,7 +150,32 @@ def round_up_sigma(
 
 
 def sigma_optimal_dp(eps: FloatArray, delta: FloatArray) -> FloatArray:
-    """DP-OPT σ/Δ for flat arrays of ε > 0 and δ in (0, 1) (paper Thm 2)."""
+    """DP-OPT σ/Δ for flat arrays of ε > 0 and δ in (0, 1) (paper Thm 2).
+
+    Halley's method (:mod:`approxdp.calibration.optimal_halley`), in chunks that keep the
+    temporaries in cache; any point it does not settle goes to the bracketed search.
+    """
+    sigma = np.empty_like(eps)
+    done = np.empty(eps.shape, dtype=bool)
+    for i in range(0, eps.size, _CHUNK):
+        sl = slice(i, i + _CHUNK)
+        sigma[sl], done[sl] = sigma_dp_halley(eps[sl], delta[sl])
+    if not np.all(done):
+        rest = ~done
+        sigma[rest] = _sigma_optimal_dp_bracketed(eps[rest], delta[rest])
+    return sigma
+
+
+def sigma_optimal_dp_scalar(eps: float, delta: float) -> float:
+    """:func:`sigma_optimal_dp` for one point ε > 0, δ in (0, 1) given as Python floats."""
+    sigma = sigma_dp_halley_scalar(eps, delta)
+    if sigma is not None:
+        return sigma
+    return float(_sigma_optimal_dp_bracketed(np.array([eps]), np.array([delta]))[0])
+
+
+def _sigma_optimal_dp_bracketed(eps: FloatArray, delta: FloatArray) -> FloatArray:
+    """DP-OPT σ/Δ by safeguarded Newton in a inside the closed-form brackets of Lemma 14."""
     target, comp = _targets(delta)
     fun = _objective(eps, target, comp, "dp")
     # Lemma 14: the sign of 1 - e^ε erfc(√ε) - 2δ locates a relative to 0.

@@ -32,8 +32,10 @@ from approxdp._numerics import ARRAY_OPS, SCALAR_OPS, TWO_OVER_SQRT_PI, FloatArr
 __all__ = [
     "b_h_from_a",
     "dp_log2comp",
+    "dp_log2comp_scalar",
     "dp_log2delta",
-    "dp_log2delta_curvature",
+    "dp_log2delta_derivatives",
+    "dp_log2delta_pos",
     "dp_log2delta_scalar",
     "pdp_log2comp",
     "pdp_log2delta",
@@ -52,7 +54,7 @@ def b_h_from_a(a: FloatArray, eps: FloatArray) -> tuple[FloatArray, FloatArray]:
 # --- branch formulas (arrays or floats) ----------------------------------------------------
 
 
-def _dp_pos(a: Any, h: Any, ops: Ops) -> Any:
+def dp_log2delta_pos(a: Any, h: Any, ops: Ops) -> Any:
     """a >= 0: 2δ = e^{-a²} (erfcx(a) - erfcx(b))."""
     return -a * a + ops.log(ops.erfcx_diff(a, h))
 
@@ -106,8 +108,8 @@ def dp_log2delta(a: FloatArray, b: FloatArray, h: FloatArray, eps: FloatArray) -
     neg = ~pos
     with np.errstate(divide="ignore"):
         if np.all(pos):
-            return _dp_pos(a, h, ARRAY_OPS)  # type: ignore[no-any-return]
-        out[pos] = _dp_pos(a[pos], h[pos], ARRAY_OPS)
+            return dp_log2delta_pos(a, h, ARRAY_OPS)  # type: ignore[no-any-return]
+        out[pos] = dp_log2delta_pos(a[pos], h[pos], ARRAY_OPS)
         out[neg] = _dp_neg(a[neg], b[neg], eps[neg], ARRAY_OPS)
     return out
 
@@ -115,22 +117,26 @@ def dp_log2delta(a: FloatArray, b: FloatArray, h: FloatArray, eps: FloatArray) -
 def dp_log2delta_scalar(a: float, b: float, h: float, eps: float) -> float:
     """:func:`dp_log2delta` for Python floats (raises ValueError where the array form is -inf)."""
     if a >= 0.0:
-        return float(_dp_pos(a, h, SCALAR_OPS))
+        return float(dp_log2delta_pos(a, h, SCALAR_OPS))
     return float(_dp_neg(a, b, eps, SCALAR_OPS))
 
 
-def dp_log2delta_slope(a: Any, b: Any, h: Any, log2delta: Any, exp: Any = np.exp) -> Any:
+def dp_log2delta_slope(
+    a: FloatArray, b: FloatArray, h: FloatArray, log2delta: FloatArray
+) -> FloatArray:
     """d/da log(2δ_DP) = -(2/√π) (h/b) e^{-a²} / (2δ)."""
-    return -TWO_OVER_SQRT_PI * (h / b) * exp(-a * a - log2delta)
+    return -TWO_OVER_SQRT_PI * (h / b) * np.exp(-a * a - log2delta)
 
 
-def dp_log2delta_curvature(a: Any, b: Any, h: Any, eps: Any, slope: Any) -> Any:
-    """d²/da² log(2δ_DP), given the first derivative ``slope``.
+def dp_log2delta_derivatives(a: Any, b: Any, h: Any, eps: Any, diff: Any) -> tuple[Any, Any]:
+    """First and second derivatives in a of log(2δ_DP) for a >= 0, given diff = e^{a²} 2δ.
 
     With P = 2δ: P' = -(2/√π) e^{-a²} h/b and P'' = (2/√π) e^{-a²} (2a h/b + ε/b³), so
-    (log P)'' = P''/P - (P'/P)² = -slope (2a + ε/(h b²)) - slope².
+    (log P)' = -(2/√π)(h/b)/diff and (log P)'' = P''/P - (P'/P)² = -(log P)'(2a + ε/(h b²))
+    - (log P)'². Arrays or floats.
     """
-    return -slope * (2.0 * a + eps / (h * b * b)) - slope * slope
+    slope = -TWO_OVER_SQRT_PI * h / (b * diff)
+    return slope, -slope * (2.0 * a + eps / (h * b * b)) - slope * slope
 
 
 def dp_log2comp(a: FloatArray, b: FloatArray, h: FloatArray, eps: FloatArray) -> FloatArray:
@@ -145,6 +151,13 @@ def dp_log2comp(a: FloatArray, b: FloatArray, h: FloatArray, eps: FloatArray) ->
     out[pos] = _dp_comp_pos(a[pos], b[pos], ARRAY_OPS)
     out[neg] = _dp_comp_neg(a[neg], b[neg], ARRAY_OPS)
     return out
+
+
+def dp_log2comp_scalar(a: float, b: float, h: float, eps: float) -> float:
+    """:func:`dp_log2comp` for Python floats."""
+    if a >= 0.0:
+        return float(_dp_comp_pos(a, b, SCALAR_OPS))
+    return float(_dp_comp_neg(a, b, SCALAR_OPS))
 
 
 def dp_log2comp_slope(

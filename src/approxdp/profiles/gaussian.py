@@ -24,7 +24,7 @@ import numpy.typing as npt
 from scipy import special
 
 from approxdp._numerics import LOG2, SQRT2, FloatArray, solve_decreasing
-from approxdp._validation import check_interval, check_probability, is_scalar
+from approxdp._validation import check_interval, check_probability, is_scalar, plain_floats
 from approxdp.errors import UnknownMethodError
 from approxdp.profiles import _gaussian_terms as terms
 
@@ -52,35 +52,59 @@ def log_margin(log_delta: Any) -> Any:
     return _LOG_MARGIN_FLOOR + _LOG_MARGIN_SLOPE * abs(log_delta)
 
 
-def surely_within(log_profile: FloatArray, delta: FloatArray) -> npt.NDArray[np.bool_]:
+def within_margin(log_value: Any, log_bound: Any, complement: bool) -> Any:
+    """The one-sided test behind every privacy verification (arrays or floats).
+
+    ``complement=False``: log p <= log δ - margin(log δ)/2, i.e. p surely <= δ given the
+    evaluation error of log p. ``complement=True``: log(1 - p) >= log(1 - δ) +
+    margin(log(1 - δ))/2, the same statement made on the complement (for δ > 1/2).
+    """
+    if complement:
+        return log_value >= log_bound + 0.5 * log_margin(log_bound)
+    return log_value <= log_bound - 0.5 * log_margin(log_bound)
+
+
+def surely_within(
+    log_profile: FloatArray, delta: FloatArray, log_complement: FloatArray | None = None
+) -> npt.NDArray[np.bool_]:
     """Whether computed log-profiles are surely ≤ δ: below it by half the evaluation margin.
 
     For δ <= 1/2 the test is log p <= log δ - margin(log δ)/2. For δ > 1/2 it is made on the
-    complement, log(1 - p) >= log(1 - δ) + margin(log(1 - δ))/2, which is the better
-    conditioned side there. Every one-sided privacy verification in approxdp goes through here
-    (or :func:`surely_within_scalar`).
+    complement, log(1 - p) >= log(1 - δ) + margin(log(1 - δ))/2, the better conditioned side
+    there; pass ``log_complement`` = log(1 - p) computed directly (:func:`log_profile_comp_eu`),
+    else it is derived from ``log_profile`` (which loses digits when p is close to 1). Every
+    one-sided privacy verification in approxdp goes through here (see
+    :func:`profile_surely_within`).
     """
     comp = delta > 0.5
     with np.errstate(divide="ignore", invalid="ignore"):
         log_d = np.log(delta)
+        if not np.any(comp):
+            return within_margin(log_profile, log_d, False)  # type: ignore[no-any-return]
         log_c = np.log1p(-delta)
-        log_1m = np.log(-np.expm1(log_profile))
-    return np.where(  # type: ignore[no-any-return]
-        comp,
-        log_1m >= log_c + 0.5 * log_margin(log_c),
-        log_profile <= log_d - 0.5 * log_margin(log_d),
-    )
+        if log_complement is None:
+            log_complement = np.log(-np.expm1(log_profile))
+        return np.where(  # type: ignore[no-any-return]
+            comp,
+            within_margin(log_complement, log_c, True),
+            within_margin(log_profile, log_d, False),
+        )
 
 
-def surely_within_scalar(log_profile: float, delta: float) -> bool:
-    """:func:`surely_within` for Python floats."""
-    if delta > 0.5:
-        log_c = math.log1p(-delta)
-        if log_profile >= 0.0:
-            return False
-        return bool(math.log(-math.expm1(log_profile)) >= log_c + 0.5 * log_margin(log_c))
-    log_d = math.log(delta)
-    return bool(log_profile <= log_d - 0.5 * log_margin(log_d))
+def profile_surely_within(
+    eps: FloatArray, u: FloatArray, delta: FloatArray, notion: Notion
+) -> tuple[npt.NDArray[np.bool_], FloatArray]:
+    """Whether the profile at (ε, u = Δ/σ) is surely ≤ δ (:func:`surely_within`), and log δ(σ).
+
+    Where δ > 1/2 the complement log(1 - δ(σ)) is computed directly for the check.
+    """
+    logp = log_profile_eu(eps, u, notion)
+    comp = delta > 0.5
+    log_c = None
+    if np.any(comp):
+        log_c = np.zeros(eps.shape)
+        log_c[comp] = log_profile_comp_eu(eps[comp], u[comp], notion)
+    return surely_within(logp, delta, log_c), logp
 
 
 def _out(value: FloatArray, scalar: bool) -> Any:
@@ -137,6 +161,34 @@ def log_profile_eu(eps: FloatArray, u: FloatArray, notion: Notion) -> FloatArray
     return out
 
 
+def log_profile_comp_eu(eps: FloatArray, u: FloatArray, notion: Notion) -> FloatArray:
+    """log(1 - δ) for flat arrays of ε ∈ [0, ∞] and u ∈ [0, ∞], accurate when δ is near 1.
+
+    Uses the complement forms of :mod:`approxdp.profiles._gaussian_terms` (sums of positive
+    terms). Same edge cases as :func:`log_profile_eu`: 0 where δ = 0, -inf where δ = 1.
+    """
+    out = np.zeros(eps.shape)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        regular = (u > 0) & np.isfinite(eps)
+        if notion == "pdp":
+            out[(u > 0) & (eps == 0)] = -np.inf
+            regular &= eps > 0
+        no_noise = regular & np.isinf(u)
+        out[no_noise] = -np.inf
+        regular &= ~no_noise
+        e, uu = eps[regular], u[regular]
+        a = (e / uu - 0.5 * uu) / SQRT2
+        b = (e / uu + 0.5 * uu) / SQRT2
+        h = uu / SQRT2
+        vals = np.zeros(a.shape)
+        ok = np.isfinite(a) & np.isfinite(b)
+        comp = terms.dp_log2comp if notion == "dp" else terms.pdp_log2comp
+        vals[ok] = comp(a[ok], b[ok], h[ok], e[ok]) - LOG2
+        vals[np.isneginf(a)] = -np.inf
+    out[regular] = np.minimum(vals, 0.0)
+    return out
+
+
 def log_profile_scalar(eps: float, u: float, notion: Notion) -> float:
     """:func:`log_profile_eu` for one ε and one u = Δ/σ (Python floats), same formulas.
 
@@ -160,21 +212,10 @@ def log_profile_scalar(eps: float, u: float, notion: Notion) -> float:
     return float(log_profile_eu(np.array([eps]), np.array([u]), notion)[0])
 
 
-def _plain_scalars(*values: Any) -> tuple[float, ...] | None:
-    """The values as floats if all are plain Python/NumPy floats or Python ints (no bools)."""
-    out = []
-    for v in values:
-        if isinstance(v, float) or (type(v) is int):
-            out.append(float(v))
-        else:
-            return None
-    return tuple(out)
-
-
 def _scalar_profile(epsilon: Any, sigma: Any, sensitivity: Any, notion: Notion) -> float | None:
     """The scalar fast path of the profile functions: log δ, or None to take the array path
     (which validates and raises)."""
-    vals = _plain_scalars(epsilon, sigma, sensitivity)
+    vals = plain_floats(epsilon, sigma, sensitivity)
     if vals is None:
         return None
     e, sig, sens = vals
@@ -343,7 +384,7 @@ def _round_up_epsilon(
     eps = eps.copy()
     bump = 1e-13
     for _ in range(80):
-        bad = ~surely_within(log_profile_eu(eps, u, notion), delta)
+        bad = ~profile_surely_within(eps, u, delta, notion)[0]
         if not np.any(bad):
             return eps
         eps[bad] = np.maximum(eps[bad] * (1 + bump), eps[bad] + 1e-300)

@@ -1,0 +1,288 @@
+"""DP-OPT by Halley's method in log σ, for the common case a > 0, on arrays and on floats.
+
+The least σ with δ_DP(ε; σ) <= δ (paper Thm 2, Eq. 5) solves L(σ) = log 2δ, where L = log 2δ_DP
+is written in the paper's variable a = (εσ - 1/(2σ))/√2 as -a² + log(erfcx(a) - erfcx(b))
+(:mod:`approxdp.profiles._gaussian_terms`). By the paper's Lemma 14 the root has a > 0 exactly
+when 1 - e^ε erfc(√ε) > 2δ; this module handles those points, the others (and any point that does
+not converge here) go to the bracketed solver of :mod:`approxdp.calibration.optimal`.
+
+1. **Start.** σ0 = min(σ_M2, σ_(0,δ)), two upper bounds of the optimum (paper Ineq. 8 and Thm 3),
+   then a few Halley steps on a *model* of the profile in which erfcx is replaced by the
+   Börjesson–Sundberg (1979) approximation erfcx(x) ≈ 1/(√π((1-α)x + α√(x² + γ))),
+   α = 0.339, γ = 5.51/2 (relative error below 0.3%), whose difference at a and b is taken in
+   closed form without cancellation. This costs square roots and one log per step, no special
+   functions, and lands within about 1e-2 of the exact log 2δ.
+2. **Exact steps.** Halley's method in t = log σ on the exact L (first and second derivatives in
+   closed form; da/dt = b, d²a/dt² = a), aimed at log 2δ minus the evaluation margin
+   (:func:`~approxdp.profiles.gaussian.log_margin`). Each evaluation is made at the float σ
+   itself, by the same formulas as the σ-parametrised profile, so it is also the verification.
+3. **Acceptance.** σ is returned once that evaluation is surely <= δ
+   (:func:`~approxdp.profiles.gaussian.surely_within`) and the next step would lower σ by less
+   than 1e-13 relative: never below the optimum, and above it by about the margin (~1e-12).
+
+Every formula is written once against :class:`~approxdp._numerics.Ops` and runs on NumPy arrays
+(:func:`sigma_dp_halley`) and on Python floats (:func:`sigma_dp_halley_scalar`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from scipy import special
+from scipy.special import cython_special
+
+from approxdp._numerics import ARRAY_OPS, LOG2, SCALAR_OPS, SQRT2, FloatArray, Ops, erfcx_scalar
+from approxdp.profiles import _gaussian_terms as terms
+from approxdp.profiles.gaussian import log_margin, within_margin
+
+__all__ = ["lemma14_positive", "sigma_dp_halley", "sigma_dp_halley_scalar"]
+
+_INV_SQRT_PI = 1.0 / math.sqrt(math.pi)
+# Börjesson & Sundberg (1979), "Simple approximations of the error function Q(x)", in erfcx form.
+_BS_ALPHA = 0.339
+_BS_GAMMA = 5.51 / 2.0
+# Model steps (arrays: a fixed number; floats: until the model residual is below _MODEL_TOL).
+_MODEL_STEPS = 4
+_MODEL_TOL = 1e-6
+# Exact steps before giving the point to the bracketed solver (from the model; from σ_(0,δ)).
+_EXACT_STEPS = 8
+_EXACT_STEPS_ANY = 16
+# Accept once the next step would lower σ by less than this (relative).
+_ACCEPT_STEP = 1e-13
+# Halley's correction factor is kept in [1/2, 2] and a step in log σ within ±_MAX_STEP.
+_MAX_STEP = 2.0
+
+
+def _start(eps: Any, delta: Any, erfinv_delta: Any, ops: Ops) -> Any:
+    """log of min(σ_M2, σ_(0,δ)) for Δ = 1 (paper Eq. 9 and Thm 3 ①), both above the optimum."""
+    c = ops.sqrt(LOG2 + ops.log(ops.sqrt(16.0 * delta + 1.0) + 1.0) - ops.log(16.0 * delta))
+    t_m2 = ops.log((c + ops.sqrt(c * c + eps)) / (eps * SQRT2))
+    t_zero = -ops.log(2.0 * SQRT2 * erfinv_delta)
+    return ops.minimum(t_m2, t_zero)
+
+
+def _start_nonpositive(eps: Any, erfinv_delta: Any, ops: Ops) -> Any:
+    """min(σ_(0,δ), 1/√(2ε)) for Δ = 1: above the optimum when its root has a <= 0 (Thm 3 ①;
+    a(σ) = 0 at σ = 1/√(2ε))."""
+    return ops.minimum(1.0 / (2.0 * SQRT2 * erfinv_delta), 1.0 / ops.sqrt(2.0 * eps))
+
+
+def _halley_step(g: Any, a: Any, b: Any, h: Any, eps: Any, diff: Any, ops: Ops) -> Any:
+    """Halley's step in t = log σ for g(t) = log 2δ - target = 0, safeguarded.
+
+    The derivatives in a (:func:`~approxdp.profiles._gaussian_terms.dp_log2delta_derivatives`)
+    become derivatives in t through da/dt = b and d²a/dt² = a. Halley's correction factor is
+    kept in [1/2, 2] and the step within ±2.
+    """
+    slope, curv = terms.dp_log2delta_derivatives(a, b, h, eps, diff)
+    lt = slope * b
+    ltt = curv * b * b + slope * a
+    factor = ops.minimum(ops.maximum(1.0 - g * ltt / (2.0 * lt * lt), 0.5), 2.0)
+    return ops.minimum(ops.maximum(-g / (lt * factor), -_MAX_STEP), _MAX_STEP)
+
+
+def _model_step(t: Any, eps: Any, target: Any, t_floor: Any, ops: Ops) -> tuple[Any, Any]:
+    """One Halley step on the model equation; returns (new t, model residual)."""
+    s = ops.exp(t)
+    a = (eps * s - 0.5 / s) / SQRT2
+    b = (eps * s + 0.5 / s) / SQRT2
+    h = 1.0 / (SQRT2 * s)
+    ra = ops.sqrt(a * a + _BS_GAMMA)
+    rb = ops.sqrt(b * b + _BS_GAMMA)
+    # Ẽ(a) - Ẽ(b) with Ẽ(x) = 1/(√π((1-α)x + α√(x²+γ))); √(b²+γ) - √(a²+γ) = ε/(ra + rb).
+    num = (1.0 - _BS_ALPHA) * h + _BS_ALPHA * eps / (ra + rb)
+    den = ((1.0 - _BS_ALPHA) * a + _BS_ALPHA * ra) * ((1.0 - _BS_ALPHA) * b + _BS_ALPHA * rb)
+    diff = _INV_SQRT_PI * num / den
+    g = ops.log(diff) - a * a - target
+    return ops.maximum(t + _halley_step(g, a, b, h, eps, diff, ops), t_floor), g
+
+
+def _geometry(sigma: Any, eps: Any) -> tuple[Any, Any, Any]:
+    """a, b, h at the float σ (Δ = 1), by the σ-parametrised profile's own formulas."""
+    u = 1.0 / sigma
+    return (eps / u - 0.5 * u) / SQRT2, (eps / u + 0.5 * u) / SQRT2, u / SQRT2
+
+
+def _exact_pos(sigma: Any, eps: Any, target: Any, ops: Ops) -> tuple[Any, Any, Any]:
+    """Exact log 2δ at the float σ for a >= 0, a, and the Halley step toward ``target``."""
+    a, b, h = _geometry(sigma, eps)
+    diff = ops.erfcx_diff(a, h)
+    log2delta = ops.log(diff) - a * a  # = dp_log2delta_pos(a, h)
+    return log2delta, a, _halley_step(log2delta - target, a, b, h, eps, diff, ops)
+
+
+def _exact_any(value: Any, a: Any, b: Any, h: Any, eps: Any, target: Any, comp: bool) -> Any:
+    """Halley step toward ``target`` from log 2δ (or, where ``comp``, log 2(1 - δ)) = ``value``.
+
+    e^{a²} 2δ (or minus e^{a²} 2(1 - δ), whose derivatives are those of 2δ negated) plays the
+    part of the erfcx difference in the derivative formulas.
+    """
+    ops = ARRAY_OPS if isinstance(value, np.ndarray) else SCALAR_OPS
+    diff = ops.exp(value + a * a)
+    return _halley_step(value - target, a, b, h, eps, -diff if comp else diff, ops)
+
+
+def _targets(delta: Any, comp: bool, ops: Ops) -> tuple[Any, Any]:
+    """(target, log δ or log(1 - δ)): aim below log 2δ, or above log 2(1 - δ) where ``comp``."""
+    if comp:
+        log_c = ops.log1p(-delta)
+        return LOG2 + log_c + log_margin(log_c), log_c
+    log_d = ops.log(delta)
+    return LOG2 + log_d - log_margin(log_d), log_d
+
+
+def _iterate(
+    sigma: FloatArray,
+    eps: FloatArray,
+    delta: FloatArray,
+    evaluate: Callable[[FloatArray, np.ndarray], tuple[npt.NDArray[np.bool_], FloatArray]],
+    steps: int,
+) -> npt.NDArray[np.bool_]:
+    """Exact Halley steps on arrays, in place on ``sigma``; returns the mask of accepted points.
+
+    ``evaluate(s, idx)`` gives, at the float σ = s of the points ``idx``, whether the profile is
+    surely <= δ there and the Halley step in log σ.
+    """
+    done = np.zeros(eps.shape, dtype=bool)
+    active = np.flatnonzero(np.isfinite(sigma))
+    for _ in range(steps):
+        if active.size == 0:
+            break
+        s = sigma[active]
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            ok, step = evaluate(s, active)
+            accept = ok & (step >= -_ACCEPT_STEP)
+            moved = s * np.exp(step)
+        # A failing point must move up even when the step is below one ulp.
+        moved = np.where(ok, moved, np.maximum(moved, np.nextafter(s, np.inf)))
+        done[active[accept]] = True
+        keep = ~accept & np.isfinite(moved)
+        sigma[active[keep]] = moved[keep]
+        active = active[keep]
+    return done
+
+
+def lemma14_positive(eps: Any, delta: Any, erfcx: Callable[[Any], Any]) -> Any:
+    """Whether the root has a > 0: 1 - e^ε erfc(√ε) > 2δ (paper Lemma 14)."""
+    return 1.0 - erfcx(eps**0.5) - 2.0 * delta > 0
+
+
+def sigma_dp_halley(eps: FloatArray, delta: FloatArray) -> tuple[FloatArray, npt.NDArray[np.bool_]]:
+    """DP-OPT σ/Δ for flat arrays of ε > 0 and δ in (0, 1).
+
+    Returns σ and a mask of the points that converged; the others hold no meaningful value.
+    """
+    sigma = np.empty_like(eps)
+    done = np.zeros(eps.shape, dtype=bool)
+    erfinv_delta = special.erfinv(delta)
+    pos = lemma14_positive(eps, delta, special.erfcx)
+    if np.any(pos):
+        e, d = eps[pos], delta[pos]
+        target, log_d = _targets(d, False, ARRAY_OPS)
+        t_floor = -0.5 * np.log(2.0 * e) + 1e-15  # a(σ) >= 0
+        t = _start(e, d, erfinv_delta[pos], ARRAY_OPS)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            for _ in range(_MODEL_STEPS):
+                t = _model_step(t, e, target, t_floor, ARRAY_OPS)[0]
+
+        def evaluate_pos(
+            s: FloatArray, idx: np.ndarray
+        ) -> tuple[npt.NDArray[np.bool_], FloatArray]:
+            log2delta, a, step = _exact_pos(s, e[idx], target[idx], ARRAY_OPS)
+            return _accepts(log2delta, log_d[idx], False) & (a > 0), step
+
+        s_pos = np.exp(t)
+        done[pos] = _iterate(s_pos, e, d, evaluate_pos, _EXACT_STEPS)
+        sigma[pos] = s_pos
+    for comp in (False, True):
+        grp = ~pos & ((delta > 0.5) == comp)
+        if not np.any(grp):
+            continue
+        e, d = eps[grp], delta[grp]
+        target, log_side = _targets(d, comp, ARRAY_OPS)
+        profile = terms.dp_log2comp if comp else terms.dp_log2delta
+
+        def evaluate_any(
+            s: FloatArray,
+            idx: np.ndarray,
+            e: FloatArray = e,
+            target: FloatArray = target,
+            log_side: FloatArray = log_side,
+            profile: Callable[..., FloatArray] = profile,
+            comp: bool = comp,
+        ) -> tuple[npt.NDArray[np.bool_], FloatArray]:
+            a, b, h = _geometry(s, e[idx])
+            value = profile(a, b, h, e[idx])
+            return _accepts(value, log_side[idx], comp), _exact_any(
+                value, a, b, h, e[idx], target[idx], comp
+            )
+
+        s_grp = _start_nonpositive(e, erfinv_delta[grp], ARRAY_OPS)
+        done[grp] = _iterate(s_grp, e, d, evaluate_any, _EXACT_STEPS_ANY)
+        sigma[grp] = s_grp
+    return sigma, done
+
+
+def _accepts(value: Any, log_side: Any, comp: bool) -> Any:
+    """:func:`~approxdp.profiles.gaussian.within_margin` given log 2δ (or, where ``comp``,
+    log 2(1 - δ), computed directly), against log δ (or log(1 - δ))."""
+    return within_margin(value - LOG2, log_side, comp)
+
+
+def _erfinv_small(delta: float) -> float:
+    """erfinv(δ) on a float: the series √π/2 (δ + πδ³/12) below 0.01 (a start value only)."""
+    if delta < 0.01:
+        return 0.5 * math.sqrt(math.pi) * delta * (1.0 + math.pi * delta * delta / 12.0)
+    return float(cython_special.erfinv(delta))
+
+
+def sigma_dp_halley_scalar(eps: float, delta: float) -> float | None:
+    """:func:`sigma_dp_halley` for one point (Python floats); None if it did not converge."""
+    try:
+        if lemma14_positive(eps, delta, erfcx_scalar):
+            return _scalar_pos(eps, delta)
+        return _scalar_any(eps, delta)
+    except (ValueError, OverflowError, ZeroDivisionError):
+        return None
+
+
+def _scalar_pos(eps: float, delta: float) -> float | None:
+    target, log_d = _targets(delta, False, SCALAR_OPS)
+    t_floor = -0.5 * math.log(2.0 * eps) + 1e-15
+    t = _start(eps, delta, _erfinv_small(delta), SCALAR_OPS)
+    for _ in range(2 * _MODEL_STEPS):
+        t, g = _model_step(t, eps, target, t_floor, SCALAR_OPS)
+        if abs(g) < _MODEL_TOL:
+            break
+    sigma = math.exp(t)
+    for _ in range(_EXACT_STEPS):
+        log2delta, a, step = _exact_pos(sigma, eps, target, SCALAR_OPS)
+        ok = a > 0.0 and _accepts(log2delta, log_d, False)
+        if ok and step >= -_ACCEPT_STEP:
+            return float(sigma)
+        moved = sigma * math.exp(step)
+        sigma = moved if ok else max(moved, math.nextafter(sigma, math.inf))
+    return None
+
+
+def _scalar_any(eps: float, delta: float) -> float | None:
+    comp = delta > 0.5
+    target, log_side = _targets(delta, comp, SCALAR_OPS)
+    sigma = _start_nonpositive(eps, _erfinv_small(delta), SCALAR_OPS)
+    for _ in range(_EXACT_STEPS_ANY):
+        a, b, h = _geometry(sigma, eps)
+        if comp:
+            value = terms.dp_log2comp_scalar(a, b, h, eps)
+        else:
+            value = terms.dp_log2delta_scalar(a, b, h, eps)
+        ok = _accepts(value, log_side, comp)
+        step = _exact_any(value, a, b, h, eps, target, comp)
+        if ok and step >= -_ACCEPT_STEP:
+            return float(sigma)
+        moved = sigma * math.exp(step)
+        sigma = moved if ok else max(moved, math.nextafter(sigma, math.inf))
+    return None
