@@ -252,15 +252,16 @@ def test_halley_settles_the_whole_domain() -> None:
 
 
 def test_scalar_and_vectorized_optimal_agree() -> None:
-    """The scalar fast path and one vectorized call give the same σ (to rounding of the last
-    Halley step) over the whole domain, with and without a sensitivity."""
+    """The scalar fast path and one vectorized call give the same σ over the whole domain, with
+    and without a sensitivity: both lie between the optimum and the point they aim at (half an
+    evaluation margin, ~1e-12, above it), so they agree to ~2e-12 (in practice ~1e-13)."""
     eps, delta = _domain_sample(600, 6)
     for sens in (1.0, 3.5):
         vec = calibrate_gaussian(eps, delta, sens)
         one = np.array(
             [calibrate_gaussian(float(e), float(d), sens) for e, d in zip(eps, delta, strict=True)]
         )
-        assert np.all(np.abs(one - vec) <= 1e-13 * vec)
+        assert np.all(np.abs(one - vec) <= 2e-12 * vec)
 
 
 def test_scalar_and_vectorized_optimal_both_private() -> None:
@@ -274,9 +275,10 @@ def test_scalar_and_vectorized_optimal_both_private() -> None:
 
 
 def test_scalar_fast_path_types_and_fallbacks() -> None:
-    # NumPy floats and ints take the fast path and give the array path's float.
+    # NumPy floats and ints take the fast path; its result agrees with the array path's.
     assert calibrate_gaussian(np.float64(1.0), 1e-5) == calibrate_gaussian(1.0, 1e-5)
-    assert calibrate_gaussian(1, 1e-5, 2) == float(calibrate_gaussian(np.array([1.0]), 1e-5, 2)[0])
+    one = calibrate_gaussian(1, 1e-5, 2)
+    assert math.isclose(one, float(calibrate_gaussian(np.array([1.0]), 1e-5, 2)[0]), rel_tol=2e-12)
     assert isinstance(calibrate_gaussian(1, 1e-5), float)
     # Out-of-range and odd inputs still reach the validating path and its typed errors.
     with pytest.raises(InvalidParameterError, match="epsilon"):
@@ -294,6 +296,30 @@ def test_profile_scalar_and_array_agree(row: dict[str, str]) -> None:
         one = fn(e, s)
         arr = float(fn(np.array([e]), np.array([s]))[0])
         assert one == arr or abs(one - arr) <= 1e-13 * max(1.0, abs(arr))
+
+
+def test_erfcx_model_accuracy() -> None:
+    """The start model of optimal_halley: erfcx(x) ≈ 2/(√π(x + √(x² + q(x)))) to 6e-5, and its
+    difference at a, b = √(a² + ε) to 3e-3 (relative; worst near a = 0), against SciPy's erfcx."""
+    from scipy import special
+
+    from approxdp._numerics import erfcx_diff
+    from approxdp.calibration.optimal_halley import model_erfcx_diff
+
+    x = np.concatenate([np.linspace(0.0, 5.0, 501), np.geomspace(5.0, 1e4, 200)])
+    model_at_zero_eps = model_erfcx_diff(x, x, np.zeros_like(x), 0.0, np.sqrt)
+    assert np.all(model_at_zero_eps == 0.0)
+    rng = np.random.default_rng(3)
+    a = np.concatenate([np.zeros(10), 10 ** rng.uniform(-6, 1.4, 2000)])
+    eps = 10 ** rng.uniform(-12, 3, a.size)
+    b = np.sqrt(a * a + eps)
+    h = eps / (a + b)
+    model = model_erfcx_diff(a, b, h, eps, np.sqrt)
+    assert np.all(np.abs(model / erfcx_diff(a, h) - 1) < 3e-3)
+    # the value itself: Ẽ(x) = model difference against Ẽ(∞) = 0 in the limit b → ∞
+    big = np.full_like(x, 1e300)
+    single = model_erfcx_diff(x, big, big - x, big * big - x * x, np.sqrt)
+    assert np.all(np.abs(single / special.erfcx(x) - 1) < 6e-5)
 
 
 def test_complement_check_near_delta_one() -> None:

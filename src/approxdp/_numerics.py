@@ -38,6 +38,7 @@ __all__ = [
     "ARRAY_OPS",
     "LOG2",
     "SCALAR_OPS",
+    "SERIES_BELOW",
     "SQRT2",
     "TWO_OVER_SQRT_PI",
     "Ops",
@@ -54,9 +55,14 @@ _INV_SQRT_PI = 1.0 / math.sqrt(math.pi)
 
 # Direct subtraction erfcx(a) - erfcx(a + h) once h >= max(1, a)/16: the difference is then at
 # least ~1/17 of erfcx(a), so it loses at most ~4 bits (scipy's erfcx is good to ~4 ulp).
-_SERIES_BELOW = 1.0 / 16.0
-# Upward recurrence for the J_k below this midpoint (loses at most ~30 ulp); downward above.
+SERIES_BELOW = 1.0 / 16.0
+# Upward recurrence for the J_k below this midpoint (loses at most ~30 ulp), and below
+# _FORWARD_SHORT_BELOW when at most _FORWARD_SHORT_TERMS odd terms are needed (the growth of the
+# error with the order is then damped by h²; J_1 = 1/√π - m J_0 loses at most 2m² ulp);
+# downward otherwise.
 _FORWARD_BELOW = 4.0
+_FORWARD_SHORT_BELOW = 6.0
+_FORWARD_SHORT_TERMS = 3
 # At most this many odd terms: below the direct threshold the term ratio is <= (1/32)^2.
 _MAX_ODD_TERMS = 6
 # 17 decimal digits: terms are summed until the ratio q^n falls below 1e-17.
@@ -66,12 +72,16 @@ erfcx_scalar: Callable[[float], float] = cython_special.erfcx
 """scipy's erfcx (Faddeeva package) on one Python float, returning a Python float."""
 
 
+# Ratio h / (2 max(1, m)) below which n odd terms suffice: ratio^(2n) <= 1e-17.
+_ODD_TERM_LIMITS = tuple(10.0 ** (-17.0 / (2 * n)) for n in range(1, _MAX_ODD_TERMS))
+
+
 def _odd_terms(ratio: float) -> int:
     """Odd Taylor terms needed when h / (2 max(1, m)) <= ratio (relative tail below 1e-17)."""
-    if ratio <= 0.0:
-        return 1
-    n = math.ceil(_LOG_TERM_TOL / (-2.0 * math.log(ratio)))
-    return max(1, min(_MAX_ODD_TERMS, n))
+    for n, limit in enumerate(_ODD_TERM_LIMITS, start=1):
+        if ratio <= limit:
+            return n
+    return _MAX_ODD_TERMS
 
 
 def _cf_depth(m_min: float) -> int:
@@ -104,21 +114,24 @@ def _odd_series_upward(m: Any, h: Any, j0: Any, n_odd: int) -> Any:
 def _odd_series_downward(m: Any, h: Any, n_odd: int, depth: int) -> tuple[Any, Any]:
     """(2 Σ_{k odd < 2 n_odd} J_k(m) h^k, erfcx(m)) from the ratios ρ_k by the downward recurrence.
 
-    Straight-line arithmetic: works on Python floats and on NumPy arrays alike.
+    The sum is nested, h ρ_1 (1 + h² ρ_2 ρ_3 (1 + h² ρ_4 ρ_5 (...))), and accumulated on the way
+    down. Straight-line arithmetic: works on Python floats and on NumPy arrays alike.
     """
+    top = 2 * n_odd - 1  # highest ratio in the sum
+    h2 = h * h
     rho = 1.0 / (m + (m * m + 2.0 * (depth + 1)) ** 0.5)
-    rhos = [rho] * (depth + 1)
+    nested: Any = 1.0
+    upper: Any = 1.0  # ρ_{k+1} while descending through an even k
     for k in range(depth - 1, -1, -1):
         rho = 1.0 / (2.0 * m + 2.0 * (k + 1) * rho)
-        rhos[k] = rho
-    j0 = TWO_OVER_SQRT_PI * rhos[0]
-    h2 = h * h
-    term = h * rhos[1]
-    total = term
-    for k in range(3, 2 * n_odd, 2):
-        term = term * h2 * rhos[k - 1] * rhos[k]
-        total = total + term
-    return 2.0 * j0 * total, j0
+        if 2 <= k <= top:
+            if k % 2:
+                upper = rho
+            else:
+                nested = 1.0 + h2 * rho * upper * nested
+        elif k == 1:
+            nested = h * rho * nested
+    return 2.0 * TWO_OVER_SQRT_PI * rho * nested, TWO_OVER_SQRT_PI * rho
 
 
 def erfcx_diff(a: FloatArray, h: FloatArray) -> FloatArray:
@@ -132,22 +145,26 @@ def erfcx_diff(a: FloatArray, h: FloatArray) -> FloatArray:
     h = np.asarray(h, dtype=np.float64)
     a, h = np.broadcast_arrays(a, h)
     out = np.empty(a.shape, dtype=np.float64)
-    direct = h >= _SERIES_BELOW * np.maximum(1.0, a)
+    direct = h >= SERIES_BELOW * np.maximum(1.0, a)
     if np.all(direct):
         return special.erfcx(a) - special.erfcx(a + h)  # type: ignore[no-any-return]
     out[direct] = special.erfcx(a[direct]) - special.erfcx(a[direct] + h[direct])
     series = ~direct
     hs = h[series]
     m = a[series] + 0.5 * hs
-    n_odd = _odd_terms(float(np.max(hs / (2.0 * np.maximum(1.0, m)))))
-    up = m < _FORWARD_BELOW
+    ratio = hs / (2.0 * np.maximum(1.0, m))
+    up = (m < _FORWARD_BELOW) | (
+        (m < _FORWARD_SHORT_BELOW) & (ratio <= _ODD_TERM_LIMITS[_FORWARD_SHORT_TERMS - 1])
+    )
     vals = np.empty_like(m)
     if np.any(up):
         mu = m[up]
+        n_odd = _odd_terms(float(np.max(ratio[up])))
         vals[up] = _odd_series_upward(mu, hs[up], special.erfcx(mu), n_odd)
     down = ~up
     if np.any(down):
         md = m[down]
+        n_odd = _odd_terms(float(np.max(ratio[down])))
         vals[down] = _odd_series_downward(md, hs[down], n_odd, _cf_depth(float(md.min())))[0]
     out[series] = vals
     return out
@@ -156,13 +173,18 @@ def erfcx_diff(a: FloatArray, h: FloatArray) -> FloatArray:
 def erfcx_diff_scalar(a: float, h: float) -> float:
     """:func:`erfcx_diff` for one pair of Python floats (same branches, same formulas)."""
     scale = a if a > 1.0 else 1.0
-    if h >= _SERIES_BELOW * scale:
+    if h >= SERIES_BELOW * scale:
         return erfcx_scalar(a) - erfcx_scalar(a + h)
     m = a + 0.5 * h
     n_odd = _odd_terms(h / (2.0 * (m if m > 1.0 else 1.0)))
-    if m < _FORWARD_BELOW:
+    if m < _FORWARD_BELOW or (m < _FORWARD_SHORT_BELOW and n_odd <= _FORWARD_SHORT_TERMS):
         return float(_odd_series_upward(m, h, erfcx_scalar(m), n_odd))
     return float(_odd_series_downward(m, h, n_odd, _cf_depth(m))[0])
+
+
+def _choose(condition: Any, if_true: Any, if_false: Any) -> Any:
+    """``np.where`` for one Python value."""
+    return if_true if condition else if_false
 
 
 class Ops(NamedTuple):
@@ -183,6 +205,7 @@ class Ops(NamedTuple):
     erfcx_diff: Callable[[Any, Any], Any]
     maximum: Callable[[Any, Any], Any]
     minimum: Callable[[Any, Any], Any]
+    where: Callable[[Any, Any, Any], Any]
 
 
 ARRAY_OPS = Ops(
@@ -197,6 +220,7 @@ ARRAY_OPS = Ops(
     erfcx_diff,
     np.maximum,
     np.minimum,
+    np.where,
 )
 SCALAR_OPS = Ops(
     math.exp,
@@ -210,6 +234,7 @@ SCALAR_OPS = Ops(
     erfcx_diff_scalar,
     max,
     min,
+    _choose,
 )
 
 Objective = Callable[[FloatArray, npt.NDArray[np.intp]], tuple[FloatArray, FloatArray]]

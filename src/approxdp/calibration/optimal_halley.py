@@ -7,11 +7,12 @@ when 1 - e^ε erfc(√ε) > 2δ; this module handles those points, the others (a
 not converge here) go to the bracketed solver of :mod:`approxdp.calibration.optimal`.
 
 1. **Start.** σ0 = min(σ_M2, σ_(0,δ)), two upper bounds of the optimum (paper Ineq. 8 and Thm 3),
-   then a few Halley steps on a *model* of the profile in which erfcx is replaced by the
-   Börjesson–Sundberg (1979) approximation erfcx(x) ≈ 1/(√π((1-α)x + α√(x² + γ))),
-   α = 0.339, γ = 5.51/2 (relative error below 0.3%), whose difference at a and b is taken in
-   closed form without cancellation. This costs square roots and one log per step, no special
-   functions, and lands within about 1e-2 of the exact log 2δ.
+   refined by one fixed-point step on the large-a asymptotics, then a few Halley steps on a
+   *model* of the profile in which erfcx is replaced by 2/(√π(x + √(x² + q(x)))) with a fitted
+   rational q (relative error below 6e-5), whose difference at a and b is taken in closed form
+   without cancellation. This costs square roots and one log per step, no special functions,
+   and lands within about 3e-4 of the exact log 2δ, so that one exact Halley step converges
+   and the next evaluation verifies: two exact evaluations per point.
 2. **Exact steps.** Halley's method in t = log σ on the exact L (first and second derivatives in
    closed form; da/dt = b, d²a/dt² = a), aimed at log 2δ minus the evaluation margin
    (:func:`~approxdp.profiles.gaussian.log_margin`). Each evaluation is made at the float σ
@@ -35,19 +36,47 @@ import numpy.typing as npt
 from scipy import special
 from scipy.special import cython_special
 
-from approxdp._numerics import ARRAY_OPS, LOG2, SCALAR_OPS, SQRT2, FloatArray, Ops, erfcx_scalar
+from approxdp._numerics import (
+    ARRAY_OPS,
+    LOG2,
+    SCALAR_OPS,
+    SERIES_BELOW,
+    SQRT2,
+    TWO_OVER_SQRT_PI,
+    FloatArray,
+    Ops,
+    erfcx_diff_scalar,
+    erfcx_scalar,
+)
 from approxdp.profiles import _gaussian_terms as terms
-from approxdp.profiles.gaussian import log_margin, within_margin
+from approxdp.profiles.gaussian import log_margin, margin_bound, within_margin
 
-__all__ = ["lemma14_positive", "sigma_dp_halley", "sigma_dp_halley_scalar"]
+__all__ = [
+    "lemma14_positive",
+    "model_erfcx_diff",
+    "sigma_dp_halley",
+    "sigma_dp_halley_scalar",
+]
 
-_INV_SQRT_PI = 1.0 / math.sqrt(math.pi)
-# Börjesson & Sundberg (1979), "Simple approximations of the error function Q(x)", in erfcx form.
-_BS_ALPHA = 0.339
-_BS_GAMMA = 5.51 / 2.0
-# Model steps (arrays: a fixed number; floats: until the model residual is below _MODEL_TOL).
-_MODEL_STEPS = 4
-_MODEL_TOL = 1e-6
+_LOG_2_SQRT_PI = math.log(2.0 * math.sqrt(math.pi))
+# The model erfcx(x) ≈ 2/(√π (x + √(x² + q(x)))), q(x) = N(x)/M(x) with N = n0 + n1 x + n2 x²,
+# M = 1 + m1 x + m2 x²: exact q runs from 4/π at 0 to 2 at ∞. Coefficients fitted by weighted
+# least squares to 30-digit values on [0, 1e4] (tests/reference/make_erfcx_model.py); relative
+# error below 6e-5 there, checked by tests/test_gaussian_core.py. A start value only: nothing
+# returned depends on it beyond the number of exact steps.
+_Q_N0 = 1.2733014930988342
+_Q_N1 = 1.5812235924822202
+_Q_N2 = 2.0 * 0.3635184331122724
+_Q_M1 = 0.7608131488533646
+_Q_M2 = 0.3635184331122724
+# The divided difference (q(b) - q(a))/(b - a) = (C0 + C1 (a + b) + C2 a b)/(M(a) M(b)).
+_Q_C0 = _Q_N1 - _Q_N0 * _Q_M1
+_Q_C1 = _Q_N2 - _Q_N0 * _Q_M2
+_Q_C2 = _Q_N2 * _Q_M1 - _Q_N1 * _Q_M2
+# Model steps (arrays: a fixed number; floats: until a step starts from a residual below
+# _MODEL_EXIT, which takes the model to ~1e-6, below its own error of ~3e-4 in log 2δ).
+_MODEL_STEPS = 2
+_MODEL_EXIT = 0.02
 # Exact steps before giving the point to the bracketed solver (from the model; from σ_(0,δ)).
 _EXACT_STEPS = 8
 _EXACT_STEPS_ANY = 16
@@ -57,12 +86,22 @@ _ACCEPT_STEP = 1e-13
 _MAX_STEP = 2.0
 
 
-def _start(eps: Any, delta: Any, erfinv_delta: Any, ops: Ops) -> Any:
-    """log of min(σ_M2, σ_(0,δ)) for Δ = 1 (paper Eq. 9 and Thm 3 ①), both above the optimum."""
+def _start(eps: Any, delta: Any, log_d: Any, erfinv_delta: Any, t_floor: Any, ops: Ops) -> Any:
+    """The starting t = log σ (Δ = 1) of the model steps.
+
+    t_up = log min(σ_M2, σ_(0,δ)) lies above the optimum (paper Ineq. 8 and Thm 3 ①). Where the
+    large-a asymptotics erfcx(x) ≈ 1/(√π x) hold, one fixed-point step on
+    a² + log(a b (a + b)) = log(ε/(2√π δ)) (Eq. 5 with erfcx(a) - erfcx(b) ≈ h/(√π a b),
+    h = ε/(a + b)) from a = c, the parameter of M2, lands much closer; it is taken when it gives
+    a > 1, kept within [t_floor, t_up].
+    """
     c = ops.sqrt(LOG2 + ops.log(ops.sqrt(16.0 * delta + 1.0) + 1.0) - ops.log(16.0 * delta))
-    t_m2 = ops.log((c + ops.sqrt(c * c + eps)) / (eps * SQRT2))
-    t_zero = -ops.log(2.0 * SQRT2 * erfinv_delta)
-    return ops.minimum(t_m2, t_zero)
+    b = ops.sqrt(c * c + eps)
+    t_up = ops.minimum(ops.log((c + b) / (eps * SQRT2)), -ops.log(2.0 * SQRT2 * erfinv_delta))
+    a2 = ops.log(eps) - log_d - _LOG_2_SQRT_PI - ops.log(c * b * (c + b))
+    a = ops.sqrt(ops.maximum(a2, 0.0))
+    t_fixed = ops.log((a + ops.sqrt(a * a + eps)) / (eps * SQRT2))
+    return ops.where(a > 1.0, ops.minimum(ops.maximum(t_fixed, t_floor), t_up), t_up)
 
 
 def _start_nonpositive(eps: Any, erfinv_delta: Any, ops: Ops) -> Any:
@@ -74,15 +113,26 @@ def _start_nonpositive(eps: Any, erfinv_delta: Any, ops: Ops) -> Any:
 def _halley_step(g: Any, a: Any, b: Any, h: Any, eps: Any, diff: Any, ops: Ops) -> Any:
     """Halley's step in t = log σ for g(t) = log 2δ - target = 0, safeguarded.
 
-    The derivatives in a (:func:`~approxdp.profiles._gaussian_terms.dp_log2delta_derivatives`)
-    become derivatives in t through da/dt = b and d²a/dt² = a. Halley's correction factor is
-    kept in [1/2, 2] and the step within ±2.
+    Derivatives from :func:`~approxdp.profiles._gaussian_terms.dp_log2delta_log_sigma_derivatives`;
+    Halley's correction factor is kept in [1/2, 2] and the step within ±2.
     """
-    slope, curv = terms.dp_log2delta_derivatives(a, b, h, eps, diff)
-    lt = slope * b
-    ltt = curv * b * b + slope * a
+    lt, ltt = terms.dp_log2delta_log_sigma_derivatives(a, b, h, eps, diff)
     factor = ops.minimum(ops.maximum(1.0 - g * ltt / (2.0 * lt * lt), 0.5), 2.0)
     return ops.minimum(ops.maximum(-g / (lt * factor), -_MAX_STEP), _MAX_STEP)
+
+
+def model_erfcx_diff(a: Any, b: Any, h: Any, eps: Any, sqrt: Callable[[Any], Any]) -> Any:
+    """The model of erfcx(a) - erfcx(b) (b² = a² + ε, h = b - a), without cancellation.
+
+    With r(x) = √(x² + q(x)): Ẽ(a) - Ẽ(b) = (2/√π) (h + r(b) - r(a)) / ((a + r(a))(b + r(b))),
+    r(b) - r(a) = (ε + q(b) - q(a)) / (r(a) + r(b)) and q(b) - q(a) from its divided difference.
+    """
+    ma = 1.0 + a * (_Q_M1 + _Q_M2 * a)
+    mb = 1.0 + b * (_Q_M1 + _Q_M2 * b)
+    ra = sqrt(a * a + (_Q_N0 + a * (_Q_N1 + _Q_N2 * a)) / ma)
+    rb = sqrt(b * b + (_Q_N0 + b * (_Q_N1 + _Q_N2 * b)) / mb)
+    dq = h * (_Q_C0 + _Q_C1 * (a + b) + _Q_C2 * a * b) / (ma * mb)
+    return TWO_OVER_SQRT_PI * (h + (eps + dq) / (ra + rb)) / ((a + ra) * (b + rb))
 
 
 def _model_step(t: Any, eps: Any, target: Any, t_floor: Any, ops: Ops) -> tuple[Any, Any]:
@@ -91,12 +141,7 @@ def _model_step(t: Any, eps: Any, target: Any, t_floor: Any, ops: Ops) -> tuple[
     a = (eps * s - 0.5 / s) / SQRT2
     b = (eps * s + 0.5 / s) / SQRT2
     h = 1.0 / (SQRT2 * s)
-    ra = ops.sqrt(a * a + _BS_GAMMA)
-    rb = ops.sqrt(b * b + _BS_GAMMA)
-    # Ẽ(a) - Ẽ(b) with Ẽ(x) = 1/(√π((1-α)x + α√(x²+γ))); √(b²+γ) - √(a²+γ) = ε/(ra + rb).
-    num = (1.0 - _BS_ALPHA) * h + _BS_ALPHA * eps / (ra + rb)
-    den = ((1.0 - _BS_ALPHA) * a + _BS_ALPHA * ra) * ((1.0 - _BS_ALPHA) * b + _BS_ALPHA * rb)
-    diff = _INV_SQRT_PI * num / den
+    diff = model_erfcx_diff(a, b, h, eps, ops.sqrt)
     g = ops.log(diff) - a * a - target
     return ops.maximum(t + _halley_step(g, a, b, h, eps, diff, ops), t_floor), g
 
@@ -184,7 +229,7 @@ def sigma_dp_halley(eps: FloatArray, delta: FloatArray) -> tuple[FloatArray, npt
         e, d = eps[pos], delta[pos]
         target, log_d = _targets(d, False, ARRAY_OPS)
         t_floor = -0.5 * np.log(2.0 * e) + 1e-15  # a(σ) >= 0
-        t = _start(e, d, erfinv_delta[pos], ARRAY_OPS)
+        t = _start(e, d, log_d, erfinv_delta[pos], t_floor, ARRAY_OPS)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             for _ in range(_MODEL_STEPS):
                 t = _model_step(t, e, target, t_floor, ARRAY_OPS)[0]
@@ -250,22 +295,80 @@ def sigma_dp_halley_scalar(eps: float, delta: float) -> float | None:
         return None
 
 
-def _scalar_pos(eps: float, delta: float) -> float | None:
-    target, log_d = _targets(delta, False, SCALAR_OPS)
-    t_floor = -0.5 * math.log(2.0 * eps) + 1e-15
-    t = _start(eps, delta, _erfinv_small(delta), SCALAR_OPS)
+def _scalar_pos(
+    eps: float,
+    delta: float,
+    log: Callable[[float], float] = math.log,
+    sqrt: Callable[[float], float] = math.sqrt,
+    exp: Callable[[float], float] = math.exp,
+    diff: Callable[[float, float], float] = erfcx_diff_scalar,
+    erfcx: Callable[[float], float] = erfcx_scalar,
+) -> float | None:
+    """The a > 0 branch on Python floats: :func:`_start`, :func:`_model_step`, :func:`_exact_pos`
+    and :func:`_halley_step` written out in one frame (the scalar API's budget is a few µs).
+
+    Same start, model, margins, steps, safeguards and acceptance as the array path; the tests
+    check the two agree over the whole domain.
+    """
+    log_d = log(delta)
+    target = LOG2 + log_d - log_margin(log_d)
+    bound = LOG2 + margin_bound(log_d, False)  # accept log 2δ(σ) <= bound
+    s_floor = exp(-0.5 * log(2.0 * eps) + 1e-15)
+    # start (see _start)
+    c = sqrt(LOG2 + log(sqrt(16.0 * delta + 1.0) + 1.0) - log(16.0 * delta))
+    b = sqrt(c * c + eps)
+    s_up = min((c + b) / (eps * SQRT2), 1.0 / (2.0 * SQRT2 * _erfinv_small(delta)))
+    a2 = log(eps) - log_d - _LOG_2_SQRT_PI - log(c * b * (c + b))
+    s = s_up
+    if a2 > 1.0:
+        a = sqrt(a2)
+        s = min(max((a + sqrt(a2 + eps)) / (eps * SQRT2), s_floor), s_up)
+    # model steps (see _model_step), until the model residual is below _MODEL_EXIT
     for _ in range(2 * _MODEL_STEPS):
-        t, g = _model_step(t, eps, target, t_floor, SCALAR_OPS)
-        if abs(g) < _MODEL_TOL:
+        es = eps * s
+        half = 0.5 / s
+        a = (es - half) / SQRT2
+        b = (es + half) / SQRT2
+        h = 1.0 / (SQRT2 * s)
+        # model_erfcx_diff(a, b, h, eps, sqrt), written out
+        ma = 1.0 + a * (_Q_M1 + _Q_M2 * a)
+        mb = 1.0 + b * (_Q_M1 + _Q_M2 * b)
+        ra = sqrt(a * a + (_Q_N0 + a * (_Q_N1 + _Q_N2 * a)) / ma)
+        rb = sqrt(b * b + (_Q_N0 + b * (_Q_N1 + _Q_N2 * b)) / mb)
+        dq = h * (_Q_C0 + _Q_C1 * (a + b) + _Q_C2 * a * b) / (ma * mb)
+        d = TWO_OVER_SQRT_PI * (h + (eps + dq) / (ra + rb)) / ((a + ra) * (b + rb))
+        g = log(d) - a * a - target
+        lt = -TWO_OVER_SQRT_PI * h / d
+        ltt = -(lt / b) * (2.0 * a * b * b + eps / h - a) - lt * lt
+        f = 1.0 - g * ltt / (2.0 * lt * lt)
+        f = 0.5 if f < 0.5 else (2.0 if f > 2.0 else f)
+        st = -g / (lt * f)
+        s *= exp(-_MAX_STEP if st < -_MAX_STEP else (_MAX_STEP if st > _MAX_STEP else st))
+        if s < s_floor:
+            s = s_floor
+        if abs(g) < _MODEL_EXIT:  # this step took the model to ~g³: well below its own error
             break
-    sigma = math.exp(t)
+    # exact steps (see _exact_pos), each evaluated at the float σ = s
     for _ in range(_EXACT_STEPS):
-        log2delta, a, step = _exact_pos(sigma, eps, target, SCALAR_OPS)
-        ok = a > 0.0 and _accepts(log2delta, log_d, False)
-        if ok and step >= -_ACCEPT_STEP:
-            return float(sigma)
-        moved = sigma * math.exp(step)
-        sigma = moved if ok else max(moved, math.nextafter(sigma, math.inf))
+        u = 1.0 / s
+        a = (eps / u - 0.5 * u) / SQRT2
+        b = (eps / u + 0.5 * u) / SQRT2
+        h = u / SQRT2
+        # erfcx_diff_scalar(a, h), with its direct branch written out
+        direct = h >= SERIES_BELOW * (a if a > 1.0 else 1.0)
+        d = erfcx(a) - erfcx(a + h) if direct else diff(a, h)
+        log2delta = log(d) - a * a
+        g = log2delta - target
+        lt = -TWO_OVER_SQRT_PI * h / d
+        ltt = -(lt / b) * (2.0 * a * b * b + eps / h - a) - lt * lt
+        f = 1.0 - g * ltt / (2.0 * lt * lt)
+        f = 0.5 if f < 0.5 else (2.0 if f > 2.0 else f)
+        st = -g / (lt * f)
+        ok = a > 0.0 and log2delta <= bound
+        if ok and st >= -_ACCEPT_STEP:
+            return s
+        moved = s * exp(-_MAX_STEP if st < -_MAX_STEP else (_MAX_STEP if st > _MAX_STEP else st))
+        s = moved if ok else max(moved, math.nextafter(s, math.inf))
     return None
 
 

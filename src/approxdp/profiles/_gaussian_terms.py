@@ -34,7 +34,7 @@ __all__ = [
     "dp_log2comp",
     "dp_log2comp_scalar",
     "dp_log2delta",
-    "dp_log2delta_derivatives",
+    "dp_log2delta_log_sigma_derivatives",
     "dp_log2delta_pos",
     "dp_log2delta_scalar",
     "pdp_log2comp",
@@ -128,15 +128,20 @@ def dp_log2delta_slope(
     return -TWO_OVER_SQRT_PI * (h / b) * np.exp(-a * a - log2delta)
 
 
-def dp_log2delta_derivatives(a: Any, b: Any, h: Any, eps: Any, diff: Any) -> tuple[Any, Any]:
-    """First and second derivatives in a of log(2δ_DP) for a >= 0, given diff = e^{a²} 2δ.
+def dp_log2delta_log_sigma_derivatives(
+    a: Any, b: Any, h: Any, eps: Any, diff: Any
+) -> tuple[Any, Any]:
+    """First and second derivatives of L = log(2δ_DP) in t = log σ, given diff = e^{a²} 2δ.
 
-    With P = 2δ: P' = -(2/√π) e^{-a²} h/b and P'' = (2/√π) e^{-a²} (2a h/b + ε/b³), so
-    (log P)' = -(2/√π)(h/b)/diff and (log P)'' = P''/P - (P'/P)² = -(log P)'(2a + ε/(h b²))
-    - (log P)'². Arrays or floats.
+    In a (paper Eq. 5): with P = 2δ, P' = -(2/√π) e^{-a²} h/b and P'' = (2/√π) e^{-a²}
+    (2a h/b + ε/b³), so L_a = -(2/√π)(h/b)/diff and L_aa = -L_a (2a + ε/(h b²)) - L_a².
+    Since da/dt = b and d²a/dt² = a: L_t = L_a b = -(2/√π) h/diff and
+    L_tt = L_aa b² + L_a a = -L_a (2a b² + ε/h - a) - L_t². Arrays or floats; for the
+    complement log 2(1 - δ) pass diff = -e^{a²} 2(1 - δ) (its derivatives are those of 2δ
+    negated).
     """
-    slope = -TWO_OVER_SQRT_PI * h / (b * diff)
-    return slope, -slope * (2.0 * a + eps / (h * b * b)) - slope * slope
+    lt = -TWO_OVER_SQRT_PI * h / diff
+    return lt, -(lt / b) * (2.0 * a * b * b + eps / h - a) - lt * lt
 
 
 def dp_log2comp(a: FloatArray, b: FloatArray, h: FloatArray, eps: FloatArray) -> FloatArray:

@@ -52,6 +52,13 @@ def log_margin(log_delta: Any) -> Any:
     return _LOG_MARGIN_FLOOR + _LOG_MARGIN_SLOPE * abs(log_delta)
 
 
+def margin_bound(log_bound: Any, complement: bool) -> Any:
+    """The threshold of :func:`within_margin`: log δ - margin/2, or log(1 - δ) + margin/2."""
+    if complement:
+        return log_bound + 0.5 * log_margin(log_bound)
+    return log_bound - 0.5 * log_margin(log_bound)
+
+
 def within_margin(log_value: Any, log_bound: Any, complement: bool) -> Any:
     """The one-sided test behind every privacy verification (arrays or floats).
 
@@ -60,8 +67,8 @@ def within_margin(log_value: Any, log_bound: Any, complement: bool) -> Any:
     margin(log(1 - δ))/2, the same statement made on the complement (for δ > 1/2).
     """
     if complement:
-        return log_value >= log_bound + 0.5 * log_margin(log_bound)
-    return log_value <= log_bound - 0.5 * log_margin(log_bound)
+        return log_value >= margin_bound(log_bound, True)
+    return log_value <= margin_bound(log_bound, False)
 
 
 def surely_within(
