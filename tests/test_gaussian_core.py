@@ -243,35 +243,46 @@ def _domain_sample(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 def test_halley_settles_the_whole_domain() -> None:
     """Halley's method converges everywhere on a broad sample (ε in [1e-12, 1e6], δ from 1e-300
-    to 1 - 1e-12), so the bracketed fallback stays a safety net (deterministic: fixed seed)."""
+    to 1 - 1e-12), for DP and pDP, so the bracketed fallback stays a safety net (deterministic:
+    fixed seed)."""
     from approxdp.calibration.optimal_halley import sigma_dp_halley
+    from approxdp.calibration.pdp_halley import sigma_pdp_halley
 
     eps, delta = _domain_sample(4000, 5)
-    _, done = sigma_dp_halley(eps, delta)
-    assert np.all(done)
+    assert np.all(sigma_dp_halley(eps, delta)[1])
+    assert np.all(sigma_pdp_halley(eps, delta)[1])
 
 
-def test_scalar_and_vectorized_optimal_agree() -> None:
+@pytest.mark.parametrize("method", ["optimal", "pdp-optimal"])
+def test_scalar_and_vectorized_optimal_agree(method: str) -> None:
     """The scalar fast path and one vectorized call give the same σ over the whole domain, with
     and without a sensitivity: both lie between the optimum and the point they aim at (half an
     evaluation margin, ~1e-12, above it), so they agree to ~2e-12 (in practice ~1e-13)."""
     eps, delta = _domain_sample(600, 6)
     for sens in (1.0, 3.5):
-        vec = calibrate_gaussian(eps, delta, sens)
+        vec = calibrate_gaussian(eps, delta, sens, method=method)
         one = np.array(
-            [calibrate_gaussian(float(e), float(d), sens) for e, d in zip(eps, delta, strict=True)]
+            [
+                calibrate_gaussian(float(e), float(d), sens, method=method)
+                for e, d in zip(eps, delta, strict=True)
+            ]
         )
         assert np.all(np.abs(one - vec) <= 2e-12 * vec)
+    zero = calibrate_gaussian(np.zeros(delta.size), delta)
+    for d, z in zip(delta[::10], zero[::10], strict=True):
+        assert math.isclose(calibrate_gaussian(0.0, float(d)), z, rel_tol=2e-12)
 
 
-def test_scalar_and_vectorized_optimal_both_private() -> None:
+@pytest.mark.parametrize("method", ["optimal", "pdp-optimal"])
+def test_scalar_and_vectorized_optimal_both_private(method: str) -> None:
     """Both paths are exactly private on a random sample (mpmath), incl. δ close to 1."""
+    pdp = method == "pdp-optimal"
     eps, delta = _domain_sample(40, 7)
-    vec = calibrate_gaussian(eps, delta)
+    vec = calibrate_gaussian(eps, delta, method=method)
     for e, d, v in zip(eps, delta, vec, strict=True):
-        one = calibrate_gaussian(float(e), float(d))
-        assert exact_profile(float(e), one) <= d
-        assert exact_profile(float(e), float(v)) <= d
+        one = calibrate_gaussian(float(e), float(d), method=method)
+        assert exact_profile(float(e), one, pdp) <= d
+        assert exact_profile(float(e), float(v), pdp) <= d
 
 
 def test_scalar_fast_path_types_and_fallbacks() -> None:

@@ -11,7 +11,12 @@ import numpy as np
 from approxdp._numerics import FloatArray
 from approxdp._validation import check_interval, check_probability, is_scalar, plain_floats
 from approxdp.calibration.methods import CALIBRATION_METHODS, CalibrationMethod
-from approxdp.calibration.optimal import sigma_optimal_dp_scalar, sigma_zero_epsilon
+from approxdp.calibration.optimal import (
+    sigma_optimal_dp_scalar,
+    sigma_optimal_pdp_scalar,
+    sigma_zero_epsilon,
+    sigma_zero_epsilon_scalar,
+)
 from approxdp.errors import (
     InvalidParameterError,
     NotPrivateError,
@@ -100,8 +105,8 @@ def calibrate_gaussian(
         >>> round(calibrate_gaussian(1.0, 1e-5, method="dwork-roth-2014"), 6)
         4.84481
     """
-    if method == "optimal" and type(allow_non_private) is bool:
-        fast = _optimal_scalar(epsilon, delta, sensitivity)
+    if (method == "optimal" or method == "pdp-optimal") and type(allow_non_private) is bool:
+        fast = _optimal_scalar(epsilon, delta, sensitivity, method)
         if fast is not None:
             return fast
     m = get_method(method)
@@ -145,18 +150,24 @@ def calibrate_gaussian(
     return float(res.reshape(())) if scalar else res
 
 
-def _optimal_scalar(epsilon: Any, delta: Any, sensitivity: Any) -> float | None:
-    """The scalar fast path of ``method="optimal"``: σ, or None to take the validating path.
+def _optimal_scalar(epsilon: Any, delta: Any, sensitivity: Any, method: str) -> float | None:
+    """The scalar fast path of the two optimal methods: σ, or None to take the validating path.
 
-    Same result as the array path (same formulas, same verification, same final rounding).
+    Same formulas, aim, verification and final rounding as the array path.
     """
     vals = plain_floats(epsilon, delta, sensitivity)
     if vals is None:
         return None
     e, d, s = vals
-    if not (0.0 < e < math.inf and 0.0 < d < 1.0 and 0.0 <= s < math.inf):  # NaN fails too
+    if not (0.0 <= e < math.inf and 0.0 < d < 1.0 and 0.0 <= s < math.inf):  # NaN fails too
         return None
-    out = s * sigma_optimal_dp_scalar(e, d)
+    if method == "optimal":
+        sigma = sigma_optimal_dp_scalar(e, d) if e > 0.0 else sigma_zero_epsilon_scalar(d)
+    elif e > 0.0:
+        sigma = sigma_optimal_pdp_scalar(e, d)
+    else:
+        return None  # pdp-optimal needs ε > 0: the validating path says so
+    out = s * sigma
     return math.nextafter(out, math.inf) if s != 0.0 and s != 1.0 else out
 
 

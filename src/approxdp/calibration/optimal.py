@@ -18,23 +18,33 @@ relative at most.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
 from scipy import special
+from scipy.special import cython_special
 
 from approxdp._numerics import LOG2, SQRT2, FloatArray, Objective, solve_decreasing
 from approxdp.calibration.optimal_halley import sigma_dp_halley, sigma_dp_halley_scalar
+from approxdp.calibration.pdp_halley import sigma_pdp_halley, sigma_pdp_halley_scalar
 from approxdp.profiles import _gaussian_terms as terms
-from approxdp.profiles.gaussian import log_margin, profile_surely_within
+from approxdp.profiles.gaussian import (
+    log_margin,
+    log_profile_scalar,
+    profile_surely_within,
+    within_margin,
+)
 
 __all__ = [
     "sigma_from_a",
     "sigma_optimal_dp",
     "sigma_optimal_dp_scalar",
     "sigma_optimal_pdp",
+    "sigma_optimal_pdp_scalar",
     "sigma_zero_epsilon",
+    "sigma_zero_epsilon_scalar",
 ]
 
 # Points per chunk of the vectorized search (temporaries of 256 KiB stay in cache).
@@ -199,6 +209,31 @@ def _sigma_optimal_dp_bracketed(eps: FloatArray, delta: FloatArray) -> FloatArra
 def sigma_optimal_pdp(eps: FloatArray, delta: FloatArray) -> FloatArray:
     """pDP-OPT σ/Δ for flat arrays of ε > 0 and δ in (0, 1) (paper Thm 6).
 
+    Halley's method (:mod:`approxdp.calibration.pdp_halley`) in chunks; any point it does not
+    settle goes to the bracketed search.
+    """
+    sigma = np.empty_like(eps)
+    done = np.empty(eps.shape, dtype=bool)
+    for i in range(0, eps.size, _CHUNK):
+        sl = slice(i, i + _CHUNK)
+        sigma[sl], done[sl] = sigma_pdp_halley(eps[sl], delta[sl])
+    if not np.all(done):
+        rest = ~done
+        sigma[rest] = _sigma_optimal_pdp_bracketed(eps[rest], delta[rest])
+    return sigma
+
+
+def sigma_optimal_pdp_scalar(eps: float, delta: float) -> float:
+    """:func:`sigma_optimal_pdp` for one point ε > 0, δ in (0, 1) given as Python floats."""
+    sigma = sigma_pdp_halley_scalar(eps, delta)
+    if sigma is not None:
+        return sigma
+    return float(_sigma_optimal_pdp_bracketed(np.array([eps]), np.array([delta]))[0])
+
+
+def _sigma_optimal_pdp_bracketed(eps: FloatArray, delta: FloatArray) -> FloatArray:
+    """pDP-OPT σ/Δ by safeguarded Newton in a inside the brackets of Appendix M.
+
     The root d of Eq. (13a) lies in (inverfc(2δ), inverfc(δ)) (paper Appendix M).
     """
     target, comp = _targets(delta)
@@ -211,6 +246,22 @@ def sigma_optimal_pdp(eps: FloatArray, delta: FloatArray) -> FloatArray:
     lo, hi = _expand(fun, lo, hi)
     a = solve_decreasing(fun, lo, hi, hi.copy(), lambda x, idx: np.sqrt(x * x + eps[idx]))
     return round_up_sigma(sigma_from_a(a, eps), eps, delta, "pdp")
+
+
+def sigma_zero_epsilon_scalar(delta: float) -> float:
+    """:func:`sigma_zero_epsilon` for one δ in (0, 1/2] given as a Python float (same rounding;
+    larger δ take the array path, whose check runs on 1 - δ)."""
+    if delta > 0.5:
+        return float(sigma_zero_epsilon(np.array([delta]))[0])
+    sigma = math.nextafter(1.0 / (2.0 * SQRT2 * float(cython_special.erfinv(delta))), math.inf)
+    log_d = math.log(delta)
+    bump = 1e-14
+    for _ in range(90):
+        if within_margin(log_profile_scalar(0.0, 1.0 / sigma, "dp"), log_d, False):
+            return sigma
+        sigma *= 1.0 + bump
+        bump *= 2.0
+    raise RuntimeError("sigma round-up did not converge")  # pragma: no cover
 
 
 def sigma_zero_epsilon(delta: FloatArray) -> FloatArray:

@@ -52,11 +52,17 @@ from approxdp.profiles import _gaussian_terms as terms
 from approxdp.profiles.gaussian import log_margin, margin_bound, within_margin
 
 __all__ = [
+    "ACCEPT_STEP",
+    "accepts",
+    "geometry",
+    "halley_from_derivatives",
+    "iterate",
     "lemma14_positive",
     "model_erfcx",
     "model_erfcx_diff",
     "sigma_dp_halley",
     "sigma_dp_halley_scalar",
+    "targets",
 ]
 
 _LOG_2_SQRT_PI = math.log(2.0 * math.sqrt(math.pi))
@@ -82,7 +88,7 @@ _MODEL_EXIT = 0.02
 _EXACT_STEPS = 8
 _EXACT_STEPS_ANY = 16
 # Accept once the next step would lower σ by less than this (relative).
-_ACCEPT_STEP = 1e-13
+ACCEPT_STEP = 1e-13
 # Halley's correction factor is kept in [1/2, 2] and a step in log σ within ±_MAX_STEP.
 _MAX_STEP = 2.0
 
@@ -118,6 +124,11 @@ def _halley_step(g: Any, a: Any, b: Any, h: Any, eps: Any, diff: Any, ops: Ops) 
     Halley's correction factor is kept in [1/2, 2] and the step within ±2.
     """
     lt, ltt = terms.dp_log2delta_log_sigma_derivatives(a, b, h, eps, diff)
+    return halley_from_derivatives(g, lt, ltt, ops)
+
+
+def halley_from_derivatives(g: Any, lt: Any, ltt: Any, ops: Ops) -> Any:
+    """Halley's step -g/(g' (1 - g g''/(2 g'²))), factor kept in [1/2, 2], step within ±2."""
     factor = ops.minimum(ops.maximum(1.0 - g * ltt / (2.0 * lt * lt), 0.5), 2.0)
     return ops.minimum(ops.maximum(-g / (lt * factor), -_MAX_STEP), _MAX_STEP)
 
@@ -153,7 +164,7 @@ def _model_step(t: Any, eps: Any, target: Any, t_floor: Any, ops: Ops) -> tuple[
     return ops.maximum(t + _halley_step(g, a, b, h, eps, diff, ops), t_floor), g
 
 
-def _geometry(sigma: Any, eps: Any) -> tuple[Any, Any, Any]:
+def geometry(sigma: Any, eps: Any) -> tuple[Any, Any, Any]:
     """a, b, h at the float σ (Δ = 1), by the σ-parametrised profile's own formulas."""
     u = 1.0 / sigma
     return (eps / u - 0.5 * u) / SQRT2, (eps / u + 0.5 * u) / SQRT2, u / SQRT2
@@ -161,7 +172,7 @@ def _geometry(sigma: Any, eps: Any) -> tuple[Any, Any, Any]:
 
 def _exact_pos(sigma: Any, eps: Any, target: Any, ops: Ops) -> tuple[Any, Any, Any]:
     """Exact log 2δ at the float σ for a >= 0, a, and the Halley step toward ``target``."""
-    a, b, h = _geometry(sigma, eps)
+    a, b, h = geometry(sigma, eps)
     diff = ops.erfcx_diff(a, h)
     log2delta = ops.log(diff) - a * a  # = dp_log2delta_pos(a, h)
     return log2delta, a, _halley_step(log2delta - target, a, b, h, eps, diff, ops)
@@ -178,7 +189,7 @@ def _exact_any(value: Any, a: Any, b: Any, h: Any, eps: Any, target: Any, comp: 
     return _halley_step(value - target, a, b, h, eps, -diff if comp else diff, ops)
 
 
-def _targets(delta: Any, comp: bool, ops: Ops) -> tuple[Any, Any]:
+def targets(delta: Any, comp: bool, ops: Ops) -> tuple[Any, Any]:
     """(target, log δ or log(1 - δ)): aim below log 2δ, or above log 2(1 - δ) where ``comp``."""
     if comp:
         log_c = ops.log1p(-delta)
@@ -187,7 +198,7 @@ def _targets(delta: Any, comp: bool, ops: Ops) -> tuple[Any, Any]:
     return LOG2 + log_d - log_margin(log_d), log_d
 
 
-def _iterate(
+def iterate(
     sigma: FloatArray,
     eps: FloatArray,
     delta: FloatArray,
@@ -207,7 +218,7 @@ def _iterate(
         s = sigma[active]
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             ok, step = evaluate(s, active)
-            accept = ok & (step >= -_ACCEPT_STEP)
+            accept = ok & (step >= -ACCEPT_STEP)
             moved = s * np.exp(step)
         # A failing point must move up even when the step is below one ulp.
         moved = np.where(ok, moved, np.maximum(moved, np.nextafter(s, np.inf)))
@@ -234,7 +245,7 @@ def sigma_dp_halley(eps: FloatArray, delta: FloatArray) -> tuple[FloatArray, npt
     pos = lemma14_positive(eps, delta, special.erfcx)
     if np.any(pos):
         e, d = eps[pos], delta[pos]
-        target, log_d = _targets(d, False, ARRAY_OPS)
+        target, log_d = targets(d, False, ARRAY_OPS)
         t_floor = -0.5 * np.log(2.0 * e) + 1e-15  # a(σ) >= 0
         t = _start(e, d, log_d, erfinv_delta[pos], t_floor, ARRAY_OPS)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
@@ -245,17 +256,17 @@ def sigma_dp_halley(eps: FloatArray, delta: FloatArray) -> tuple[FloatArray, npt
             s: FloatArray, idx: np.ndarray
         ) -> tuple[npt.NDArray[np.bool_], FloatArray]:
             log2delta, a, step = _exact_pos(s, e[idx], target[idx], ARRAY_OPS)
-            return _accepts(log2delta, log_d[idx], False) & (a > 0), step
+            return accepts(log2delta, log_d[idx], False) & (a > 0), step
 
         s_pos = np.exp(t)
-        done[pos] = _iterate(s_pos, e, d, evaluate_pos, _EXACT_STEPS)
+        done[pos] = iterate(s_pos, e, d, evaluate_pos, _EXACT_STEPS)
         sigma[pos] = s_pos
     for comp in (False, True):
         grp = ~pos & ((delta > 0.5) == comp)
         if not np.any(grp):
             continue
         e, d = eps[grp], delta[grp]
-        target, log_side = _targets(d, comp, ARRAY_OPS)
+        target, log_side = targets(d, comp, ARRAY_OPS)
         profile = terms.dp_log2comp if comp else terms.dp_log2delta
 
         def evaluate_any(
@@ -267,19 +278,19 @@ def sigma_dp_halley(eps: FloatArray, delta: FloatArray) -> tuple[FloatArray, npt
             profile: Callable[..., FloatArray] = profile,
             comp: bool = comp,
         ) -> tuple[npt.NDArray[np.bool_], FloatArray]:
-            a, b, h = _geometry(s, e[idx])
+            a, b, h = geometry(s, e[idx])
             value = profile(a, b, h, e[idx])
-            return _accepts(value, log_side[idx], comp), _exact_any(
+            return accepts(value, log_side[idx], comp), _exact_any(
                 value, a, b, h, e[idx], target[idx], comp
             )
 
         s_grp = _start_nonpositive(e, erfinv_delta[grp], ARRAY_OPS)
-        done[grp] = _iterate(s_grp, e, d, evaluate_any, _EXACT_STEPS_ANY)
+        done[grp] = iterate(s_grp, e, d, evaluate_any, _EXACT_STEPS_ANY)
         sigma[grp] = s_grp
     return sigma, done
 
 
-def _accepts(value: Any, log_side: Any, comp: bool) -> Any:
+def accepts(value: Any, log_side: Any, comp: bool) -> Any:
     """:func:`~approxdp.profiles.gaussian.within_margin` given log 2δ (or, where ``comp``,
     log 2(1 - δ), computed directly), against log δ (or log(1 - δ))."""
     return within_margin(value - LOG2, log_side, comp)
@@ -372,7 +383,7 @@ def _scalar_pos(
         f = 0.5 if f < 0.5 else (2.0 if f > 2.0 else f)
         st = -g / (lt * f)
         ok = a > 0.0 and log2delta <= bound
-        if ok and st >= -_ACCEPT_STEP:
+        if ok and st >= -ACCEPT_STEP:
             return s
         moved = s * exp(-_MAX_STEP if st < -_MAX_STEP else (_MAX_STEP if st > _MAX_STEP else st))
         s = moved if ok else max(moved, math.nextafter(s, math.inf))
@@ -381,17 +392,17 @@ def _scalar_pos(
 
 def _scalar_any(eps: float, delta: float) -> float | None:
     comp = delta > 0.5
-    target, log_side = _targets(delta, comp, SCALAR_OPS)
+    target, log_side = targets(delta, comp, SCALAR_OPS)
     sigma = _start_nonpositive(eps, _erfinv_small(delta), SCALAR_OPS)
     for _ in range(_EXACT_STEPS_ANY):
-        a, b, h = _geometry(sigma, eps)
+        a, b, h = geometry(sigma, eps)
         if comp:
             value = terms.dp_log2comp_scalar(a, b, h, eps)
         else:
             value = terms.dp_log2delta_scalar(a, b, h, eps)
-        ok = _accepts(value, log_side, comp)
+        ok = accepts(value, log_side, comp)
         step = _exact_any(value, a, b, h, eps, target, comp)
-        if ok and step >= -_ACCEPT_STEP:
+        if ok and step >= -ACCEPT_STEP:
             return float(sigma)
         moved = sigma * math.exp(step)
         sigma = moved if ok else max(moved, math.nextafter(sigma, math.inf))

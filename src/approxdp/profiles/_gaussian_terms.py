@@ -38,7 +38,9 @@ __all__ = [
     "dp_log2delta_pos",
     "dp_log2delta_scalar",
     "pdp_log2comp",
+    "pdp_log2comp_scalar",
     "pdp_log2delta",
+    "pdp_log2delta_log_sigma_derivatives",
     "pdp_log2delta_scalar",
 ]
 
@@ -190,6 +192,30 @@ def pdp_log2delta_scalar(a: float, b: float, h: float, eps: float) -> float:
     if a >= 0.0:
         return float(_pdp_pos(a, b, eps, SCALAR_OPS))
     return float(_pdp_neg(a, b, SCALAR_OPS))
+
+
+def pdp_log2comp_scalar(a: float, b: float, h: float, eps: float) -> float:
+    """:func:`pdp_log2comp` for Python floats."""
+    if a >= 0.0:
+        return float(_pdp_comp_pos(a, b, SCALAR_OPS))
+    return float(_pdp_comp_neg(a, b, eps, SCALAR_OPS))
+
+
+def pdp_log2delta_log_sigma_derivatives(
+    a: Any, b: Any, eps: Any, diff: Any, exp: Any
+) -> tuple[Any, Any]:
+    """First and second derivatives of L = log(2δ_pDP) in t = log σ, given diff = e^{a²} 2δ.
+
+    P = erfc(a) + erfc(b) with da/dt = b, db/dt = a (and d²a/dt² = a, d²b/dt² = b), and
+    e^{-b²} = e^{-a²} e^{-ε}: P_t = -(2/√π) e^{-a²} (b + e^{-ε} a) and
+    P_tt = -(2/√π) e^{-a²} ((a - 2ab²) + e^{-ε} (b - 2a²b)); L_t = P_t/P,
+    L_tt = P_tt/P - L_t². Arrays or floats (``exp`` is np.exp or math.exp); for the
+    complement pass diff = -e^{a²} 2(1 - δ).
+    """
+    w = exp(-eps)
+    lt = -TWO_OVER_SQRT_PI * (b + w * a) / diff
+    ltt = -TWO_OVER_SQRT_PI * ((a - 2.0 * a * b * b) + w * (b - 2.0 * a * a * b)) / diff - lt * lt
+    return lt, ltt
 
 
 def pdp_log2delta_slope(
