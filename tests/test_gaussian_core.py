@@ -335,6 +335,23 @@ def test_erfcx_model_accuracy() -> None:
     assert np.allclose(model_erfcx_diff(a, b, h, b * b - a * a, np.sqrt), direct, rtol=1e-12)
 
 
+@pytest.mark.parametrize("notion", ["dp", "pdp"])
+def test_epsilon_scalar_and_array_agree(notion: str) -> None:
+    """gaussian_epsilon's scalar path runs the same search and check as the array path."""
+    rng = np.random.default_rng(8)
+    sig = 10 ** rng.uniform(-3, 6, 300)
+    d = 10 ** rng.uniform(-300, math.log10(0.5), 300)
+    arr = gaussian_epsilon(sig, d, notion=notion)  # type: ignore[arg-type]
+    one = np.array(
+        [gaussian_epsilon(float(s), float(x), notion=notion) for s, x in zip(sig, d, strict=True)]  # type: ignore[arg-type]
+    )
+    assert np.all((one == 0) == (arr == 0))
+    assert np.all(np.abs(one - arr) <= 1e-15 * arr)
+    prof = gaussian_delta if notion == "dp" else gaussian_pdp_delta
+    for s, x, e in zip(sig[::15], d[::15], one[::15], strict=True):
+        assert prof(e, s) <= x
+
+
 def test_complement_check_near_delta_one() -> None:
     """For δ close to 1 the privacy check is made on 1 - δ computed directly, so the optimum is
     found to ~1e-12 there too (the check through log δ would lose digits)."""

@@ -206,6 +206,7 @@ class Ops(NamedTuple):
     maximum: Callable[[Any, Any], Any]
     minimum: Callable[[Any, Any], Any]
     where: Callable[[Any, Any, Any], Any]
+    nextafter: Callable[[Any, Any], Any]
 
 
 ARRAY_OPS = Ops(
@@ -221,6 +222,7 @@ ARRAY_OPS = Ops(
     np.maximum,
     np.minimum,
     np.where,
+    np.nextafter,
 )
 SCALAR_OPS = Ops(
     math.exp,
@@ -235,6 +237,7 @@ SCALAR_OPS = Ops(
     max,
     min,
     _choose,
+    math.nextafter,
 )
 
 Objective = Callable[[FloatArray, npt.NDArray[np.intp]], tuple[FloatArray, FloatArray]]
@@ -280,7 +283,7 @@ def solve_decreasing(
         lo[active[pos]] = xa[pos]
         hi[active[neg]] = xa[neg]
         la, ha = lo[active], hi[active]
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             step = g / dg
             xn = xa - step
         outside = ~np.isfinite(xn) | (xn <= la) | (xn >= ha)

@@ -22,8 +22,18 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 from scipy import special
+from scipy.special import cython_special
 
-from approxdp._numerics import LOG2, SQRT2, FloatArray, solve_decreasing
+from approxdp._numerics import (
+    ARRAY_OPS,
+    LOG2,
+    SCALAR_OPS,
+    SQRT2,
+    TWO_OVER_SQRT_PI,
+    FloatArray,
+    Ops,
+    solve_decreasing,
+)
 from approxdp._validation import check_interval, check_probability, is_scalar, plain_floats
 from approxdp.errors import UnknownMethodError
 from approxdp.profiles import _gaussian_terms as terms
@@ -37,6 +47,7 @@ __all__ = [
 ]
 
 Notion = Literal["dp", "pdp"]
+_FLOAT_MAX = float(np.finfo(float).max)
 
 # Relative margin (in log δ) by which the inverse keeps clear of the target to cover the
 # evaluation error of the profile: ~1e-16 per unit of |log δ| (from a² ≈ -log δ) plus a floor.
@@ -309,28 +320,82 @@ def gaussian_pdp_delta(epsilon: Any, sigma: Any, sensitivity: Any = 1.0) -> Any:
     return _out(res, scalar)
 
 
+def _epsilon_terms(e: Any, uu: Any, notion: Notion, ops: Ops, profile: Any) -> tuple[Any, Any]:
+    """log 2δ at (ε = e, u = uu) and its derivative in ε (arrays or floats).
+
+    DP: d(2δ)/dε = -e^ε erfc(b) = -e^{-a²} erfcx(b); pDP: d(2δ)/dε =
+    -(2/√π)(e^{-a²} + e^{-b²})/(u√2).
+    """
+    a = (e / uu - 0.5 * uu) / SQRT2
+    b = (e / uu + 0.5 * uu) / SQRT2
+    val = profile(a, b, uu / SQRT2, e)
+    if notion == "dp":
+        return val, -ops.exp(-a * a - val) * ops.erfcx(b)
+    return val, -TWO_OVER_SQRT_PI * ops.exp(-a * a - val) * (1.0 + ops.exp(-e)) / (uu * SQRT2)
+
+
 def _epsilon_objective(u: FloatArray, target: FloatArray, notion: Notion) -> Any:
+    profile = terms.dp_log2delta if notion == "dp" else terms.pdp_log2delta
+
     def fun(e: FloatArray, idx: np.ndarray) -> tuple[FloatArray, FloatArray]:
-        uu = u[idx]
-        a = (e / uu - 0.5 * uu) / SQRT2
-        b = (e / uu + 0.5 * uu) / SQRT2
-        h = uu / SQRT2
-        if notion == "dp":
-            val = terms.dp_log2delta(a, b, h, e)
-            # d(2δ)/dε = -e^ε erfc(b) = -e^{-a²} erfcx(b)
-            slope = -np.exp(-a * a - val) * special.erfcx(b)
-        else:
-            val = terms.pdp_log2delta(a, b, h, e)
-            # d(2δ)/dε = -(2/√π)(e^{-a²} + e^{-b²}) / (u√2)
-            slope = (
-                -(2.0 / math.sqrt(math.pi))
-                * np.exp(-a * a - val)
-                * (1.0 + np.exp(-e))
-                / (uu * SQRT2)
-            )
+        val, slope = _epsilon_terms(e, u[idx], notion, ARRAY_OPS, profile)
         return val - target[idx], slope
 
     return fun
+
+
+def _epsilon_upper(u: Any, delta: Any, notion: Notion, erfcinv: Any, ops: Ops) -> Any:
+    """An ε with profile <= δ: δ(ε) <= Φ(-x) (DP) or <= 2Φ(-x) (pDP) <= δ once
+    x = ε/u - u/2 reaches √2 inverfc(2δ) (resp. √2 inverfc(δ)); nudged up."""
+    q = erfcinv(ops.minimum(2 * delta, 1.999999) if notion == "dp" else delta)
+    hi = u * (SQRT2 * ops.maximum(q, 0.0) + 0.5 * u) + 1e-300
+    return ops.minimum(ops.nextafter(hi, math.inf) * (1 + 1e-9), _FLOAT_MAX)
+
+
+def _epsilon_scalar(sigma: Any, delta: Any, sensitivity: Any, notion: Notion) -> float | None:
+    """The scalar fast path of :func:`gaussian_epsilon` (same search, same check), or None for
+    the array path (validation, edge cases, δ > 1/2 whose check runs on 1 - δ)."""
+    vals = plain_floats(sigma, delta, sensitivity)
+    if vals is None:
+        return None
+    sig, d, sens = vals
+    if not (sig > 0.0 and 0.0 < d <= 0.5 and 0.0 <= sens < math.inf):
+        return None
+    u = sens / sig
+    if not 0.0 < u < math.inf:
+        return None
+    log_d = math.log(d)
+    if log_profile_scalar(0.0, u, notion) <= log_d:
+        return 0.0
+    profile = terms.dp_log2delta_scalar if notion == "dp" else terms.pdp_log2delta_scalar
+    target = log_d + LOG2 - log_margin(log_d)
+    lo, hi = 0.0, _epsilon_upper(u, d, notion, cython_special.erfcinv, SCALAR_OPS)
+    x = hi
+    try:
+        for _ in range(200):  # solve_decreasing for one point
+            val, slope = _epsilon_terms(x, u, notion, SCALAR_OPS, profile)
+            g = val - target
+            if g > 0:
+                lo = x
+            elif g < 0:
+                hi = x
+            xn = x - g / slope if slope != 0.0 else math.nan
+            if not (lo < xn < hi):
+                xn = 0.5 * (lo + hi)
+            tol = 2e-16 * max(xn, 1e-300)
+            if g == 0 or abs(xn - x) <= tol or hi - lo <= tol:
+                x = x if g == 0 else xn
+                break
+            x = xn
+        bump = 1e-13
+        for _ in range(80):  # _round_up_epsilon for one point
+            if within_margin(log_profile_scalar(x, u, notion), log_d, False):
+                return float(x)
+            x = max(x * (1 + bump), x + 1e-300)
+            bump *= 2
+    except (ValueError, OverflowError, ZeroDivisionError):
+        return None
+    return None
 
 
 def gaussian_epsilon(sigma: Any, delta: Any, sensitivity: Any = 1.0, notion: Notion = "dp") -> Any:
@@ -351,6 +416,9 @@ def gaussian_epsilon(sigma: Any, delta: Any, sensitivity: Any = 1.0, notion: Not
         1.157299
     """
     notion = _check_notion(notion)
+    fast = _epsilon_scalar(sigma, delta, sensitivity, notion)
+    if fast is not None:
+        return fast
     sig = check_interval("sigma", sigma, 0.0, math.inf, low_open=True)
     dlt = check_probability("delta", delta)
     sens = check_interval("sensitivity", sensitivity, 0.0, math.inf, high_open=True)
@@ -370,11 +438,7 @@ def gaussian_epsilon(sigma: Any, delta: Any, sensitivity: Any = 1.0, notion: Not
     if np.any(need):
         uu, dd, ld = u[need], d[need], log_d[need]
         target = ld + LOG2 - log_margin(ld)
-        # Upper bound: δ(ε) <= Φ(-x) (DP) or <= 2Φ(-x) (pDP) <= δ once x = ε/u - u/2 reaches
-        # √2 inverfc(2δ) (resp. √2 inverfc(δ)).
-        q = special.erfcinv(np.minimum(2 * dd, 1.999999) if notion == "dp" else dd)
-        hi = uu * (SQRT2 * np.maximum(q, 0.0) + 0.5 * uu) + 1e-300
-        hi = np.minimum(np.nextafter(hi, np.inf) * (1 + 1e-9), np.finfo(float).max)
+        hi = _epsilon_upper(uu, dd, notion, special.erfcinv, ARRAY_OPS)
         fun = _epsilon_objective(uu, target, notion)
         root = solve_decreasing(
             fun, np.zeros_like(uu), hi, hi.copy(), lambda x, idx: np.maximum(x, 1e-300)
