@@ -155,10 +155,13 @@ def _optimal_scalar(epsilon: Any, delta: Any, sensitivity: Any, method: str) -> 
 
     Same formulas, aim, verification and final rounding as the array path.
     """
-    vals = plain_floats(epsilon, delta, sensitivity)
-    if vals is None:
-        return None
-    e, d, s = vals
+    if type(epsilon) is float and type(delta) is float and type(sensitivity) is float:
+        e, d, s = epsilon, delta, sensitivity  # the common case, without the general check
+    else:
+        vals = plain_floats(epsilon, delta, sensitivity)
+        if vals is None:
+            return None
+        e, d, s = vals
     if not (0.0 <= e < math.inf and 0.0 < d < 1.0 and 0.0 <= s < math.inf):  # NaN fails too
         return None
     if method == "optimal":

@@ -89,6 +89,8 @@ _EXACT_STEPS = 8
 _EXACT_STEPS_ANY = 16
 # Accept once the next step would lower σ by less than this (relative).
 ACCEPT_STEP = 1e-13
+# The scalar path's first exact step takes erfcx(a) - erfcx(b) directly down to h = 1e-3 max(1, a).
+_COARSE_SERIES_BELOW = 1e-3
 # Halley's correction factor is kept in [1/2, 2] and a step in log σ within ±_MAX_STEP.
 _MAX_STEP = 2.0
 
@@ -306,7 +308,7 @@ def _erfinv_small(delta: float) -> float:
 def sigma_dp_halley_scalar(eps: float, delta: float) -> float | None:
     """:func:`sigma_dp_halley` for one point (Python floats); None if it did not converge."""
     try:
-        if lemma14_positive(eps, delta, erfcx_scalar):
+        if 1.0 - erfcx_scalar(math.sqrt(eps)) - 2.0 * delta > 0:  # lemma14_positive
             return _scalar_pos(eps, delta)
         return _scalar_any(eps, delta)
     except (ValueError, OverflowError, ZeroDivisionError):
@@ -331,12 +333,12 @@ def _scalar_pos(
     log_d = log(delta)
     target = LOG2 + log_d - log_margin(log_d)
     bound = LOG2 + margin_bound(log_d, False)  # accept log 2δ(σ) <= bound
-    s_floor = exp(-0.5 * log(2.0 * eps) + 1e-15)
+    s_floor = (1.0 + 1e-15) / sqrt(2.0 * eps)
     # start (see _start)
-    c = sqrt(LOG2 + log(sqrt(16.0 * delta + 1.0) + 1.0) - log(16.0 * delta))
+    c = sqrt(log(2.0 * (sqrt(16.0 * delta + 1.0) + 1.0) / (16.0 * delta)))
     b = sqrt(c * c + eps)
     s_up = min((c + b) / (eps * SQRT2), 1.0 / (2.0 * SQRT2 * _erfinv_small(delta)))
-    a2 = log(eps) - log_d - _LOG_2_SQRT_PI - log(c * b * (c + b))
+    a2 = log(eps / (c * b * (c + b))) - log_d - _LOG_2_SQRT_PI
     s = s_up
     if a2 > 1.0:
         a = sqrt(a2)
@@ -366,14 +368,18 @@ def _scalar_pos(
             s = s_floor
         if abs(g) < _MODEL_EXIT:  # this step took the model to ~g³: well below its own error
             break
-    # exact steps (see _exact_pos), each evaluated at the float σ = s
+    # exact steps (see _exact_pos), each evaluated at the float σ = s. The first one only
+    # moves σ (it is never accepted), so where erfcx(a) - erfcx(b) loses at most ~10 bits it is
+    # taken directly instead of by the series (an intermediate step needs ~1e-13, not 1e-16).
+    coarse = True
     for _ in range(_EXACT_STEPS):
         u = 1.0 / s
         a = (eps / u - 0.5 * u) / SQRT2
         b = (eps / u + 0.5 * u) / SQRT2
         h = u / SQRT2
         # erfcx_diff_scalar(a, h), with its direct branch written out
-        direct = h >= SERIES_BELOW * (a if a > 1.0 else 1.0)
+        scale = a if a > 1.0 else 1.0
+        direct = h >= (_COARSE_SERIES_BELOW if coarse else SERIES_BELOW) * scale
         d = erfcx(a) - erfcx(a + h) if direct else diff(a, h)
         log2delta = log(d) - a * a
         g = log2delta - target
@@ -383,10 +389,11 @@ def _scalar_pos(
         f = 0.5 if f < 0.5 else (2.0 if f > 2.0 else f)
         st = -g / (lt * f)
         ok = a > 0.0 and log2delta <= bound
-        if ok and st >= -ACCEPT_STEP:
+        if ok and st >= -ACCEPT_STEP and not coarse:
             return s
         moved = s * exp(-_MAX_STEP if st < -_MAX_STEP else (_MAX_STEP if st > _MAX_STEP else st))
         s = moved if ok else max(moved, math.nextafter(s, math.inf))
+        coarse = False
     return None
 
 
