@@ -4,16 +4,19 @@ DP-OPT (paper Thm 2, Alg. 1; Balle & Wang 2018): σ = (a + √(a² + ε)) Δ / (
 erfc(a) - e^ε erfc(√(a² + ε)) = 2δ (Eq. 5). pDP-OPT (paper Thm 6): the same with
 erfc(d) + erfc(√(d² + ε)) = 2δ (Eq. 13a). (0, δ)-DP: σ = Δ / (2√2 inverf(δ)) (Thm 3 ①).
 
-The root in a is bracketed as in the paper's Lemma 14 (0 < a < c of Mechanism 2 when
-1 - e^ε erfc(√ε) > 2δ, else -inverfc((2 - 2δ)/(e^ε + 1)) < a <= 0) and, for pDP, by
-inverfc(2δ) < d < inverfc(δ) (Appendix M), then found by safeguarded Newton in log space. When
-δ > 1/2 the equation is solved for 1 - δ instead, which has no cancellation there.
+Both are solved by Halley's method in log σ (:mod:`approxdp.calibration.optimal_halley`,
+:mod:`approxdp.calibration.pdp_halley`), vectorized in cache-sized chunks, with scalar twins
+for single points. Kept as a safety net, for any point those do not settle: the root in a
+bracketed as in the paper's Lemma 14 (0 < a < c of Mechanism 2 when 1 - e^ε erfc(√ε) > 2δ,
+else -inverfc((2 - 2δ)/(e^ε + 1)) < a <= 0) and, for pDP, by inverfc(2δ) < d < inverfc(δ)
+(Appendix M), then found by safeguarded Newton in log space. When δ > 1/2 the equation is
+solved for 1 - δ instead, which has no cancellation there.
 
-Unlike Algorithm 1, which returns the bracket end within a tolerance of the root, the result
+Unlike Algorithm 1, which returns the bracket end within a tolerance of the root, every result
 here is aimed at a δ slightly *below* the target (by more than the profile's evaluation error),
-then checked through the independent σ-parametrised profile, and increased until that check
-passes: the σ returned is never below the exact optimum, and exceeds it by about 1e-12
-relative at most.
+then checked through the σ-parametrised profile at the returned float, and increased until
+that check passes: the σ returned is never below the exact optimum, and exceeds it by about
+1e-12 relative at most.
 """
 
 from __future__ import annotations

@@ -1,15 +1,17 @@
-"""DP-OPT by Halley's method in log σ, for the common case a > 0, on arrays and on floats.
+"""DP-OPT by Halley's method in log σ, on arrays and on floats.
 
 The least σ with δ_DP(ε; σ) <= δ (paper Thm 2, Eq. 5) solves L(σ) = log 2δ, where L = log 2δ_DP
 is written in the paper's variable a = (εσ - 1/(2σ))/√2 as -a² + log(erfcx(a) - erfcx(b))
 (:mod:`approxdp.profiles._gaussian_terms`). By the paper's Lemma 14 the root has a > 0 exactly
-when 1 - e^ε erfc(√ε) > 2δ; this module handles those points, the others (and any point that does
-not converge here) go to the bracketed solver of :mod:`approxdp.calibration.optimal`.
+when 1 - e^ε erfc(√ε) > 2δ: the common case, with the fast start below. The other points start
+from min(σ_(0,δ), 1/√(2ε)), above the optimum when a <= 0, and take exact steps only (solving for
+2(1 - δ) where δ > 1/2). Any point that does not settle goes to the bracketed search of
+:mod:`approxdp.calibration.optimal`.
 
-1. **Start.** σ0 = min(σ_M2, σ_(0,δ)), two upper bounds of the optimum (paper Ineq. 8 and Thm 3),
-   refined by one fixed-point step on the large-a asymptotics, then a few Halley steps on a
-   *model* of the profile in which erfcx is replaced by 2/(√π(x + √(x² + q(x)))) with a fitted
-   rational q (relative error below 6e-5), whose difference at a and b is taken in closed form
+1. **Start (a > 0).** σ0 = min(σ_M2, σ_(0,δ)), two upper bounds of the optimum (paper Ineq. 8
+   and Thm 3), refined by one fixed-point step on the large-a asymptotics, then two Halley steps
+   on a *model* of the profile in which erfcx is replaced by 2/(√π(x + √(x² + q(x)))) with a
+   fitted rational q (relative error 5e-5), whose difference at a and b is taken in closed form
    without cancellation. This costs square roots and one log per step, no special functions,
    and lands within about 3e-4 of the exact log 2δ, so that one exact Halley step converges
    and the next evaluation verifies: two exact evaluations per point.
@@ -18,11 +20,13 @@ not converge here) go to the bracketed solver of :mod:`approxdp.calibration.opti
    (:func:`~approxdp.profiles.gaussian.log_margin`). Each evaluation is made at the float σ
    itself, by the same formulas as the σ-parametrised profile, so it is also the verification.
 3. **Acceptance.** σ is returned once that evaluation is surely <= δ
-   (:func:`~approxdp.profiles.gaussian.surely_within`) and the next step would lower σ by less
+   (:func:`~approxdp.profiles.gaussian.within_margin`) and the next step would lower σ by less
    than 1e-13 relative: never below the optimum, and above it by about the margin (~1e-12).
 
-Every formula is written once against :class:`~approxdp._numerics.Ops` and runs on NumPy arrays
-(:func:`sigma_dp_halley`) and on Python floats (:func:`sigma_dp_halley_scalar`).
+The formulas are written once against :class:`~approxdp._numerics.Ops` and run on NumPy arrays
+(:func:`sigma_dp_halley`) and on Python floats; for the a > 0 case on floats the same steps are
+written out in one frame (:func:`_scalar_pos`), because the scalar API's budget is a few µs.
+The tests check that both give the same σ over the whole domain.
 """
 
 from __future__ import annotations
