@@ -70,6 +70,9 @@ __all__ = [
 ]
 
 _LOG_2_SQRT_PI = math.log(2.0 * math.sqrt(math.pi))
+_HALF_SQRT_PI = 0.5 * math.sqrt(math.pi)
+_PI_OVER_12 = math.pi / 12.0
+_ERFINV_SERIES_BELOW = 0.01  # erfinv by its two-term series below this (relative error ~1e-9)
 # The model erfcx(x) ≈ 2/(√π (x + √(x² + q(x)))), q(x) = N(x)/M(x) with N = n0 + n1 x + n2 x²,
 # M = 1 + m1 x + m2 x²: exact q runs from 4/π at 0 to 2 at ∞. Coefficients fitted by weighted
 # least squares to 30-digit values on [0, 1e4] (tests/reference/make_erfcx_model.py); relative
@@ -304,8 +307,8 @@ def accepts(value: Any, log_side: Any, comp: bool) -> Any:
 
 def _erfinv_small(delta: float) -> float:
     """erfinv(δ) on a float: the series √π/2 (δ + πδ³/12) below 0.01 (a start value only)."""
-    if delta < 0.01:
-        return 0.5 * math.sqrt(math.pi) * delta * (1.0 + math.pi * delta * delta / 12.0)
+    if delta < _ERFINV_SERIES_BELOW:
+        return _HALF_SQRT_PI * delta * (1.0 + _PI_OVER_12 * delta * delta)
     return float(cython_special.erfinv(delta))
 
 
@@ -341,36 +344,40 @@ def _scalar_pos(
     # start (see _start)
     c = sqrt(log(2.0 * (sqrt(16.0 * delta + 1.0) + 1.0) / (16.0 * delta)))
     b = sqrt(c * c + eps)
-    s_up = min((c + b) / (eps * SQRT2), 1.0 / (2.0 * SQRT2 * _erfinv_small(delta)))
+    if delta < _ERFINV_SERIES_BELOW:  # _erfinv_small, written out
+        erfinv_delta = _HALF_SQRT_PI * delta * (1.0 + _PI_OVER_12 * delta * delta)
+    else:
+        erfinv_delta = float(cython_special.erfinv(delta))
+    s_up = min((c + b) / (eps * SQRT2), 1.0 / (2.0 * SQRT2 * erfinv_delta))
     a2 = log(eps / (c * b * (c + b))) - log_d - _LOG_2_SQRT_PI
     s = s_up
     if a2 > 1.0:
-        a = sqrt(a2)
-        s = min(max((a + sqrt(a2 + eps)) / (eps * SQRT2), s_floor), s_up)
-    # model steps (see _model_step), until the model residual is below _MODEL_EXIT
+        s = (sqrt(a2) + sqrt(a2 + eps)) / (eps * SQRT2)
+        s = s_floor if s < s_floor else (s_up if s > s_up else s)
+    # model steps (see _model_step and model_erfcx_diff), until a step starts from a residual
+    # below _MODEL_EXIT
     for _ in range(2 * _MODEL_STEPS):
-        es = eps * s
-        half = 0.5 / s
-        a = (es - half) / SQRT2
-        b = (es + half) / SQRT2
-        h = 1.0 / (SQRT2 * s)
-        # model_erfcx_diff(a, b, h, eps, sqrt), written out
+        inv = 1.0 / s
+        a = (eps * s - 0.5 * inv) / SQRT2
+        b = (eps * s + 0.5 * inv) / SQRT2
+        h = inv / SQRT2
+        aa = a * a
+        bb = b * b
         ma = 1.0 + a * (_Q_M1 + _Q_M2 * a)
         mb = 1.0 + b * (_Q_M1 + _Q_M2 * b)
-        ra = sqrt(a * a + (_Q_N0 + a * (_Q_N1 + _Q_N2 * a)) / ma)
-        rb = sqrt(b * b + (_Q_N0 + b * (_Q_N1 + _Q_N2 * b)) / mb)
+        ra = sqrt(aa + (_Q_N0 + a * (_Q_N1 + _Q_N2 * a)) / ma)
+        rb = sqrt(bb + (_Q_N0 + b * (_Q_N1 + _Q_N2 * b)) / mb)
         dq = h * (_Q_C0 + _Q_C1 * (a + b) + _Q_C2 * a * b) / (ma * mb)
         d = TWO_OVER_SQRT_PI * (h + (eps + dq) / (ra + rb)) / ((a + ra) * (b + rb))
-        g = log(d) - a * a - target
+        g = log(d) - aa - target
         lt = -TWO_OVER_SQRT_PI * h / d
-        ltt = -(lt / b) * (2.0 * a * b * b + eps / h - a) - lt * lt
+        ltt = -(lt / b) * (2.0 * a * bb + eps / h - a) - lt * lt
         f = 1.0 - g * ltt / (2.0 * lt * lt)
-        f = 0.5 if f < 0.5 else (2.0 if f > 2.0 else f)
-        st = -g / (lt * f)
-        s *= exp(-_MAX_STEP if st < -_MAX_STEP else (_MAX_STEP if st > _MAX_STEP else st))
+        st = -g / (lt * (0.5 if f < 0.5 else (2.0 if f > 2.0 else f)))
+        s *= exp(st if -_MAX_STEP < st < _MAX_STEP else (_MAX_STEP if st > 0 else -_MAX_STEP))
         if s < s_floor:
             s = s_floor
-        if abs(g) < _MODEL_EXIT:  # this step took the model to ~g³: well below its own error
+        if -_MODEL_EXIT < g < _MODEL_EXIT:  # this step took the model to ~g³, below its error
             break
     # exact steps (see _exact_pos), each evaluated at the float σ = s. The first one only
     # moves σ (it is never accepted), so where erfcx(a) - erfcx(b) loses at most ~10 bits it is
@@ -390,12 +397,13 @@ def _scalar_pos(
         lt = -TWO_OVER_SQRT_PI * h / d
         ltt = -(lt / b) * (2.0 * a * b * b + eps / h - a) - lt * lt
         f = 1.0 - g * ltt / (2.0 * lt * lt)
-        f = 0.5 if f < 0.5 else (2.0 if f > 2.0 else f)
-        st = -g / (lt * f)
+        st = -g / (lt * (0.5 if f < 0.5 else (2.0 if f > 2.0 else f)))
         ok = a > 0.0 and log2delta <= bound
         if ok and st >= -ACCEPT_STEP and not coarse:
             return s
-        moved = s * exp(-_MAX_STEP if st < -_MAX_STEP else (_MAX_STEP if st > _MAX_STEP else st))
+        moved = s * exp(
+            st if -_MAX_STEP < st < _MAX_STEP else (_MAX_STEP if st > 0 else -_MAX_STEP)
+        )
         s = moved if ok else max(moved, math.nextafter(s, math.inf))
         coarse = False
     return None
