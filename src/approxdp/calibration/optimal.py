@@ -170,12 +170,14 @@ def sigma_optimal_dp(eps: FloatArray, delta: FloatArray) -> FloatArray:
     """
     sigma = np.empty_like(eps)
     done = np.empty(eps.shape, dtype=bool)
-    for i in range(0, eps.size, _CHUNK):
-        sl = slice(i, i + _CHUNK)
-        sigma[sl], done[sl] = sigma_dp_halley(eps[sl], delta[sl])
-    if not np.all(done):
-        rest = ~done
-        sigma[rest] = _sigma_optimal_dp_bracketed(eps[rest], delta[rest])
+    # Intermediate over/underflow at extreme inputs is handled (and every result verified).
+    with np.errstate(all="ignore"):
+        for i in range(0, eps.size, _CHUNK):
+            sl = slice(i, i + _CHUNK)
+            sigma[sl], done[sl] = sigma_dp_halley(eps[sl], delta[sl])
+        if not np.all(done):
+            rest = ~done
+            sigma[rest] = _sigma_optimal_dp_bracketed(eps[rest], delta[rest])
     return sigma
 
 
@@ -184,7 +186,8 @@ def sigma_optimal_dp_scalar(eps: float, delta: float) -> float:
     sigma = sigma_dp_halley_scalar(eps, delta)
     if sigma is not None:
         return sigma
-    return float(_sigma_optimal_dp_bracketed(np.array([eps]), np.array([delta]))[0])
+    with np.errstate(all="ignore"):
+        return float(_sigma_optimal_dp_bracketed(np.array([eps]), np.array([delta]))[0])
 
 
 def _sigma_optimal_dp_bracketed(eps: FloatArray, delta: FloatArray) -> FloatArray:
@@ -217,12 +220,14 @@ def sigma_optimal_pdp(eps: FloatArray, delta: FloatArray) -> FloatArray:
     """
     sigma = np.empty_like(eps)
     done = np.empty(eps.shape, dtype=bool)
-    for i in range(0, eps.size, _CHUNK):
-        sl = slice(i, i + _CHUNK)
-        sigma[sl], done[sl] = sigma_pdp_halley(eps[sl], delta[sl])
-    if not np.all(done):
-        rest = ~done
-        sigma[rest] = _sigma_optimal_pdp_bracketed(eps[rest], delta[rest])
+    # Intermediate over/underflow at extreme inputs is handled (and every result verified).
+    with np.errstate(all="ignore"):
+        for i in range(0, eps.size, _CHUNK):
+            sl = slice(i, i + _CHUNK)
+            sigma[sl], done[sl] = sigma_pdp_halley(eps[sl], delta[sl])
+        if not np.all(done):
+            rest = ~done
+            sigma[rest] = _sigma_optimal_pdp_bracketed(eps[rest], delta[rest])
     return sigma
 
 
@@ -231,7 +236,8 @@ def sigma_optimal_pdp_scalar(eps: float, delta: float) -> float:
     sigma = sigma_pdp_halley_scalar(eps, delta)
     if sigma is not None:
         return sigma
-    return float(_sigma_optimal_pdp_bracketed(np.array([eps]), np.array([delta]))[0])
+    with np.errstate(all="ignore"):
+        return float(_sigma_optimal_pdp_bracketed(np.array([eps]), np.array([delta]))[0])
 
 
 def _sigma_optimal_pdp_bracketed(eps: FloatArray, delta: FloatArray) -> FloatArray:

@@ -342,7 +342,7 @@ def _scalar_pos(
     bound = LOG2 + margin_bound(log_d, False)  # accept log 2δ(σ) <= bound
     s_floor = (1.0 + 1e-15) / sqrt(2.0 * eps)
     # start (see _start)
-    c = sqrt(log(2.0 * (sqrt(16.0 * delta + 1.0) + 1.0) / (16.0 * delta)))
+    c = sqrt(log(2.0 * (sqrt(16.0 * delta + 1.0) + 1.0)) - log(16.0 * delta))  # no overflow
     b = sqrt(c * c + eps)
     if delta < _ERFINV_SERIES_BELOW:  # _erfinv_small, written out
         erfinv_delta = _HALF_SQRT_PI * delta * (1.0 + _PI_OVER_12 * delta * delta)
