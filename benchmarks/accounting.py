@@ -95,10 +95,8 @@ def main() -> None:
         multi = multi_process_rate(d / "multi.sqlite", 8, 250)
         print("== durable spends (SQLite WAL, synchronous=FULL, BEGIN IMMEDIATE per spend)")
         print(f"baseline bare INSERT+COMMIT   : {bare:9.0f} /s")
-        print(
-            f"accountant, 1 process         : {ours:9.0f} /s  ({ours / bare:.2f}x baseline;"
-            f" target >= 1000/s)"
-        )
+        print(f"accountant, 1 process         : {ours:9.0f} /s  ({ours / bare:.2f}x baseline;"
+              f" target >= 1000/s)")
         print(f"accountant, 8 processes total : {multi:9.0f} /s  ({multi / bare:.2f}x baseline)")
         print(f"accountant, in-memory ledger  : {memory:9.0f} /s")
 
@@ -111,14 +109,10 @@ def main() -> None:
     t_full = best_time(lambda: compose_gaussian(sigmas, sens).epsilon(1e-6))
     print(f"\n== composing {k} Gaussian releases (target <= 10 ms)")
     print(f"baseline bare numpy sum        : {t_base * 1e3:7.3f} ms")
-    print(
-        f"compose_gaussian (sigma*)      : {t_sigma * 1e3:7.3f} ms  "
-        f"({t_sigma / t_base:.1f}x baseline)"
-    )
-    print(
-        f"  + exact epsilon(delta=1e-6)  : {t_full * 1e3:7.3f} ms  "
-        f"({t_full / t_base:.1f}x baseline)"
-    )
+    print(f"compose_gaussian (sigma*)      : {t_sigma * 1e3:7.3f} ms  "
+          f"({t_sigma / t_base:.1f}x baseline)")
+    print(f"  + exact epsilon(delta=1e-6)  : {t_full * 1e3:7.3f} ms  "
+          f"({t_full / t_base:.1f}x baseline)")
 
     print("\n== per-step Gaussian sigma for total (eps, delta) = (1, 1e-5) over k steps")
     print("     k   exact split   seed rule  seed/exact   seed eps0 + optimal sigma  ratio")
@@ -127,10 +121,8 @@ def main() -> None:
         assert exact is not None
         e0, d0, seed = seed_gaussian_split(1.0, 1e-5, steps)
         seed_opt = float(calibrate_gaussian(e0, d0, 1.0, method="optimal"))
-        print(
-            f"{steps:6d} {exact:13.3f} {seed:11.3f} {seed / exact:10.2f}x "
-            f"{seed_opt:26.3f} {seed_opt / exact:6.2f}x"
-        )
+        print(f"{steps:6d} {exact:13.3f} {seed:11.3f} {seed / exact:10.2f}x "
+              f"{seed_opt:26.3f} {seed_opt / exact:6.2f}x")
 
 
 if __name__ == "__main__":

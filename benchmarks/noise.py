@@ -60,16 +60,12 @@ def main() -> None:
     for s in (1.0, 10.0, 1e3):
         sampler = DiscreteGaussianSampler.at_least(s)
         t = median_time(lambda sampler=sampler: sampler.sample(source, m), reps)
-        print(
-            f"secure exact N_Z(0, {s:g}^2), n={m:.0e}: {m / t:.3g} samples/s "
-            f"({t / (base * m / n):.0f} x numpy time per sample)"
-        )
+        print(f"secure exact N_Z(0, {s:g}^2), n={m:.0e}: {m / t:.3g} samples/s "
+              f"({t / (base * m / n):.0f} x numpy time per sample)")
     noise = secure_gaussian_noise(1.0, 1e-5, 1.0, sigma, 1)
     t = median_time(lambda: noise.sampler.sample(source, m), reps)
-    print(
-        f"secure lattice Gaussian noise (sigma_L={noise.sampler.sigma:.4g} lattice units): "
-        f"{m / t:.3g} samples/s"
-    )
+    print(f"secure lattice Gaussian noise (sigma_L={noise.sampler.sigma:.4g} lattice units): "
+          f"{m / t:.3g} samples/s")
 
 
 if __name__ == "__main__":

@@ -70,14 +70,11 @@ def _phase(name: str, path: str, repeat: int) -> dict[str, float]:
             con.sql(naive_sql).fetchall()
         else:
             unit = {"privacy_unit": "uid", "max_partitions": 2, "max_rows_per_partition": 5}
-            table = PrivateTable(
-                path, budget=(100.0, 0.5), seed=1, **(unit if name == "bounded" else {})
-            )  # type: ignore[arg-type]
-            table.release(
-                [Histogram(("a", "b"), domain), Sum("v", (0.0, 50.0), ("a", "b"), domain)],
-                epsilon=1.0,
-                delta=1e-6,
-            )
+            table = PrivateTable(path, budget=(100.0, 0.5), seed=1,
+                                 **(unit if name == "bounded" else {}))  # type: ignore[arg-type]
+            table.release([Histogram(("a", "b"), domain), Sum("v", (0.0, 50.0), ("a", "b"),
+                                                              domain)],
+                          epsilon=1.0, delta=1e-6)
         times.append(time.perf_counter() - start)
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {"seconds": min(times), "peak_rss_mib": peak_mib}
@@ -97,37 +94,21 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "synthetic.parquet"
         generate(path, args.rows)
-        print(
-            f"{args.rows:,} rows, {path.stat().st_size / 2**20:.0f} MiB Parquet; "
-            f"best of {args.repeat}",
-            flush=True,
-        )
+        print(f"{args.rows:,} rows, {path.stat().st_size / 2**20:.0f} MiB Parquet; "
+              f"best of {args.repeat}", flush=True)
         phases = ["plain", "private", "bounded"] + (["naive"] if args.naive else [])
         results = {}
         for name in phases:
             out = subprocess.run(
-                [
-                    sys.executable,
-                    __file__,
-                    "--phase",
-                    name,
-                    "--path",
-                    str(path),
-                    "--repeat",
-                    str(args.repeat),
-                ],
-                check=True,
-                capture_output=True,
-                text=True,
+                [sys.executable, __file__, "--phase", name, "--path", str(path),
+                 "--repeat", str(args.repeat)],
+                check=True, capture_output=True, text=True,
             )
             results[name] = json.loads(out.stdout)
             base = results["plain"]["seconds"]
             r = results[name]
-            print(
-                f"{name:8s} {r['seconds']:8.3f} s  {r['seconds'] / base:6.2f}× plain  "
-                f"peak RSS {r['peak_rss_mib']:7.0f} MiB",
-                flush=True,
-            )
+            print(f"{name:8s} {r['seconds']:8.3f} s  {r['seconds'] / base:6.2f}× plain  "
+                  f"peak RSS {r['peak_rss_mib']:7.0f} MiB", flush=True)
     return 0
 
 

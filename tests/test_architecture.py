@@ -83,7 +83,10 @@ def test_imports_flow_downward(path: Path) -> None:
 
 def test_import_approxdp_is_light() -> None:
     heavy = ("duckdb", "pyspark", "matplotlib", "pandas", "polars", "click", "rich")
-    code = f"import sys, approxdp\nprint(' '.join(m for m in {heavy!r} if m in sys.modules))\n"
+    code = (
+        "import sys, approxdp\n"
+        f"print(' '.join(m for m in {heavy!r} if m in sys.modules))\n"
+    )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.strip()

@@ -131,7 +131,8 @@ def compose_gaussian(sigmas: Any, sensitivities: Any = None) -> ComposedGaussian
             sens = np.full_like(sig, float(sens.ravel()[0]))
         if sens.shape != sig.shape:
             raise InvalidParameterError(
-                f"sensitivities must have the same length as sigmas ({sig.size}), got {sens.size}"
+                f"sensitivities must have the same length as sigmas ({sig.size}), "
+                f"got {sens.size}"
             )
     ratio = sens / sig  # Δᵢ/σᵢ; 0 for σ = inf
     scale = float(np.max(ratio))

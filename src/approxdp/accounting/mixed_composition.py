@@ -115,12 +115,8 @@ def _delta_one_rule(state: LedgerState, epsilon: float, rule: str) -> float:
 
     best = min(total(0.0), total(epsilon))
     if epsilon > 0:
-        res = minimize_scalar(
-            total,
-            bounds=(0.0, epsilon),
-            method="bounded",
-            options={"xatol": 1e-10 * max(1.0, epsilon)},
-        )
+        res = minimize_scalar(total, bounds=(0.0, epsilon), method="bounded",
+                              options={"xatol": 1e-10 * max(1.0, epsilon)})
         # Re-evaluate at the returned point: any x in [0, ε] gives a valid bound.
         best = min(best, total(float(res.x)))
     return best

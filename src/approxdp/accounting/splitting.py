@@ -156,18 +156,16 @@ def split_budget(
 def _split_gaussian(eps: float, dlt: float, steps: int, sensitivity: Any) -> BudgetSplit:
     from approxdp.calibration import calibrate_gaussian
 
-    sens = float(
-        check_interval("sensitivity", sensitivity, 0.0, math.inf, low_open=True, high_open=True)
-    )
+    sens = float(check_interval("sensitivity", sensitivity, 0.0, math.inf, low_open=True,
+                                high_open=True))
     sigma = math.sqrt(steps) * float(calibrate_gaussian(eps, dlt, sens, method="optimal"))
     composed = compose_gaussian([sigma] * steps, [sens] * steps)
     # Verify forwards with no tolerance; grow σ by ulps if rounding broke it (never under).
     while float(composed.delta(eps)) > dlt:
         sigma = math.nextafter(sigma, math.inf) * (1 + 1e-15)
         composed = compose_gaussian([sigma] * steps, [sens] * steps)
-    total = Guarantee(
-        eps, float(composed.delta(eps)), "exact", "exact Gaussian composition (paper Lemma 15)"
-    )
+    total = Guarantee(eps, float(composed.delta(eps)), "exact",
+                      "exact Gaussian composition (paper Lemma 15)")
     return BudgetSplit("gaussian", steps, math.nan, math.nan, sigma, total)
 
 

@@ -117,9 +117,7 @@ class SQLiteLedger:
         existed = self._check_header()
         try:
             conn = sqlite3.connect(
-                self._path,
-                timeout=_BUSY_TIMEOUT_MS / 1000,
-                isolation_level=None,
+                self._path, timeout=_BUSY_TIMEOUT_MS / 1000, isolation_level=None,
                 check_same_thread=False,
             )
         except sqlite3.Error as exc:
@@ -171,7 +169,8 @@ class SQLiteLedger:
         ).fetchone()
         if rows != totals_count:
             raise LedgerError(
-                f"ledger {self._path} is inconsistent: {rows} spends but totals say {totals_count}"
+                f"ledger {self._path} is inconsistent: {rows} spends but totals say "
+                f"{totals_count}"
             )
 
     def _initialise(self, conn: sqlite3.Connection) -> None:
@@ -326,9 +325,8 @@ class SQLiteLedger:
                 conn.execute("COMMIT")
         rebuilt = LedgerState()
         for rho, items in rows:
-            rebuilt = rebuilt.add(
-                Contribution(float(rho), tuple((float(e), float(d)) for e, d in json.loads(items)))
-            )
+            rebuilt = rebuilt.add(Contribution(float(rho), tuple(
+                (float(e), float(d)) for e, d in json.loads(items))))
         same_rho = math.isclose(rebuilt.rho, state.rho, rel_tol=1e-12, abs_tol=0.0)
         if rebuilt.count != state.count or rebuilt.groups != state.groups or not same_rho:
             raise LedgerError(

@@ -24,7 +24,8 @@ ADULT_COLUMNS = (
     "occupation", "relationship", "race", "sex", "capital-gain", "capital-loss",
     "hours-per-week", "native-country", "income",
 )  # fmt: skip
-ADULT_NUMERIC = ("age", "fnlwgt", "education-num", "capital-gain", "capital-loss", "hours-per-week")
+ADULT_NUMERIC = ("age", "fnlwgt", "education-num", "capital-gain", "capital-loss",
+                 "hours-per-week")
 ADULT_CATEGORICAL = tuple(c for c in ADULT_COLUMNS if c not in ADULT_NUMERIC)
 
 

@@ -230,7 +230,8 @@ def check_columns(schema: Mapping[str, ColumnKind], request: AggregateRequest) -
             close = difflib.get_close_matches(column, list(schema), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise DataError(
-                f"column {column!r} ({role}) not found; the table has columns {list(schema)}{hint}"
+                f"column {column!r} ({role}) not found; the table has columns "
+                f"{list(schema)}{hint}"
             )
     for agg in request.aggregations:
         if agg.column is not None and schema[agg.column] is not ColumnKind.NUMERIC:

@@ -82,7 +82,8 @@ def sql_literal(value: KeyValue) -> str:
     if isinstance(value, str):
         return "'" + value.replace("'", "''") + "'"
     raise ParameterTypeError(
-        f"domain values must be str, int, float, bool or None, got {type(value).__name__} {value!r}"
+        f"domain values must be str, int, float, bool or None, got {type(value).__name__} "
+        f"{value!r}"
     )
 
 
@@ -231,7 +232,9 @@ class DuckDBEngine:
         check_columns(self.schema(table), request)
         sql = build_aggregate_sql(request)
         result = _arrow(table.run(sql))
-        keys = {c: np.asarray(result.column(c).to_pylist(), dtype=object) for c in request.by}
+        keys = {
+            c: np.asarray(result.column(c).to_pylist(), dtype=object) for c in request.by
+        }
         values = {
             a.name: np.asarray(result.column(a.name).to_numpy(zero_copy_only=False), dtype=float)
             for a in request.aggregations

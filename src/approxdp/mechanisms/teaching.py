@@ -29,7 +29,7 @@ def _generator(rng: Any) -> np.random.Generator:
 
 
 def name_and_shame(records: Sequence[T], delta: float, rng: Any = None) -> list[T]:
-    """ "Name and shame": publish each record independently with probability δ.
+    """"Name and shame": publish each record independently with probability δ.
 
     It is (0, δ)-DP (lecture-wang Lemma 5.2: changing one record changes the output
     distribution only on the event that that record is published, of probability δ), yet with

@@ -36,51 +36,42 @@ class AdultDemo:
 
     def report(self) -> str:
         """A compact plain-text report."""
-        out = [
-            f"approxdp demo — UCI Adult, 45,222 complete records, budget ε = {self.epsilon:g},"
-            f" δ = {self.delta:g} (add/remove one record)",
-            "",
-        ]
+        out = [f"approxdp demo — UCI Adult, 45,222 complete records, budget ε = {self.epsilon:g},"
+               f" δ = {self.delta:g} (add/remove one record)", ""]
         for r in self.releases:
             if not r.columns:
-                out.append(
-                    f"{r.label:28s} {r.values[0]:12.2f}   95% CI [{r.ci_low[0]:.2f}, "
-                    f"{r.ci_high[0]:.2f}]   σ = {r.std[0]:.3g}"
-                )
+                out.append(f"{r.label:28s} {r.values[0]:12.2f}   95% CI [{r.ci_low[0]:.2f}, "
+                           f"{r.ci_high[0]:.2f}]   σ = {r.std[0]:.3g}")
             else:
                 out.append(f"{r.label}: {r.values.size} cells, σ = {r.std[0]:.3g} per cell")
                 for key, v, lo, hi in zip(r.keys, r.values, r.ci_low, r.ci_high, strict=True):
                     name = " × ".join(map(str, key))
                     out.append(f"    {name:40s} {v:10.1f}  [{lo:.1f}, {hi:.1f}]")
         h = self.paper_histogram
-        out += [
-            "",
-            f"{h.label}: all 9 categorical attributes (domain 54,001,920 cells), Δ = 1",
-            f"    σ = {h.sigma:.4g} per cell (MSE = σ² = {h.sigma**2:.4g}); partition "
-            f"selection threshold {h.threshold:.4g}; {h.values.size} cells released",
-        ]
+        out += ["", f"{h.label}: all 9 categorical attributes (domain 54,001,920 cells), Δ = 1",
+                f"    σ = {h.sigma:.4g} per cell (MSE = σ² = {h.sigma ** 2:.4g}); partition "
+                f"selection threshold {h.threshold:.4g}; {h.values.size} cells released"]
         top = np.argsort(-h.values)[:3]
         for i in top:
             out.append(f"    {' × '.join(map(str, h.keys[i]))[:90]}: {h.values[i]:.1f}")
-        out += [
-            "",
-            f"Noise for that histogram at the full budget (ε = {self.epsilon:g}, "
-            f"δ = {self.delta:g}, Δ = 1):",
-            f"    {'method':16s} {'σ':>10s} {'MSE':>10s}  verdict",
-        ]
+        out += ["", f"Noise for that histogram at the full budget (ε = {self.epsilon:g}, "
+                f"δ = {self.delta:g}, Δ = 1):",
+                f"    {'method':16s} {'σ':>10s} {'MSE':>10s}  verdict"]
         for c in self.comparisons:
             if np.isnan(c.sigma):
                 out.append(f"    {c.method:16s} {'n/a':>10s}")
                 continue
             verdict = "(ε, δ)-DP" if c.private else "NOT (ε, δ)-DP"
-            out.append(f"    {c.method:16s} {c.sigma:10.4g} {c.sigma**2:10.4g}  {verdict}")
+            out.append(f"    {c.method:16s} {c.sigma:10.4g} {c.sigma ** 2:10.4g}  {verdict}")
         return "\n".join(out)
 
     def __str__(self) -> str:
         return self.report()
 
 
-def run_adult_demo(epsilon: float = 1.0, delta: float = 1e-6, seed: int | None = None) -> AdultDemo:
+def run_adult_demo(
+    epsilon: float = 1.0, delta: float = 1e-6, seed: int | None = None
+) -> AdultDemo:
     """Run the Adult demo at total budget (ε, δ); ``seed`` makes it reproducible."""
     data = load_adult()
     table = PrivateTable(data, budget=(epsilon, delta), seed=seed)
@@ -89,15 +80,12 @@ def run_adult_demo(epsilon: float = 1.0, delta: float = 1e-6, seed: int | None =
             Count(name="complete records"),
             Mean("age", (17.0, 90.0), name="mean age"),
             Histogram(("income",), {"income": ["<=50K", ">50K"]}, name="income"),
-            Histogram(
-                ("sex", "race"), {"sex": ["Female", "Male"], "race": list(RACES)}, name="sex × race"
-            ),
+            Histogram(("sex", "race"), {"sex": ["Female", "Male"], "race": list(RACES)},
+                      name="sex × race"),
         ],
-        epsilon=epsilon / 2,
-        delta=delta / 2,
+        epsilon=epsilon / 2, delta=delta / 2,
     )
-    paper = table.release(
-        [Histogram(ADULT_CATEGORICAL, name="paper histogram")], epsilon=epsilon / 2, delta=delta / 2
-    )[0]
+    paper = table.release([Histogram(ADULT_CATEGORICAL, name="paper histogram")],
+                          epsilon=epsilon / 2, delta=delta / 2)[0]
     comparisons = compare_methods(epsilon, delta, 1.0, paper.sigma)
     return AdultDemo(epsilon, delta, small, paper, comparisons)

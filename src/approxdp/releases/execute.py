@@ -43,9 +43,8 @@ def build_request(
     aggs = []
     for j, meas in enumerate(q.measures()):
         low, high = meas.bounds if meas.kind == "sum" else (-math.inf, math.inf)
-        aggs.append(
-            Aggregation(f"m{j}", meas.kind, meas.column, low, high, meas.centre, meas.where)
-        )
+        aggs.append(Aggregation(f"m{j}", meas.kind, meas.column, low, high, meas.centre,
+                                meas.where))
     dom = q.cell_domain
     keep = tuple(Membership(c, vals) for c, vals in dom) if dom and filter_domain else ()
     sample = None
@@ -66,8 +65,7 @@ def _run_merged(
     for (by, keep, sample), members in groups.items():
         aggs = tuple(
             Aggregation(f"q{i}_{a.name}", a.function, a.column, a.low, a.high, a.shift, a.where)
-            for i in members
-            for a in requests[i].aggregations
+            for i in members for a in requests[i].aggregations
         )
         res = engine.aggregate(table, AggregateRequest(by, aggs, keep, sample))
         for i in members:
@@ -188,18 +186,15 @@ def _noise_one(
     cells, true = _cells(aq, agg)
     if aq.sigma > 0:
         mech = GaussianMechanism(
-            allocated.epsilon,
-            allocated.delta_gaussian,
-            aq.effective_sensitivity,
+            allocated.epsilon, allocated.delta_gaussian, aq.effective_sensitivity,
             method=allocated.method,
         )
         flat = (true / scales).ravel()
         released = np.asarray(mech.release(flat, rng=rng), dtype=np.float64)
         noisy = released.reshape(true.shape) * scales
         sigma = float(mech.sigma)
-        comparisons = compare_methods(
-            allocated.epsilon, allocated.delta_gaussian, aq.effective_sensitivity, sigma
-        )
+        comparisons = compare_methods(allocated.epsilon, allocated.delta_gaussian,
+                                      aq.effective_sensitivity, sigma)
         mechanism = "gaussian"
     else:
         noisy, sigma, comparisons, mechanism = true.copy(), 0.0, (), "exact"
@@ -215,10 +210,8 @@ def _noise_one(
     if isinstance(q, Mean):
         values, std, lo, hi = _mean(q, noisy, stds, level)
         extra = {"sum_centred": noisy[:, 0], "count": noisy[:, 1]}
-        notes.append(
-            "mean = c + Σ̃(x − c)/ñ clamped to the bounds; CI is conservative "
-            "(Bonferroni box over the sum's and count's intervals)"
-        )
+        notes.append("mean = c + Σ̃(x − c)/ñ clamped to the bounds; CI is conservative "
+                     "(Bonferroni box over the sum's and count's intervals)")
     elif q.kind == "linearqueries":
         values, std = noisy[0], stds[0]
         lo, hi = values - z * std, values + z * std
@@ -231,27 +224,14 @@ def _noise_one(
         notes.append("rows outside the declared domain were dropped (not counted anywhere)")
     rows = {"read": n_rows, "used": agg.rows_used, "dropped": n_rows - agg.rows_used}
     return ReleaseResult(
-        label=q.label(),
-        kind=q.kind,
-        columns=q.by,
+        label=q.label(), kind=q.kind, columns=q.by,
         keys=cells if q.kind != "linearqueries" else [(i,) for i in range(values.size)],
-        values=np.asarray(values, dtype=float),
-        std=np.asarray(std, dtype=float),
-        ci_low=np.asarray(lo, dtype=float),
-        ci_high=np.asarray(hi, dtype=float),
-        level=level,
-        mechanism=mechanism,
-        method=allocated.method,
-        sigma=sigma / 1.0,
-        sensitivity=aq.sensitivity,
-        effective_sensitivity=aq.effective_sensitivity,
-        epsilon=allocated.epsilon,
-        delta=allocated.delta,
-        threshold=aq.threshold,
-        rows=rows,
-        comparisons=comparisons,
-        extra=extra,
-        notes=tuple(notes),
+        values=np.asarray(values, dtype=float), std=np.asarray(std, dtype=float),
+        ci_low=np.asarray(lo, dtype=float), ci_high=np.asarray(hi, dtype=float), level=level,
+        mechanism=mechanism, method=allocated.method, sigma=sigma / 1.0, sensitivity=aq.sensitivity,
+        effective_sensitivity=aq.effective_sensitivity, epsilon=allocated.epsilon,
+        delta=allocated.delta, threshold=aq.threshold, rows=rows, comparisons=comparisons,
+        extra=extra, notes=tuple(notes),
     )
 
 

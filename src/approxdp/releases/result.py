@@ -19,15 +19,8 @@ from approxdp.releases.sensitivity import Sensitivity
 __all__ = ["COMPARED_METHODS", "MethodComparison", "ReleaseResult", "compare_methods"]
 
 #: Calibrations shown next to the one used (classical formulas first).
-COMPARED_METHODS = (
-    "dwork-roth-2014",
-    "dwork-2006",
-    "zhao-m1",
-    "zhao-m2",
-    "pdp-optimal",
-    "zcdp",
-    "optimal",
-)
+COMPARED_METHODS = ("dwork-roth-2014", "dwork-2006", "zhao-m1", "zhao-m2", "pdp-optimal",
+                    "zcdp", "optimal")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,10 +35,7 @@ class MethodComparison:
 
 
 def compare_methods(
-    epsilon: float,
-    delta: float,
-    sensitivity: float,
-    used_sigma: float,
+    epsilon: float, delta: float, sensitivity: float, used_sigma: float,
     methods: Sequence[str] = COMPARED_METHODS,
 ) -> tuple[MethodComparison, ...]:
     """σ of each method for one Gaussian at (ε, δ, Δ), with its exact privacy verdict."""
@@ -55,9 +45,8 @@ def compare_methods(
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", NotPrivateWarning)
                 sigma = float(
-                    calibrate_gaussian(
-                        epsilon, delta, sensitivity, method=name, allow_non_private=True
-                    )
+                    calibrate_gaussian(epsilon, delta, sensitivity, method=name,
+                                       allow_non_private=True)
                 )
         except ApproxDPError:
             out.append(MethodComparison(name, math.nan, False, math.nan))
@@ -152,10 +141,8 @@ class ReleaseResult:
             lines.append("  other calibrations for the same (ε, δ, Δ):")
             for c in cmp:
                 verdict = "private" if c.private else "NOT private"
-                lines.append(
-                    f"    {c.method:16s} σ = {c.sigma:.6g} ({c.ratio_to_used:.3g}× used)"
-                    f" — {verdict}"
-                )
+                lines.append(f"    {c.method:16s} σ = {c.sigma:.6g} ({c.ratio_to_used:.3g}× used)"
+                             f" — {verdict}")
         lines.extend(f"  note: {n}" for n in self.notes)
         return "\n".join(lines)
 

@@ -76,7 +76,9 @@ class PrivateTable:
     ) -> None:
         if (budget is None) == (accountant is None):
             raise ParameterTypeError("pass exactly one of budget=(epsilon, delta) or accountant=")
-        self.accountant = accountant if accountant is not None else PrivacyAccountant(budget=budget)
+        self.accountant = accountant if accountant is not None else PrivacyAccountant(
+            budget=budget
+        )
         self.bounds = ContributionBounds(privacy_unit, max_partitions, max_rows_per_partition)
         ReleasePlan((Count(),), neighbouring, self.bounds)  # validates neighbouring early
         self.neighbouring: Neighbouring = neighbouring
@@ -89,47 +91,32 @@ class PrivateTable:
     def plan(self, queries: Sequence[Query], weights: Sequence[float] | None = None) -> ReleasePlan:
         """Step 1: an immutable plan of ``queries`` under this table's relation and bounds."""
         return ReleasePlan(
-            tuple(queries),
-            self.neighbouring,
-            self.bounds,
+            tuple(queries), self.neighbouring, self.bounds,
             None if weights is None else tuple(weights),
         )
 
     def allocate(
-        self,
-        plan: ReleasePlan,
-        *,
-        epsilon: float,
-        delta: float,
+        self, plan: ReleasePlan, *, epsilon: float, delta: float,
         selection_fraction: float = 0.5,
     ) -> AllocatedPlan:
         """Step 2: split (ε, δ) across ``plan`` (joint Gaussian calibration)."""
-        return allocate(
-            plan, epsilon, delta, method=self.method, selection_fraction=selection_fraction
-        )
+        return allocate(plan, epsilon, delta, method=self.method,
+                        selection_fraction=selection_fraction)
 
     def execute(
         self, allocated: AllocatedPlan, *, level: float = 0.95
     ) -> tuple[ReleaseResult, ...]:
         """Step 3: aggregate, spend, add noise."""
         check_interval("level", level, 0.0, 1.0, low_open=True, high_open=True)
-        key = (
-            int(self._rng.integers(0, 2**63 - 1))
-            if self._rng is not None
-            else (secrets.randbits(63))
+        key = int(self._rng.integers(0, 2**63 - 1)) if self._rng is not None else (
+            secrets.randbits(63)
         )
-        return execute(
-            allocated, self.engine, self.table, self.accountant, key=key, rng=self._rng, level=level
-        )
+        return execute(allocated, self.engine, self.table, self.accountant, key=key,
+                       rng=self._rng, level=level)
 
     def release(
-        self,
-        queries: Sequence[Query],
-        *,
-        epsilon: float,
-        delta: float,
-        weights: Sequence[float] | None = None,
-        level: float = 0.95,
+        self, queries: Sequence[Query], *, epsilon: float, delta: float,
+        weights: Sequence[float] | None = None, level: float = 0.95,
     ) -> tuple[ReleaseResult, ...]:
         """Plan, allocate and execute ``queries`` together for a total (ε, δ)."""
         allocated = self.allocate(self.plan(queries, weights), epsilon=epsilon, delta=delta)
@@ -144,45 +131,26 @@ class PrivateTable:
         return self._one(Count(), epsilon, delta, level)
 
     def sum(
-        self,
-        column: str,
-        bounds: tuple[float, float],
-        *,
-        epsilon: float,
-        delta: float,
-        by: Sequence[str] = (),
-        domain: Domain | None = None,
-        outside_domain: OutsideDomain = "error",
-        level: float = 0.95,
+        self, column: str, bounds: tuple[float, float], *, epsilon: float, delta: float,
+        by: Sequence[str] = (), domain: Domain | None = None,
+        outside_domain: OutsideDomain = "error", level: float = 0.95,
     ) -> ReleaseResult:
         """Sum of ``column`` clamped to ``bounds`` (NULL/NaN contribute nothing)."""
         q = Sum(column, bounds, tuple(by), domain, outside_domain, name=f"sum({column})")
         return self._one(q, epsilon, delta, level)
 
     def mean(
-        self,
-        column: str,
-        bounds: tuple[float, float],
-        *,
-        epsilon: float,
-        delta: float,
-        by: Sequence[str] = (),
-        domain: Domain | None = None,
-        outside_domain: OutsideDomain = "error",
-        level: float = 0.95,
+        self, column: str, bounds: tuple[float, float], *, epsilon: float, delta: float,
+        by: Sequence[str] = (), domain: Domain | None = None,
+        outside_domain: OutsideDomain = "error", level: float = 0.95,
     ) -> ReleaseResult:
         """Mean of ``column`` clamped to ``bounds`` over non-missing values."""
         q = Mean(column, bounds, tuple(by), domain, outside_domain, name=f"mean({column})")
         return self._one(q, epsilon, delta, level)
 
     def histogram(
-        self,
-        columns: str | Sequence[str],
-        *,
-        epsilon: float,
-        delta: float,
-        domain: Domain | None = None,
-        outside_domain: OutsideDomain = "error",
+        self, columns: str | Sequence[str], *, epsilon: float, delta: float,
+        domain: Domain | None = None, outside_domain: OutsideDomain = "error",
         level: float = 0.95,
     ) -> ReleaseResult:
         """Counts per combination of ``columns`` (declared domain, or partition selection)."""
@@ -191,17 +159,12 @@ class PrivateTable:
         return self._one(q, epsilon, delta, level)
 
     def linear_queries(
-        self,
-        queries: Sequence[LinearQuery],
-        *,
-        epsilon: float,
-        delta: float,
+        self, queries: Sequence[LinearQuery], *, epsilon: float, delta: float,
         level: float = 0.95,
     ) -> ReleaseResult:
         """k linear queries with one Gaussian calibrated to their joint ℓ2 sensitivity."""
-        return self._one(
-            LinearQueries(tuple(queries), name="linear queries"), epsilon, delta, level
-        )
+        return self._one(LinearQueries(tuple(queries), name="linear queries"), epsilon, delta,
+                         level)
 
     def remaining(self) -> Any:
         """What the accountant has left."""

@@ -45,12 +45,10 @@ def check_bounds(name: str, bounds: object) -> tuple[float, float]:
     """Validate ``bounds = (low, high)``: finite, low <= high; return floats."""
     if not isinstance(bounds, Sequence) or isinstance(bounds, str) or len(bounds) != 2:
         raise ParameterTypeError(f"{name} must be a pair (low, high), got {bounds!r}")
-    low = float(
-        check_interval(f"{name}[0]", bounds[0], -math.inf, math.inf, low_open=True, high_open=True)
-    )
-    high = float(
-        check_interval(f"{name}[1]", bounds[1], -math.inf, math.inf, low_open=True, high_open=True)
-    )
+    low = float(check_interval(f"{name}[0]", bounds[0], -math.inf, math.inf, low_open=True,
+                               high_open=True))
+    high = float(check_interval(f"{name}[1]", bounds[1], -math.inf, math.inf, low_open=True,
+                                high_open=True))
     if low > high:
         raise InvalidParameterError(
             f"{name} must satisfy low <= high, got {name}=({low:g}, {high:g}); swap them"
@@ -239,13 +237,9 @@ class Sum(Query):
     def measures(self) -> tuple[Measure, ...]:
         """Clamped sum; plus count(*) when cells are selected privately (for the threshold)."""
         total = Measure("sum", self.column, self.bounds)
-        return (
-            (total,)
-            if self.domain is not None or not self.group_by
-            else (
-                total,
-                Measure("count"),
-            )
+        return (total,) if self.domain is not None or not self.group_by else (
+            total,
+            Measure("count"),
         )
 
 
@@ -281,10 +275,9 @@ class Mean(Query):
     def measures(self) -> tuple[Measure, ...]:
         """Centred clamped sum and count of non-missing values."""
         low, high = self.bounds
-        return (
-            Measure("sum", self.column, self.bounds, (low + high) / 2),
-            Measure("count", self.column),
-        )
+        return (Measure("sum", self.column, self.bounds, (low + high) / 2), Measure(
+            "count", self.column
+        ))
 
 
 @dataclass(frozen=True, slots=True)
