@@ -42,8 +42,6 @@ EXAMPLE_MODULES = sorted(
 #: Docstring examples known to be wrong in code owned by another branch (reported, not
 #: edited here); they run and are reported as xfail until fixed, then pass normally.
 PENDING = {
-    "approxdp.calibration.gaussian": "calibrate_gaussian's example shows 3.730209; the "
-    "library computes 3.730632 (README: 3.7306)",
     "approxdp.releases.session": "imports PrivateTable from approxdp.releases, which does not "
     "export it yet",
 }

@@ -103,7 +103,7 @@ def calibrate_gaussian(
         >>> round(calibrate_gaussian(1.0, 1e-5), 6)
         3.730632
         >>> round(calibrate_gaussian(1.0, 1e-5, method="dwork-roth-2014"), 6)
-        4.84481
+        4.844805
     """
     if (method == "optimal" or method == "pdp-optimal") and type(allow_non_private) is bool:
         fast = _optimal_scalar(epsilon, delta, sensitivity, method)
