@@ -3,8 +3,8 @@
 Every statistical check uses a fixed seed where the path can be seeded, and a rejection
 threshold at tail probability P_FAIL = 5e-8 (two-sided z = 5.45 for the moment checks). The
 file makes 20 statistical checks, so it fails by chance with probability below
-20 × 5e-8 = 1e-6. Paths that read the OS CSPRNG cannot be seeded by design; their checks use
-the same thresholds.
+20 × 5e-8 = 1e-6 (the exhaustive check of ``bernoulli_ratio`` is deterministic). Paths that
+read the OS CSPRNG cannot be seeded by design; their checks use the same thresholds.
 """
 
 from __future__ import annotations
@@ -233,3 +233,44 @@ def test_small_batches_use_the_same_exact_laws():
     probs = w ** np.abs(support)
     assert np.max(np.abs(sample)) <= 5
     assert _chi_square_ok(sample, support, probs / probs.sum())
+
+
+class _ScriptedBits:
+    """A fake source that returns the given words in order (for exhaustive checks)."""
+
+    secure = False
+
+    def __init__(self, words):
+        self.queue = list(words)
+
+    def words(self, n, bits):
+        dtype = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[bits]
+        out = np.array(self.queue[:n], dtype=dtype)
+        del self.queue[:n]
+        return out
+
+
+@pytest.mark.parametrize(
+    ("d", "rs"), [(5, [0, 1, 4, 5]), ((1 << 17) + 3, [0, 1, 5, 1 << 16, (1 << 17) + 2])]
+)
+def test_bernoulli_ratio_decides_every_word_exactly(d, rs):
+    """Each value W of the b-bit word, fed as top bits then low bits: the lazy decision equals
+    [W < r] when W < d, and redraws when W ≥ d (the scripted redraw W = 0 then answers r > 0).
+    Every W whose top bits are within 2 of those of r or d, plus every 97th other W."""
+    from approxdp.mechanisms.randomness import bernoulli_ratio
+
+    b = (d - 1).bit_length()
+    h = min(b, 16)
+    shift = b - h
+    for r in rs:
+        near = {(x >> shift) + k for x in (r, d) for k in range(-2, 3)}
+        words = {w for hi in near for w in range(hi << shift, (hi + 1) << shift)}
+        words |= set(range(0, 1 << b, 97))
+        for w in sorted(x for x in words if 0 <= x < 1 << b):
+            w_hi, w_lo = w >> shift, w & ((1 << shift) - 1)
+            script = [w_hi << (16 - h)]
+            if shift and (w_hi == r >> shift or w_hi == d >> shift):
+                script.append(w_lo)  # the low bits are drawn only on a tie
+            script += [0, 0]  # the redraw, if any: W = 0 (top bits, low bits if tied)
+            got = bool(bernoulli_ratio(_ScriptedBits(script), np.array([r]), d)[0])
+            assert got == (w < r if w < d else r > 0), (d, r, w)

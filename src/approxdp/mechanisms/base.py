@@ -88,9 +88,12 @@ def choose_path(rng: Any, secure: bool | None) -> tuple[Path, np.random.Generato
 def prepare_value(value: Any) -> tuple[npt.NDArray[np.float64], bool]:
     """The query answer as a float64 array and whether it was a scalar."""
     arr = as_float_array("value", value)
-    bad = ~np.isfinite(arr)
-    if bool(np.any(bad)):
-        raise InvalidParameterError(
-            f"value must be finite, got value={float(arr[bad].flat[0])!r} in the input"
-        )
+    # One pass without a temporary: a NaN or infinite entry makes the sum non-finite (a finite
+    # sum that overflows only sends us to the exact check).
+    if not math.isfinite(float(np.sum(arr))):
+        bad = ~np.isfinite(arr)
+        if bool(np.any(bad)):
+            raise InvalidParameterError(
+                f"value must be finite, got value={float(arr[bad].flat[0])!r} in the input"
+            )
     return arr, arr.ndim == 0

@@ -223,7 +223,8 @@ class GaussianMechanism:
         path, gen = choose_path(rng, secure)
         arr, scalar = prepare_value(value)
         if path != "secure" and gen is not None:
-            noisy = arr + gen.normal(0.0, self.sigma, size=arr.shape)
+            noisy = gen.normal(0.0, self.sigma, size=arr.shape)
+            noisy += arr
             return mark_simulated(noisy, scalar)
         noise = self.secure_noise(max(arr.size, 1))
         index = noise.lattice.to_integers(arr)

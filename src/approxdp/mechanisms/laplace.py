@@ -157,7 +157,9 @@ class LaplaceMechanism:
         path, gen = choose_path(rng, secure)
         arr, scalar = prepare_value(value)
         if path != "secure" and gen is not None:
-            return mark_simulated(arr + gen.laplace(0.0, self.scale, size=arr.shape), scalar)
+            noisy = gen.laplace(0.0, self.scale, size=arr.shape)
+            noisy += arr
+            return mark_simulated(noisy, scalar)
         noise = self.secure_noise(max(arr.size, 1))
         index = noise.lattice.to_integers(arr)
         draws = noise.sampler.sample(SecureBits(), index.size).reshape(index.shape)

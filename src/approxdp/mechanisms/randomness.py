@@ -165,34 +165,36 @@ def bernoulli_ratio(source: RandomBits, r: IntArray, d: int) -> npt.NDArray[np.b
     W_hi ∈ {r_hi, d_hi} needs W_lo, and then the full W decides exactly as above.
     """
     n = r.size
-    out = np.zeros(n, dtype=np.bool_)
     if n == 0 or d == 1:
-        return r >= 1 if d == 1 else out
+        return r >= 1 if d == 1 else np.zeros(n, dtype=np.bool_)
     b = (d - 1).bit_length()
     h = min(b, _HIGH_BITS)
     shift = b - h
-    r_hi = (r >> shift).astype(np.int64)
     d_hi = d >> shift
-    idx = np.arange(n)
+    r_hi = (r >> shift).astype(np.int32)
+    # First draw over the whole array: W_hi < r_hi decides True, r_hi < W_hi < d_hi decides
+    # False; ties and W_hi > d_hi (a redraw) are rare and handled below.
+    w_hi = (source.words(n, 16) >> np.uint16(16 - h)).astype(np.int32)
+    out: npt.NDArray[np.bool_] = w_hi < r_hi
+    idx = np.flatnonzero((w_hi == r_hi) | (w_hi >= d_hi))
+    w_idx = w_hi[idx]
     while idx.size:
-        w_hi = (source.words(idx.size, 16) >> np.uint16(16 - h)).astype(np.int64)
         rh = r_hi[idx]
-        yes = w_hi < rh
-        no = (w_hi > rh) & (w_hi < d_hi)
-        tie = ((w_hi == rh) | (w_hi == d_hi)) & ~yes
-        out[idx[yes]] = True
-        if shift and np.any(tie):
+        decided = w_idx < rh
+        out[idx[decided]] = True
+        decided |= (w_idx > rh) & (w_idx < d_hi)
+        tie = ((w_idx == rh) | (w_idx == d_hi)) & ~decided
+        if np.any(tie):
             tied = np.flatnonzero(tie)
-            w = (w_hi[tied] << shift) | uniform_below(source, 1 << shift, tied.size)
+            w = w_idx[tied].astype(np.int64) << shift
+            if shift:
+                w |= uniform_below(source, 1 << shift, tied.size)
             in_range = w < d
-            out[idx[tied[in_range]]] = w[in_range] < r[idx[tied[in_range]]]
-            no[tied[in_range]] = True  # decided (the value was written above)
-        elif np.any(tie):  # shift == 0: W_hi is W itself
-            tied = np.flatnonzero(tie)
-            in_range = w_hi[tied] < d
-            out[idx[tied[in_range]]] = w_hi[tied[in_range]] < r[idx[tied[in_range]]]
-            no[tied[in_range]] = True
-        idx = idx[~(yes | no)]
+            pos = idx[tied[in_range]]
+            out[pos] = w[in_range] < r[pos]
+            decided[tied[in_range]] = True
+        idx = idx[~decided]  # the rest redraw W from scratch
+        w_idx = (source.words(idx.size, 16) >> np.uint16(16 - h)).astype(np.int32)
     return out
 
 
