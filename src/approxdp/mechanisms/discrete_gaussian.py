@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from approxdp._validation import as_float_array
+from approxdp._validation import as_float_array, check_interval
 from approxdp.calibration.discrete_gaussian import (
     calibrate_discrete_gaussian,
     discrete_gaussian_satisfies,
@@ -38,7 +38,11 @@ from approxdp.mechanisms.base import (
 from approxdp.mechanisms.exact_sampling import DiscreteGaussianSampler
 from approxdp.mechanisms.outputs import mark_simulated
 from approxdp.mechanisms.randomness import GeneratorBits, RandomBits, SecureBits
-from approxdp.profiles.discrete_gaussian import discrete_gaussian_delta, discrete_gaussian_tail
+from approxdp.profiles.discrete_gaussian import (
+    discrete_gaussian_delta,
+    discrete_gaussian_tail,
+    discrete_gaussian_vector_log_delta,
+)
 
 __all__ = ["DiscreteGaussianMechanism"]
 
@@ -106,9 +110,26 @@ class DiscreteGaussianMechanism:
         d = check_dimension(dimension)
         return _sampler(self.epsilon, self.delta, self.sensitivity, d)
 
-    def privacy_profile(self, epsilon: Any) -> Any:
-        """Exact δ(ε) of a scalar release (CKS20 Thm 7 at ⌊Δ⌋, SPEC §4)."""
-        return discrete_gaussian_delta(epsilon, self.sigma, self.sensitivity)
+    def privacy_profile(self, epsilon: Any, *, dimension: int = 1) -> Any:
+        """δ(ε) of a release of ``dimension`` coordinates: exact for a scalar (CKS20 Thm 7 at
+        ⌊Δ⌋, SPEC §4); for vectors the proven upper bound the calibration uses (smaller of
+        the smoothing and zCDP bounds).
+
+        >>> m = DiscreteGaussianMechanism(1.0, 1e-5, 2.0)
+        >>> bool(m.privacy_profile(1.0, dimension=4) <= 1e-5)
+        True
+        """
+        d = check_dimension(dimension)
+        if d == 1:
+            return discrete_gaussian_delta(epsilon, self.sigma, self.sensitivity)
+        eps = check_interval("epsilon", epsilon, 0.0, math.inf, high_open=True)
+        sigma = self.sampler(d).sigma
+        flat = [
+            math.exp(discrete_gaussian_vector_log_delta(float(e), sigma, self.sensitivity, d))
+            for e in eps.ravel()
+        ]
+        out = np.array(flat).reshape(eps.shape)
+        return float(out) if out.ndim == 0 else out
 
     def confidence_interval(self, alpha: float, *, dimension: int = 1) -> float:
         """Least integer h with P[|Y| > h] ≤ α for the noise Y ~ N_Z(0, σ²) of one coordinate
