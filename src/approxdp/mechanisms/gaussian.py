@@ -109,7 +109,8 @@ def secure_gaussian_noise(sensitivity: float, sigma: float, dimension: int) -> S
     release of ``dimension`` coordinates of a query with ℓ2-sensitivity Δ and continuous σ.
 
     Raises:
-        NotPrivateError: if no certificate can be found (only for σ/Δ below about 0.05).
+        NotPrivateError: if no certificate can be found (only for σ/Δ below about 0.025,
+            i.e. ε in the thousands).
     """
     d = check_dimension(dimension)
     g = power_of_two_at_most(
