@@ -26,6 +26,7 @@ from approxdp.accounting import (
 from approxdp.calibration import (
     CALIBRATION_METHODS,
     CalibrationMethod,
+    calibrate_discrete_gaussian,
     calibrate_gaussian,
     classical_failure_threshold,
 )
@@ -110,6 +111,7 @@ __all__ = [
     "advanced_composition",
     "amplify_by_subsampling",
     "basic_composition",
+    "calibrate_discrete_gaussian",
     "calibrate_gaussian",
     "classical_failure_threshold",
     "compose_gaussian",
