@@ -218,3 +218,22 @@ BAD_CALLS = [
 def test_bad_calls(call, error, pattern):
     with pytest.raises(error, match=pattern):
         call()
+
+
+@pytest.mark.parametrize("eps", [1e-6, 0.01, 1.0, 1.0001, 3.0, 50.0, 700.0, 709.0, 800.0, 1e4])
+@pytest.mark.parametrize("delta", [0.5, 0.1, 1e-5, 1e-300, 5e-324])
+def test_truncated_laplace_tau_is_finite_and_rounded_up(eps: float, delta: float) -> None:
+    import mpmath as mp
+
+    from approxdp.profiles.laplace import truncated_laplace_tau
+
+    with mp.workdps(50):
+        exact = mp.mpf(1) / eps * mp.log(1 + mp.expm1(eps) / (2 * mp.mpf(delta)))
+        tau = truncated_laplace_tau(eps, delta)
+        assert math.isfinite(tau)
+        assert exact <= tau <= exact * (1 + 1e-11)
+
+
+def test_truncated_laplace_at_huge_epsilon_builds() -> None:
+    mech = TruncatedLaplaceMechanism(800.0, 1e-5)
+    assert math.isfinite(mech.tau) and mech.tau > 0

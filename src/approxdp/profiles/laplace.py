@@ -79,8 +79,15 @@ def truncated_laplace_tau(epsilon: float, delta: float, sensitivity: float = 1.0
     >>> truncated_laplace_delta(1.0, 1.0, tau, 1.0) <= 1e-3
     True
     """
-    exact = (sensitivity / epsilon) * math.log1p(math.expm1(epsilon) / (2.0 * delta))
-    return exact * (1.0 + 1e-12)
+    # In log space, so that large ε (e^ε overflows from ε ≈ 709) and tiny δ stay finite:
+    # ln(1 + x) with ln x = ln(e^ε − 1) − ln(2δ), as the softplus lr + ln(1 + e^−lr).
+    if epsilon > 1.0:
+        log_x = epsilon + math.log1p(-math.exp(-epsilon))
+    else:
+        log_x = math.log(math.expm1(epsilon))
+    lr = log_x - math.log(2.0) - math.log(delta)
+    soft = lr + math.log1p(math.exp(-lr)) if lr > 0 else math.log1p(math.exp(lr))
+    return (sensitivity / epsilon) * soft * (1.0 + 1e-12)
 
 
 def truncated_laplace_delta(
