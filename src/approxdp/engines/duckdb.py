@@ -20,7 +20,6 @@ from __future__ import annotations
 import itertools
 import math
 import os
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -263,6 +262,11 @@ def _value_sql(agg: Aggregation) -> str:
     return f"CASE WHEN {' AND '.join(conds)} THEN {value} END"
 
 
+def _partial(agg: Aggregation, values: str) -> str:
+    """``count(values)`` or ``sum(values)``: the per-group partial of ``agg``."""
+    return f"{'count' if agg.function == 'count' else 'sum'}({values})"
+
+
 def build_aggregate_sql(request: AggregateRequest) -> str:
     """The single SQL statement for ``request`` over the table ``__approxdp_source``."""
     by = [quote_identifier(c) for c in request.by]
@@ -274,8 +278,7 @@ def build_aggregate_sql(request: AggregateRequest) -> str:
     if request.sample is None:
         # rows → (by..., aggregations, __rows)
         parts = [
-            f"coalesce({'count' if a.function == 'count' else 'sum'}({_value_sql(a)}), 0)"
-            f"::DOUBLE AS {quote_identifier(a.name)}"
+            f"coalesce({_partial(a, _value_sql(a))}, 0)::DOUBLE AS {quote_identifier(a.name)}"
             for a in aggs
         ]
         return (
@@ -285,43 +288,36 @@ def build_aggregate_sql(request: AggregateRequest) -> str:
     s = request.sample
     unit = quote_identifier(s.key)
     m = s.max_rows
-    # rows → (unit, by..., __v_i per aggregation)
-    v_cols = "".join(f", ({_value_sql(a)}) AS __v{i}" for i, a in enumerate(aggs))
-    rows_sql = (
-        f"SELECT {unit} AS __unit, {sel_by}NULL AS __none{v_cols} FROM {_SOURCE} WHERE {where}"
-    )
-    # pairs: (unit, by..., n, per-aggregation partial), ≤ max_groups pairs per unit
-    pair_group = ", ".join(["__unit", *by])
-    partial = ", ".join(
-        f"{'count' if a.function == 'count' else 'sum'}(__v{i})::DOUBLE AS __p{i}"
-        for i, a in enumerate(aggs)
-    )
-    ghash = f"hash({s.seed}, __unit{', ' if by else ''}{', '.join(by)})"
-    qualify = (
-        f" QUALIFY row_number() OVER (PARTITION BY __unit ORDER BY {', '.join([ghash, *by])})"
-        f" <= {s.max_groups}"
-        if by
-        else ""
+    v_cols = "".join(f", {_value_sql(a)} AS __v{i}" for i, a in enumerate(aggs))
+    if by:
+        # rows → (unit, by..., hash, __v_i): keep the rows of each unit's max_groups groups
+        # with the smallest (hash, by...) — one sort of the rows by (unit, hash), no join
+        ghash = f"hash({s.seed}, {unit}, {', '.join(by)})"
+        rank_order = ", ".join(f"{c} NULLS LAST" for c in ["__h", *by])
+        kept_sql = (
+            f"SELECT {unit} AS __unit, {sel_by}{ghash} AS __h{v_cols} "
+            f"FROM {_SOURCE} WHERE {where} "
+            f"QUALIFY dense_rank() OVER (PARTITION BY __unit ORDER BY {rank_order})"
+            f" <= {s.max_groups}"
+        )
+    else:
+        kept_sql = f"SELECT {unit} AS __unit{v_cols} FROM {_SOURCE} WHERE {where}"
+    # → pairs (by..., n, partial per aggregation): one row per kept (unit, group)
+    partials = "".join(
+        f", {_partial(a, f'__v{i}')}::DOUBLE AS __p{i}" for i, a in enumerate(aggs)
     )
     pairs_sql = (
-        f"SELECT {pair_group}, count(*) AS __n, {partial} "
-        f"FROM __rows_cte GROUP BY {pair_group}{qualify}"
+        f"SELECT {sel_by}count(*) AS __n{partials} FROM __kept "
+        f"GROUP BY {', '.join(['__unit', *by])}"
     )
-    # groups: (by..., aggregations rescaled to ≤ max_rows rows per pair, __rows)
+    # → groups (by..., aggregations rescaled to ≤ max_rows rows per pair, __rows)
     finals = ", ".join(
         f"coalesce(sum(CASE WHEN __n <= {m} THEN __p{i} ELSE __p{i} * {m} / __n END), 0)"
         f"::DOUBLE AS {quote_identifier(a.name)}"
         for i, a in enumerate(aggs)
     )
     return (
-        f"WITH __rows_cte AS ({rows_sql}), __pairs AS ({pairs_sql}) "
+        f"WITH __kept AS ({kept_sql}), __pairs AS ({pairs_sql}) "
         f"SELECT {sel_by}{finals}, coalesce(sum(least(__n, {m})), 0)::BIGINT AS __rows "
         f"FROM __pairs{group}{order}"
     )
-
-
-def _columns_of(agg: Aggregation) -> Sequence[str]:
-    cols = [m.column for m in agg.where]
-    if agg.column is not None:
-        cols.append(agg.column)
-    return cols
