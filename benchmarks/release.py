@@ -33,7 +33,9 @@ def generate(path: Path, rows: int) -> None:
     import duckdb
 
     units = max(rows // 10, 1)
-    duckdb.sql(f"""
+    con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")
+    con.execute(f"""
         COPY (SELECT (hash(i) % {units})::BIGINT AS uid,
                      'region-' || lpad(((hash(i * 7) % 20))::VARCHAR, 2, '0') AS a,
                      'segment-' || ((hash(i * 13) % 8))::VARCHAR AS b,
@@ -62,6 +64,7 @@ def _phase(name: str, path: str, repeat: int) -> dict[str, float]:
         SELECT a, b, count(*), sum(greatest(least(v, 50.0), 0.0)) FROM r2 WHERE pr <= 2
         GROUP BY a, b"""
     con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")
     for _ in range(repeat if name != "naive" else 1):
         start = time.perf_counter()
         if name == "plain":

@@ -5,14 +5,25 @@ path, a pandas or Polars DataFrame, a PyArrow Table or RecordBatchReader, or a D
 (which is queried on its own connection, so views and temporary tables it refers to work).
 ``duckdb`` is imported only when an engine is created.
 
-Per-key limits (:class:`~approxdp.engines.base.PerKeyLimit`) are done without sorting on
-``random()``: rows are aggregated per (key, group) pair, each key keeps the pairs with the
-smallest keyed hash (a window over pairs, not rows), and pairs with more than ``max_rows``
-rows are rescaled. The shapes::
+Per-key limits (:class:`~approxdp.engines.base.PerKeyLimit`) are one SQL statement with no
+``random()`` and no join: one window over the rows, partitioned by key and ordered by
+``hash(seed, key, by...)`` (ties broken by the group values, NULL last), ranks each row's
+group among its key's distinct groups; only the rows of the ``max_groups`` best-ranked groups
+go on to be aggregated per (key, group) pair, and pairs with more than ``max_rows`` rows are
+rescaled. The shapes::
 
-    rows                     # (key, by..., value per aggregation)
-    → pairs  GROUP BY key, by   # (key, by..., n, partial per aggregation), ≤ max_groups per key
-    → groups GROUP BY by        # (by..., Σ partial·min(1, max_rows/n), Σ min(n, max_rows))
+    rows                          # (key, by..., value per aggregation)
+    → kept  dense_rank ≤ max_groups  # the same, only rows of each key's kept groups
+    → pairs GROUP BY key, by      # (by..., n, partial per aggregation), ≤ max_groups per key
+    → groups GROUP BY by          # (by..., Σ partial·min(1, max_rows/n), Σ min(n, max_rows))
+
+Cost: with 10^6 keys in random order, no exact per-key limit is cheap. Grouping all rows by
+key (a hash table far larger than the CPU caches) already takes about twice the CPU of a
+plain ``GROUP BY`` over a few hundred cells, applying the per-key choice back to the rows (a
+join) as much again, and a key's second-smallest *distinct* hash has no one-pass scalar
+aggregate in DuckDB (``min(x, n)`` keeps duplicates, ``DISTINCT`` aggregates and lists cost
+more than the window). Aggregating every (key, group) pair first (the obvious plan, 10^7 groups)
+costs more than the window over the rows; ``benchmarks/release.py`` measures the result.
 """
 
 from __future__ import annotations
@@ -130,11 +141,16 @@ class DuckDBEngine:
     Args:
         threads: Worker threads for DuckDB (default: DuckDB's own choice).
         memory_limit: DuckDB memory limit such as ``"2GB"`` (default: DuckDB's own).
+        progress_bar: Let DuckDB draw its progress bar on queries that run long (off by
+            default: a library should not write to the terminal uninvited).
     """
 
     name = "duckdb"
 
-    def __init__(self, threads: int | None = None, memory_limit: str | None = None) -> None:
+    def __init__(
+        self, threads: int | None = None, memory_limit: str | None = None,
+        progress_bar: bool = False,
+    ) -> None:
         self._duckdb = _import_duckdb()
         config: dict[str, Any] = {}
         if threads is not None:
@@ -142,6 +158,7 @@ class DuckDBEngine:
         if memory_limit is not None:
             config["memory_limit"] = memory_limit
         self._connection = self._duckdb.connect(database=":memory:", config=config)
+        self._connection.execute(f"SET enable_progress_bar = {str(bool(progress_bar)).lower()}")
 
     # -- loading ---------------------------------------------------------------------------
     def accepts(self, source: Any) -> bool:
@@ -288,20 +305,23 @@ def build_aggregate_sql(request: AggregateRequest) -> str:
     s = request.sample
     unit = quote_identifier(s.key)
     m = s.max_rows
-    v_cols = "".join(f", {_value_sql(a)} AS __v{i}" for i, a in enumerate(aggs))
+    values = [f"{_value_sql(a)} AS __v{i}" for i, a in enumerate(aggs)]
+    columns = [f"{unit} AS __unit", *by, *values]
+    # rows → (unit, by..., __v_i); grouped: only the rows of each unit's max_groups groups
+    # with the smallest (hash, by...), found by one window over the rows (sorted by unit and
+    # hash). MATERIALIZED keeps DuckDB from aggregating all (unit, group) pairs before the
+    # window, which costs more than the window itself.
+    kept_sql = f"SELECT {', '.join(columns)} FROM {_SOURCE} WHERE {where}"
+    materialized = ""
     if by:
-        # rows → (unit, by..., hash, __v_i): keep the rows of each unit's max_groups groups
-        # with the smallest (hash, by...) — one sort of the rows by (unit, hash), no join
-        ghash = f"hash({s.seed}, {unit}, {', '.join(by)})"
-        rank_order = ", ".join(f"{c} NULLS LAST" for c in ["__h", *by])
-        kept_sql = (
-            f"SELECT {unit} AS __unit, {sel_by}{ghash} AS __h{v_cols} "
-            f"FROM {_SOURCE} WHERE {where} "
-            f"QUALIFY dense_rank() OVER (PARTITION BY __unit ORDER BY {rank_order})"
+        rank_order = ", ".join(
+            f"{c} NULLS LAST" for c in [f"hash({s.seed}, {unit}, {', '.join(by)})", *by]
+        )
+        kept_sql += (
+            f" QUALIFY dense_rank() OVER (PARTITION BY __unit ORDER BY {rank_order})"
             f" <= {s.max_groups}"
         )
-    else:
-        kept_sql = f"SELECT {unit} AS __unit{v_cols} FROM {_SOURCE} WHERE {where}"
+        materialized = " MATERIALIZED"
     # → pairs (by..., n, partial per aggregation): one row per kept (unit, group)
     partials = "".join(
         f", {_partial(a, f'__v{i}')}::DOUBLE AS __p{i}" for i, a in enumerate(aggs)
@@ -317,7 +337,7 @@ def build_aggregate_sql(request: AggregateRequest) -> str:
         for i, a in enumerate(aggs)
     )
     return (
-        f"WITH __kept AS ({kept_sql}), __pairs AS ({pairs_sql}) "
+        f"WITH __kept AS{materialized} ({kept_sql}), __pairs AS ({pairs_sql}) "
         f"SELECT {sel_by}{finals}, coalesce(sum(least(__n, {m})), 0)::BIGINT AS __rows "
         f"FROM __pairs{group}{order}"
     )

@@ -125,20 +125,26 @@ def execute(
     """
     schema = engine.schema(table)
     bounded = allocated.plan.bounds.privacy_unit is not None
-    # without per-unit limits the domain check rides on the aggregation itself (one scan)
+    # without per-unit limits the domain check rides on the aggregation itself (one scan);
+    # with outside_domain="error" every row is checked to be in the domain (there, or counted
+    # first under per-unit limits), so a domain filter would be a no-op and is left out
     fold = [aq.query.outside == "error" and not bounded for aq in allocated.queries]
     requests = [
-        build_request(aq, allocated, key, filter_domain=not f)
-        for aq, f in zip(allocated.queries, fold, strict=True)
+        build_request(aq, allocated, key, filter_domain=aq.query.outside != "error")
+        for aq in allocated.queries
     ]
     for req in requests:
         check_columns(schema, req)
     n_rows = engine.count_rows(table)
     if n_rows == 0:
         raise DataError("the table is empty (0 rows); nothing to release and nothing was spent")
+    checked: set[Membership] = set()
     for aq in allocated.queries:
         if aq.query.outside == "error" and bounded and aq.query.cell_domain:
             for col, vals in aq.query.cell_domain:
+                if Membership(col, vals) in checked:
+                    continue  # queries over the same domain: one scan
+                checked.add(Membership(col, vals))
                 n_out, examples = engine.count_outside(table, Membership(col, vals))
                 if n_out:
                     raise DataError(
