@@ -31,7 +31,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -115,11 +115,15 @@ def _float_literal(x: float) -> str:
 
 @dataclass(frozen=True)
 class DuckDBTable:
-    """A DuckDB-backed table handle: ``run(sql)`` executes SQL in which the table is ``_SOURCE``."""
+    """A DuckDB-backed table handle: ``run(sql)`` executes SQL in which the table is ``_SOURCE``.
+
+    Its schema is read once, on first use, and kept in ``columns``.
+    """
 
     connection: Any | None
     relation: Any | None
     description: str
+    columns: dict[str, ColumnKind] = field(default_factory=dict, compare=False, repr=False)
 
     def run(self, sql: str) -> Any:
         """Execute ``sql`` (referring to the table as ``__approxdp_source``); return a relation."""
@@ -209,6 +213,8 @@ class DuckDBEngine:
     # -- metadata --------------------------------------------------------------------------
     def schema(self, table: DuckDBTable) -> dict[str, ColumnKind]:
         """Column names in order, with their :class:`ColumnKind`."""
+        if table.columns:
+            return dict(table.columns)
         rows = table.run(f"DESCRIBE SELECT * FROM {_SOURCE}").fetchall()
         out: dict[str, ColumnKind] = {}
         for row in rows:
@@ -222,6 +228,7 @@ class DuckDBEngine:
             else:
                 kind = ColumnKind.OTHER
             out[name] = kind
+        table.columns.update(out)
         return out
 
     def count_rows(self, table: DuckDBTable) -> int:
