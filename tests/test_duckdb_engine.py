@@ -4,7 +4,9 @@
 with the smallest ``hash(seed, unit, group)`` (DuckDB's ``hash``; ties broken by the group
 values, NULL last), and a kept (unit, group) pair with n > ``max_rows`` rows counts
 ``max_rows`` and has its partial sums scaled by ``max_rows / n``. The reference below takes the
-hashes from DuckDB and does everything else in Python, row by row.
+hashes from DuckDB and does everything else in Python, row by row; with a deliberately
+colliding hash it also checks the tie-breaking path (which real 64-bit hashes almost never
+take).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+import approxdp.engines.duckdb as duckdb_engine
 from approxdp.engines import AggregateRequest, Aggregation, Membership, PerKeyLimit
 from approxdp.engines.duckdb import DuckDBEngine
 
@@ -49,7 +52,8 @@ def _reference(
     by = ", ".join(f'"{c}"' for c in request.by)
     con = duckdb.connect()
     con.register("source", table)
-    sql = f'SELECT hash({limit.seed}, "{limit.key}", {by}) FROM source'
+    ghash = duckdb_engine.group_hash_sql(limit.seed, f'"{limit.key}"', by.split(", "))
+    sql = f"SELECT {ghash} FROM source"
     hashes = [int(h) for (h,) in con.sql(sql).fetchall()]
     rows = table.to_pylist()
 
@@ -90,8 +94,16 @@ def _reference(
     return out
 
 
+@pytest.mark.parametrize("collide", [False, True], ids=["hash", "colliding-hash"])
 @pytest.mark.parametrize(("k", "m", "seed"), [(1, 1, 0), (2, 3, 1), (3, 2, 2), (20, 50, 3)])
-def test_per_key_limit_matches_the_contract(k: int, m: int, seed: int) -> None:
+def test_per_key_limit_matches_the_contract(
+    k: int, m: int, seed: int, collide: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if collide:  # a 2-valued "hash": most units have groups that tie, so ties decide
+        real = duckdb_engine.group_hash_sql
+        monkeypatch.setattr(
+            duckdb_engine, "group_hash_sql", lambda *args: f"({real(*args)} % 2)"
+        )
     table = _table(3000, seed)
     request = AggregateRequest(
         ("g", "h"),

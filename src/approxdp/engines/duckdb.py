@@ -5,17 +5,20 @@ path, a pandas or Polars DataFrame, a PyArrow Table or RecordBatchReader, or a D
 (which is queried on its own connection, so views and temporary tables it refers to work).
 ``duckdb`` is imported only when an engine is created.
 
-Per-key limits (:class:`~approxdp.engines.base.PerKeyLimit`) are one SQL statement with no
-``random()`` and no join: one window over the rows, partitioned by key and ordered by
-``hash(seed, key, by...)`` (ties broken by the group values, NULL last), ranks each row's
-group among its key's distinct groups; only the rows of the ``max_groups`` best-ranked groups
-go on to be aggregated per (key, group) pair, and pairs with more than ``max_rows`` rows are
-rescaled. The shapes::
+Per-key limits (:class:`~approxdp.engines.base.PerKeyLimit`) need no ``random()`` and no
+join: one window over the rows, partitioned by key and ordered by the integer
+``hash(seed, key, by...)`` alone, keeps the rows of groups whose hash is among the key's
+``max_groups`` smallest distinct hashes; those rows are aggregated per (key, hash) — one
+(key, group) pair each — and pairs with more than ``max_rows`` rows are rescaled. If two
+groups of one key share a hash among its best (a 64-bit collision: almost never), the
+statement says so (``__ties``) and is run again ranking by (hash, group values), NULL last,
+which is exact in every case but slower, as string group values then enter the sort. The
+shapes::
 
-    rows                          # (key, by..., value per aggregation)
-    → kept  dense_rank ≤ max_groups  # the same, only rows of each key's kept groups
-    → pairs GROUP BY key, by      # (by..., n, partial per aggregation), ≤ max_groups per key
-    → groups GROUP BY by          # (by..., Σ partial·min(1, max_rows/n), Σ min(n, max_rows))
+    rows                              # (key, by..., hash, value per aggregation)
+    → kept  dense_rank(hash) ≤ max_groups   # the same, only rows of each key's best groups
+    → pairs GROUP BY key, hash        # (by..., n, partials, mixed?), ≤ max_groups per key
+    → groups GROUP BY by              # (by..., Σ partial·min(1, max_rows/n), Σ min(n, max_rows))
 
 Cost: with 10^6 keys in random order, no exact per-key limit is cheap. Grouping all rows by
 key (a hash table far larger than the CPU caches) already takes about twice the CPU of a
@@ -31,6 +34,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -251,10 +255,12 @@ class DuckDBEngine:
 
     # -- aggregation -----------------------------------------------------------------------
     def aggregate(self, table: DuckDBTable, request: AggregateRequest) -> AggregateResult:
-        """Run a (possibly key-sampled) grouped count/sum as one SQL query."""
+        """Run a (possibly key-sampled) grouped count/sum as one SQL query (two, in the rare
+        case where two groups of one key share a hash: see the module docstring)."""
         check_columns(self.schema(table), request)
-        sql = build_aggregate_sql(request)
-        result = _arrow(table.run(sql))
+        result = _arrow(table.run(build_aggregate_sql(request)))
+        if "__ties" in result.column_names and any(result.column("__ties").to_pylist()):
+            result = _arrow(table.run(build_aggregate_sql(request, ties=True)))
         keys = {
             c: np.asarray(result.column(c).to_pylist(), dtype=object) for c in request.by
         }
@@ -291,8 +297,20 @@ def _partial(agg: Aggregation, values: str) -> str:
     return f"{'count' if agg.function == 'count' else 'sum'}({values})"
 
 
-def build_aggregate_sql(request: AggregateRequest) -> str:
-    """The single SQL statement for ``request`` over the table ``__approxdp_source``."""
+def group_hash_sql(seed: int, unit: str, by: Sequence[str]) -> str:
+    """The SQL of ``hash(seed, unit, group...)``, the order in which a unit keeps its groups
+    (arguments are quoted identifiers)."""
+    return f"hash({int(seed)}, {unit}, {', '.join(by)})"
+
+
+def build_aggregate_sql(request: AggregateRequest, *, ties: bool = False) -> str:
+    """The SQL statement for ``request`` over the table ``__approxdp_source``.
+
+    Under a per-key limit with grouping, the statement ranks groups by their hash alone and
+    adds a column ``__ties``, true where two groups of one key shared a hash among its best;
+    then the result is invalid and ``ties=True`` gives the statement that ranks by (hash,
+    group values), exact in every case but slower (strings enter the sort).
+    """
     by = [quote_identifier(c) for c in request.by]
     where = " AND ".join(membership_sql(m) for m in request.keep) or "TRUE"
     order = f" ORDER BY {', '.join(f'{c} NULLS LAST' for c in by)}" if by else ""
@@ -313,30 +331,49 @@ def build_aggregate_sql(request: AggregateRequest) -> str:
     unit = quote_identifier(s.key)
     m = s.max_rows
     values = [f"{_value_sql(a)} AS __v{i}" for i, a in enumerate(aggs)]
-    columns = [f"{unit} AS __unit", *by, *values]
-    # rows → (unit, by..., __v_i); grouped: only the rows of each unit's max_groups groups
-    # with the smallest (hash, by...), found by one window over the rows (sorted by unit and
-    # hash). MATERIALIZED keeps DuckDB from aggregating all (unit, group) pairs before the
-    # window, which costs more than the window itself.
-    kept_sql = f"SELECT {', '.join(columns)} FROM {_SOURCE} WHERE {where}"
-    materialized = ""
-    if by:
-        rank_order = ", ".join(
-            f"{c} NULLS LAST" for c in [f"hash({s.seed}, {unit}, {', '.join(by)})", *by]
-        )
-        kept_sql += (
-            f" QUALIFY dense_rank() OVER (PARTITION BY __unit ORDER BY {rank_order})"
-            f" <= {s.max_groups}"
-        )
-        materialized = " MATERIALIZED"
-    # → pairs (by..., n, partial per aggregation): one row per kept (unit, group)
     partials = "".join(
         f", {_partial(a, f'__v{i}')}::DOUBLE AS __p{i}" for i, a in enumerate(aggs)
     )
-    pairs_sql = (
-        f"SELECT {sel_by}count(*) AS __n{partials} FROM __kept "
-        f"GROUP BY {', '.join(['__unit', *by])}"
-    )
+    extra = ""
+    if not by:
+        # global: rows → (n, partials) per unit (one pair each)
+        ctes = (
+            f"__rows_cte AS (SELECT {', '.join([f'{unit} AS __unit', *values])} "
+            f"FROM {_SOURCE} WHERE {where}), "
+            f"__pairs AS (SELECT count(*) AS __n{partials} FROM __rows_cte GROUP BY __unit)"
+        )
+    else:
+        # rows → (unit, by..., hash, __v_i), only the rows of each unit's max_groups best
+        # groups: one window over the rows. MATERIALIZED keeps DuckDB from aggregating all
+        # (unit, group) pairs before the window, which costs more than the window.
+        ghash = group_hash_sql(s.seed, unit, by)
+        rank_order = ", ".join(f"{c} NULLS LAST" for c in ["__h", *(by if ties else [])])
+        kept = (
+            f"__kept AS MATERIALIZED (SELECT "
+            f"{', '.join([f'{unit} AS __unit', *by, f'{ghash} AS __h', *values])} "
+            f"FROM {_SOURCE} WHERE {where} QUALIFY dense_rank() OVER "
+            f"(PARTITION BY __unit ORDER BY {rank_order}) <= {s.max_groups})"
+        )
+        if ties:
+            # → pairs (by..., n, partials): one per kept (unit, group)
+            pairs = (
+                f"__pairs AS (SELECT {sel_by}count(*) AS __n{partials} FROM __kept "
+                f"GROUP BY {', '.join(['__unit', *by])})"
+            )
+        else:
+            # → pairs (by..., n, partials, mixed) per kept (unit, hash): one group each,
+            # unless two groups share the hash (then "mixed", and the caller asks again)
+            mixed = " OR ".join(
+                f"min({c}) IS DISTINCT FROM max({c}) OR count({c}) NOT IN (0, count(*))"
+                for c in by
+            )
+            pairs = (
+                f"__pairs AS (SELECT {', '.join(f'min({c}) AS {c}' for c in by)}, "
+                f"count(*) AS __n{partials}, ({mixed}) AS __mixed FROM __kept "
+                f"GROUP BY __unit, __h)"
+            )
+            extra = ", bool_or(__mixed) AS __ties"
+        ctes = f"{kept}, {pairs}"
     # → groups (by..., aggregations rescaled to ≤ max_rows rows per pair, __rows)
     finals = ", ".join(
         f"coalesce(sum(CASE WHEN __n <= {m} THEN __p{i} ELSE __p{i} * {m} / __n END), 0)"
@@ -344,7 +381,7 @@ def build_aggregate_sql(request: AggregateRequest) -> str:
         for i, a in enumerate(aggs)
     )
     return (
-        f"WITH __kept AS{materialized} ({kept_sql}), __pairs AS ({pairs_sql}) "
-        f"SELECT {sel_by}{finals}, coalesce(sum(least(__n, {m})), 0)::BIGINT AS __rows "
+        f"WITH {ctes} "
+        f"SELECT {sel_by}{finals}, coalesce(sum(least(__n, {m})), 0)::BIGINT AS __rows{extra} "
         f"FROM __pairs{group}{order}"
     )
