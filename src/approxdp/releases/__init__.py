@@ -22,6 +22,14 @@ and only then is noise added to the small aggregates. Each query returns a
 :class:`ReleaseResult` (values, σ, intervals, sensitivity and its derivation, cost,
 ``.explain()``).
 
+Missing values: a NULL or NaN in the column of a :class:`Sum` or :class:`Mean` contributes
+nothing (a mean is over the rows where the value is present; ±inf are clamped to the
+bounds); in a grouping column, NULL and NaN are values like any other (a cell of their own,
+which a declared domain must list to release it). A failed release — missing or misspelled
+column, non-numeric data, bad bounds or domain, empty table, budget too small — raises a
+typed error from :mod:`approxdp.errors` and spends nothing. No released number is NaN: a
+mean whose noisy count is ≤ 0 is the midpoint of its bounds, reported with σ = (U − L)/2.
+
 This package imports no engine: ``duckdb`` is loaded when a :class:`PrivateTable` is built.
 """
 

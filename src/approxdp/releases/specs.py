@@ -283,9 +283,10 @@ class Histogram(Query):
     With ``domain`` every cell of the cross product is released, empty ones included; rows
     whose value lies outside the domain raise :class:`~approxdp.errors.DataError` (an exact,
     non-private check meant for the data owner) or, with ``outside_domain="drop"``, are
-    silently left out (private: the analyst learns nothing about them). NULL is a value like
-    any other: put ``None`` in the domain to count it. Without ``domain``, cells are chosen by
-    DP partition selection (released only if their noisy count clears a threshold).
+    silently left out (private: the analyst learns nothing about them). NULL and NaN are
+    values like any other: put ``None`` or ``float("nan")`` in the domain to count them.
+    Without ``domain``, cells are chosen by DP partition selection (released only if their
+    noisy count clears a threshold).
     """
 
     columns: tuple[str, ...]
