@@ -100,6 +100,17 @@ BAD: list[tuple[str, Call, type[Exception], str]] = [
      ParameterTypeError, "bounds"),
     ("domain misses data", lambda t: t.histogram("b", domain={"b": ["x"]}, epsilon=1, delta=1e-6),
      DataError, "'b' outside the declared domain"),
+    ("domain values of the wrong type",
+     lambda t: t.histogram("b", domain={"b": [1, 2]}, outside_domain="drop", epsilon=1,
+                           delta=1e-6),
+     DataError, r"1 \(int\) does not fit column 'b', which is string"),
+    ("string domain for a numeric column",
+     lambda t: t.sum("v", (0, 1), by=["a"], domain={"a": ["1"]}, outside_domain="drop",
+                     epsilon=1, delta=1e-6),
+     DataError, r"'1' \(str\) does not fit column 'a', which is numeric"),
+    ("linear query condition of the wrong type",
+     lambda t: t.linear_queries([LinearQuery(where={"a": "x"})], epsilon=1, delta=1e-6),
+     DataError, "'x' .* does not fit column 'a'"),
     ("domain of the wrong columns",
      lambda t: t.histogram("b", domain={"a": [1]}, epsilon=1, delta=1e-6),
      InvalidParameterError, "domain"),
@@ -284,3 +295,14 @@ def test_docstring_examples_run(module: str) -> None:
 
     result = doctest.testmod(importlib.import_module(f"approxdp.releases.{module}"))
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_unreadable_files_raise_data_error(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.parquet"
+    junk.write_bytes(bytes(range(256)) * 4)
+    with pytest.raises(DataError, match="cannot read file .*junk.parquet"):
+        PrivateTable(junk, budget=(1.0, 1e-6)).count(epsilon=1, delta=1e-6)
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes(b"\xff\xfe\x00bad\n")
+    with pytest.raises(DataError, match="cannot read file .*latin.csv"):
+        PrivateTable(latin, budget=(1.0, 1e-6)).count(epsilon=1, delta=1e-6)

@@ -31,10 +31,11 @@ costs more than the window over the rows; ``benchmarks/release.py`` measures the
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,7 @@ from approxdp.engines.base import (
     KeyValue,
     Membership,
     check_columns,
+    check_values,
 )
 from approxdp.errors import DataError, MissingDependencyError, ParameterTypeError
 
@@ -137,6 +139,28 @@ class DuckDBTable:
             raise DataError(f"table handle {self.description!r} has no relation or connection")
         return self.connection.sql(sql)
 
+    def rows(self, sql: str) -> list[tuple[Any, ...]]:
+        """Run ``sql`` and fetch its rows; unreadable data raises :class:`DataError`."""
+        with _data_errors(self.description):
+            return list(self.run(sql).fetchall())
+
+    def arrow(self, sql: str) -> Any:
+        """Run ``sql`` and fetch it as a PyArrow table; unreadable data raises ``DataError``."""
+        with _data_errors(self.description):
+            return _arrow(self.run(sql))
+
+
+@contextlib.contextmanager
+def _data_errors(description: str) -> Iterator[None]:
+    """Turn DuckDB's errors about the data (unreadable file, bad encoding, a value that does
+    not convert) into :class:`DataError` naming the input; other errors pass unchanged."""
+    duckdb = _import_duckdb()
+    try:
+        yield
+    except (duckdb.InvalidInputException, duckdb.ConversionException, duckdb.IOException) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DataError(f"cannot read {description}: {first}") from exc
+
 
 def _arrow(rel: Any) -> Any:
     method = getattr(rel, "to_arrow_table", None) or rel.fetch_arrow_table
@@ -211,7 +235,8 @@ class DuckDBEngine:
                 f"cannot tell the format of {str(path)!r}: use a name ending in "
                 f"{', '.join(_CSV_SUFFIXES + _PARQUET_SUFFIXES)}"
             )
-        view = self._connection.sql(f"SELECT * FROM {reader}")
+        with _data_errors(f"file {str(path)!r}"):
+            view = self._connection.sql(f"SELECT * FROM {reader}")
         return DuckDBTable(None, view, f"file {path.name}")
 
     # -- metadata --------------------------------------------------------------------------
@@ -219,7 +244,7 @@ class DuckDBEngine:
         """Column names in order, with their :class:`ColumnKind`."""
         if table.columns:
             return dict(table.columns)
-        rows = table.run(f"DESCRIBE SELECT * FROM {_SOURCE}").fetchall()
+        rows = table.rows(f"DESCRIBE SELECT * FROM {_SOURCE}")
         out: dict[str, ColumnKind] = {}
         for row in rows:
             name, dtype = str(row[0]), str(row[1]).upper()
@@ -237,20 +262,25 @@ class DuckDBEngine:
 
     def count_rows(self, table: DuckDBTable) -> int:
         """``SELECT count(*)``."""
-        return int(table.run(f"SELECT count(*) FROM {_SOURCE}").fetchall()[0][0])
+        return int(table.rows(f"SELECT count(*) FROM {_SOURCE}")[0][0])
 
     def count_outside(
         self, table: DuckDBTable, condition: Membership, limit: int = 3
     ) -> tuple[int, tuple[KeyValue, ...]]:
         """Rows whose ``condition.column`` is not in ``condition.values``, with examples."""
+        schema = self.schema(table)
+        if condition.column not in schema:
+            raise DataError(f"column {condition.column!r} not found; the table has columns "
+                            f"{list(schema)}")
+        check_values(schema, condition, "domain")
         col = quote_identifier(condition.column)
         where = f"NOT {membership_sql(condition)}"
-        n = int(table.run(f"SELECT count(*) FROM {_SOURCE} WHERE {where}").fetchall()[0][0])
+        n = int(table.rows(f"SELECT count(*) FROM {_SOURCE} WHERE {where}")[0][0])
         if n == 0:
             return 0, ()
-        rows = table.run(
+        rows = table.rows(
             f"SELECT DISTINCT {col} FROM {_SOURCE} WHERE {where} ORDER BY 1 LIMIT {int(limit)}"
-        ).fetchall()
+        )
         return n, tuple(r[0] for r in rows)
 
     # -- aggregation -----------------------------------------------------------------------
@@ -258,9 +288,9 @@ class DuckDBEngine:
         """Run a (possibly key-sampled) grouped count/sum as one SQL query (two, in the rare
         case where two groups of one key share a hash: see the module docstring)."""
         check_columns(self.schema(table), request)
-        result = _arrow(table.run(build_aggregate_sql(request)))
+        result = table.arrow(build_aggregate_sql(request))
         if "__ties" in result.column_names and any(result.column("__ties").to_pylist()):
-            result = _arrow(table.run(build_aggregate_sql(request, ties=True)))
+            result = table.arrow(build_aggregate_sql(request, ties=True))
         keys = {
             c: np.asarray(result.column(c).to_pylist(), dtype=object) for c in request.by
         }
