@@ -244,7 +244,10 @@ class DuckDBEngine:
         """Column names in order, with their :class:`ColumnKind`."""
         if table.columns:
             return dict(table.columns)
-        rows = table.rows(f"DESCRIBE SELECT * FROM {_SOURCE}")
+        if table.relation is not None:  # the relation knows its columns: no query needed
+            rows = list(zip(table.relation.columns, table.relation.types, strict=True))
+        else:
+            rows = table.rows(f"DESCRIBE SELECT * FROM {_SOURCE}")
         out: dict[str, ColumnKind] = {}
         for row in rows:
             name, dtype = str(row[0]), str(row[1]).upper()
@@ -374,12 +377,13 @@ def build_aggregate_sql(request: AggregateRequest, *, ties: bool = False) -> str
         )
     else:
         # rows → (unit, by..., hash, __v_i), only the rows of each unit's max_groups best
-        # groups: one window over the rows. MATERIALIZED keeps DuckDB from aggregating all
-        # (unit, group) pairs before the window, which costs more than the window.
+        # groups: one window over the rows. With ties=True, MATERIALIZED keeps DuckDB from
+        # aggregating all (unit, group) pairs before the window (costlier than the window);
+        # without, it would also cost parallelism.
         ghash = group_hash_sql(s.seed, unit, by)
         rank_order = ", ".join(f"{c} NULLS LAST" for c in ["__h", *(by if ties else [])])
         kept = (
-            f"__kept AS MATERIALIZED (SELECT "
+            f"__kept AS{' MATERIALIZED' if ties else ''} (SELECT "
             f"{', '.join([f'{unit} AS __unit', *by, f'{ghash} AS __h', *values])} "
             f"FROM {_SOURCE} WHERE {where} QUALIFY dense_rank() OVER "
             f"(PARTITION BY __unit ORDER BY {rank_order}) <= {s.max_groups})"
