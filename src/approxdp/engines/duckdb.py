@@ -64,6 +64,8 @@ _NUMERIC_PREFIXES = (
     "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "DECIMAL", "REAL",
 )  # fmt: skip
 _counter = itertools.count()
+#: One in-memory DuckDB database per (process, settings), shared by engines through cursors.
+_DATABASES: dict[tuple[Any, ...], Any] = {}
 
 
 def _import_duckdb() -> Any:
@@ -189,7 +191,14 @@ class DuckDBEngine:
             config["threads"] = int(threads)
         if memory_limit is not None:
             config["memory_limit"] = memory_limit
-        self._connection = self._duckdb.connect(database=":memory:", config=config)
+        # engines with the same settings share one in-memory database (opening one takes tens
+        # of milliseconds); each engine has its own connection to it, so what it registers
+        # stays its own
+        key = (os.getpid(), *sorted(config.items()))
+        database = _DATABASES.get(key)
+        if database is None:
+            database = _DATABASES[key] = self._duckdb.connect(database=":memory:", config=config)
+        self._connection = database.cursor()
         self._connection.execute(f"SET enable_progress_bar = {str(bool(progress_bar)).lower()}")
 
     # -- loading ---------------------------------------------------------------------------
