@@ -300,9 +300,9 @@ def test_docstring_examples_run(module: str) -> None:
 def test_unreadable_files_raise_data_error(tmp_path: Path) -> None:
     junk = tmp_path / "junk.parquet"
     junk.write_bytes(bytes(range(256)) * 4)
-    with pytest.raises(DataError, match="cannot read file .*junk.parquet"):
+    with pytest.raises(DataError, match=r"cannot read file .*junk\.parquet"):
         PrivateTable(junk, budget=(1.0, 1e-6)).count(epsilon=1, delta=1e-6)
     latin = tmp_path / "latin.csv"
     latin.write_bytes(b"\xff\xfe\x00bad\n")
-    with pytest.raises(DataError, match="cannot read file .*latin.csv"):
+    with pytest.raises(DataError, match=r"cannot read file .*latin\.csv"):
         PrivateTable(latin, budget=(1.0, 1e-6)).count(epsilon=1, delta=1e-6)
