@@ -5,23 +5,38 @@ path, a pandas or Polars DataFrame, a PyArrow Table or RecordBatchReader, or a D
 (which is queried on its own connection, so views and temporary tables it refers to work).
 ``duckdb`` is imported only when an engine is created.
 
-Per-key limits (:class:`~approxdp.engines.base.PerKeyLimit`) are done without sorting on
-``random()``: rows are aggregated per (key, group) pair, each key keeps the pairs with the
-smallest keyed hash (a window over pairs, not rows), and pairs with more than ``max_rows``
-rows are rescaled. The shapes::
+Per-key limits (:class:`~approxdp.engines.base.PerKeyLimit`) need no ``random()`` and no
+join: one window over the rows, partitioned by key and ordered by the integer
+``hash(seed, key, by...)`` alone, keeps the rows of groups whose hash is among the key's
+``max_groups`` smallest distinct hashes; those rows are aggregated per (key, hash) — one
+(key, group) pair each — and pairs with more than ``max_rows`` rows are rescaled. If two
+groups of one key share a hash among its best (a 64-bit collision: almost never), the
+statement says so (``__ties``) and is run again ranking by (hash, group values), NULL last,
+which is exact in every case but slower, as string group values then enter the sort. The
+shapes::
 
-    rows                     # (key, by..., value per aggregation)
-    → pairs  GROUP BY key, by   # (key, by..., n, partial per aggregation), ≤ max_groups per key
-    → groups GROUP BY by        # (by..., Σ partial·min(1, max_rows/n), Σ min(n, max_rows))
+    rows                              # (key, by..., hash, value per aggregation)
+    → kept  dense_rank(hash) ≤ max_groups   # the same, only rows of each key's best groups
+    → pairs GROUP BY key, hash        # (by..., n, partials, mixed?), ≤ max_groups per key
+    → groups GROUP BY by              # (by..., Σ partial·min(1, max_rows/n), Σ min(n, max_rows))
+
+Cost: with 10^6 keys in random order, no exact per-key limit is cheap. Grouping all rows by
+key (a hash table far larger than the CPU caches) already takes about twice the CPU of a
+plain ``GROUP BY`` over a few hundred cells, applying the per-key choice back to the rows (a
+join) as much again, and a key's second-smallest *distinct* hash has no one-pass scalar
+aggregate in DuckDB (``min(x, n)`` keeps duplicates, ``DISTINCT`` aggregates and lists cost
+more than the window). Aggregating every (key, group) pair first (the obvious plan, 10^7 groups)
+costs more than the window over the rows; ``benchmarks/release.py`` measures the result.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +50,7 @@ from approxdp.engines.base import (
     KeyValue,
     Membership,
     check_columns,
+    check_values,
 )
 from approxdp.errors import DataError, MissingDependencyError, ParameterTypeError
 
@@ -48,6 +64,8 @@ _NUMERIC_PREFIXES = (
     "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "DECIMAL", "REAL",
 )  # fmt: skip
 _counter = itertools.count()
+#: One in-memory DuckDB database per (process, settings), shared by engines through cursors.
+_DATABASES: dict[tuple[Any, ...], Any] = {}
 
 
 def _import_duckdb() -> Any:
@@ -105,11 +123,15 @@ def _float_literal(x: float) -> str:
 
 @dataclass(frozen=True)
 class DuckDBTable:
-    """A DuckDB-backed table handle: ``run(sql)`` executes SQL in which the table is ``_SOURCE``."""
+    """A DuckDB-backed table handle: ``run(sql)`` executes SQL in which the table is ``_SOURCE``.
+
+    Its schema is read once, on first use, and kept in ``columns``.
+    """
 
     connection: Any | None
     relation: Any | None
     description: str
+    columns: dict[str, ColumnKind] = field(default_factory=dict, compare=False, repr=False)
 
     def run(self, sql: str) -> Any:
         """Execute ``sql`` (referring to the table as ``__approxdp_source``); return a relation."""
@@ -118,6 +140,28 @@ class DuckDBTable:
         if self.connection is None:
             raise DataError(f"table handle {self.description!r} has no relation or connection")
         return self.connection.sql(sql)
+
+    def rows(self, sql: str) -> list[tuple[Any, ...]]:
+        """Run ``sql`` and fetch its rows; unreadable data raises :class:`DataError`."""
+        with _data_errors(self.description):
+            return list(self.run(sql).fetchall())
+
+    def arrow(self, sql: str) -> Any:
+        """Run ``sql`` and fetch it as a PyArrow table; unreadable data raises ``DataError``."""
+        with _data_errors(self.description):
+            return _arrow(self.run(sql))
+
+
+@contextlib.contextmanager
+def _data_errors(description: str) -> Iterator[None]:
+    """Turn DuckDB's errors about the data (unreadable file, bad encoding, a value that does
+    not convert) into :class:`DataError` naming the input; other errors pass unchanged."""
+    duckdb = _import_duckdb()
+    try:
+        yield
+    except (duckdb.InvalidInputException, duckdb.ConversionException, duckdb.IOException) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DataError(f"cannot read {description}: {first}") from exc
 
 
 def _arrow(rel: Any) -> Any:
@@ -131,18 +175,31 @@ class DuckDBEngine:
     Args:
         threads: Worker threads for DuckDB (default: DuckDB's own choice).
         memory_limit: DuckDB memory limit such as ``"2GB"`` (default: DuckDB's own).
+        progress_bar: Let DuckDB draw its progress bar on queries that run long (off by
+            default: a library should not write to the terminal uninvited).
     """
 
     name = "duckdb"
 
-    def __init__(self, threads: int | None = None, memory_limit: str | None = None) -> None:
+    def __init__(
+        self, threads: int | None = None, memory_limit: str | None = None,
+        progress_bar: bool = False,
+    ) -> None:
         self._duckdb = _import_duckdb()
         config: dict[str, Any] = {}
         if threads is not None:
             config["threads"] = int(threads)
         if memory_limit is not None:
             config["memory_limit"] = memory_limit
-        self._connection = self._duckdb.connect(database=":memory:", config=config)
+        # engines with the same settings share one in-memory database (opening one takes tens
+        # of milliseconds); each engine has its own connection to it, so what it registers
+        # stays its own
+        key = (os.getpid(), *sorted(config.items()))
+        database = _DATABASES.get(key)
+        if database is None:
+            database = _DATABASES[key] = self._duckdb.connect(database=":memory:", config=config)
+        self._connection = database.cursor()
+        self._connection.execute(f"SET enable_progress_bar = {str(bool(progress_bar)).lower()}")
 
     # -- loading ---------------------------------------------------------------------------
     def accepts(self, source: Any) -> bool:
@@ -187,13 +244,19 @@ class DuckDBEngine:
                 f"cannot tell the format of {str(path)!r}: use a name ending in "
                 f"{', '.join(_CSV_SUFFIXES + _PARQUET_SUFFIXES)}"
             )
-        view = self._connection.sql(f"SELECT * FROM {reader}")
+        with _data_errors(f"file {str(path)!r}"):
+            view = self._connection.sql(f"SELECT * FROM {reader}")
         return DuckDBTable(None, view, f"file {path.name}")
 
     # -- metadata --------------------------------------------------------------------------
     def schema(self, table: DuckDBTable) -> dict[str, ColumnKind]:
         """Column names in order, with their :class:`ColumnKind`."""
-        rows = table.run(f"DESCRIBE SELECT * FROM {_SOURCE}").fetchall()
+        if table.columns:
+            return dict(table.columns)
+        if table.relation is not None:  # the relation knows its columns: no query needed
+            rows = list(zip(table.relation.columns, table.relation.types, strict=True))
+        else:
+            rows = table.rows(f"DESCRIBE SELECT * FROM {_SOURCE}")
         out: dict[str, ColumnKind] = {}
         for row in rows:
             name, dtype = str(row[0]), str(row[1]).upper()
@@ -206,32 +269,40 @@ class DuckDBEngine:
             else:
                 kind = ColumnKind.OTHER
             out[name] = kind
+        table.columns.update(out)
         return out
 
     def count_rows(self, table: DuckDBTable) -> int:
         """``SELECT count(*)``."""
-        return int(table.run(f"SELECT count(*) FROM {_SOURCE}").fetchall()[0][0])
+        return int(table.rows(f"SELECT count(*) FROM {_SOURCE}")[0][0])
 
     def count_outside(
         self, table: DuckDBTable, condition: Membership, limit: int = 3
     ) -> tuple[int, tuple[KeyValue, ...]]:
         """Rows whose ``condition.column`` is not in ``condition.values``, with examples."""
+        schema = self.schema(table)
+        if condition.column not in schema:
+            raise DataError(f"column {condition.column!r} not found; the table has columns "
+                            f"{list(schema)}")
+        check_values(schema, condition, "domain")
         col = quote_identifier(condition.column)
         where = f"NOT {membership_sql(condition)}"
-        n = int(table.run(f"SELECT count(*) FROM {_SOURCE} WHERE {where}").fetchall()[0][0])
+        n = int(table.rows(f"SELECT count(*) FROM {_SOURCE} WHERE {where}")[0][0])
         if n == 0:
             return 0, ()
-        rows = table.run(
+        rows = table.rows(
             f"SELECT DISTINCT {col} FROM {_SOURCE} WHERE {where} ORDER BY 1 LIMIT {int(limit)}"
-        ).fetchall()
+        )
         return n, tuple(r[0] for r in rows)
 
     # -- aggregation -----------------------------------------------------------------------
     def aggregate(self, table: DuckDBTable, request: AggregateRequest) -> AggregateResult:
-        """Run a (possibly key-sampled) grouped count/sum as one SQL query."""
+        """Run a (possibly key-sampled) grouped count/sum as one SQL query (two, in the rare
+        case where two groups of one key share a hash: see the module docstring)."""
         check_columns(self.schema(table), request)
-        sql = build_aggregate_sql(request)
-        result = _arrow(table.run(sql))
+        result = table.arrow(build_aggregate_sql(request))
+        if "__ties" in result.column_names and any(result.column("__ties").to_pylist()):
+            result = table.arrow(build_aggregate_sql(request, ties=True))
         keys = {
             c: np.asarray(result.column(c).to_pylist(), dtype=object) for c in request.by
         }
@@ -263,8 +334,25 @@ def _value_sql(agg: Aggregation) -> str:
     return f"CASE WHEN {' AND '.join(conds)} THEN {value} END"
 
 
-def build_aggregate_sql(request: AggregateRequest) -> str:
-    """The single SQL statement for ``request`` over the table ``__approxdp_source``."""
+def _partial(agg: Aggregation, values: str) -> str:
+    """``count(values)`` or ``sum(values)``: the per-group partial of ``agg``."""
+    return f"{'count' if agg.function == 'count' else 'sum'}({values})"
+
+
+def group_hash_sql(seed: int, unit: str, by: Sequence[str]) -> str:
+    """The SQL of ``hash(seed, unit, group...)``, the order in which a unit keeps its groups
+    (arguments are quoted identifiers)."""
+    return f"hash({int(seed)}, {unit}, {', '.join(by)})"
+
+
+def build_aggregate_sql(request: AggregateRequest, *, ties: bool = False) -> str:
+    """The SQL statement for ``request`` over the table ``__approxdp_source``.
+
+    Under a per-key limit with grouping, the statement ranks groups by their hash alone and
+    adds a column ``__ties``, true where two groups of one key shared a hash among its best;
+    then the result is invalid and ``ties=True`` gives the statement that ranks by (hash,
+    group values), exact in every case but slower (strings enter the sort).
+    """
     by = [quote_identifier(c) for c in request.by]
     where = " AND ".join(membership_sql(m) for m in request.keep) or "TRUE"
     order = f" ORDER BY {', '.join(f'{c} NULLS LAST' for c in by)}" if by else ""
@@ -274,8 +362,7 @@ def build_aggregate_sql(request: AggregateRequest) -> str:
     if request.sample is None:
         # rows → (by..., aggregations, __rows)
         parts = [
-            f"coalesce({'count' if a.function == 'count' else 'sum'}({_value_sql(a)}), 0)"
-            f"::DOUBLE AS {quote_identifier(a.name)}"
+            f"coalesce({_partial(a, _value_sql(a))}, 0)::DOUBLE AS {quote_identifier(a.name)}"
             for a in aggs
         ]
         return (
@@ -285,43 +372,59 @@ def build_aggregate_sql(request: AggregateRequest) -> str:
     s = request.sample
     unit = quote_identifier(s.key)
     m = s.max_rows
-    # rows → (unit, by..., __v_i per aggregation)
-    v_cols = "".join(f", ({_value_sql(a)}) AS __v{i}" for i, a in enumerate(aggs))
-    rows_sql = (
-        f"SELECT {unit} AS __unit, {sel_by}NULL AS __none{v_cols} FROM {_SOURCE} WHERE {where}"
+    values = [f"{_value_sql(a)} AS __v{i}" for i, a in enumerate(aggs)]
+    partials = "".join(
+        f", {_partial(a, f'__v{i}')}::DOUBLE AS __p{i}" for i, a in enumerate(aggs)
     )
-    # pairs: (unit, by..., n, per-aggregation partial), ≤ max_groups pairs per unit
-    pair_group = ", ".join(["__unit", *by])
-    partial = ", ".join(
-        f"{'count' if a.function == 'count' else 'sum'}(__v{i})::DOUBLE AS __p{i}"
-        for i, a in enumerate(aggs)
-    )
-    ghash = f"hash({s.seed}, __unit{', ' if by else ''}{', '.join(by)})"
-    qualify = (
-        f" QUALIFY row_number() OVER (PARTITION BY __unit ORDER BY {', '.join([ghash, *by])})"
-        f" <= {s.max_groups}"
-        if by
-        else ""
-    )
-    pairs_sql = (
-        f"SELECT {pair_group}, count(*) AS __n, {partial} "
-        f"FROM __rows_cte GROUP BY {pair_group}{qualify}"
-    )
-    # groups: (by..., aggregations rescaled to ≤ max_rows rows per pair, __rows)
+    extra = ""
+    if not by:
+        # global: rows → (n, partials) per unit (one pair each)
+        ctes = (
+            f"__rows_cte AS (SELECT {', '.join([f'{unit} AS __unit', *values])} "
+            f"FROM {_SOURCE} WHERE {where}), "
+            f"__pairs AS (SELECT count(*) AS __n{partials} FROM __rows_cte GROUP BY __unit)"
+        )
+    else:
+        # rows → (unit, by..., hash, __v_i), only the rows of each unit's max_groups best
+        # groups: one window over the rows. With ties=True, MATERIALIZED keeps DuckDB from
+        # aggregating all (unit, group) pairs before the window (costlier than the window);
+        # without, it would also cost parallelism.
+        ghash = group_hash_sql(s.seed, unit, by)
+        rank_order = ", ".join(f"{c} NULLS LAST" for c in ["__h", *(by if ties else [])])
+        kept = (
+            f"__kept AS{' MATERIALIZED' if ties else ''} (SELECT "
+            f"{', '.join([f'{unit} AS __unit', *by, f'{ghash} AS __h', *values])} "
+            f"FROM {_SOURCE} WHERE {where} QUALIFY dense_rank() OVER "
+            f"(PARTITION BY __unit ORDER BY {rank_order}) <= {s.max_groups})"
+        )
+        if ties:
+            # → pairs (by..., n, partials): one per kept (unit, group)
+            pairs = (
+                f"__pairs AS (SELECT {sel_by}count(*) AS __n{partials} FROM __kept "
+                f"GROUP BY {', '.join(['__unit', *by])})"
+            )
+        else:
+            # → pairs (by..., n, partials, mixed) per kept (unit, hash): one group each,
+            # unless two groups share the hash (then "mixed", and the caller asks again)
+            mixed = " OR ".join(
+                f"min({c}) IS DISTINCT FROM max({c}) OR count({c}) NOT IN (0, count(*))"
+                for c in by
+            )
+            pairs = (
+                f"__pairs AS (SELECT {', '.join(f'min({c}) AS {c}' for c in by)}, "
+                f"count(*) AS __n{partials}, ({mixed}) AS __mixed FROM __kept "
+                f"GROUP BY __unit, __h)"
+            )
+            extra = ", bool_or(__mixed) AS __ties"
+        ctes = f"{kept}, {pairs}"
+    # → groups (by..., aggregations rescaled to ≤ max_rows rows per pair, __rows)
     finals = ", ".join(
         f"coalesce(sum(CASE WHEN __n <= {m} THEN __p{i} ELSE __p{i} * {m} / __n END), 0)"
         f"::DOUBLE AS {quote_identifier(a.name)}"
         for i, a in enumerate(aggs)
     )
     return (
-        f"WITH __rows_cte AS ({rows_sql}), __pairs AS ({pairs_sql}) "
-        f"SELECT {sel_by}{finals}, coalesce(sum(least(__n, {m})), 0)::BIGINT AS __rows "
+        f"WITH {ctes} "
+        f"SELECT {sel_by}{finals}, coalesce(sum(least(__n, {m})), 0)::BIGINT AS __rows{extra} "
         f"FROM __pairs{group}{order}"
     )
-
-
-def _columns_of(agg: Aggregation) -> Sequence[str]:
-    cols = [m.column for m in agg.where]
-    if agg.column is not None:
-        cols.append(agg.column)
-    return cols
