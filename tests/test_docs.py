@@ -39,13 +39,6 @@ EXAMPLE_MODULES = sorted(
     for path in PACKAGE.rglob("*.py")
     if ">>>" in path.read_text(encoding="utf-8")
 )
-#: Docstring examples known to be wrong in code owned by another branch (reported, not
-#: edited here); they run and are reported as xfail until fixed, then pass normally.
-PENDING = {
-    "approxdp.releases.session": "imports PrivateTable from approxdp.releases, which does not "
-    "export it yet",
-}
-
 # ```python ... ``` at the start of a line; the info string may carry more words.
 _FENCE = re.compile(r"^```python[^\n]*\n(?P<body>.*?)^```\s*$", re.MULTILINE | re.DOTALL)
 _FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
@@ -111,8 +104,6 @@ def test_docstring_examples_run(name: str) -> None:
     assert tests, f"{name} has '>>>' in its source but no docstring example was found"
     for test in tests:
         runner.run(test, out=report.append)
-    if runner.failures and name in PENDING:
-        pytest.xfail(PENDING[name])
     if runner.failures:
         pytest.fail("".join(report), pytrace=False)
 
