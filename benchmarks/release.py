@@ -10,7 +10,8 @@ each in a fresh subprocess (so peak memory is per phase), best of ``--repeat``:
 - ``bounded``:  the same with privacy_unit='uid', 2 partitions per unit, 5 rows per partition
 - ``naive``:    bounding written as row_number() over random() (for scale; one run)
 
-Usage: ``.venv/bin/python benchmarks/release.py [--rows 10000000] [--repeat 3] [--naive]``
+Usage: ``.venv/bin/python benchmarks/release.py [--rows 10000000] [--repeat 3] [--naive]
+[--phases plain,private,bounded]``
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ def generate(path: Path, rows: int) -> None:
     import duckdb
 
     units = max(rows // 10, 1)
-    duckdb.sql(f"""
+    con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")
+    con.execute(f"""
         COPY (SELECT (hash(i) % {units})::BIGINT AS uid,
                      'region-' || lpad(((hash(i * 7) % 20))::VARCHAR, 2, '0') AS a,
                      'segment-' || ((hash(i * 13) % 8))::VARCHAR AS b,
@@ -62,6 +65,7 @@ def _phase(name: str, path: str, repeat: int) -> dict[str, float]:
         SELECT a, b, count(*), sum(greatest(least(v, 50.0), 0.0)) FROM r2 WHERE pr <= 2
         GROUP BY a, b"""
     con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")
     for _ in range(repeat if name != "naive" else 1):
         start = time.perf_counter()
         if name == "plain":
@@ -85,6 +89,8 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--naive", action="store_true", help="also time the naive bounding")
+    parser.add_argument("--phases", default="plain,private,bounded",
+                        help="comma-separated phases to time (plain always runs first)")
     parser.add_argument("--phase", help=argparse.SUPPRESS)
     parser.add_argument("--path", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -96,7 +102,8 @@ def main() -> int:
         generate(path, args.rows)
         print(f"{args.rows:,} rows, {path.stat().st_size / 2**20:.0f} MiB Parquet; "
               f"best of {args.repeat}", flush=True)
-        phases = ["plain", "private", "bounded"] + (["naive"] if args.naive else [])
+        chosen = [p for p in args.phases.split(",") if p and p != "plain"]
+        phases = ["plain", *chosen] + (["naive"] if args.naive else [])
         results = {}
         for name in phases:
             out = subprocess.run(

@@ -206,6 +206,18 @@ def test_nulls_in_keys_and_membership(engine: Engine) -> None:
             ),
             "'user'",
         ),
+        (
+            AggregateRequest(
+                ("g",), (Aggregation("n", "count"),), keep=(Membership("g", ("a", 1)),)
+            ),
+            r"1 \(int\) does not fit column 'g', which is string",
+        ),
+        (
+            AggregateRequest(
+                (), (Aggregation("n", "count", where=(Membership("h", ("0",)),)),)
+            ),
+            "does not fit column 'h', which is numeric",
+        ),
     ],
 )
 def test_bad_columns_raise_data_error(

@@ -17,7 +17,7 @@ import numpy.typing as npt
 
 from approxdp.errors import InvalidParameterError, ParameterTypeError
 
-__all__ = ["as_float_array", "check_interval", "check_probability", "is_scalar"]
+__all__ = ["as_float_array", "check_interval", "check_probability", "is_scalar", "plain_floats"]
 
 ArrayLike = npt.ArrayLike
 FloatArray = npt.NDArray[np.float64]
@@ -26,6 +26,19 @@ FloatArray = npt.NDArray[np.float64]
 def is_scalar(value: Any) -> bool:
     """True for a Python or NumPy number (or a 0-d array)."""
     return isinstance(value, numbers.Number) or (isinstance(value, np.ndarray) and value.ndim == 0)
+
+
+def plain_floats(*values: Any) -> tuple[float, ...] | None:
+    """The values as Python floats if every one is a float (NumPy floats included) or a Python
+    int (not a bool), else None. Scalar fast paths use this, then check ranges themselves and
+    hand anything unusual (NaN, out of range) to the validating array path."""
+    out = []
+    for v in values:
+        if isinstance(v, float) or type(v) is int:
+            out.append(float(v))
+        else:
+            return None
+    return tuple(out)
 
 
 def _describe(value: Any) -> str:

@@ -24,6 +24,7 @@ from approxdp.accounting.ledger import SpendRecord
 from approxdp.accounting.mixed_composition import COMPOSITION_RULES
 from approxdp.accounting.optimal import optimal_composition
 from approxdp.accounting.splitting import SPLIT_RULES, BudgetSplit, split_budget
+from approxdp.accounting.sqlite_ledger import LedgerSettings, read_ledger_settings
 
 __all__ = [
     "COMPOSITION_RULES",
@@ -32,6 +33,7 @@ __all__ = [
     "BudgetStatus",
     "ComposedGaussian",
     "Guarantee",
+    "LedgerSettings",
     "PlanResult",
     "PrivacyAccountant",
     "SpendRecord",
@@ -42,6 +44,7 @@ __all__ = [
     "dp_to_pdp",
     "group_privacy",
     "optimal_composition",
+    "read_ledger_settings",
     "simplified_advanced_composition",
     "split_budget",
     "zcdp_to_dp",

@@ -95,7 +95,7 @@ def advanced_composition(epsilon: Any, delta: Any, k: Any, delta_prime: Any) -> 
 
     Example:
         >>> round(advanced_composition(0.01, 0.0, 10_000, 1e-6).epsilon, 4)
-        6.2819
+        6.2615
     """
     eps, dlt, steps, dp = _check_common(epsilon, delta, k, delta_prime)
     eps_total = np.sqrt(2.0 * steps * -np.log(dp)) * eps + steps * eps * np.expm1(eps)

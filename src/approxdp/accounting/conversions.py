@@ -24,7 +24,8 @@ def amplify_by_subsampling(epsilon: Any, delta: Any, q: Any) -> Guarantee:
     probability q gives (ln(1 + q(e^ε − 1)), qδ)-DP, for add/remove neighbours.
 
     Args:
-        epsilon: ε ≥ 0 of the algorithm (finite). delta: δ ∈ [0, 1).
+        epsilon: ε ≥ 0 of the algorithm (finite).
+        delta: δ ∈ [0, 1).
         q: sampling probability in (0, 1].
 
     Returns:
@@ -33,7 +34,7 @@ def amplify_by_subsampling(epsilon: Any, delta: Any, q: Any) -> Guarantee:
     Example:
         >>> eps, delta = amplify_by_subsampling(1.0, 1e-6, 0.01)
         >>> round(eps, 6), delta
-        (0.017036, 1e-08)
+        (0.017037, 1e-08)
     """
     eps = check_interval("epsilon", epsilon, 0.0, math.inf, high_open=True)
     dlt = check_probability("delta", delta, allow_zero=True)
@@ -53,14 +54,17 @@ def group_privacy(epsilon: Any, delta: Any, k: Any) -> Guarantee:
     true statement).
 
     Args:
-        epsilon: ε ≥ 0 (finite). delta: δ ∈ [0, 1). k: group size, integer ≥ 1.
+        epsilon: ε ≥ 0 (finite).
+        delta: δ ∈ [0, 1).
+        k: group size, integer ≥ 1.
 
     Returns:
         Guarantee (upper bound).
 
     Example:
-        >>> group_privacy(0.5, 1e-6, 2).as_tuple()
-        (1.0, 3.2974425414002564e-06)
+        >>> eps, d = group_privacy(0.5, 1e-6, 2)
+        >>> eps, round(d, 12)
+        (1.0, 3.297443e-06)
     """
     eps = check_interval("epsilon", epsilon, 0.0, math.inf, high_open=True)
     dlt = check_probability("delta", delta, allow_zero=True)
@@ -82,7 +86,8 @@ def dp_to_pdp(epsilon: Any, delta: Any, epsilon_star: Any) -> Guarantee:
     The converse, pDP ⇒ DP with the same (ε, δ), is paper Lemma 3 (no conversion needed).
 
     Args:
-        epsilon: ε ≥ 0 of the DP guarantee. delta: δ ∈ [0, 1).
+        epsilon: ε ≥ 0 of the DP guarantee.
+        delta: δ ∈ [0, 1).
         epsilon_star: the pDP ε*, strictly greater than ``epsilon`` (finite).
 
     Returns:
@@ -94,7 +99,7 @@ def dp_to_pdp(epsilon: Any, delta: Any, epsilon_star: Any) -> Guarantee:
     Example:
         >>> eps_star, d = dp_to_pdp(1.0, 1e-6, 2.0)
         >>> eps_star, round(d, 12)
-        (2.0, 1.795094e-06)
+        (2.0, 1.796074e-06)
     """
     eps = check_interval("epsilon", epsilon, 0.0, math.inf, high_open=True)
     dlt = check_probability("delta", delta, allow_zero=True)
@@ -119,14 +124,15 @@ def zcdp_to_dp(rho: Any, delta: Any) -> Guarantee:
     exact profile (:func:`compose_gaussian`) is tighter and should be preferred.
 
     Args:
-        rho: ρ ≥ 0 (finite). delta: δ ∈ (0, 1).
+        rho: ρ ≥ 0 (finite).
+        delta: δ ∈ (0, 1).
 
     Returns:
         Guarantee (upper bound).
 
     Example:
         >>> round(zcdp_to_dp(0.5, 1e-5).epsilon, 6)
-        5.298317
+        5.298526
     """
     r = check_interval("rho", rho, 0.0, math.inf, high_open=True)
     dlt = check_probability("delta", delta)

@@ -28,6 +28,7 @@ import os
 import sqlite3
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,13 @@ from approxdp.accounting.ledger import Check, SpendRecord, event_from_json, even
 from approxdp.errors import LedgerError
 from approxdp.events import PrivacyEvent
 
-__all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SQLiteLedger"]
+__all__ = [
+    "APPLICATION_ID",
+    "SCHEMA_VERSION",
+    "LedgerSettings",
+    "SQLiteLedger",
+    "read_ledger_settings",
+]
 
 APPLICATION_ID = 0x41445044  # "ADPD"
 SCHEMA_VERSION = 1
@@ -61,6 +68,62 @@ CREATE TABLE groups (epsilon REAL NOT NULL, delta REAL NOT NULL, count INTEGER N
                      PRIMARY KEY (epsilon, delta));
 INSERT INTO totals (id, rho, count) VALUES (1, 0.0, 0);
 """
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerSettings:
+    """What an existing ledger file was created for (read without opening it for writing).
+
+    Attributes:
+        budget: the total (ε, δ) stored in the file.
+        composition: the accountant's composition rule stored in the file.
+    """
+
+    budget: tuple[float, float]
+    composition: str
+
+
+def read_ledger_settings(path: str | os.PathLike[str]) -> LedgerSettings:
+    """The budget and composition rule an existing ledger file was created with.
+
+    Only reads: the file is never created, and no spend or setting is written (SQLite's own
+    WAL side files come and go as with any reader). A tool can then show a ledger or reopen it
+    through :class:`~approxdp.accounting.PrivacyAccountant` without being told its
+    budget.
+
+    Raises:
+        LedgerError: the file does not exist, is not an approxdp ledger, or is unreadable.
+    """
+    file = Path(path)
+    if not file.is_file():
+        raise LedgerError(f"ledger file not found: {str(file)!r}")
+    with open(file, "rb") as fh:
+        head = fh.read(len(_HEADER))
+    if head != _HEADER:
+        raise LedgerError(f"{file} is not a SQLite file, so not an approxdp ledger")
+    try:
+        conn = sqlite3.connect(f"{file.resolve().as_uri()}?mode=rw", uri=True)
+    except sqlite3.Error as exc:
+        raise LedgerError(f"cannot open ledger {file}: {exc}") from exc
+    try:
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        if app_id != APPLICATION_ID:
+            raise LedgerError(
+                f"{file} is a SQLite database but not an approxdp ledger (application_id={app_id})"
+            )
+        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+    except sqlite3.Error as exc:
+        raise LedgerError(f"{file} is not a usable approxdp ledger: {exc}") from exc
+    finally:
+        conn.close()
+    try:
+        budget = (float(meta["budget_epsilon"]), float(meta["budget_delta"]))
+        composition = str(meta["composition"])
+    except (KeyError, ValueError) as exc:
+        raise LedgerError(f"{file} is not an approxdp ledger (bad meta table: {exc})") from exc
+    if meta.get("format") != "approxdp-ledger":
+        raise LedgerError(f"{file} is not an approxdp ledger")
+    return LedgerSettings(budget, composition)
 
 
 class SQLiteLedger:

@@ -1,5 +1,9 @@
 """Calibration: (ε, δ, Δ) → the scale of the noise, for every method with its validity domain."""
 
+from approxdp.calibration.discrete_gaussian import (
+    calibrate_discrete_gaussian,
+    discrete_gaussian_satisfies,
+)
 from approxdp.calibration.gaussian import calibrate_gaussian, get_method
 from approxdp.calibration.methods import CALIBRATION_METHODS, CalibrationMethod
 from approxdp.calibration.thresholds import classical_failure_threshold
@@ -7,7 +11,9 @@ from approxdp.calibration.thresholds import classical_failure_threshold
 __all__ = [
     "CALIBRATION_METHODS",
     "CalibrationMethod",
+    "calibrate_discrete_gaussian",
     "calibrate_gaussian",
     "classical_failure_threshold",
+    "discrete_gaussian_satisfies",
     "get_method",
 ]

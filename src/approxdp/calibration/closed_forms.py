@@ -82,12 +82,19 @@ def sigma_zhao_m4(eps: FloatArray, delta: FloatArray) -> FloatArray:
 def sigma_zhao_m1(eps: FloatArray, delta: FloatArray) -> FloatArray:
     """Mechanism 1 (paper Thm 4, Eq. 7a-7b).
 
-    b = inverfc(2δ / (1 - e^ε erfc(√(t² + ε)) / (2δ + e^ε erfc(√ε)))) with
+    b = inverfc(y), y = 2δ / (1 - e^ε erfc(√(t² + ε)) / (2δ + e^ε erfc(√ε))), with
     t = inverfc(2δ + e^ε erfc(√ε)) when 2 - e^ε erfc(√ε) > 2δ, else b = 0.
 
-    Evaluated stably: e^ε erfc(√ε) = erfcx(√ε); the denominator 2δ + erfcx(√ε) equals erfc(t),
-    so for t >= 0 the ratio is erfcx(s)/erfcx(t) with s = √(t² + ε), and 1 minus it is
-    (erfcx(t) - erfcx(s))/erfcx(t) computed without cancellation.
+    Evaluated stably: e^ε erfc(√ε) = erfcx(√ε) and s0 = 2δ + erfcx(√ε) = erfc(t); near s0 = 1,
+    t = -erfinv(s0 - 1) with s0 - 1 = 2δ - (erfcx(0) - erfcx(√ε)) free of cancellation. With
+    s = √(t² + ε), y = 2δ s0 / den where den = erfc(t) - e^ε erfc(s) is
+    e^{-t²}(erfcx(t) - erfcx(s)) for t >= 0. When y is near 1 (tiny ε), b = erfinv(1 - y) with
+    1 - y = F / den and
+
+        F = erfc(t)(1 - 2δ) - e^ε erfc(s)
+          = 2δ(1 - s0) + (erfcx(√ε) - erfcx(s)) - expm1(-t²) erfcx(s),
+
+    every part computed without cancellation (s - √ε = t²/(s + √ε)).
     """
     s0 = 2.0 * delta + special.erfcx(np.sqrt(eps))
     inside = s0 < 2.0
@@ -95,16 +102,24 @@ def sigma_zhao_m1(eps: FloatArray, delta: FloatArray) -> FloatArray:
     if np.any(inside):
         e = eps[inside]
         d = delta[inside]
+        root_e = np.sqrt(e)
         # t = inverfc(s0); near s0 = 1 use t = -erfinv(s0 - 1) with
         # s0 - 1 = 2δ - (erfcx(0) - erfcx(√ε)) computed without cancellation.
-        z = 2.0 * d - erfcx_diff(np.zeros_like(e), np.sqrt(e))
+        z = 2.0 * d - erfcx_diff(np.zeros_like(e), root_e)
         t = np.where(np.abs(z) < 0.5, -special.erfinv(z), special.erfcinv(s0[inside]))
         s = np.sqrt(t * t + e)
-        one_minus = np.empty_like(t)
+        erfcx_s = special.erfcx(s)
+        # den = erfc(t) - e^ε erfc(s) = erfc(t) (1 - e^ε erfc(s)/s0)
+        den = np.empty_like(t)
         tp = t >= 0
-        tpos, spos, epos = t[tp], s[tp], e[tp]
-        one_minus[tp] = erfcx_diff(tpos, epos / (tpos + spos)) / special.erfcx(tpos)
-        tn, sn = t[~tp], s[~tp]
-        one_minus[~tp] = 1.0 - np.exp(-tn * tn) * special.erfcx(sn) / special.erfc(tn)
-        b[inside] = special.erfcinv(2.0 * d / one_minus)
+        tpos = t[tp]
+        den[tp] = np.exp(-tpos * tpos) * erfcx_diff(tpos, e[tp] / (tpos + s[tp]))
+        tn = t[~tp]
+        den[~tp] = special.erfc(tn) - np.exp(-tn * tn) * erfcx_s[~tp]
+        f = -2.0 * d * z + erfcx_diff(root_e, t * t / (s + root_e)) - np.expm1(-t * t) * erfcx_s
+        one_minus_y = f / den
+        y = 2.0 * d * s0[inside] / den
+        b[inside] = np.where(
+            np.abs(one_minus_y) < 0.5, special.erfinv(one_minus_y), special.erfcinv(y)
+        )
     return sigma_from_parameter(b, eps)

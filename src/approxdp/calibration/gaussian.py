@@ -9,9 +9,14 @@ from typing import Any
 import numpy as np
 
 from approxdp._numerics import FloatArray
-from approxdp._validation import check_interval, check_probability, is_scalar
+from approxdp._validation import check_interval, check_probability, is_scalar, plain_floats
 from approxdp.calibration.methods import CALIBRATION_METHODS, CalibrationMethod
-from approxdp.calibration.optimal import sigma_zero_epsilon
+from approxdp.calibration.optimal import (
+    sigma_optimal_dp_scalar,
+    sigma_optimal_pdp_scalar,
+    sigma_zero_epsilon,
+    sigma_zero_epsilon_scalar,
+)
 from approxdp.errors import (
     InvalidParameterError,
     NotPrivateError,
@@ -19,7 +24,7 @@ from approxdp.errors import (
     ParameterTypeError,
     UnknownMethodError,
 )
-from approxdp.profiles.gaussian import log_margin, log_profile_eu
+from approxdp.profiles.gaussian import profile_surely_within
 
 __all__ = ["calibrate_gaussian", "get_method", "privacy_check"]
 
@@ -44,12 +49,11 @@ def privacy_check(
 ) -> tuple[np.ndarray, FloatArray]:
     """Whether σ/Δ is (ε, δ)-private under ``notion``, and the log δ it really gives.
 
-    A point passes only if the computed profile is below δ by more than its evaluation error.
+    A point passes only if the computed profile is below δ by more than its evaluation error
+    (:func:`~approxdp.profiles.gaussian.profile_surely_within`).
     """
     with np.errstate(divide="ignore"):
-        logp = log_profile_eu(eps, 1.0 / sigma_unit, notion)  # type: ignore[arg-type]
-    log_d = np.log(delta)
-    return logp <= log_d - 0.5 * log_margin(log_d), logp
+        return profile_surely_within(eps, 1.0 / sigma_unit, delta, notion)  # type: ignore[arg-type]
 
 
 def _fmt(x: float) -> str:
@@ -97,10 +101,14 @@ def calibrate_gaussian(
 
     Example:
         >>> round(calibrate_gaussian(1.0, 1e-5), 6)
-        3.730209
+        3.730632
         >>> round(calibrate_gaussian(1.0, 1e-5, method="dwork-roth-2014"), 6)
-        4.84481
+        4.844805
     """
+    if (method == "optimal" or method == "pdp-optimal") and type(allow_non_private) is bool:
+        fast = _optimal_scalar(epsilon, delta, sensitivity, method)
+        if fast is not None:
+            return fast
     m = get_method(method)
     if not isinstance(allow_non_private, (bool, np.bool_)):
         raise ParameterTypeError(
@@ -140,6 +148,30 @@ def calibrate_gaussian(
     out = np.where((s != 0) & (s != 1), np.nextafter(out, np.inf), out)
     res = out.reshape(shape)
     return float(res.reshape(())) if scalar else res
+
+
+def _optimal_scalar(epsilon: Any, delta: Any, sensitivity: Any, method: str) -> float | None:
+    """The scalar fast path of the two optimal methods: σ, or None to take the validating path.
+
+    Same formulas, aim, verification and final rounding as the array path.
+    """
+    if type(epsilon) is float and type(delta) is float and type(sensitivity) is float:
+        e, d, s = epsilon, delta, sensitivity  # the common case, without the general check
+    else:
+        vals = plain_floats(epsilon, delta, sensitivity)
+        if vals is None:
+            return None
+        e, d, s = vals
+    if not (0.0 <= e < math.inf and 0.0 < d < 1.0 and 0.0 <= s < math.inf):  # NaN fails too
+        return None
+    if method == "optimal":
+        sigma = sigma_optimal_dp_scalar(e, d) if e > 0.0 else sigma_zero_epsilon_scalar(d)
+    elif e > 0.0:
+        sigma = sigma_optimal_pdp_scalar(e, d)
+    else:
+        return None  # pdp-optimal needs ε > 0: the validating path says so
+    out = s * sigma
+    return math.nextafter(out, math.inf) if s != 0.0 and s != 1.0 else out
 
 
 def _report_not_private(

@@ -4,29 +4,54 @@ DP-OPT (paper Thm 2, Alg. 1; Balle & Wang 2018): σ = (a + √(a² + ε)) Δ / (
 erfc(a) - e^ε erfc(√(a² + ε)) = 2δ (Eq. 5). pDP-OPT (paper Thm 6): the same with
 erfc(d) + erfc(√(d² + ε)) = 2δ (Eq. 13a). (0, δ)-DP: σ = Δ / (2√2 inverf(δ)) (Thm 3 ①).
 
-The root in a is bracketed as in the paper's Lemma 14 (0 < a < c of Mechanism 2 when
-1 - e^ε erfc(√ε) > 2δ, else -inverfc((2 - 2δ)/(e^ε + 1)) < a <= 0) and, for pDP, by
-inverfc(2δ) < d < inverfc(δ) (Appendix M), then found by safeguarded Newton in log space. When
-δ > 1/2 the equation is solved for 1 - δ instead, which has no cancellation there.
+Both are solved by Halley's method in log σ (:mod:`approxdp.calibration.optimal_halley`,
+:mod:`approxdp.calibration.pdp_halley`), vectorized in cache-sized chunks, with scalar twins
+for single points. Kept as a safety net, for any point those do not settle: the root in a
+bracketed as in the paper's Lemma 14 (0 < a < c of Mechanism 2 when 1 - e^ε erfc(√ε) > 2δ,
+else -inverfc((2 - 2δ)/(e^ε + 1)) < a <= 0) and, for pDP, by inverfc(2δ) < d < inverfc(δ)
+(Appendix M), then found by safeguarded Newton in log space. When δ > 1/2 the equation is
+solved for 1 - δ instead, which has no cancellation there.
 
-Unlike Algorithm 1, which returns the bracket end within a tolerance of the root, the result
+Unlike Algorithm 1, which returns the bracket end within a tolerance of the root, every result
 here is aimed at a δ slightly *below* the target (by more than the profile's evaluation error),
-then checked through the independent σ-parametrised profile, and increased until that check
-passes: the σ returned is never below the exact optimum, and exceeds it by about 1e-12
-relative at most.
+then checked through the σ-parametrised profile at the returned float, and increased until
+that check passes: the σ returned is never below the exact optimum, and exceeds it by about
+1e-12 relative at most.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+from typing import NamedTuple
+
 import numpy as np
 from scipy import special
+from scipy.special import cython_special
 
 from approxdp._numerics import LOG2, SQRT2, FloatArray, Objective, solve_decreasing
+from approxdp.calibration.optimal_halley import sigma_dp_halley, sigma_dp_halley_scalar
+from approxdp.calibration.pdp_halley import sigma_pdp_halley, sigma_pdp_halley_scalar
 from approxdp.profiles import _gaussian_terms as terms
-from approxdp.profiles.gaussian import log_margin, log_profile_eu
+from approxdp.profiles.gaussian import (
+    log_margin,
+    log_profile_scalar,
+    profile_surely_within,
+    within_margin,
+)
 
-__all__ = ["sigma_from_a", "sigma_optimal_dp", "sigma_optimal_pdp", "sigma_zero_epsilon"]
+__all__ = [
+    "sigma_from_a",
+    "sigma_optimal_dp",
+    "sigma_optimal_dp_scalar",
+    "sigma_optimal_pdp",
+    "sigma_optimal_pdp_scalar",
+    "sigma_zero_epsilon",
+    "sigma_zero_epsilon_scalar",
+]
 
+# Points per chunk of the vectorized search (temporaries of 256 KiB stay in cache).
+_CHUNK = 1 << 15
 # Lower end for a bracket: 2δ(a) at a = -40 differs from 2 by e^{-1600}, beyond any δ < 1.
 _A_FLOOR = -40.0
 
@@ -38,32 +63,53 @@ def sigma_from_a(a: FloatArray, eps: FloatArray) -> FloatArray:
         return np.where(a >= 0, (a + b) / (eps * SQRT2), 1.0 / (SQRT2 * (b - a)))
 
 
+class _Terms(NamedTuple):
+    """The profile of one notion as functions of a: log 2δ, log 2(1-δ) and their slopes."""
+
+    log2delta: Callable[..., FloatArray]
+    log2delta_slope: Callable[..., FloatArray]
+    log2comp: Callable[..., FloatArray]
+    log2comp_slope: Callable[..., FloatArray]
+    slope_uses_eps: bool  # pDP slopes take ε where DP slopes take h
+
+
+_TERMS = {
+    "dp": _Terms(
+        terms.dp_log2delta,
+        terms.dp_log2delta_slope,
+        terms.dp_log2comp,
+        terms.dp_log2comp_slope,
+        False,
+    ),
+    "pdp": _Terms(
+        terms.pdp_log2delta,
+        terms.pdp_log2delta_slope,
+        terms.pdp_log2comp,
+        terms.pdp_log2comp_slope,
+        True,
+    ),
+}
+
+
 def _objective(eps: FloatArray, target: FloatArray, comp: np.ndarray, notion: str) -> Objective:
     """g(a) decreasing in a: log 2δ(a) - target, or target - log 2(1 - δ(a)) where comp."""
+    t = _TERMS[notion]
 
     def fun(a: FloatArray, idx: np.ndarray) -> tuple[FloatArray, FloatArray]:
         e = eps[idx]
         c = comp[idx]
         b, h = terms.b_h_from_a(a, e)
+        third = e if t.slope_uses_eps else h
         val = np.empty_like(a)
         slope = np.empty_like(a)
         nc = ~c
-        if notion == "dp":
-            v = terms.dp_log2delta(a[nc], b[nc], h[nc], e[nc])
-            val[nc] = v - target[idx][nc]
-            slope[nc] = terms.dp_log2delta_slope(a[nc], b[nc], h[nc], v)
-            if np.any(c):
-                w = terms.dp_log2comp(a[c], b[c], h[c], e[c])
-                val[c] = target[idx][c] - w
-                slope[c] = -terms.dp_log2comp_slope(a[c], b[c], h[c], w)
-        else:
-            v = terms.pdp_log2delta(a[nc], b[nc], h[nc], e[nc])
-            val[nc] = v - target[idx][nc]
-            slope[nc] = terms.pdp_log2delta_slope(a[nc], b[nc], e[nc], v)
-            if np.any(c):
-                w = terms.pdp_log2comp(a[c], b[c], h[c], e[c])
-                val[c] = target[idx][c] - w
-                slope[c] = -terms.pdp_log2comp_slope(a[c], b[c], e[c], w)
+        v = t.log2delta(a[nc], b[nc], h[nc], e[nc])
+        val[nc] = v - target[idx][nc]
+        slope[nc] = t.log2delta_slope(a[nc], b[nc], third[nc], v)
+        if np.any(c):
+            w = t.log2comp(a[c], b[c], h[c], e[c])
+            val[c] = target[idx][c] - w
+            slope[c] = -t.log2comp_slope(a[c], b[c], third[c], w)
         return val, slope
 
     return fun
@@ -97,32 +143,18 @@ def _expand(fun: Objective, lo: FloatArray, hi: FloatArray) -> tuple[FloatArray,
     return lo, hi
 
 
-def _finish(a: FloatArray, eps: FloatArray, delta: FloatArray, notion: str) -> FloatArray:
-    """σ/Δ from a, then increased until the σ-parametrised profile is surely <= δ."""
-    sigma = sigma_from_a(a, eps)
-    return round_up_sigma(sigma, eps, delta, notion)
-
-
 def round_up_sigma(
     sigma: FloatArray, eps: FloatArray, delta: FloatArray, notion: str
 ) -> FloatArray:
-    """Smallest bump of σ (Δ = 1) after which the computed profile is <= δ with margin.
+    """Smallest bump of σ (Δ = 1) after which the computed profile is surely <= δ.
 
-    For δ <= 1/2 the check is log δ(σ) <= log δ - margin/2; for δ > 1/2 it is done on 1 - δ.
+    The check is :func:`~approxdp.profiles.gaussian.profile_surely_within` (on 1 - δ for
+    δ > 1/2).
     """
     sigma = np.nextafter(sigma, np.inf)
-    comp = delta > 0.5
-    log_d = np.log(delta)
-    log_c = np.log1p(-delta)
     bump = 1e-14
     for _ in range(90):
-        u = 1.0 / sigma
-        logp = log_profile_eu(eps, u, notion)  # type: ignore[arg-type]
-        ok = np.where(
-            comp,
-            _log1m(logp) >= log_c + 0.5 * log_margin(log_c),
-            logp <= log_d - 0.5 * log_margin(log_d),
-        )
+        ok = profile_surely_within(eps, 1.0 / sigma, delta, notion)[0]  # type: ignore[arg-type]
         if np.all(ok):
             return sigma
         sigma = np.where(ok, sigma, sigma * (1.0 + bump))
@@ -130,15 +162,36 @@ def round_up_sigma(
     raise RuntimeError("sigma round-up did not converge")  # pragma: no cover
 
 
-def _log1m(logp: FloatArray) -> FloatArray:
-    """log(1 - e^logp), only used for the δ > 1/2 verification (where it is well conditioned
-    enough: the σ search itself ran on the complement)."""
-    with np.errstate(divide="ignore"):
-        return np.log(-np.expm1(logp))
-
-
 def sigma_optimal_dp(eps: FloatArray, delta: FloatArray) -> FloatArray:
-    """DP-OPT σ/Δ for flat arrays of ε > 0 and δ in (0, 1) (paper Thm 2)."""
+    """DP-OPT σ/Δ for flat arrays of ε > 0 and δ in (0, 1) (paper Thm 2).
+
+    Halley's method (:mod:`approxdp.calibration.optimal_halley`), in chunks that keep the
+    temporaries in cache; any point it does not settle goes to the bracketed search.
+    """
+    sigma = np.empty_like(eps)
+    done = np.empty(eps.shape, dtype=bool)
+    # Intermediate over/underflow at extreme inputs is handled (and every result verified).
+    with np.errstate(all="ignore"):
+        for i in range(0, eps.size, _CHUNK):
+            sl = slice(i, i + _CHUNK)
+            sigma[sl], done[sl] = sigma_dp_halley(eps[sl], delta[sl])
+        if not np.all(done):
+            rest = ~done
+            sigma[rest] = _sigma_optimal_dp_bracketed(eps[rest], delta[rest])
+    return sigma
+
+
+def sigma_optimal_dp_scalar(eps: float, delta: float) -> float:
+    """:func:`sigma_optimal_dp` for one point ε > 0, δ in (0, 1) given as Python floats."""
+    sigma = sigma_dp_halley_scalar(eps, delta)
+    if sigma is not None:
+        return sigma
+    with np.errstate(all="ignore"):
+        return float(_sigma_optimal_dp_bracketed(np.array([eps]), np.array([delta]))[0])
+
+
+def _sigma_optimal_dp_bracketed(eps: FloatArray, delta: FloatArray) -> FloatArray:
+    """DP-OPT σ/Δ by safeguarded Newton in a inside the closed-form brackets of Lemma 14."""
     target, comp = _targets(delta)
     fun = _objective(eps, target, comp, "dp")
     # Lemma 14: the sign of 1 - e^ε erfc(√ε) - 2δ locates a relative to 0.
@@ -156,11 +209,39 @@ def sigma_optimal_dp(eps: FloatArray, delta: FloatArray) -> FloatArray:
     hi = np.where(pos, c * (1 + 1e-9) + 1e-12, 0.0)
     lo, hi = _expand(fun, lo, hi)
     a = solve_decreasing(fun, lo, hi, hi.copy(), lambda x, idx: np.sqrt(x * x + eps[idx]))
-    return _finish(a, eps, delta, "dp")
+    return round_up_sigma(sigma_from_a(a, eps), eps, delta, "dp")
 
 
 def sigma_optimal_pdp(eps: FloatArray, delta: FloatArray) -> FloatArray:
     """pDP-OPT σ/Δ for flat arrays of ε > 0 and δ in (0, 1) (paper Thm 6).
+
+    Halley's method (:mod:`approxdp.calibration.pdp_halley`) in chunks; any point it does not
+    settle goes to the bracketed search.
+    """
+    sigma = np.empty_like(eps)
+    done = np.empty(eps.shape, dtype=bool)
+    # Intermediate over/underflow at extreme inputs is handled (and every result verified).
+    with np.errstate(all="ignore"):
+        for i in range(0, eps.size, _CHUNK):
+            sl = slice(i, i + _CHUNK)
+            sigma[sl], done[sl] = sigma_pdp_halley(eps[sl], delta[sl])
+        if not np.all(done):
+            rest = ~done
+            sigma[rest] = _sigma_optimal_pdp_bracketed(eps[rest], delta[rest])
+    return sigma
+
+
+def sigma_optimal_pdp_scalar(eps: float, delta: float) -> float:
+    """:func:`sigma_optimal_pdp` for one point ε > 0, δ in (0, 1) given as Python floats."""
+    sigma = sigma_pdp_halley_scalar(eps, delta)
+    if sigma is not None:
+        return sigma
+    with np.errstate(all="ignore"):
+        return float(_sigma_optimal_pdp_bracketed(np.array([eps]), np.array([delta]))[0])
+
+
+def _sigma_optimal_pdp_bracketed(eps: FloatArray, delta: FloatArray) -> FloatArray:
+    """pDP-OPT σ/Δ by safeguarded Newton in a inside the brackets of Appendix M.
 
     The root d of Eq. (13a) lies in (inverfc(2δ), inverfc(δ)) (paper Appendix M).
     """
@@ -173,7 +254,23 @@ def sigma_optimal_pdp(eps: FloatArray, delta: FloatArray) -> FloatArray:
     hi = hi + 1e-9 * np.abs(hi) + 1e-12
     lo, hi = _expand(fun, lo, hi)
     a = solve_decreasing(fun, lo, hi, hi.copy(), lambda x, idx: np.sqrt(x * x + eps[idx]))
-    return _finish(a, eps, delta, "pdp")
+    return round_up_sigma(sigma_from_a(a, eps), eps, delta, "pdp")
+
+
+def sigma_zero_epsilon_scalar(delta: float) -> float:
+    """:func:`sigma_zero_epsilon` for one δ in (0, 1/2] given as a Python float (same rounding;
+    larger δ take the array path, whose check runs on 1 - δ)."""
+    if delta > 0.5:
+        return float(sigma_zero_epsilon(np.array([delta]))[0])
+    sigma = math.nextafter(1.0 / (2.0 * SQRT2 * float(cython_special.erfinv(delta))), math.inf)
+    log_d = math.log(delta)
+    bump = 1e-14
+    for _ in range(90):
+        if within_margin(log_profile_scalar(0.0, 1.0 / sigma, "dp"), log_d, False):
+            return sigma
+        sigma *= 1.0 + bump
+        bump *= 2.0
+    raise RuntimeError("sigma round-up did not converge")  # pragma: no cover
 
 
 def sigma_zero_epsilon(delta: FloatArray) -> FloatArray:

@@ -52,6 +52,7 @@ __all__ = [
     "Membership",
     "PerKeyLimit",
     "check_columns",
+    "check_values",
 ]
 
 #: A value that may appear in a key column (``None`` stands for SQL NULL).
@@ -323,6 +324,11 @@ def check_columns(schema: Mapping[str, ColumnKind], request: AggregateRequest) -
                 f"column {column!r} ({role}) not found; the table has columns "
                 f"{list(schema)}{hint}"
             )
+    for cond in request.keep:
+        check_values(schema, cond, "domain")
+    for agg in request.aggregations:
+        for cond in agg.where:
+            check_values(schema, cond, f"aggregation {agg.name!r} where")
     for agg in request.aggregations:
         if agg.column is not None and schema[agg.column] is not ColumnKind.NUMERIC:
             raise DataError(
@@ -372,3 +378,26 @@ class CellBatchMapper:
         """Map an iterator of batches (the shape Spark's ``mapInArrow`` calls)."""
         for batch in batches:
             yield self(batch)
+
+
+_VALUE_TYPES: dict[ColumnKind, tuple[type, ...]] = {
+    ColumnKind.NUMERIC: (int, float, np.integer, np.floating),
+    ColumnKind.STRING: (str,),
+    ColumnKind.BOOLEAN: (bool, np.bool_),
+}
+
+
+def check_values(schema: Mapping[str, ColumnKind], cond: Membership, role: str) -> None:
+    """Raise :class:`DataError` if a value of ``cond`` cannot be compared with its column
+    (a string for a numeric column, a number for a string column...; ``None`` always fits)."""
+    kind = schema[cond.column]
+    types = _VALUE_TYPES.get(kind)
+    if types is None:
+        return
+    for v in cond.values:
+        bad_bool = kind is ColumnKind.NUMERIC and isinstance(v, bool | np.bool_)
+        if v is not None and (bad_bool or not isinstance(v, types)):
+            raise DataError(
+                f"{role} value {v!r} ({type(v).__name__}) does not fit column "
+                f"{cond.column!r}, which is {kind.value}"
+            )

@@ -8,22 +8,29 @@ path, a pandas or Polars DataFrame, a PyArrow Table or RecordBatchReader, or a D
 Per-key limits (:class:`~approxdp.engines.base.PerKeyLimit`) are done without sorting on
 ``random()``: rows are aggregated per (key, group) pair, each key keeps the pairs with the
 smallest rank under the engine-independent keyed hash of :mod:`approxdp.engines.keyed_hash`
-(a window over pairs, not rows; the group part is hashed once per distinct group), and pairs
-with more than ``max_rows`` rows are rescaled. The shapes::
+(so DuckDB and Spark keep the same groups for the same seed; a window over pairs, not rows;
+the group part is hashed once per distinct group), and pairs with more than ``max_rows`` rows
+are rescaled. The shapes::
 
-    rows                     # (key, by..., value per aggregation)
-    → pairs  GROUP BY key, by   # (key, by..., n, partial per aggregation), ≤ max_groups per key
-    → groups GROUP BY by        # (by..., Σ partial·min(1, max_rows/n), Σ min(n, max_rows))
+    rows                       # (key, by..., value per aggregation)
+    → pairs  GROUP BY key, by  # (key, by..., n, partial per aggregation), ≤ max_groups per key
+    → groups GROUP BY by       # (by..., Σ partial·min(1, max_rows/n), Σ min(n, max_rows))
+
+Cost: with 10^6 keys in random order, no exact per-key limit is cheap. Grouping all rows by
+key (a hash table far larger than the CPU caches) already takes about twice the CPU of a
+plain ``GROUP BY`` over a few hundred cells, and ranking needs every (key, group) pair;
+``benchmarks/release.py`` measures the result.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import os
 import tempfile
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +47,7 @@ from approxdp.engines.base import (
     KeyValue,
     Membership,
     check_columns,
+    check_values,
 )
 from approxdp.engines.keyed_hash import DuckDBSteps, hash_input_of_duckdb_type, seed_state
 from approxdp.errors import DataError, MissingDependencyError, ParameterTypeError
@@ -55,6 +63,8 @@ _NUMERIC_PREFIXES = (
 )  # fmt: skip
 _counter = itertools.count()
 _INLINE_VALUES = 2000  # longer membership lists become semi-joins on registered tables
+#: One in-memory DuckDB database per (process, settings), shared by engines through cursors.
+_DATABASES: dict[tuple[Any, ...], Any] = {}
 
 
 def _import_duckdb() -> Any:
@@ -121,12 +131,16 @@ def _float_literal(x: float) -> str:
 
 @dataclass(frozen=True)
 class DuckDBTable:
-    """A DuckDB-backed table handle: ``run(sql)`` executes SQL in which the table is ``_SOURCE``."""
+    """A DuckDB-backed table handle: ``run(sql)`` executes SQL in which the table is ``_SOURCE``.
+
+    Its schema is read once, on first use, and kept in ``columns``.
+    """
 
     connection: Any | None
     relation: Any | None
     description: str
     own: bool = False  # the relation lives on the engine's own connection
+    columns: dict[str, ColumnKind] = field(default_factory=dict, compare=False, repr=False)
 
     def run(self, sql: str) -> Any:
         """Execute ``sql`` (referring to the table as ``__approxdp_source``); return a relation."""
@@ -135,6 +149,28 @@ class DuckDBTable:
         if self.connection is None:
             raise DataError(f"table handle {self.description!r} has no relation or connection")
         return self.connection.sql(sql)
+
+    def rows(self, sql: str) -> list[tuple[Any, ...]]:
+        """Run ``sql`` and fetch its rows; unreadable data raises :class:`DataError`."""
+        with _data_errors(self.description):
+            return list(self.run(sql).fetchall())
+
+    def arrow(self, sql: str) -> Any:
+        """Run ``sql`` and fetch it as a PyArrow table; unreadable data raises ``DataError``."""
+        with _data_errors(self.description):
+            return _arrow(self.run(sql))
+
+
+@contextlib.contextmanager
+def _data_errors(description: str) -> Iterator[None]:
+    """Turn DuckDB's errors about the data (unreadable file, bad encoding, a value that does
+    not convert) into :class:`DataError` naming the input; other errors pass unchanged."""
+    duckdb = _import_duckdb()
+    try:
+        yield
+    except (duckdb.InvalidInputException, duckdb.ConversionException, duckdb.IOException) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DataError(f"cannot read {description}: {first}") from exc
 
 
 def _arrow(rel: Any) -> Any:
@@ -148,18 +184,31 @@ class DuckDBEngine:
     Args:
         threads: Worker threads for DuckDB (default: DuckDB's own choice).
         memory_limit: DuckDB memory limit such as ``"2GB"`` (default: DuckDB's own).
+        progress_bar: Let DuckDB draw its progress bar on queries that run long (off by
+            default: a library should not write to the terminal uninvited).
     """
 
     name = "duckdb"
 
-    def __init__(self, threads: int | None = None, memory_limit: str | None = None) -> None:
+    def __init__(
+        self, threads: int | None = None, memory_limit: str | None = None,
+        progress_bar: bool = False,
+    ) -> None:
         self._duckdb = _import_duckdb()
         config: dict[str, Any] = {}
         if threads is not None:
             config["threads"] = int(threads)
         if memory_limit is not None:
             config["memory_limit"] = memory_limit
-        self._connection = self._duckdb.connect(database=":memory:", config=config)
+        # engines with the same settings share one in-memory database (opening one takes tens
+        # of milliseconds); each engine has its own connection to it, so what it registers
+        # stays its own
+        key = (os.getpid(), *sorted(config.items()))
+        database = _DATABASES.get(key)
+        if database is None:
+            database = _DATABASES[key] = self._duckdb.connect(database=":memory:", config=config)
+        self._connection = database.cursor()
+        self._connection.execute(f"SET enable_progress_bar = {str(bool(progress_bar)).lower()}")
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
 
     # -- loading ---------------------------------------------------------------------------
@@ -206,17 +255,23 @@ class DuckDBEngine:
                 f"cannot tell the format of {str(path)!r}: use a name ending in "
                 f"{', '.join(_CSV_SUFFIXES + _PARQUET_SUFFIXES)}"
             )
-        view = self._connection.sql(f"SELECT * FROM {reader}")
+        with _data_errors(f"file {str(path)!r}"):
+            view = self._connection.sql(f"SELECT * FROM {reader}")
         return DuckDBTable(None, view, f"file {path.name}", own=True)
 
     # -- metadata --------------------------------------------------------------------------
     def sql_types(self, table: DuckDBTable) -> dict[str, str]:
         """Column names in order, with their DuckDB SQL types (upper case)."""
-        rows = table.run(f"DESCRIBE SELECT * FROM {_SOURCE}").fetchall()
+        if table.relation is not None:  # the relation knows its columns: no query needed
+            rows = list(zip(table.relation.columns, table.relation.types, strict=True))
+        else:
+            rows = table.rows(f"DESCRIBE SELECT * FROM {_SOURCE}")
         return {str(row[0]): str(row[1]).upper() for row in rows}
 
     def schema(self, table: DuckDBTable) -> dict[str, ColumnKind]:
         """Column names in order, with their :class:`ColumnKind`."""
+        if table.columns:
+            return dict(table.columns)
         out: dict[str, ColumnKind] = {}
         for name, dtype in self.sql_types(table).items():
             if dtype.startswith(_NUMERIC_PREFIXES):
@@ -228,16 +283,22 @@ class DuckDBEngine:
             else:
                 kind = ColumnKind.OTHER
             out[name] = kind
+        table.columns.update(out)
         return out
 
     def count_rows(self, table: DuckDBTable) -> int:
         """``SELECT count(*)``."""
-        return int(table.run(f"SELECT count(*) FROM {_SOURCE}").fetchall()[0][0])
+        return int(table.rows(f"SELECT count(*) FROM {_SOURCE}")[0][0])
 
     def count_outside(
         self, table: DuckDBTable, condition: Membership, limit: int = 3
     ) -> tuple[int, tuple[KeyValue, ...]]:
         """Rows whose ``condition.column`` is not in ``condition.values``, with examples."""
+        schema = self.schema(table)
+        if condition.column not in schema:
+            raise DataError(f"column {condition.column!r} not found; the table has columns "
+                            f"{list(schema)}")
+        check_values(schema, condition, "domain")
         col = quote_identifier(condition.column)
         name = None
         if len(condition.values) > _INLINE_VALUES and table.own:
@@ -247,12 +308,12 @@ class DuckDBEngine:
             inside = membership_sql(condition)
         where = f"NOT coalesce({inside}, FALSE)"  # NULL is outside unless None is listed
         try:
-            n = int(table.run(f"SELECT count(*) FROM {_SOURCE} WHERE {where}").fetchall()[0][0])
+            n = int(table.rows(f"SELECT count(*) FROM {_SOURCE} WHERE {where}")[0][0])
             if n == 0:
                 return 0, ()
-            rows = table.run(
+            rows = table.rows(
                 f"SELECT DISTINCT {col} FROM {_SOURCE} WHERE {where} ORDER BY 1 LIMIT {int(limit)}"
-            ).fetchall()
+            )
         finally:
             if name is not None:
                 self._connection.unregister(name)
@@ -415,6 +476,11 @@ def _value_sql(agg: Aggregation) -> str:
     return f"CASE WHEN {' AND '.join(conds)} THEN {value} END"
 
 
+def _partial(agg: Aggregation, values: str) -> str:
+    """``count(values)`` or ``sum(values)``: the per-group partial of ``agg``."""
+    return f"{'count' if agg.function == 'count' else 'sum'}({values})"
+
+
 def build_aggregate_sql(request: AggregateRequest, types: Mapping[str, str]) -> str:
     """The single SQL statement for ``request`` over the table ``__approxdp_source``.
 
@@ -430,8 +496,7 @@ def build_aggregate_sql(request: AggregateRequest, types: Mapping[str, str]) -> 
     if request.sample is None:
         # rows → (by..., aggregations, __rows)
         parts = [
-            f"coalesce({'count' if a.function == 'count' else 'sum'}({_value_sql(a)}), 0)"
-            f"::DOUBLE AS {quote_identifier(a.name)}"
+            f"coalesce({_partial(a, _value_sql(a))}, 0)::DOUBLE AS {quote_identifier(a.name)}"
             for a in aggs
         ]
         return (
@@ -448,10 +513,7 @@ def build_aggregate_sql(request: AggregateRequest, types: Mapping[str, str]) -> 
     )
     # pairs: (unit, by..., n, per-aggregation partial), ≤ max_groups pairs per unit
     pair_group = ", ".join(["__unit", *by])
-    partial = ", ".join(
-        f"{'count' if a.function == 'count' else 'sum'}(__v{i})::DOUBLE AS __p{i}"
-        for i, a in enumerate(aggs)
-    )
+    partial = ", ".join(f"{_partial(a, f'__v{i}')}::DOUBLE AS __p{i}" for i, a in enumerate(aggs))
     pairs_sql = (
         f"SELECT {pair_group}, count(*) AS __n, {partial} FROM __rows_cte GROUP BY {pair_group}"
     )
@@ -479,6 +541,12 @@ def _columns_of(agg: Aggregation) -> Sequence[str]:
     return cols
 
 
+def rank_order_sql(rank: str) -> str:
+    """The window's first sort key from the keyed rank (the rank itself; a test coarsens it to
+    make most groups tie, so that the tie-breaking by group values is exercised)."""
+    return rank
+
+
 def ranked_pairs_sql(
     pairs_sql: str, groups_sql: str, by: Sequence[str], unit: str, seed: int, max_groups: int,
     types: Mapping[str, str],
@@ -503,7 +571,8 @@ def ranked_pairs_sql(
     steps = [name for name, _ in (u.steps if text_keys else g.steps + u.steps)]
     qualify = (
         f"SELECT * EXCLUDE ({', '.join(steps)}) FROM ({{ranked}}) "
-        f"QUALIFY row_number() OVER (PARTITION BY __unit ORDER BY {rank}, {ties})"
+        f"QUALIFY row_number() OVER (PARTITION BY __unit ORDER BY {rank_order_sql(rank)}, "
+        f"{ties})"
         f" <= {max_groups}"
     )
     if not text_keys:

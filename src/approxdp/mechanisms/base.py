@@ -18,11 +18,13 @@ import numpy as np
 import numpy.typing as npt
 
 from approxdp._validation import as_float_array, check_interval, check_probability
+from approxdp.calibration.discrete_gaussian import check_dimension
 from approxdp.errors import InvalidParameterError, ParameterTypeError
 
 __all__ = [
     "check_alpha",
     "check_delta",
+    "check_dimension",
     "check_epsilon",
     "check_sensitivity",
     "choose_path",
@@ -86,6 +88,12 @@ def choose_path(rng: Any, secure: bool | None) -> tuple[Path, np.random.Generato
 def prepare_value(value: Any) -> tuple[npt.NDArray[np.float64], bool]:
     """The query answer as a float64 array and whether it was a scalar."""
     arr = as_float_array("value", value)
-    if not bool(np.all(np.isfinite(arr))):
-        raise InvalidParameterError("value must be finite, got a NaN or infinite entry")
+    # One pass without a temporary: a NaN or infinite entry makes the sum non-finite (a finite
+    # sum that overflows only sends us to the exact check).
+    if not math.isfinite(float(np.sum(arr))):
+        bad = ~np.isfinite(arr)
+        if bool(np.any(bad)):
+            raise InvalidParameterError(
+                f"value must be finite, got value={float(arr[bad].flat[0])!r} in the input"
+            )
     return arr, arr.ndim == 0

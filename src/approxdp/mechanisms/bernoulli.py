@@ -7,7 +7,8 @@ multiply q independent Bernoulli(e^(−1)) trials with one Bernoulli(e^(−r/D))
 
 Exactness: Bernoulli(γ/K) = Bernoulli(r/D) · Bernoulli(1/K) for independent trials, and
 Bernoulli(r/D) is the integer comparison ``U < r`` with U uniform on [0, D) (exact rejection
-sampling from random words, :func:`~approxdp.mechanisms.randomness.uniform_below`). No
+sampling from random words, decided lazily from U's top bits by
+:func:`~approxdp.mechanisms.randomness.bernoulli_ratio`). No
 floating-point number is ever involved. The loop index K is the same for all elements still
 running, so one NumPy pass per round serves all of them; the number of rounds is a
 Poisson-like tail (P[K > k] ≤ 1/k!), so a batch of any size finishes in a few dozen passes.
@@ -15,10 +16,17 @@ Poisson-like tail (P[K > k] ≤ 1/k!), so a batch of any size finishes in a few 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import numpy.typing as npt
 
-from approxdp.mechanisms.randomness import RandomBits, uniform_below, uniform_below_int
+from approxdp.mechanisms.randomness import (
+    RandomBits,
+    bernoulli_ratio,
+    uniform_below,
+    uniform_below_int,
+)
 
 __all__ = [
     "bernoulli_exp_fraction",
@@ -26,23 +34,24 @@ __all__ = [
     "bernoulli_exp_integer",
     "bernoulli_exp_integer_int",
     "geometric_exp1",
+    "geometric_exp1_int",
 ]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
+_FACT_N = 12
 
 
 def bernoulli_exp_fraction(source: RandomBits, r: IntArray, d: int) -> BoolArray:
     """Independent Bernoulli(exp(−r_i/d)) trials for integers 0 ≤ r_i ≤ d ≤ 2**62 (CKS20 Alg. 1)."""
-    n = r.size
-    result = np.empty(n, dtype=np.bool_)
-    idx = np.arange(n)
-    rr = r
-    k = 1
+    a = bernoulli_ratio(source, r, d)  # round K = 1, on the whole array
+    result = ~a
+    idx = np.flatnonzero(a)
+    rr = r[idx]
+    k = 2
     while idx.size:
-        a = uniform_below(source, d, idx.size) < rr  # Bernoulli(r/d)
-        if k > 1:
-            a &= uniform_below(source, k, idx.size) == 0  # Bernoulli(1/k)
+        a = bernoulli_ratio(source, rr, d)  # Bernoulli(r/d)
+        a &= uniform_below(source, k, idx.size) == 0  # Bernoulli(1/k)
         result[idx[~a]] = k % 2 == 1
         idx = idx[a]
         rr = rr[a]
@@ -50,9 +59,28 @@ def bernoulli_exp_fraction(source: RandomBits, r: IntArray, d: int) -> BoolArray
     return result
 
 
+_FACT = math.factorial(_FACT_N)
+# K > k iff U < 12!/k! for U uniform on [0, 12!), k ≤ 12: ascending thresholds 12!/k!.
+_THRESHOLDS = np.array([_FACT // math.factorial(k) for k in range(_FACT_N, 0, -1)], np.int64)
+
+
 def bernoulli_exp1(source: RandomBits, n: int) -> BoolArray:
-    """``n`` independent Bernoulli(e^(−1)) trials (Alg. 1 with γ = 1)."""
-    return bernoulli_exp_fraction(source, np.ones(n, dtype=np.int64), 1)
+    """``n`` independent Bernoulli(e^(−1)) trials (Alg. 1 with γ = 1), from one draw each.
+
+    With γ = 1 the loop index K of Alg. 1 has P[K > k] = 1/k!, and the result is [K odd].
+    For U uniform on [0, 12!), the events {U < 12!/k!} (k = 1..12) have exactly these
+    probabilities and are nested, so K = 1 + #{k ≤ 12 : U < 12!/k!} unless U = 0
+    (K > 12, probability 1/12!), where the loop of Alg. 1 continues from k = 13.
+    """
+    u = uniform_below(source, _FACT, n)
+    k = 1 + (_FACT_N - np.searchsorted(_THRESHOLDS, u, side="right"))
+    result: BoolArray = k % 2 == 1
+    for i in np.flatnonzero(u == 0).tolist():  # K > 12: continue Alg. 1 with Python ints
+        kk = _FACT_N + 1
+        while uniform_below_int(source, kk) == 0:
+            kk += 1
+        result[i] = kk % 2 == 1
+    return result
 
 
 def bernoulli_exp_integer(source: RandomBits, q: IntArray) -> BoolArray:
@@ -99,3 +127,11 @@ def bernoulli_exp_integer_int(source: RandomBits, n: int, d: int) -> bool:
         if not bernoulli_exp_fraction_int(source, 1, 1):
             return False
     return bernoulli_exp_fraction_int(source, r, d)
+
+
+def geometric_exp1_int(source: RandomBits) -> int:
+    """One draw of V with P[V = v] = (1 − e^(−1)) e^(−v) (scalar twin of geometric_exp1)."""
+    v = 0
+    while bernoulli_exp_fraction_int(source, 1, 1):
+        v += 1
+    return v

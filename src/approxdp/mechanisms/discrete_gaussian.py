@@ -1,9 +1,12 @@
 """The discrete Gaussian mechanism q(D) + N_Z(0, σ²) for integer-valued queries (CKS20).
 
-σ is the least value (to 1e-9 relative) whose exact discrete profile (CKS20 Thm 7, SPEC §4)
-is ≤ δ at ε — not the continuous calibration — then rounded up onto the exact sampler's grid
-σ² = t·c/L and re-verified. Vector queries (d coordinates, ℓ2-sensitivity over integer
-difference vectors) are calibrated with the ρ-zCDP bound of CKS20 Prop. 5 / Cor. 13.
+σ is the least value (to 1e-9 relative) that
+:func:`~approxdp.calibration.calibrate_discrete_gaussian` proves (ε, δ)-DP with the discrete
+Gaussian's own profile — not the continuous calibration — then rounded up onto the exact
+sampler's grid σ² = t·c/L and re-verified. A scalar release uses the exact profile
+(CKS20 Thm 7, SPEC §4); a vector release of d coordinates (integer difference vectors of
+ℓ2-norm ≤ Δ) uses the smaller of the smoothing bound (within about b²/(2σ²) of the continuous
+Gaussian's exact profile) and the ρ-zCDP bound (CKS20 Prop. 5 / Cor. 13).
 Noise is drawn exactly (:class:`~approxdp.mechanisms.exact_sampling.DiscreteGaussianSampler`)
 from the OS CSPRNG; with ``rng=np.random.Generator`` the same exact sampler is fed by that
 generator's bits and the output is marked as a simulation.
@@ -18,18 +21,28 @@ from typing import Any
 
 import numpy as np
 
-from approxdp._validation import as_float_array
-from approxdp.errors import InvalidParameterError, NotPrivateError
-from approxdp.events import DiscreteGaussianEvent
-from approxdp.mechanisms.base import check_alpha, check_delta, check_epsilon, choose_path
-from approxdp.mechanisms.discrete_gaussian_calibration import (
+from approxdp._validation import as_float_array, check_interval
+from approxdp.calibration.discrete_gaussian import (
     calibrate_discrete_gaussian,
     discrete_gaussian_satisfies,
+)
+from approxdp.errors import InvalidParameterError, NotPrivateError
+from approxdp.events import DiscreteGaussianEvent
+from approxdp.mechanisms.base import (
+    check_alpha,
+    check_delta,
+    check_dimension,
+    check_epsilon,
+    choose_path,
 )
 from approxdp.mechanisms.exact_sampling import DiscreteGaussianSampler
 from approxdp.mechanisms.outputs import mark_simulated
 from approxdp.mechanisms.randomness import GeneratorBits, RandomBits, SecureBits
-from approxdp.profiles.discrete_gaussian import discrete_gaussian_delta, discrete_gaussian_tail
+from approxdp.profiles.discrete_gaussian import (
+    discrete_gaussian_delta,
+    discrete_gaussian_tail,
+    discrete_gaussian_vector_log_delta,
+)
 
 __all__ = ["DiscreteGaussianMechanism"]
 
@@ -45,17 +58,31 @@ def _sampler(
     return sampler
 
 
+def _check_sensitivity(sensitivity: Any) -> float:
+    sens = float(as_float_array("sensitivity", sensitivity))
+    if not (math.isfinite(sens) and 1.0 <= sens <= 2.0**30):
+        raise InvalidParameterError(
+            f"sensitivity must be in [1, 2^30] for the discrete Gaussian (the ℓ2-norm bound of "
+            f"the integer difference between neighbouring answers), got "
+            f"sensitivity={sensitivity!r}"
+        )
+    return sens
+
+
 @dataclass(frozen=True, slots=True)
 class DiscreteGaussianMechanism:
-    """q(D) + N_Z(0, σ²) per coordinate, (ε, δ)-DP by its exact profile (CKS20 Thm 7).
+    """q(D) + N_Z(0, σ²) per coordinate for integer-valued queries, (ε, δ)-DP (CKS20).
 
     Args:
         epsilon: ε > 0.
         delta: δ in (0, 1).
-        sensitivity: integer Δ ≥ 1 (ℓ2-norm bound of the integer difference for vectors).
+        sensitivity: Δ ≥ 1, the ℓ2-norm bound of the integer difference vector between
+            neighbouring answers (e.g. √k for k counting queries). A scalar query's answers
+            then differ by at most ⌊Δ⌋.
 
     Attributes:
-        sigma: σ of the noise for a scalar query (exactly sqrt(t·c/L), see the sampler).
+        sigma: σ of the noise of a scalar release (exactly sqrt(t·c/L), see the sampler);
+            a release of d coordinates uses ``sampler(d).sigma``.
 
     >>> m = DiscreteGaussianMechanism(1.0, 1e-5, 1)
     >>> m.privacy_profile(1.0) <= 1e-5
@@ -64,19 +91,13 @@ class DiscreteGaussianMechanism:
 
     epsilon: float
     delta: float
-    sensitivity: int = 1
+    sensitivity: float = 1.0
     sigma: float = field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
         object.__setattr__(self, "delta", check_delta(self.delta))
-        sens = float(as_float_array("sensitivity", self.sensitivity))
-        if not (math.isfinite(sens) and sens >= 1 and sens == math.floor(sens) and sens <= 2**30):
-            raise InvalidParameterError(
-                f"sensitivity must be an integer in [1, 2^30] for the discrete Gaussian, got "
-                f"sensitivity={self.sensitivity!r}"
-            )
-        object.__setattr__(self, "sensitivity", int(sens))
+        object.__setattr__(self, "sensitivity", _check_sensitivity(self.sensitivity))
         object.__setattr__(self, "sigma", self.sampler(1).sigma)
 
     @property
@@ -86,24 +107,45 @@ class DiscreteGaussianMechanism:
 
     def sampler(self, dimension: int = 1) -> DiscreteGaussianSampler:
         """The exact sampler used for a ``dimension``-coordinate release."""
-        return _sampler(self.epsilon, self.delta, float(self.sensitivity), int(dimension))
+        d = check_dimension(dimension)
+        return _sampler(self.epsilon, self.delta, self.sensitivity, d)
 
-    def privacy_profile(self, epsilon: Any) -> Any:
-        """δ(ε) of a scalar release (CKS20 Thm 7, SPEC §4)."""
-        return discrete_gaussian_delta(epsilon, self.sigma, self.sensitivity)
+    def privacy_profile(self, epsilon: Any, *, dimension: int = 1) -> Any:
+        """δ(ε) of a release of ``dimension`` coordinates: exact for a scalar (CKS20 Thm 7 at
+        ⌊Δ⌋, SPEC §4); for vectors the proven upper bound the calibration uses (smaller of
+        the smoothing and zCDP bounds).
 
-    def confidence_interval(self, alpha: float) -> float:
-        """Least integer h with P[|Y| > h] ≤ α for Y ~ N_Z(0, σ²) (scalar release)."""
+        >>> m = DiscreteGaussianMechanism(1.0, 1e-5, 2.0)
+        >>> bool(m.privacy_profile(1.0, dimension=4) <= 1e-5)
+        True
+        """
+        d = check_dimension(dimension)
+        if d == 1:
+            return discrete_gaussian_delta(epsilon, self.sigma, self.sensitivity)
+        eps = check_interval("epsilon", epsilon, 0.0, math.inf, high_open=True)
+        sigma = self.sampler(d).sigma
+        flat = [
+            math.exp(discrete_gaussian_vector_log_delta(float(e), sigma, self.sensitivity, d))
+            for e in eps.ravel()
+        ]
+        out = np.array(flat).reshape(eps.shape)
+        return float(out) if out.ndim == 0 else out
+
+    def confidence_interval(self, alpha: float, *, dimension: int = 1) -> float:
+        """Least integer h with P[|Y| > h] ≤ α for the noise Y ~ N_Z(0, σ²) of one coordinate
+        of a ``dimension``-coordinate release (exact tail sums)."""
         a = check_alpha(alpha)
-        h = max(0, math.floor(self.sigma * 0.5))
-        while 2.0 * discrete_gaussian_tail(h, self.sigma) > a:
+        sigma = self.sampler(dimension).sigma
+        h = max(0, math.floor(sigma * 0.5))
+        while 2.0 * discrete_gaussian_tail(h, sigma) > a:
             h = max(h + 1, math.ceil(h * 1.01))
-        while h > 0 and 2.0 * discrete_gaussian_tail(h - 1, self.sigma) <= a:
+        while h > 0 and 2.0 * discrete_gaussian_tail(h - 1, sigma) <= a:
             h -= 1
         return float(h)
 
     def event(self) -> DiscreteGaussianEvent:
-        """The release as a :class:`~approxdp.events.DiscreteGaussianEvent`."""
+        """The release as a :class:`~approxdp.events.DiscreteGaussianEvent`: its (ε, δ)
+        guarantee, which holds for a release of any dimension."""
         return DiscreteGaussianEvent(
             sigma=self.sigma, sensitivity=self.sensitivity, epsilon=self.epsilon, delta=self.delta
         )
@@ -121,14 +163,19 @@ class DiscreteGaussianMechanism:
         arr = np.asarray(value)
         if arr.dtype.kind not in "iu":
             farr = as_float_array("value", value)
-            if not bool(np.all(np.isfinite(farr) & (farr == np.floor(farr)))):
+            bad = ~(np.isfinite(farr) & (farr == np.floor(farr)))
+            if bool(np.any(bad)):
                 raise InvalidParameterError(
-                    "value must be integer-valued for the discrete Gaussian mechanism; round "
-                    "real queries with GaussianMechanism (secure lattice release) instead"
+                    f"value must be integer-valued for the discrete Gaussian mechanism, got "
+                    f"value={float(farr[bad].flat[0])!r}; round real queries with "
+                    "GaussianMechanism (secure lattice release) instead"
                 )
             arr = farr
-        if bool(np.any(np.abs(arr.astype(np.float64)) >= 2.0**62)):
-            raise InvalidParameterError("value must satisfy |value| < 2^62")
+        big = np.abs(arr.astype(np.float64)) >= 2.0**62
+        if bool(np.any(big)):
+            raise InvalidParameterError(
+                f"value must satisfy |value| < 2^62, got value={arr[big].flat[0]!r}"
+            )
         ints = arr.astype(np.int64)
         source: RandomBits = SecureBits() if gen is None else GeneratorBits(gen)
         draws = self.sampler(max(ints.size, 1)).sample(source, ints.size).reshape(ints.shape)

@@ -5,94 +5,131 @@ the least σ with the exact profile δ_DP(ε; σ, Δ) ≤ δ of lecture-wang Thm
 
 The default release does not add floating-point Gaussian noise (whose low bits leak the query:
 Mironov 2012, Jin et al. 2022). It rounds the query to the lattice gZ and adds exact discrete
-Gaussian noise N_Z(0, σ_L²) per coordinate (CKS20). g is the largest power of two with
-σ/g ≥ 2^12 and Δ/g ≥ 2^10·√d (rounding inflates the sensitivity by at most 2^-10 relative).
-σ_L is at least σ·Δ_L/(Δ/g) — the continuous noise multiplier, for the rounded sensitivity
-Δ_L of :class:`~approxdp.mechanisms.lattice.Lattice` — and large enough that the discrete
-mechanism is itself (ε, δ)-DP (exact profile of CKS20 Thm 7 for one coordinate, the ρ-zCDP
-bound of CKS20 Prop. 5/Cor. 13 for more). Because σ_L/Δ_L ≥ σ/Δ, the secure release's Rényi
-divergences never exceed those of :meth:`GaussianMechanism.event` (CKS20 Prop. 5).
+Gaussian noise N_Z(0, s²) per coordinate (CKS20). g is the largest power of two with
+σ/g ≥ 2^12 and Δ/g ≥ 2^10·√d, so rounding inflates the ℓ2-sensitivity, in lattice units, from
+Δ/g to at most Δ_L = Δ/g + √d (⌊Δ/g⌋ + 1 for d = 1), a relative 2^-10 at most.
+
+s is chosen so that the secure release is *dominated* by the continuous Gaussian mechanism
+with noise multiplier σ/Δ (the tradeoff-function order of Dong, Roth, Su 2022): by the
+smoothing lemma (:mod:`approxdp.profiles.discrete_gaussian_smoothing`), N_Z(0, s²)^d under
+integer shifts of ℓ2-norm ≤ Δ_L is dominated by N(0, 1) vs N(μ, 1) once
+μ = Δ/σ exceeds Δ_L/√(s² − b²) by a margin that absorbs a factor e^(±ζ), ζ ≲ 1e-20. We take
+√(s² − b²) = (σ/Δ)·Δ_L·(1 + 2^-30) and verify the certificate. Consequences:
+
+* the secure release is (ε, δ)-DP wherever the continuous mechanism is (same profile bound);
+* :meth:`GaussianMechanism.event` — a :class:`~approxdp.events.GaussianEvent` (σ, Δ) — is a
+  correct description for the accountant, whose exact Gaussian composition (paper Lemma 15)
+  stays valid for dominated pairs;
+* the noise actually added is g·(Y + e), Y ~ N_Z(0, s²), |e| ≤ 1/2 from the rounding of the
+  query, with s·g ≈ σ·Δ_L·g/Δ ≤ σ(1 + 2^-10) (up to the 2^-30 margin and a relative b²/(2s²)
+  below 1e-6). :meth:`GaussianMechanism.confidence_interval` describes that noise, not the
+  continuous one.
 """
 
 from __future__ import annotations
 
-import importlib
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, cast
+from typing import Any
 
 from scipy import special
 
+from approxdp.calibration import calibrate_gaussian
 from approxdp.errors import NotPrivateError, ParameterTypeError
 from approxdp.events import GaussianEvent
 from approxdp.mechanisms.base import (
     check_alpha,
     check_delta,
+    check_dimension,
     check_epsilon,
     check_sensitivity,
     choose_path,
     prepare_value,
 )
-from approxdp.mechanisms.discrete_gaussian_calibration import (
-    calibrate_discrete_gaussian,
-    discrete_gaussian_satisfies,
-)
 from approxdp.mechanisms.exact_sampling import DiscreteGaussianSampler
 from approxdp.mechanisms.lattice import Lattice, power_of_two_at_most
 from approxdp.mechanisms.outputs import mark_simulated
 from approxdp.mechanisms.randomness import SecureBits
+from approxdp.profiles.discrete_gaussian_smoothing import (
+    SmoothingBound,
+    dominated_by_gaussian,
+    smoothing_widths,
+)
+from approxdp.profiles.gaussian import gaussian_delta
 
 __all__ = ["GaussianMechanism", "SecureGaussianNoise", "secure_gaussian_noise"]
 
 LATTICE_BITS = 12  # σ/g ≥ 2^12
 SENSITIVITY_BITS = 10  # Δ/g ≥ 2^10·√d: rounding inflates Δ by at most 2^-10 relative
+DOMINANCE_MARGIN = 2.0**-30  # relative margin of √(s² − b²) over (σ/Δ)·Δ_L
 
 
 @dataclass(frozen=True, slots=True)
 class SecureGaussianNoise:
-    """Parameters of the secure lattice release for ``dimension`` coordinates."""
+    """Parameters of the secure lattice release for ``dimension`` coordinates.
+
+    Attributes:
+        lattice: the lattice gZ the query is rounded to.
+        sensitivity: Δ_L, the ℓ2-sensitivity of the rounded query in lattice units.
+        sampler: the exact N_Z(0, s²) sampler (s in lattice units).
+        dimension: number of coordinates d.
+        certificate: the smoothing bound proving domination by N(0, 1) vs N(Δ/σ, 1).
+    """
 
     lattice: Lattice
-    sensitivity: float  # Δ_L in lattice units
+    sensitivity: float
     sampler: DiscreteGaussianSampler
     dimension: int
+    certificate: SmoothingBound
 
     @property
     def sigma(self) -> float:
-        """Standard deviation parameter of the noise in the query's units (σ_L·g)."""
+        """Standard deviation parameter of the noise in the query's units (s·g)."""
         return self.sampler.sigma * self.lattice.g
+
+    def half_width(self, alpha: float) -> float:
+        """h with P[|noise + rounding| > h] ≤ α per coordinate, conservatively.
+
+        With k = ⌈s·Φ⁻¹(1 − α/2)⌉: P[|Y| > k] = 2·Σ_{y>k} e^(−y²/(2s²))/Z ≤ 2Q(k/s) ≤ α
+        (the sum is below ∫_k^∞ e^(−x²/(2s²))dx and Z ≥ s√(2π) by Poisson summation), and the
+        rounding adds at most g/2, so h = g·(k + 1/2).
+        """
+        a = check_alpha(alpha)
+        s = self.sampler.sigma
+        k = math.ceil(s * float(special.ndtri(1.0 - a / 2.0)))
+        while 2.0 * float(special.ndtr(-k / s)) > a:  # guard against rounding of ndtri
+            k += 1
+        return (k + 0.5) * self.lattice.g
 
 
 @lru_cache(maxsize=256)
-def secure_gaussian_noise(
-    epsilon: float, delta: float, sensitivity: float, sigma: float, dimension: int
-) -> SecureGaussianNoise:
-    """Lattice, rounded sensitivity and exact sampler for the secure Gaussian release."""
+def secure_gaussian_noise(sensitivity: float, sigma: float, dimension: int) -> SecureGaussianNoise:
+    """Lattice, rounded sensitivity, exact sampler and domination certificate for the secure
+    release of ``dimension`` coordinates of a query with ℓ2-sensitivity Δ and continuous σ.
+
+    Raises:
+        NotPrivateError: if no certificate can be found (only for σ/Δ below about 0.025,
+            i.e. ε in the thousands).
+    """
+    d = check_dimension(dimension)
     g = power_of_two_at_most(
-        min(
-            sigma / 2.0**LATTICE_BITS,
-            sensitivity / (2.0**SENSITIVITY_BITS * math.sqrt(dimension)),
-        )
+        min(sigma / 2.0**LATTICE_BITS, sensitivity / (2.0**SENSITIVITY_BITS * math.sqrt(d)))
     )
     lattice = Lattice(g)
-    sens_l = lattice.sensitivity_l2(sensitivity, dimension)
-    matched = sigma / g * sens_l / (sensitivity / g)
-    sigma_l = calibrate_discrete_gaussian(
-        epsilon, delta, sens_l, dimension=dimension, at_least=matched
+    sens_l = lattice.sensitivity_l2(sensitivity, d)
+    mu = sensitivity / sigma
+    t = sens_l / mu * (1.0 + DOMINANCE_MARGIN)
+    for b in smoothing_widths(d):
+        sampler = DiscreteGaussianSampler.at_least(math.sqrt(t * t + b * b))
+        certificate = dominated_by_gaussian(sampler.sigma, sens_l, d, mu)
+        if certificate is not None:
+            return SecureGaussianNoise(lattice, sens_l, sampler, d, certificate)
+    raise NotPrivateError(
+        f"no domination certificate for the secure Gaussian release at sigma={sigma!r}, "
+        f"sensitivity={sensitivity!r}, dimension={d} (sigma/sensitivity too small); use "
+        "a larger sigma"
     )
-    sampler = DiscreteGaussianSampler.at_least(sigma_l)
-    if not discrete_gaussian_satisfies(epsilon, delta, sampler.sigma, sens_l, dimension):
-        raise NotPrivateError(
-            f"secure Gaussian noise failed verification at sigma={sampler.sigma!r}"
-        )
-    return SecureGaussianNoise(lattice, sens_l, sampler, dimension)
-
-
-def _calibrate_gaussian() -> Callable[..., Any]:
-    module = importlib.import_module("approxdp.calibration")
-    return cast(Callable[..., Any], module.calibrate_gaussian)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +144,12 @@ class GaussianMechanism:
 
     Attributes:
         sigma: the calibrated σ (``scale`` is the same number).
+
+    >>> m = GaussianMechanism(1.0, 1e-5)
+    >>> round(m.sigma, 6)
+    3.730632
+    >>> m.privacy_profile(1.0) <= 1e-5
+    True
     """
 
     epsilon: float
@@ -120,8 +163,10 @@ class GaussianMechanism:
         object.__setattr__(self, "delta", check_delta(self.delta))
         object.__setattr__(self, "sensitivity", check_sensitivity(self.sensitivity))
         if not isinstance(self.method, str):
-            raise ParameterTypeError(f"method must be a string, got {self.method!r}")
-        sigma = _calibrate_gaussian()(self.epsilon, self.delta, self.sensitivity, self.method)
+            raise ParameterTypeError(
+                f"method must be a string, got {type(self.method).__name__} {self.method!r}"
+            )
+        sigma = calibrate_gaussian(self.epsilon, self.delta, self.sensitivity, self.method)
         object.__setattr__(self, "sigma", float(sigma))
 
     @property
@@ -130,24 +175,39 @@ class GaussianMechanism:
         return self.sigma
 
     def privacy_profile(self, epsilon: Any) -> Any:
-        """Exact δ(ε) of this mechanism's continuous noise (lecture-wang Thm 5.18)."""
-        gaussian = importlib.import_module("approxdp.profiles.gaussian")
-        return gaussian.gaussian_delta(epsilon, self.sigma, self.sensitivity)
+        """Exact δ(ε) of the continuous mechanism (lecture-wang Thm 5.18); an upper bound for
+        the secure release, which it dominates (module docstring)."""
+        return gaussian_delta(epsilon, self.sigma, self.sensitivity)
 
-    def confidence_interval(self, alpha: float) -> float:
-        """Half-width h with P[|N(0, σ²)| > h] = α: h = σ Φ⁻¹(1 − α/2) (per coordinate)."""
+    def confidence_interval(
+        self, alpha: float, *, dimension: int = 1, secure: bool = True
+    ) -> float:
+        """Half-width h of the noise of one coordinate: P[|noise| > h] ≤ α.
+
+        Args:
+            alpha: miss probability in (0, 1).
+            dimension: the number of coordinates of the release (the secure noise depends on
+                it through the lattice).
+            secure: True (default) for the secure release — discrete Gaussian noise on the
+                lattice plus the rounding of the query, bounded conservatively by
+                :meth:`SecureGaussianNoise.half_width`; False for the float path, where
+                h = σ Φ⁻¹(1 − α/2) exactly.
+        """
         a = check_alpha(alpha)
+        if not isinstance(secure, bool):
+            raise ParameterTypeError(f"secure must be True or False, got secure={secure!r}")
+        if secure:
+            return self.secure_noise(dimension).half_width(a)
         return float(self.sigma * special.ndtri(1.0 - a / 2.0))
 
     def event(self) -> GaussianEvent:
-        """The release as a :class:`~approxdp.events.GaussianEvent` (σ, Δ)."""
+        """The release as a :class:`~approxdp.events.GaussianEvent` (σ, Δ): exact for the float
+        path, and a valid (dominating) description of the secure release."""
         return GaussianEvent(sigma=self.sigma, sensitivity=self.sensitivity)
 
     def secure_noise(self, dimension: int = 1) -> SecureGaussianNoise:
         """The lattice parameters the secure release uses for ``dimension`` coordinates."""
-        return secure_gaussian_noise(
-            self.epsilon, self.delta, self.sensitivity, self.sigma, int(dimension)
-        )
+        return secure_gaussian_noise(self.sensitivity, self.sigma, check_dimension(dimension))
 
     def release(self, value: Any, rng: Any = None, *, secure: bool | None = None) -> Any:
         """Release ``value`` (scalar or array of any shape) with calibrated noise.
@@ -164,7 +224,8 @@ class GaussianMechanism:
         path, gen = choose_path(rng, secure)
         arr, scalar = prepare_value(value)
         if path != "secure" and gen is not None:
-            noisy = arr + gen.normal(0.0, self.sigma, size=arr.shape)
+            noisy = gen.normal(0.0, self.sigma, size=arr.shape)
+            noisy += arr
             return mark_simulated(noisy, scalar)
         noise = self.secure_noise(max(arr.size, 1))
         index = noise.lattice.to_integers(arr)

@@ -5,6 +5,11 @@ Secure default release: the query is rounded to the lattice gZ (g a power of two
 Δ_L = ⌊Δ₁/g⌋ + d; exact discrete Laplace noise P[k] ∝ e^(−r|k|) with a rational rate
 r = s/t ≤ ε/Δ_L (CKS20 Alg. 2) makes it (rΔ_L)-DP with rΔ_L ≤ ε — the geometric mechanism
 (Ghosh, Roughgarden, Sundararajan 2009) — and the float result is post-processing.
+
+The noise actually added by the secure release is g·(K + e), K the discrete Laplace draw and
+|e| ≤ 1/2 the rounding of the query; :meth:`LaplaceMechanism.confidence_interval` and
+:meth:`LaplaceMechanism.privacy_profile` describe it (the profile is the larger of the
+continuous and the discrete one, so it holds for every release path).
 """
 
 from __future__ import annotations
@@ -17,9 +22,11 @@ from typing import Any
 
 import numpy as np
 
+from approxdp.errors import ParameterTypeError
 from approxdp.events import LaplaceEvent
 from approxdp.mechanisms.base import (
     check_alpha,
+    check_dimension,
     check_epsilon,
     check_sensitivity,
     choose_path,
@@ -29,7 +36,7 @@ from approxdp.mechanisms.exact_sampling import DiscreteLaplaceSampler
 from approxdp.mechanisms.lattice import Lattice, power_of_two_at_most
 from approxdp.mechanisms.outputs import mark_simulated
 from approxdp.mechanisms.randomness import SecureBits
-from approxdp.profiles.laplace import laplace_delta
+from approxdp.profiles.laplace import discrete_laplace_delta, laplace_delta
 
 __all__ = ["LaplaceMechanism", "SecureLaplaceNoise", "secure_laplace_noise"]
 
@@ -48,6 +55,23 @@ class SecureLaplaceNoise:
     def epsilon(self) -> float:
         """The exact pure-DP level rate·Δ_L (≤ the mechanism's ε)."""
         return float(self.sampler.rate * self.sensitivity)
+
+    def half_width(self, alpha: float) -> float:
+        """Least h = g·(k + 1/2) with P[|K| > k] = 2w^(k+1)/(1 + w) ≤ α, w = e^(−rate): then
+        P[|noise + rounding| > h] ≤ α per coordinate (the rounding moves by ≤ g/2)."""
+        a = check_alpha(alpha)
+        r = float(self.sampler.rate)
+        log_w1 = math.log1p(math.exp(-r))
+
+        def miss(k: int) -> float:
+            return math.log(2.0) - r * (k + 1) - log_w1
+
+        k = max(0, math.ceil((math.log(2.0 / a) - log_w1) / r) - 1)
+        while k > 0 and miss(k - 1) <= math.log(a):
+            k -= 1
+        while miss(k) > math.log(a):
+            k += 1
+        return (k + 0.5) * self.lattice.g
 
 
 def discrete_laplace_sampler(rate: Fraction) -> DiscreteLaplaceSampler:
@@ -87,12 +111,33 @@ class LaplaceMechanism:
         object.__setattr__(self, "scale", self.sensitivity / self.epsilon)
 
     def privacy_profile(self, epsilon: Any) -> Any:
-        """δ(ε) = max(0, 1 − e^((ε − ε₀)/2)), ε₀ = Δ/b (one coordinate; profiles.laplace)."""
-        return laplace_delta(epsilon, self.scale, self.sensitivity)
+        """δ(ε) of a scalar release on every path: the larger of the continuous Laplace profile
+        max(0, 1 − e^((ε − ε₀)/2)), ε₀ = Δ/b, and the exact profile of the secure discrete
+        Laplace for the lattice shift Δ_L (profiles.laplace). 0 for ε ≥ the mechanism's ε."""
+        noise = self.secure_noise(1)
+        continuous = laplace_delta(epsilon, self.scale, self.sensitivity)
+        discrete = discrete_laplace_delta(epsilon, float(noise.sampler.rate), noise.sensitivity)
+        out = np.maximum(continuous, discrete)
+        return float(out) if out.ndim == 0 else out
 
-    def confidence_interval(self, alpha: float) -> float:
-        """Half-width h = b ln(1/α): P[|Lap(b)| > h] = α (per coordinate)."""
-        return float(self.scale * -math.log(check_alpha(alpha)))
+    def confidence_interval(
+        self, alpha: float, *, dimension: int = 1, secure: bool = True
+    ) -> float:
+        """Half-width h of the noise of one coordinate: P[|noise| > h] ≤ α.
+
+        Args:
+            alpha: miss probability in (0, 1).
+            dimension: number of coordinates of the release (the lattice depends on it).
+            secure: True (default) for the secure release (discrete Laplace on the lattice plus
+                the rounding, :meth:`SecureLaplaceNoise.half_width`); False for the float path,
+                h = b ln(1/α) exactly.
+        """
+        a = check_alpha(alpha)
+        if not isinstance(secure, bool):
+            raise ParameterTypeError(f"secure must be True or False, got secure={secure!r}")
+        if secure:
+            return self.secure_noise(dimension).half_width(a)
+        return float(self.scale * -math.log(a))
 
     def event(self) -> LaplaceEvent:
         """The release as a :class:`~approxdp.events.LaplaceEvent` (b, Δ)."""
@@ -100,7 +145,7 @@ class LaplaceMechanism:
 
     def secure_noise(self, dimension: int = 1) -> SecureLaplaceNoise:
         """Parameters of the secure release of ``dimension`` coordinates."""
-        return secure_laplace_noise(self.epsilon, self.sensitivity, int(dimension))
+        return secure_laplace_noise(self.epsilon, self.sensitivity, check_dimension(dimension))
 
     def release(self, value: Any, rng: Any = None, *, secure: bool | None = None) -> Any:
         """Release ``value`` (scalar or any-shape array, one ℓ1 vector query) with noise.
@@ -112,7 +157,9 @@ class LaplaceMechanism:
         path, gen = choose_path(rng, secure)
         arr, scalar = prepare_value(value)
         if path != "secure" and gen is not None:
-            return mark_simulated(arr + gen.laplace(0.0, self.scale, size=arr.shape), scalar)
+            noisy = gen.laplace(0.0, self.scale, size=arr.shape)
+            noisy += arr
+            return mark_simulated(noisy, scalar)
         noise = self.secure_noise(max(arr.size, 1))
         index = noise.lattice.to_integers(arr)
         draws = noise.sampler.sample(SecureBits(), index.size).reshape(index.shape)

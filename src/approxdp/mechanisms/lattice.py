@@ -43,10 +43,13 @@ class Lattice:
             DataError: for NaN/inf or values too large for exact indices (|x/g| ≥ 2^52).
         """
         scaled = value / self.g  # exact: g is a power of two
-        if not bool(np.all(np.isfinite(scaled))) or bool(np.any(np.abs(scaled) >= _MAX_INDEX)):
+        bad = ~np.isfinite(scaled) | (np.abs(scaled) >= _MAX_INDEX)
+        if bool(np.any(bad)):
+            first = float(np.asarray(value)[bad].flat[0])
             raise DataError(
                 f"value must be finite with |value| < 2^52 * g = {_MAX_INDEX * self.g:g} to be "
-                "released on the secure lattice; rescale the query or use a coarser sensitivity"
+                f"released on the secure lattice, got value={first!r}; rescale the query or "
+                "use a coarser sensitivity"
             )
         return np.rint(scaled).astype(np.int64)
 

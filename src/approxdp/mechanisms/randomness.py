@@ -7,10 +7,12 @@ from it: every bit that decides a noise value is read from the OS. A NumPy
 such a source reports ``secure = False`` and everything released with it is marked as a
 simulation.
 
-The samplers need only one primitive, :func:`uniform_below`: exactly uniform integers in
-``[0, m)`` obtained by masking random words to ``bitlen(m - 1)`` bits and rejecting values
-``>= m`` (no modulo bias; each accepted value is uniform and the accepted values are
-independent, so keeping the first ``n`` of them is exact).
+The samplers need two primitives. :func:`uniform_below` gives exactly uniform integers in
+``[0, m)`` by masking random words to ``bitlen(m - 1)`` bits and rejecting values ``>= m`` (no
+modulo bias; each accepted value is uniform and the accepted values are independent, so
+keeping the first ``n`` of them is exact). :func:`bernoulli_ratio` gives Bernoulli(r/d) =
+[U < r] for such a U without drawing all of its bits: it looks at the top 16 bits first and
+draws the rest only on a tie with the top bits of r or d (probability about 2^-15).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ __all__ = [
     "GeneratorBits",
     "RandomBits",
     "SecureBits",
+    "bernoulli_ratio",
     "resolve_bits",
     "uniform_below",
     "uniform_below_int",
@@ -53,6 +56,9 @@ class RandomBits(Protocol):
     def words(self, n: int, bits: int) -> npt.NDArray[np.unsignedinteger[Any]]:
         """``n`` independent uniform unsigned integers of ``bits`` in {8, 16, 32, 64} bits."""
 
+    def integer(self, nbits: int) -> int:
+        """One uniform Python integer in [0, 2^nbits), nbits ≥ 1."""
+
 
 @dataclass(frozen=True, slots=True)
 class SecureBits:
@@ -65,6 +71,10 @@ class SecureBits:
     def words(self, n: int, bits: int) -> npt.NDArray[np.unsignedinteger[Any]]:
         dtype = _dtype(bits)
         return np.frombuffer(os.urandom(n * (bits // 8)), dtype=dtype)
+
+    def integer(self, nbits: int) -> int:
+        nbytes = (nbits + 7) // 8
+        return int.from_bytes(os.urandom(nbytes), "little") >> (8 * nbytes - nbits)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +90,14 @@ class GeneratorBits:
     def words(self, n: int, bits: int) -> npt.NDArray[np.unsignedinteger[Any]]:
         dtype = _dtype(bits)
         return self.generator.integers(0, np.iinfo(dtype).max, size=n, dtype=dtype, endpoint=True)
+
+    def integer(self, nbits: int) -> int:
+        raw = self.generator.bit_generator.random_raw
+        nwords = (nbits + 63) // 64
+        value = 0
+        for _ in range(nwords):
+            value = (value << 64) | int(raw())
+        return value >> (64 * nwords - nbits)
 
 
 def _dtype(bits: int) -> type[np.unsignedinteger[Any]]:
@@ -133,17 +151,60 @@ def uniform_below(source: RandomBits, m: int, n: int) -> IntArray:
     return out
 
 
+_HIGH_BITS = 16
+
+
+def bernoulli_ratio(source: RandomBits, r: IntArray, d: int) -> npt.NDArray[np.bool_]:
+    """Independent Bernoulli(r_i/d) trials, 0 ≤ r_i ≤ d ≤ 2**62: [U_i < r_i] with U_i uniform
+    on [0, d), decided lazily.
+
+    U is drawn as W uniform on [0, 2^b), b = bitlen(d − 1), rejected while W ≥ d. Split
+    W = W_hi·2^(b−h) + W_lo (h = min(b, 16) top bits, independent uniform parts). With
+    r_hi = ⌊r/2^(b−h)⌋ and d_hi = ⌊d/2^(b−h)⌋: W_hi < r_hi implies W < r ≤ d (True);
+    r_hi < W_hi < d_hi implies r ≤ W < d (False); W_hi > d_hi implies W ≥ d (redraw). Only
+    W_hi ∈ {r_hi, d_hi} needs W_lo, and then the full W decides exactly as above.
+    """
+    n = r.size
+    if n == 0 or d == 1:
+        return r >= 1 if d == 1 else np.zeros(n, dtype=np.bool_)
+    b = (d - 1).bit_length()
+    h = min(b, _HIGH_BITS)
+    shift = b - h
+    d_hi = d >> shift
+    r_hi = (r >> shift).astype(np.int32)
+    # First draw over the whole array: W_hi < r_hi decides True, r_hi < W_hi < d_hi decides
+    # False; ties and W_hi > d_hi (a redraw) are rare and handled below.
+    w_hi = (source.words(n, 16) >> np.uint16(16 - h)).astype(np.int32)
+    out: npt.NDArray[np.bool_] = w_hi < r_hi
+    idx = np.flatnonzero((w_hi == r_hi) | (w_hi >= d_hi))
+    w_idx = w_hi[idx]
+    while idx.size:
+        rh = r_hi[idx]
+        decided = w_idx < rh
+        out[idx[decided]] = True
+        decided |= (w_idx > rh) & (w_idx < d_hi)
+        tie = ((w_idx == rh) | (w_idx == d_hi)) & ~decided
+        if np.any(tie):
+            tied = np.flatnonzero(tie)
+            w = w_idx[tied].astype(np.int64) << shift
+            if shift:
+                w |= uniform_below(source, 1 << shift, tied.size)
+            in_range = w < d
+            pos = idx[tied[in_range]]
+            out[pos] = w[in_range] < r[pos]
+            decided[tied[in_range]] = True
+        idx = idx[~decided]  # the rest redraw W from scratch
+        w_idx = (source.words(idx.size, 16) >> np.uint16(16 - h)).astype(np.int32)
+    return out
+
+
 def uniform_below_int(source: RandomBits, m: int) -> int:
-    """One exactly uniform Python integer in ``[0, m)`` for any ``m >= 1`` (slow path)."""
+    """One exactly uniform Python integer in ``[0, m)`` for any ``m >= 1``: rejection on
+    ``bitlen(m - 1)`` random bits (acceptance > 1/2)."""
     if m == 1:
         return 0
     nbits = (m - 1).bit_length()
-    nwords = -(-nbits // 64)
     while True:
-        words = source.words(nwords, 64)
-        value = 0
-        for word in words.tolist():
-            value = (value << 64) | int(word)
-        value &= (1 << nbits) - 1
+        value = source.integer(nbits)
         if value < m:
             return value

@@ -4,17 +4,26 @@ Noise with density ∝ e^(−|y|/λ) on |y| ≤ τ, λ = Δ/ε, τ = (Δ/ε) ln(
 (ε, δ)-DP when Δ ≤ τ, which holds exactly when δ ≤ 1/2 (so larger δ is refused). The noise
 is bounded: every output is within :attr:`TruncatedLaplaceMechanism.tau` of the truth.
 
-Secure default release (one coordinate): round to the lattice gZ (Δ/g in [2^12, 2^13)),
-integer sensitivity Δ_L = ⌊Δ/g⌋ + 1, exact discrete Laplace noise with rate r = s/t ≤ ε/Δ_L
-conditioned on |k| ≤ T. For this discrete version the proof of Thm 5.6 gives, with w = e^(−r),
-Z = 1 + 2w(1 − w^T)/(1 − w): every output the neighbour can also produce has likelihood ratio
-≤ e^(rΔ_L) ≤ e^ε, and the others (the "Bad" set) have probability
-δ_T = w^(T−Δ_L+1)(1 − w^(Δ_L))/((1 − w)Z); T is the least integer ≥ Δ_L with
-δ_T(1 + 1e-9) ≤ δ. Output bound: (T + 1/2)g (rounding moves the query by ≤ g/2).
+Vector queries (d coordinates, ℓ1-sensitivity Δ) use the same λ and τ on every coordinate,
+by the Good/Bad-set argument of Thm 5.6 (lecture-wang Lemma 5.5) applied to the whole vector:
+if the coordinates move by Δ_j with Σ|Δ_j| ≤ Δ, then on outputs that the neighbour can also
+produce the likelihood ratio is at most Π e^(|Δ_j|/λ) ≤ e^ε, and the other outputs (the Bad
+set) have probability at most Σ_j β(Δ_j) with β(x) = e^(−τ/λ)(e^(x/λ) − 1)/(2(1 − e^(−τ/λ))).
+β is convex with β(0) = 0, hence superadditive: Σ_j β(Δ_j) ≤ β(Δ) = δ. So the vector release
+is (ε, δ)-DP with the one-coordinate τ — no split of (ε, δ) across coordinates.
 
-Vector queries (d coordinates, ℓ1-sensitivity Δ, so each coordinate moves by ≤ Δ): each
-coordinate gets the one-coordinate mechanism at (ε/d, δ/d), (ε, δ)-DP by basic composition
-(lecture-wang Lemma 5.3). Bounds then come from :meth:`TruncatedLaplaceMechanism.tau_for`.
+Secure default release: round to the lattice gZ (g a power of two with Δ/g in
+[2^12·d, 2^13·d)), so the rounded query has integer ℓ1-sensitivity Δ_L = ⌊Δ/g⌋ + d; add exact
+discrete Laplace noise with rate r = s/t ≤ ε/Δ_L conditioned on |k| ≤ T. The same argument
+with w = e^(−r) and Z = 1 + 2w(1 − w^T)/(1 − w): on the Good set the ratio is
+≤ e^(rΔ_L) ≤ e^ε, and the Bad set has probability at most
+δ_T = w^(T−Δ_L+1)(1 − w^(Δ_L))/((1 − w)Z) (again superadditive in the shift); T is the least
+integer ≥ Δ_L with δ_T(1 + 1e-9) ≤ δ. Output bound per coordinate: (T + 1/2)g (rounding moves
+the query by ≤ g/2); :meth:`TruncatedLaplaceMechanism.tau_for` gives the larger of it and τ.
+
+:meth:`TruncatedLaplaceMechanism.privacy_profile` is the exact profile for every ε ≥ 0 (larger
+than δ below ε, see :mod:`approxdp.profiles.laplace`): the larger of the continuous mechanism's
+and the secure discrete one's, so it holds for every release path.
 """
 
 from __future__ import annotations
@@ -27,10 +36,12 @@ from typing import Any
 
 import numpy as np
 
+from approxdp.errors import ParameterTypeError
 from approxdp.events import EpsilonDeltaEvent
 from approxdp.mechanisms.base import (
     check_alpha,
     check_delta,
+    check_dimension,
     check_epsilon,
     check_sensitivity,
     choose_path,
@@ -41,7 +52,11 @@ from approxdp.mechanisms.laplace import discrete_laplace_sampler
 from approxdp.mechanisms.lattice import Lattice, power_of_two_at_most
 from approxdp.mechanisms.outputs import mark_simulated
 from approxdp.mechanisms.randomness import SecureBits
-from approxdp.profiles.laplace import truncated_laplace_tau
+from approxdp.profiles.laplace import (
+    discrete_truncated_laplace_delta,
+    truncated_laplace_delta,
+    truncated_laplace_tau,
+)
 
 __all__ = ["SecureTruncatedLaplaceNoise", "TruncatedLaplaceMechanism"]
 
@@ -67,6 +82,29 @@ class SecureTruncatedLaplaceNoise:
         """ln δ_T of the discrete truncated Laplace (module docstring)."""
         return _log_delta_t(float(self.sampler.rate), self.sensitivity, self.bound)
 
+    def half_width(self, alpha: float) -> float:
+        """Least h = g·(k + 1/2) with P[|K| > k] ≤ α for the truncated discrete Laplace K
+        (P[|K| > k] = 2(w^(k+1) − w^(T+1))/(1 + w − 2w^(T+1)), w = e^(−rate)); the rounding of
+        the query adds at most g/2. Never more than :attr:`tau`."""
+        a = check_alpha(alpha)
+        r = float(self.sampler.rate)
+        t = self.bound
+        denom = -math.expm1(-r) + 2.0 * math.exp(-r) * -math.expm1(-r * t)
+
+        def miss(k: int) -> float:
+            if k >= t:
+                return 0.0
+            return 2.0 * math.exp(-r * (k + 1)) * -math.expm1(-r * (t - k)) / denom
+
+        lo, hi = 0, t
+        while lo < hi:  # miss is non-increasing in k: least k with miss(k) ≤ α
+            mid = (lo + hi) // 2
+            if miss(mid) <= a:
+                hi = mid
+            else:
+                lo = mid + 1
+        return (lo + 0.5) * self.lattice.g
+
 
 def _log_delta_t(rate: float, sens: int, t_bound: int) -> float:
     log_w = -rate
@@ -82,21 +120,29 @@ def _log_delta_t(rate: float, sens: int, t_bound: int) -> float:
 
 @lru_cache(maxsize=256)
 def secure_truncated_laplace_noise(
-    epsilon: float, delta: float, sensitivity: float
+    epsilon: float, delta: float, sensitivity: float, dimension: int
 ) -> SecureTruncatedLaplaceNoise:
-    """Parameters of the one-coordinate secure release at (ε, δ, Δ)."""
-    lattice = Lattice(power_of_two_at_most(sensitivity) / 2.0**LATTICE_BITS)
-    sens_l = math.floor(sensitivity / lattice.g) + 1
+    """Parameters of the secure release of ``dimension`` coordinates at (ε, δ, Δ)."""
+    lattice = Lattice(power_of_two_at_most(sensitivity / dimension) / 2.0**LATTICE_BITS)
+    sens_l = lattice.sensitivity_l1(sensitivity, dimension)
     sampler = discrete_laplace_sampler(Fraction(epsilon) / sens_l)
     rate = float(sampler.rate)
     target = math.log(delta) - math.log1p(_MARGIN)
-    # δ_T falls by the factor w per step of T (up to Z): start from the T that solves it.
-    guess = sens_l - 1 + (target - _log_delta_t(rate, sens_l, sens_l - 1)) / -rate
-    t_bound = max(sens_l, math.floor(guess) - 2)
-    while t_bound > sens_l and _log_delta_t(rate, sens_l, t_bound - 1) <= target:
-        t_bound -= 1
-    while _log_delta_t(rate, sens_l, t_bound) > target:
-        t_bound += 1
+
+    def ok(t_bound: int) -> bool:
+        return _log_delta_t(rate, sens_l, t_bound) <= target
+
+    # δ_T decreases in T: the least T ≥ Δ_L with δ_T ≤ δ, by doubling then bisection.
+    lo, hi = sens_l - 1, sens_l
+    while not ok(hi):
+        lo, hi = hi, sens_l + 2 * (hi - sens_l + 1)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    t_bound = hi
     return SecureTruncatedLaplaceNoise(lattice, sens_l, sampler, t_bound)
 
 
@@ -111,7 +157,12 @@ class TruncatedLaplaceMechanism:
 
     Attributes:
         scale: λ = Δ/ε.
-        tau: bound on |output − truth| of every scalar release (secure or not).
+        tau: bound on |output − truth| of every scalar release (secure or not); for a
+            vector release see :meth:`tau_for`.
+
+    >>> m = TruncatedLaplaceMechanism(1.0, 1e-5)
+    >>> abs(m.release(10.0) - 10.0) <= m.tau
+    True
     """
 
     epsilon: float
@@ -127,33 +178,61 @@ class TruncatedLaplaceMechanism:
         object.__setattr__(self, "scale", self.sensitivity / self.epsilon)
         object.__setattr__(self, "tau", self.tau_for(1))
 
-    def theorem_tau(self, dimension: int = 1) -> float:
-        """τ of Thm 5.6 at (ε/d, δ/d): the bound of the float path."""
-        d = int(dimension)
-        return truncated_laplace_tau(self.epsilon / d, self.delta / d, self.sensitivity)
+    def theorem_tau(self) -> float:
+        """τ = λ ln(1 + (e^ε − 1)/(2δ)) of Thm 5.6: the bound of the float path."""
+        return truncated_laplace_tau(self.epsilon, self.delta, self.sensitivity)
 
     def secure_noise(self, dimension: int = 1) -> SecureTruncatedLaplaceNoise:
-        """Per-coordinate parameters of the secure release of ``dimension`` coordinates."""
-        d = int(dimension)
-        return secure_truncated_laplace_noise(self.epsilon / d, self.delta / d, self.sensitivity)
+        """Parameters of the secure release of ``dimension`` coordinates."""
+        d = check_dimension(dimension)
+        return secure_truncated_laplace_noise(self.epsilon, self.delta, self.sensitivity, d)
 
     def tau_for(self, dimension: int) -> float:
-        """Bound on every coordinate's |output − truth| for a ``dimension``-coordinate release."""
-        return max(self.theorem_tau(dimension), self.secure_noise(dimension).tau)
+        """Bound on every coordinate's |output − truth| for a ``dimension``-coordinate release,
+        on every path: max(τ, (T + 1/2)g of the secure release)."""
+        return max(self.theorem_tau(), self.secure_noise(dimension).tau)
 
     def privacy_profile(self, epsilon: Any) -> Any:
-        """δ(ε') for ε' ≥ ε: the Bad-set mass, which equals δ (lecture-wang Thm 5.6 proof);
-        NaN below ε, where this mechanism has no closed-form profile here."""
-        eps = np.asarray(epsilon, dtype=np.float64)
-        out = np.where(eps >= self.epsilon, self.delta, np.nan)
+        """Exact δ(ε') of a scalar release for every ε' ≥ 0 (profiles.laplace): the larger of
+        the continuous mechanism's profile (λ = Δ/ε, τ of Thm 5.6) and the secure discrete
+        one's. At ε' ≥ ε it is the Bad-set mass, at most δ (equal to δ for the continuous
+        mechanism); below ε it is larger than δ but finite.
+
+        >>> m = TruncatedLaplaceMechanism(1.0, 1e-3)
+        >>> bool(m.privacy_profile(1.0) <= 1e-3 < m.privacy_profile(0.5))
+        True
+        """
+        noise = self.secure_noise(1)
+        continuous = truncated_laplace_delta(
+            epsilon, self.scale, self.theorem_tau(), self.sensitivity
+        )
+        discrete = discrete_truncated_laplace_delta(
+            epsilon, float(noise.sampler.rate), noise.sensitivity, noise.bound
+        )
+        out = np.maximum(continuous, discrete)
         return float(out) if out.ndim == 0 else out
 
-    def confidence_interval(self, alpha: float) -> float:
-        """Half-width h with P[|Y| > h] = α for the truncated noise (per coordinate, d = 1):
-        h = −λ ln(α(1 − e^(−τ/λ)) + e^(−τ/λ)); never more than τ."""
+    def confidence_interval(
+        self, alpha: float, *, dimension: int = 1, secure: bool = True
+    ) -> float:
+        """Half-width h of the noise of one coordinate: P[|noise| > h] ≤ α; never more than
+        the bound :meth:`tau_for` (``dimension``).
+
+        Args:
+            alpha: miss probability in (0, 1).
+            dimension: number of coordinates of the release (the secure lattice depends on it).
+            secure: True (default) for the secure release (truncated discrete Laplace on the
+                lattice plus the rounding, :meth:`SecureTruncatedLaplaceNoise.half_width`);
+                False for the float path, h = −λ ln(α(1 − e^(−τ/λ)) + e^(−τ/λ)) exactly.
+        """
         a = check_alpha(alpha)
+        if not isinstance(secure, bool):
+            raise ParameterTypeError(f"secure must be True or False, got secure={secure!r}")
+        if secure:
+            return self.secure_noise(dimension).half_width(a)
+        check_dimension(dimension)
         lam = self.scale
-        tail = math.exp(-self.theorem_tau(1) / lam)
+        tail = math.exp(-self.theorem_tau() / lam)
         return float(-lam * math.log(a * (1.0 - tail) + tail))
 
     def event(self) -> EpsilonDeltaEvent:
@@ -171,7 +250,7 @@ class TruncatedLaplaceMechanism:
         d = max(arr.size, 1)
         if path != "secure" and gen is not None:
             lam = self.scale
-            tau = self.theorem_tau(d)
+            tau = self.theorem_tau()
             mass = -math.expm1(-tau / lam)
             u = gen.random(size=arr.shape)
             magnitude = np.minimum(-lam * np.log1p(-u * mass), tau)

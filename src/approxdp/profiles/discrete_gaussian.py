@@ -1,4 +1,4 @@
-"""Exact privacy profile of the discrete Gaussian mechanism (SPEC §4).
+"""Exact privacy profile of the discrete Gaussian mechanism, and bounds for vectors (SPEC §4).
 
 Canonne, Kamath, Steinke 2020 ("CKS20"), Theorem 7: for an integer query with
 |q(x) − q(x')| ≤ Δ and noise Y ~ N_Z(0, σ²), P[Y = y] = e^(−y²/(2σ²)) / Σ_z e^(−z²/(2σ²)),
@@ -6,15 +6,22 @@ Canonne, Kamath, Steinke 2020 ("CKS20"), Theorem 7: for an integer query with
     δ(ε) = P[Y > εσ²/Δ − Δ/2] − e^ε P[Y > εσ²/Δ + Δ/2].
 
 We evaluate it as the hockey-stick divergence itself, a sum of positive terms with no
-cancellation: with the privacy loss L(y) = ln p(y)/p(y − Δ) = (Δ² − 2yΔ)/(2σ²)... taken on the
-mirrored side, δ(ε) = Σ_{y : L(y) > ε} p(y)(1 − e^(ε − L(y))), each factor by ``-expm1``, summed
-in log space. The normaliser uses the Poisson summation identity
-Σ_z e^(−z²/(2σ²)) = σ√(2π) Σ_k e^(−2π²σ²k²) (exact; two terms suffice for σ ≥ 1/2).
+cancellation: with the privacy loss L(y) = (Δ² + 2yΔ)/(2σ²) of output y (the mirrored side),
+δ(ε) = Σ_{y : L(y) > ε} p(y)(1 − e^(ε − L(y))), each factor by ``-expm1``, summed in log space.
+The normaliser uses the Poisson summation identity
+Σ_z e^(−z²/(2σ²)) = σ√(2π) Σ_k e^(−2π²σ²k²) (exact; two terms suffice for σ ≥ 1/2). A real
+sensitivity Δ means integer shifts up to ⌊Δ⌋, and δ grows with the shift, so ⌊Δ⌋ is used.
 
-For vectors (d > 1 coordinates, ℓ2-sensitivity Δ₂ over integer shift vectors) the exact profile
-has no closed form; we use CKS20 Prop. 5 (Rényi divergence of N_Z(μ, σ²) from N_Z(ν, σ²) is at
-most α(μ − ν)²/(2σ²), additive over coordinates), i.e. ρ-zCDP with ρ = Δ₂²/(2σ²), and the
-conversion of CKS20 Cor. 13: δ = inf_{α>1} e^((α−1)(αρ−ε)) (1 − 1/α)^α / (α − 1).
+For vectors (d coordinates with independent noise, integer shift vectors of ℓ2-norm ≤ Δ) the
+exact profile needs a supremum over shift vectors; :func:`discrete_gaussian_vector_log_delta`
+bounds it by the smaller of two proven bounds:
+
+* the smoothing bound of :mod:`approxdp.profiles.discrete_gaussian_smoothing`:
+  e^ζ δ_G(ε; Δ/√(σ² − b²) + √(2π)ζ), within a relative σ of about b²/(2σ²) of the continuous
+  Gaussian's exact profile (tight for σ above a few units);
+* ρ-zCDP with ρ = Δ²/(2σ²) (CKS20 Prop. 5: the Rényi divergence of N_Z(μ, σ²) from
+  N_Z(ν, σ²) is at most α(μ − ν)²/(2σ²), additive over coordinates) and the conversion of
+  CKS20 Cor. 13, δ = inf_{α>1} e^((α−1)(αρ−ε)) (1 − 1/α)^α / (α − 1) (better for σ ≲ 3).
 """
 
 from __future__ import annotations
@@ -27,6 +34,8 @@ import numpy.typing as npt
 from scipy import optimize, special
 
 from approxdp._validation import check_interval
+from approxdp.errors import InvalidParameterError
+from approxdp.profiles.discrete_gaussian_smoothing import smoothed_log_delta
 
 __all__ = [
     "discrete_gaussian_delta",
@@ -34,7 +43,9 @@ __all__ = [
     "discrete_gaussian_log_normalizer",
     "discrete_gaussian_pmf",
     "discrete_gaussian_tail",
+    "discrete_gaussian_vector_log_delta",
     "zcdp_delta",
+    "zcdp_log_delta",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -56,8 +67,8 @@ def discrete_gaussian_log_normalizer(sigma: float) -> float:
 def discrete_gaussian_pmf(y: Any, sigma: float) -> FloatArray | float:
     """P[Y = y] for Y ~ N_Z(0, σ²) (CKS20 Def. 1); integers y, scalar σ > 0.
 
-    >>> round(discrete_gaussian_pmf(0, 1.0), 12)
-    0.398942280401
+    >>> round(discrete_gaussian_pmf(0, 1.0), 12)  # φ(0) = 0.398942280401, minus 5e-9
+    0.398942278267
     """
     s = float(check_interval("sigma", sigma, 0.0, math.inf, low_open=True, high_open=True))
     yy = np.asarray(y, dtype=np.float64)
@@ -80,6 +91,7 @@ def discrete_gaussian_tail(x: float, sigma: float) -> float:
 
 
 def _log_delta_scalar(eps: float, sigma: float, delta_sens: float) -> float:
+    delta_sens = float(math.floor(delta_sens))
     if delta_sens == 0.0:
         return -math.inf
     if math.isinf(sigma):
@@ -109,7 +121,7 @@ def discrete_gaussian_log_delta(epsilon: Any, sigma: float, sensitivity: float =
     Args:
         epsilon: ε ≥ 0 (scalar or array).
         sigma: σ > 0 of N_Z(0, σ²).
-        sensitivity: integer Δ ≥ 0 (|q(x) − q(x')| ≤ Δ).
+        sensitivity: Δ ≥ 0 with |q(x) − q(x')| ≤ Δ (integer shifts up to ⌊Δ⌋).
 
     Returns:
         ln δ, a float for scalar ε, else an array; −inf where δ = 0.
@@ -132,21 +144,53 @@ def discrete_gaussian_delta(epsilon: Any, sigma: float, sensitivity: float = 1.0
     return float(out) if np.ndim(out) == 0 else out
 
 
-def zcdp_delta(epsilon: float, rho: float) -> float:
-    """δ of ρ-zCDP at ε (CKS20 Cor. 13): inf_{α>1} e^((α−1)(αρ−ε))(1 − 1/α)^α/(α − 1).
+def zcdp_log_delta(epsilon: float, rho: float) -> float:
+    """ln δ of ρ-zCDP at ε (CKS20 Cor. 13): inf_{α>1} (α−1)(αρ−ε) + α ln(1 − 1/α) − ln(α − 1).
 
     Any α > 1 gives a valid bound; we minimise numerically and return the value at the α found
-    (so the result is always a valid δ, optimal or not).
+    (so the result is always a valid ln δ, optimal or not), capped at 0 (δ ≤ 1).
     """
     eps = float(check_interval("epsilon", epsilon, 0.0, math.inf, high_open=True))
     r = float(check_interval("rho", rho, 0.0, math.inf, high_open=True))
     if r == 0.0:
-        return 0.0
+        return -math.inf
 
     def log_bound(a: float) -> float:
         return (a - 1) * (a * r - eps) + a * math.log1p(-1 / a) - math.log(a - 1)
 
     a_hi = max(2.0, (eps + r) / r + 2.0)
     res = optimize.minimize_scalar(log_bound, bounds=(1.0 + 1e-9, a_hi * 4), method="bounded")
-    value = min(float(res.fun), log_bound(a_hi))
-    return min(1.0, math.exp(value))
+    return min(0.0, float(res.fun), log_bound(a_hi))
+
+
+def zcdp_delta(epsilon: float, rho: float) -> float:
+    """δ of ρ-zCDP at ε (CKS20 Cor. 13), ``exp`` of :func:`zcdp_log_delta`."""
+    return math.exp(zcdp_log_delta(epsilon, rho))
+
+
+def discrete_gaussian_vector_log_delta(
+    epsilon: float, sigma: float, sensitivity: float, dimension: int
+) -> float:
+    """ln of an upper bound on δ(ε) for N_Z(0, σ²) noise on each of d coordinates, for integer
+    shift vectors of ℓ2-norm ≤ Δ: the smaller of the smoothing and zCDP bounds (module doc).
+    For d = 1 this is the exact profile (CKS20 Thm 7) at ⌊Δ⌋.
+
+    Args:
+        epsilon: ε ≥ 0.
+        sigma: σ > 0.
+        sensitivity: ℓ2-norm bound Δ ≥ 0 of the integer shift vectors.
+        dimension: number of coordinates d ≥ 1.
+    """
+    eps = float(check_interval("epsilon", epsilon, 0.0, math.inf, high_open=True))
+    s = float(check_interval("sigma", sigma, 0.0, math.inf, low_open=True, high_open=True))
+    d_sens = float(check_interval("sensitivity", sensitivity, 0.0, math.inf, high_open=True))
+    if isinstance(dimension, bool) or not isinstance(dimension, (int, np.integer)) or dimension < 1:
+        raise InvalidParameterError(
+            f"dimension must be an integer >= 1, got dimension={dimension!r}"
+        )
+    if d_sens == 0.0:
+        return -math.inf
+    if dimension == 1:
+        return float(discrete_gaussian_log_delta(eps, s, d_sens))
+    rho = d_sens * d_sens / (2.0 * s * s)
+    return min(zcdp_log_delta(eps, rho), smoothed_log_delta(eps, s, d_sens, int(dimension)))

@@ -20,10 +20,21 @@ import math
 from typing import Any, Literal
 
 import numpy as np
+import numpy.typing as npt
 from scipy import special
+from scipy.special import cython_special
 
-from approxdp._numerics import LOG2, SQRT2, FloatArray, solve_decreasing
-from approxdp._validation import check_interval, check_probability, is_scalar
+from approxdp._numerics import (
+    ARRAY_OPS,
+    LOG2,
+    SCALAR_OPS,
+    SQRT2,
+    TWO_OVER_SQRT_PI,
+    FloatArray,
+    Ops,
+    solve_decreasing,
+)
+from approxdp._validation import check_interval, check_probability, is_scalar, plain_floats
 from approxdp.errors import UnknownMethodError
 from approxdp.profiles import _gaussian_terms as terms
 
@@ -36,6 +47,7 @@ __all__ = [
 ]
 
 Notion = Literal["dp", "pdp"]
+_FLOAT_MAX = float(np.finfo(float).max)
 
 # Relative margin (in log δ) by which the inverse keeps clear of the target to cover the
 # evaluation error of the profile: ~1e-16 per unit of |log δ| (from a² ≈ -log δ) plus a floor.
@@ -43,9 +55,74 @@ _LOG_MARGIN_FLOOR = 1e-12
 _LOG_MARGIN_SLOPE = 4e-15
 
 
-def log_margin(log_delta: FloatArray) -> FloatArray:
-    """How far below log δ a computed log-profile must be to be surely ≤ δ."""
-    return _LOG_MARGIN_FLOOR + _LOG_MARGIN_SLOPE * np.abs(log_delta)
+def log_margin(log_delta: Any) -> Any:
+    """How far below log δ a computed log-profile must be to be surely ≤ δ (arrays or floats).
+
+    Searches aim this far below the target; :func:`surely_within` accepts half of it.
+    """
+    return _LOG_MARGIN_FLOOR + _LOG_MARGIN_SLOPE * abs(log_delta)
+
+
+def margin_bound(log_bound: Any, complement: bool) -> Any:
+    """The threshold of :func:`within_margin`: log δ - margin/2, or log(1 - δ) + margin/2."""
+    if complement:
+        return log_bound + 0.5 * log_margin(log_bound)
+    return log_bound - 0.5 * log_margin(log_bound)
+
+
+def within_margin(log_value: Any, log_bound: Any, complement: bool) -> Any:
+    """The one-sided test behind every privacy verification (arrays or floats).
+
+    ``complement=False``: log p <= log δ - margin(log δ)/2, i.e. p surely <= δ given the
+    evaluation error of log p. ``complement=True``: log(1 - p) >= log(1 - δ) +
+    margin(log(1 - δ))/2, the same statement made on the complement (for δ > 1/2).
+    """
+    if complement:
+        return log_value >= margin_bound(log_bound, True)
+    return log_value <= margin_bound(log_bound, False)
+
+
+def surely_within(
+    log_profile: FloatArray, delta: FloatArray, log_complement: FloatArray | None = None
+) -> npt.NDArray[np.bool_]:
+    """Whether computed log-profiles are surely ≤ δ: below it by half the evaluation margin.
+
+    For δ <= 1/2 the test is log p <= log δ - margin(log δ)/2. For δ > 1/2 it is made on the
+    complement, log(1 - p) >= log(1 - δ) + margin(log(1 - δ))/2, the better conditioned side
+    there; pass ``log_complement`` = log(1 - p) computed directly (:func:`log_profile_comp_eu`),
+    else it is derived from ``log_profile`` (which loses digits when p is close to 1). Every
+    one-sided privacy verification in approxdp goes through here (see
+    :func:`profile_surely_within`).
+    """
+    comp = delta > 0.5
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_d = np.log(delta)
+        if not np.any(comp):
+            return within_margin(log_profile, log_d, False)  # type: ignore[no-any-return]
+        log_c = np.log1p(-delta)
+        if log_complement is None:
+            log_complement = np.log(-np.expm1(log_profile))
+        return np.where(  # type: ignore[no-any-return]
+            comp,
+            within_margin(log_complement, log_c, True),
+            within_margin(log_profile, log_d, False),
+        )
+
+
+def profile_surely_within(
+    eps: FloatArray, u: FloatArray, delta: FloatArray, notion: Notion
+) -> tuple[npt.NDArray[np.bool_], FloatArray]:
+    """Whether the profile at (ε, u = Δ/σ) is surely ≤ δ (:func:`surely_within`), and log δ(σ).
+
+    Where δ > 1/2 the complement log(1 - δ(σ)) is computed directly for the check.
+    """
+    logp = log_profile_eu(eps, u, notion)
+    comp = delta > 0.5
+    log_c = None
+    if np.any(comp):
+        log_c = np.zeros(eps.shape)
+        log_c[comp] = log_profile_comp_eu(eps[comp], u[comp], notion)
+    return surely_within(logp, delta, log_c), logp
 
 
 def _out(value: FloatArray, scalar: bool) -> Any:
@@ -102,6 +179,69 @@ def log_profile_eu(eps: FloatArray, u: FloatArray, notion: Notion) -> FloatArray
     return out
 
 
+def log_profile_comp_eu(eps: FloatArray, u: FloatArray, notion: Notion) -> FloatArray:
+    """log(1 - δ) for flat arrays of ε ∈ [0, ∞] and u ∈ [0, ∞], accurate when δ is near 1.
+
+    Uses the complement forms of :mod:`approxdp.profiles._gaussian_terms` (sums of positive
+    terms). Same edge cases as :func:`log_profile_eu`: 0 where δ = 0, -inf where δ = 1.
+    """
+    out = np.zeros(eps.shape)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        regular = (u > 0) & np.isfinite(eps)
+        if notion == "pdp":
+            out[(u > 0) & (eps == 0)] = -np.inf
+            regular &= eps > 0
+        no_noise = regular & np.isinf(u)
+        out[no_noise] = -np.inf
+        regular &= ~no_noise
+        e, uu = eps[regular], u[regular]
+        a = (e / uu - 0.5 * uu) / SQRT2
+        b = (e / uu + 0.5 * uu) / SQRT2
+        h = uu / SQRT2
+        vals = np.zeros(a.shape)
+        ok = np.isfinite(a) & np.isfinite(b)
+        comp = terms.dp_log2comp if notion == "dp" else terms.pdp_log2comp
+        vals[ok] = comp(a[ok], b[ok], h[ok], e[ok]) - LOG2
+        vals[np.isneginf(a)] = -np.inf
+    out[regular] = np.minimum(vals, 0.0)
+    return out
+
+
+def log_profile_scalar(eps: float, u: float, notion: Notion) -> float:
+    """:func:`log_profile_eu` for one ε and one u = Δ/σ (Python floats), same formulas.
+
+    The regular case (0 < u < inf, finite ε, and ε > 0 for pDP) runs on Python floats; the edge
+    cases, and anything the float functions reject, go through the array implementation.
+    """
+    if 0.0 < u < math.inf and (0.0 < eps < math.inf or (notion == "dp" and eps == 0.0)):
+        a = (eps / u - 0.5 * u) / SQRT2
+        b = (eps / u + 0.5 * u) / SQRT2
+        h = u / SQRT2
+        if -math.inf < a and b < math.inf:
+            try:
+                if notion == "dp":
+                    val = terms.dp_log2delta_scalar(a, b, h, eps) - LOG2
+                else:
+                    val = terms.pdp_log2delta_scalar(a, b, h, eps) - LOG2
+            except (ValueError, OverflowError, ZeroDivisionError):
+                pass
+            else:
+                return val if val < 0.0 else 0.0
+    return float(log_profile_eu(np.array([eps]), np.array([u]), notion)[0])
+
+
+def _scalar_profile(epsilon: Any, sigma: Any, sensitivity: Any, notion: Notion) -> float | None:
+    """The scalar fast path of the profile functions: log δ, or None to take the array path
+    (which validates and raises)."""
+    vals = plain_floats(epsilon, sigma, sensitivity)
+    if vals is None:
+        return None
+    e, sig, sens = vals
+    if not (e >= 0.0 and sig > 0.0 and 0.0 <= sens < math.inf):  # NaN fails here too
+        return None
+    return log_profile_scalar(e, sens / sig, notion)
+
+
 def gaussian_log_delta(epsilon: Any, sigma: Any, sensitivity: Any = 1.0) -> Any:
     """Natural log of the exact (ε, δ)-DP profile of the Gaussian mechanism.
 
@@ -117,8 +257,11 @@ def gaussian_log_delta(epsilon: Any, sigma: Any, sensitivity: Any = 1.0) -> Any:
 
     Example:
         >>> round(gaussian_log_delta(1.0, 50.0), 3)
-        -0.998
+        -1262.156
     """
+    fast = _scalar_profile(epsilon, sigma, sensitivity, "dp")
+    if fast is not None:
+        return fast
     eps, u, scalar = _profile_inputs(epsilon, sigma, sensitivity)
     res = log_profile_eu(eps.ravel(), u.ravel(), "dp").reshape(eps.shape)
     return _out(res, scalar)
@@ -138,9 +281,12 @@ def gaussian_delta(epsilon: Any, sigma: Any, sensitivity: Any = 1.0) -> Any:
         sensitivity: Δ >= 0 (Δ = 0 gives δ = 0).
 
     Example:
-        >>> round(gaussian_delta(1.0, 4.0), 6)
-        0.005034
+        >>> f"{gaussian_delta(1.0, 4.0):.4e}"
+        '2.9243e-06'
     """
+    fast = _scalar_profile(epsilon, sigma, sensitivity, "dp")
+    if fast is not None:
+        return math.exp(fast)
     eps, u, scalar = _profile_inputs(epsilon, sigma, sensitivity)
     res = np.exp(log_profile_eu(eps.ravel(), u.ravel(), "dp")).reshape(eps.shape)
     return _out(res, scalar)
@@ -148,6 +294,9 @@ def gaussian_delta(epsilon: Any, sigma: Any, sensitivity: Any = 1.0) -> Any:
 
 def gaussian_log_pdp_delta(epsilon: Any, sigma: Any, sensitivity: Any = 1.0) -> Any:
     """Natural log of :func:`gaussian_pdp_delta`."""
+    fast = _scalar_profile(epsilon, sigma, sensitivity, "pdp")
+    if fast is not None:
+        return fast
     eps, u, scalar = _profile_inputs(epsilon, sigma, sensitivity)
     res = log_profile_eu(eps.ravel(), u.ravel(), "pdp").reshape(eps.shape)
     return _out(res, scalar)
@@ -160,36 +309,93 @@ def gaussian_pdp_delta(epsilon: Any, sigma: Any, sensitivity: Any = 1.0) -> Any:
     so this is always >= :func:`gaussian_delta`.
 
     Example:
-        >>> round(gaussian_pdp_delta(1.0, 4.0), 6)
-        0.012678
+        >>> f"{gaussian_pdp_delta(1.0, 4.0):.4e}"
+        '7.1849e-05'
     """
+    fast = _scalar_profile(epsilon, sigma, sensitivity, "pdp")
+    if fast is not None:
+        return math.exp(fast)
     eps, u, scalar = _profile_inputs(epsilon, sigma, sensitivity)
     res = np.exp(log_profile_eu(eps.ravel(), u.ravel(), "pdp")).reshape(eps.shape)
     return _out(res, scalar)
 
 
+def _epsilon_terms(e: Any, uu: Any, notion: Notion, ops: Ops, profile: Any) -> tuple[Any, Any]:
+    """log 2δ at (ε = e, u = uu) and its derivative in ε (arrays or floats).
+
+    DP: d(2δ)/dε = -e^ε erfc(b) = -e^{-a²} erfcx(b); pDP: d(2δ)/dε =
+    -(2/√π)(e^{-a²} + e^{-b²})/(u√2).
+    """
+    a = (e / uu - 0.5 * uu) / SQRT2
+    b = (e / uu + 0.5 * uu) / SQRT2
+    val = profile(a, b, uu / SQRT2, e)
+    if notion == "dp":
+        return val, -ops.exp(-a * a - val) * ops.erfcx(b)
+    return val, -TWO_OVER_SQRT_PI * ops.exp(-a * a - val) * (1.0 + ops.exp(-e)) / (uu * SQRT2)
+
+
 def _epsilon_objective(u: FloatArray, target: FloatArray, notion: Notion) -> Any:
+    profile = terms.dp_log2delta if notion == "dp" else terms.pdp_log2delta
+
     def fun(e: FloatArray, idx: np.ndarray) -> tuple[FloatArray, FloatArray]:
-        uu = u[idx]
-        a = (e / uu - 0.5 * uu) / SQRT2
-        b = (e / uu + 0.5 * uu) / SQRT2
-        h = uu / SQRT2
-        if notion == "dp":
-            val = terms.dp_log2delta(a, b, h, e)
-            # d(2δ)/dε = -e^ε erfc(b) = -e^{-a²} erfcx(b)
-            slope = -np.exp(-a * a - val) * special.erfcx(b)
-        else:
-            val = terms.pdp_log2delta(a, b, h, e)
-            # d(2δ)/dε = -(2/√π)(e^{-a²} + e^{-b²}) / (u√2)
-            slope = (
-                -(2.0 / math.sqrt(math.pi))
-                * np.exp(-a * a - val)
-                * (1.0 + np.exp(-e))
-                / (uu * SQRT2)
-            )
+        val, slope = _epsilon_terms(e, u[idx], notion, ARRAY_OPS, profile)
         return val - target[idx], slope
 
     return fun
+
+
+def _epsilon_upper(u: Any, delta: Any, notion: Notion, erfcinv: Any, ops: Ops) -> Any:
+    """An ε with profile <= δ: δ(ε) <= Φ(-x) (DP) or <= 2Φ(-x) (pDP) <= δ once
+    x = ε/u - u/2 reaches √2 inverfc(2δ) (resp. √2 inverfc(δ)); nudged up."""
+    q = erfcinv(ops.minimum(2 * delta, 1.999999) if notion == "dp" else delta)
+    hi = u * (SQRT2 * ops.maximum(q, 0.0) + 0.5 * u) + 1e-300
+    return ops.minimum(ops.nextafter(hi, math.inf) * (1 + 1e-9), _FLOAT_MAX)
+
+
+def _epsilon_scalar(sigma: Any, delta: Any, sensitivity: Any, notion: Notion) -> float | None:
+    """The scalar fast path of :func:`gaussian_epsilon` (same search, same check), or None for
+    the array path (validation, edge cases, δ > 1/2 whose check runs on 1 - δ)."""
+    vals = plain_floats(sigma, delta, sensitivity)
+    if vals is None:
+        return None
+    sig, d, sens = vals
+    if not (sig > 0.0 and 0.0 < d <= 0.5 and 0.0 <= sens < math.inf):
+        return None
+    u = sens / sig
+    if not 0.0 < u < math.inf:
+        return None
+    log_d = math.log(d)
+    if log_profile_scalar(0.0, u, notion) <= log_d:
+        return 0.0
+    profile = terms.dp_log2delta_scalar if notion == "dp" else terms.pdp_log2delta_scalar
+    target = log_d + LOG2 - log_margin(log_d)
+    lo, hi = 0.0, _epsilon_upper(u, d, notion, cython_special.erfcinv, SCALAR_OPS)
+    x = hi
+    try:
+        for _ in range(200):  # solve_decreasing for one point
+            val, slope = _epsilon_terms(x, u, notion, SCALAR_OPS, profile)
+            g = val - target
+            if g > 0:
+                lo = x
+            elif g < 0:
+                hi = x
+            xn = x - g / slope if slope != 0.0 else math.nan
+            if not (lo < xn < hi):
+                xn = 0.5 * (lo + hi)
+            tol = 2e-16 * max(xn, 1e-300)
+            if g == 0 or abs(xn - x) <= tol or hi - lo <= tol:
+                x = x if g == 0 else xn
+                break
+            x = xn
+        bump = 1e-13
+        for _ in range(80):  # _round_up_epsilon for one point
+            if within_margin(log_profile_scalar(x, u, notion), log_d, False):
+                return float(x)
+            x = max(x * (1 + bump), x + 1e-300)
+            bump *= 2
+    except (ValueError, OverflowError, ZeroDivisionError):
+        return None
+    return None
 
 
 def gaussian_epsilon(sigma: Any, delta: Any, sensitivity: Any = 1.0, notion: Notion = "dp") -> Any:
@@ -207,9 +413,12 @@ def gaussian_epsilon(sigma: Any, delta: Any, sensitivity: Any = 1.0, notion: Not
 
     Example:
         >>> round(gaussian_epsilon(4.0, 1e-5), 6)
-        1.157299
+        0.926342
     """
     notion = _check_notion(notion)
+    fast = _epsilon_scalar(sigma, delta, sensitivity, notion)
+    if fast is not None:
+        return fast
     sig = check_interval("sigma", sigma, 0.0, math.inf, low_open=True)
     dlt = check_probability("delta", delta)
     sens = check_interval("sensitivity", sensitivity, 0.0, math.inf, high_open=True)
@@ -229,28 +438,24 @@ def gaussian_epsilon(sigma: Any, delta: Any, sensitivity: Any = 1.0, notion: Not
     if np.any(need):
         uu, dd, ld = u[need], d[need], log_d[need]
         target = ld + LOG2 - log_margin(ld)
-        # Upper bound: δ(ε) <= Φ(-x) (DP) or <= 2Φ(-x) (pDP) <= δ once x = ε/u - u/2 reaches
-        # √2 inverfc(2δ) (resp. √2 inverfc(δ)).
-        q = special.erfcinv(np.minimum(2 * dd, 1.999999) if notion == "dp" else dd)
-        hi = uu * (SQRT2 * np.maximum(q, 0.0) + 0.5 * uu) + 1e-300
-        hi = np.minimum(np.nextafter(hi, np.inf) * (1 + 1e-9), np.finfo(float).max)
+        hi = _epsilon_upper(uu, dd, notion, special.erfcinv, ARRAY_OPS)
         fun = _epsilon_objective(uu, target, notion)
         root = solve_decreasing(
             fun, np.zeros_like(uu), hi, hi.copy(), lambda x, idx: np.maximum(x, 1e-300)
         )
-        out[need] = _round_up_epsilon(root, uu, ld, notion)
+        out[need] = _round_up_epsilon(root, uu, dd, notion)
     res = out.reshape(shape)
     return _out(res, scalar)
 
 
 def _round_up_epsilon(
-    eps: FloatArray, u: FloatArray, log_d: FloatArray, notion: Notion
+    eps: FloatArray, u: FloatArray, delta: FloatArray, notion: Notion
 ) -> FloatArray:
-    """Increase ε until the computed profile is below δ with the evaluation margin."""
+    """Increase ε until the computed profile is surely below δ (:func:`surely_within`)."""
     eps = eps.copy()
     bump = 1e-13
     for _ in range(80):
-        bad = log_profile_eu(eps, u, notion) > log_d - 0.5 * log_margin(log_d)
+        bad = ~profile_surely_within(eps, u, delta, notion)[0]
         if not np.any(bad):
             return eps
         eps[bad] = np.maximum(eps[bad] * (1 + bump), eps[bad] + 1e-300)

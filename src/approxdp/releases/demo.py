@@ -58,7 +58,7 @@ class AdultDemo:
                 f"δ = {self.delta:g}, Δ = 1):",
                 f"    {'method':16s} {'σ':>10s} {'MSE':>10s}  verdict"]
         for c in self.comparisons:
-            if np.isnan(c.sigma):
+            if c.sigma is None:
                 out.append(f"    {c.method:16s} {'n/a':>10s}")
                 continue
             verdict = "(ε, δ)-DP" if c.private else "NOT (ε, δ)-DP"

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy.stats import norm
+from scipy import special
 
 from approxdp.engines.base import (
     AggregateRequest,
@@ -78,6 +78,14 @@ def _run_merged(
     return [r for r in out if r is not None]
 
 
+_NAN = object()  # one token for every NaN key (NaN != NaN, so sets and dicts miss it)
+
+
+def _canonical(value: Any) -> Any:
+    """``value``, with any float NaN replaced by one token so NaN keys match a NaN in a domain."""
+    return _NAN if isinstance(value, float) and math.isnan(value) else value
+
+
 def _check_domain_in_result(aq: AllocatedQuery, agg: AggregateResult) -> AggregateResult:
     """Raise if any group lies outside the declared domain; else return ``agg`` unchanged.
 
@@ -89,8 +97,8 @@ def _check_domain_in_result(aq: AllocatedQuery, agg: AggregateResult) -> Aggrega
     if not dom:
         return agg
     for col, vals in dom:
-        allowed = set(vals)
-        bad = [j for j, v in enumerate(agg.keys[col]) if v not in allowed]
+        allowed = {_canonical(v) for v in vals}
+        bad = [j for j, v in enumerate(agg.keys[col]) if _canonical(v) not in allowed]
         if bad:
             n_out = int(agg.group_rows[bad].sum())
             examples = sorted({agg.keys[col][j] for j in bad}, key=repr)[:3]
@@ -131,14 +139,17 @@ def execute(
         bool(aq.query.by) and n_cells(aq.query.cell_domain) >= large_domain_cells
         for aq in allocated.queries
     ]
-    # without per-unit limits the domain check rides on the aggregation itself (one scan)
+    # without per-unit limits the domain check rides on the aggregation itself (one scan);
+    # with outside_domain="error" every row is checked to be in the domain (there, or counted
+    # first under per-unit limits or for a large domain), so a domain filter would be a no-op
+    # and is left out
     fold = [
         aq.query.outside == "error" and not bounded and not big
         for aq, big in zip(allocated.queries, large, strict=True)
     ]
     requests = [
-        build_request(aq, allocated, key, filter_domain=not f)
-        for aq, f in zip(allocated.queries, fold, strict=True)
+        build_request(aq, allocated, key, filter_domain=aq.query.outside != "error")
+        for aq in allocated.queries
     ]
     for req in requests:
         check_columns(schema, req)
@@ -148,9 +159,13 @@ def execute(
     n_rows = engine.count_rows(table) if whole is None else -1
     if n_rows == 0:
         raise DataError("the table is empty (0 rows); nothing to release and nothing was spent")
+    checked: set[Membership] = set()
     for aq, f in zip(allocated.queries, fold, strict=True):
         if aq.query.outside == "error" and not f and aq.query.cell_domain:
             for col, vals in aq.query.cell_domain:
+                if Membership(col, vals) in checked:
+                    continue  # queries over the same domain: one scan
+                checked.add(Membership(col, vals))
                 n_out, examples = engine.count_outside(table, Membership(col, vals))
                 if n_out:
                     raise DataError(
@@ -173,7 +188,7 @@ def execute(
     event = allocated.event()
     if event is not None:
         accountant.spend(event)  # raises BudgetExceededError before any noise is drawn
-    z = float(norm.isf((1.0 - level) / 2.0))
+    z = -float(special.ndtri((1.0 - level) / 2.0))
     return tuple(
         _noise_large(aq, requests[i], allocated, engine, table, rng, z, level, n_rows,
                      output_dir)
@@ -246,10 +261,10 @@ def _cells(aq: AllocatedQuery, agg: AggregateResult) -> tuple[list[tuple[Any, ..
     if q.cell_domain is None:
         return found_keys, found
     cells = q.cells()
-    index = {cell: i for i, cell in enumerate(cells)}
+    index = {tuple(map(_canonical, cell)): i for i, cell in enumerate(cells)}
     table = np.zeros((len(cells), n_meas))
     for key, row in zip(found_keys, found, strict=True):
-        table[index[key]] = row
+        table[index[tuple(map(_canonical, key))]] = row
     return cells, table
 
 
@@ -325,7 +340,7 @@ def _mean(
     With S ∈ [Σ̃ ± z σ_S] and n ∈ [ñ ± z σ_n], each at level 1 − α/2 (z = Φ̄⁻¹(α/4)), the true
     clamped mean c + S/n lies, with probability ≥ 1 − α, between the extremes of c + S/n over
     the box's corners (S/n is monotone in each argument when n > 0); if the box reaches n ≤ 0
-    the interval is the whole of [L, U].
+    the interval is the whole of [L, U]. Where ñ ≤ 0 the value is the midpoint c.
     """
     low, high = q.bounds
     c = (low + high) / 2
@@ -334,8 +349,11 @@ def _mean(
     positive = n > 0
     ratio = np.divide(s, n, out=np.zeros_like(s), where=positive)
     values = np.clip(c + ratio, low, high)
-    std = np.sqrt(ss**2 + (values - c) ** 2 * sn**2) / np.where(positive, n, np.nan)
-    zb = float(norm.isf((1.0 - level) / 4.0))
+    # delta method where ñ > 0; never more than (U − L)/2, the largest standard deviation of
+    # a value confined to [L, U] (Popoviciu), which is also the answer where ñ ≤ 0 (no NaN)
+    delta_method = np.sqrt(ss**2 + (values - c) ** 2 * sn**2) / np.where(positive, n, 1.0)
+    std = np.where(positive, np.minimum(delta_method, (high - low) / 2), (high - low) / 2)
+    zb = -float(special.ndtri((1.0 - level) / 4.0))
     s_lo, s_hi, n_lo, n_hi = s - zb * ss, s + zb * ss, n - zb * sn, n + zb * sn
     ok = n_lo > 0
     safe_lo = np.where(ok, n_lo, 1.0)

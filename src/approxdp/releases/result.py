@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import math
+import functools
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -27,33 +27,46 @@ COMPARED_METHODS = ("dwork-roth-2014", "dwork-2006", "zhao-m1", "zhao-m2", "pdp-
 @dataclass(frozen=True, slots=True)
 class MethodComparison:
     """The σ another calibration would have used, and whether it would have been (ε, δ)-DP
-    (checked against the exact profile, SPEC §2); ``sigma`` is NaN if the method is undefined."""
+    (checked against the exact profile, SPEC §2). ``sigma`` and ``ratio_to_used`` are None
+    where the method is undefined at this (ε, δ) (e.g. the classical bound for ε ≥ 1)."""
 
     method: str
-    sigma: float
+    sigma: float | None
     private: bool
-    ratio_to_used: float
+    ratio_to_used: float | None
+
+
+@functools.lru_cache(maxsize=512)
+def _unit_sigma(epsilon: float, delta: float, method: str) -> float | None:
+    """σ of ``method`` at (ε, δ) for Δ = 1, None where the method is undefined there."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", NotPrivateWarning)
+            return float(
+                calibrate_gaussian(epsilon, delta, 1.0, method=method, allow_non_private=True)
+            )
+    except ApproxDPError:
+        return None
 
 
 def compare_methods(
     epsilon: float, delta: float, sensitivity: float, used_sigma: float,
     methods: Sequence[str] = COMPARED_METHODS,
 ) -> tuple[MethodComparison, ...]:
-    """σ of each method for one Gaussian at (ε, δ, Δ), with its exact privacy verdict."""
+    """σ of each method for one Gaussian at (ε, δ, Δ), with its exact privacy verdict.
+
+    Every method's σ is linear in Δ, so each is calibrated once per (ε, δ) at Δ = 1 (cached)
+    and scaled; the verdict is the exact profile δ(ε; σ, Δ) ≤ δ at the scaled σ.
+    """
     out = []
     for name in methods:
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", NotPrivateWarning)
-                sigma = float(
-                    calibrate_gaussian(epsilon, delta, sensitivity, method=name,
-                                       allow_non_private=True)
-                )
-        except ApproxDPError:
-            out.append(MethodComparison(name, math.nan, False, math.nan))
+        unit = _unit_sigma(float(epsilon), float(delta), name)
+        if unit is None:
+            out.append(MethodComparison(name, None, False, None))
             continue
-        private = float(gaussian_delta(epsilon, sigma, sensitivity)) <= delta
-        ratio = sigma / used_sigma if used_sigma > 0 else math.nan
+        sigma = unit * sensitivity
+        private = sensitivity == 0 or float(gaussian_delta(epsilon, sigma, sensitivity)) <= delta
+        ratio = sigma / used_sigma if used_sigma > 0 else None
         out.append(MethodComparison(name, sigma, private, ratio))
     return tuple(out)
 
@@ -68,7 +81,10 @@ class ReleaseResult:
         columns: Names of the key columns (empty for a global query).
         keys: One tuple of key values per released cell (``[()]`` for a global query).
         values: Released values, one per cell (a k-vector for linear queries).
-        std: Standard deviation of each value's noise (for a mean: delta-method approximation).
+        std: Standard deviation of each value's noise. For a mean: the delta-method
+            approximation, capped at (U − L)/2 — the largest standard deviation of a value
+            confined to the bounds [L, U] (Popoviciu's inequality) — which is also what is
+            reported where the noisy count is ≤ 0 (the value is then the midpoint).
         ci_low, ci_high: Confidence interval at ``level`` for each value (for a mean:
             a conservative interval from the sum's and count's intervals).
         level: Confidence level of the intervals.
@@ -151,10 +167,12 @@ class ReleaseResult:
 
     def explain(self) -> str:
         """A short human-readable account of what was released and why it is private."""
-        spread = (
-            f"{self.level:.0%} CI half-width ≈ {_half(self):.4g}" if self.table is None
-            else f"{self.level:.0%} CIs per cell in the table"
-        )
+        if self.table is not None:
+            spread = f"{self.level:.0%} CIs per cell in the table"
+        elif self.values.size:
+            spread = f"{self.level:.0%} CI half-width ≈ {_half(self):.4g}"
+        else:
+            spread = "no cell cleared the selection threshold"
         lines = [
             f"{self.label} ({self.kind}): {self.n_cells} value(s), {spread}",
             f"  mechanism: {self.mechanism}, calibration '{self.method}', σ = {self.sigma:.6g} "
@@ -171,13 +189,13 @@ class ReleaseResult:
             "  rows (exact, NOT private — for the data owner only): "
             + ", ".join(f"{k} = {v}" for k, v in self.rows.items())
         )
-        cmp = [c for c in self.comparisons if not math.isnan(c.sigma)]
+        cmp = [c for c in self.comparisons if c.sigma is not None]
         if cmp:
             lines.append("  other calibrations for the same (ε, δ, Δ):")
             for c in cmp:
                 verdict = "private" if c.private else "NOT private"
-                lines.append(f"    {c.method:16s} σ = {c.sigma:.6g} ({c.ratio_to_used:.3g}× used)"
-                             f" — {verdict}")
+                ratio = "" if c.ratio_to_used is None else f" ({c.ratio_to_used:.3g}× used)"
+                lines.append(f"    {c.method:16s} σ = {c.sigma:.6g}{ratio} — {verdict}")
         if self.table is not None:
             where = self.table.path or "the engine (checkpointed)"
             lines.append(f"  cells: noised where the data lives, kept in {where}; "
@@ -195,6 +213,4 @@ class ReleaseResult:
 
 
 def _half(r: ReleaseResult) -> float:
-    if r.values.size == 0:
-        return math.nan
     return float(np.max(r.ci_high - r.ci_low) / 2)

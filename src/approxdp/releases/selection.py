@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 
-from scipy.stats import norm
+from scipy import special
 
 from approxdp._validation import check_interval, check_probability
 
@@ -34,7 +34,7 @@ def selection_probability(threshold: float, sigma: float, k: int, m: int) -> flo
 
     Each has true count ≤ m and noise N(0, σ²): p = 1 − (1 − Φ̄((τ − m)/σ))^k.
     """
-    tail = float(norm.sf((threshold - m) / sigma))
+    tail = float(special.ndtr((m - threshold) / sigma))  # Φ̄(x) = Φ(−x)
     return -math.expm1(k * math.log1p(-tail)) if tail < 1 else 1.0
 
 
@@ -65,7 +65,7 @@ def selection_threshold(sigma: float, k: int, m: int, p_max: float) -> float:
     check_interval("sigma", sigma, 0.0, math.inf, low_open=True, high_open=True)
     check_probability("p_max", p_max)
     tail = -math.expm1(math.log1p(-p_max) / k)  # 1 - (1 - tail)^k ≤ p_max
-    tau = m + sigma * float(norm.isf(tail))
+    tau = m - sigma * float(special.ndtri(tail))  # Φ̄⁻¹(q) = −Φ⁻¹(q)
     step = sigma * 1e-12 + 1e-300
     while selection_probability(tau, sigma, k, m) > p_max:
         tau += step

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import numpy as np
 
@@ -26,6 +26,7 @@ from approxdp.releases.execute import execute
 from approxdp.releases.plan import AllocatedPlan, ReleasePlan, allocate
 from approxdp.releases.result import ReleaseResult
 from approxdp.releases.specs import (
+    ColumnQuery,
     ContributionBounds,
     Count,
     Histogram,
@@ -38,9 +39,18 @@ from approxdp.releases.specs import (
     Sum,
 )
 
-__all__ = ["PrivateTable"]
+__all__ = ["ColumnOptions", "PrivateTable"]
 
 Domain = Mapping[str, Sequence[KeyValue]]
+
+
+class ColumnOptions(TypedDict, total=False):
+    """Keyword options of :meth:`PrivateTable.sum` and :meth:`PrivateTable.mean`."""
+
+    by: Sequence[str]
+    domain: Domain | None
+    outside_domain: OutsideDomain
+    level: float
 
 
 class PrivateTable:
@@ -152,23 +162,35 @@ class PrivateTable:
         """Number of rows."""
         return self._one(Count(), epsilon, delta, level)
 
-    def sum(
-        self, column: str, bounds: tuple[float, float], *, epsilon: float, delta: float,
-        by: Sequence[str] = (), domain: Domain | None = None,
-        outside_domain: OutsideDomain = "error", level: float = 0.95,
-    ) -> ReleaseResult:
-        """Sum of ``column`` clamped to ``bounds`` (NULL/NaN contribute nothing)."""
-        q = Sum(column, bounds, tuple(by), domain, outside_domain, name=f"sum({column})")
-        return self._one(q, epsilon, delta, level)
+    def sum(self, column: str, bounds: tuple[float, float], *, epsilon: float, delta: float,
+            **options: Unpack[ColumnOptions]) -> ReleaseResult:
+        """Sum of ``column`` clamped to ``bounds`` (NULL/NaN contribute nothing).
 
-    def mean(
-        self, column: str, bounds: tuple[float, float], *, epsilon: float, delta: float,
-        by: Sequence[str] = (), domain: Domain | None = None,
-        outside_domain: OutsideDomain = "error", level: float = 0.95,
+        ``options``: ``by``, ``domain``, ``outside_domain`` (see :class:`Sum`) and ``level``.
+        """
+        return self._column(Sum, column, bounds, epsilon, delta, options)
+
+    def mean(self, column: str, bounds: tuple[float, float], *, epsilon: float, delta: float,
+             **options: Unpack[ColumnOptions]) -> ReleaseResult:
+        """Mean of ``column`` clamped to ``bounds`` over non-missing values.
+
+        ``options``: ``by``, ``domain``, ``outside_domain`` (see :class:`Mean`) and ``level``.
+        """
+        return self._column(Mean, column, bounds, epsilon, delta, options)
+
+    def _column(
+        self, kind: type[ColumnQuery], column: str, bounds: tuple[float, float], epsilon: float,
+        delta: float, options: ColumnOptions,
     ) -> ReleaseResult:
-        """Mean of ``column`` clamped to ``bounds`` over non-missing values."""
-        q = Mean(column, bounds, tuple(by), domain, outside_domain, name=f"mean({column})")
-        return self._one(q, epsilon, delta, level)
+        unknown = sorted(set(options) - set(ColumnOptions.__annotations__))
+        if unknown:
+            raise ParameterTypeError(
+                f"{kind.__name__.lower()}() got unknown option(s) {unknown}; allowed: "
+                f"{sorted(ColumnOptions.__annotations__)}"
+            )
+        q = kind(column, bounds, tuple(options.get("by", ())), options.get("domain"),
+                 options.get("outside_domain", "error"), name=f"{kind.__name__.lower()}({column})")
+        return self._one(q, epsilon, delta, options.get("level", 0.95))
 
     def histogram(
         self, columns: str | Sequence[str], *, epsilon: float, delta: float,

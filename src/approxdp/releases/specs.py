@@ -21,6 +21,7 @@ from approxdp.engines.base import KeyValue, Membership
 from approxdp.errors import InvalidParameterError, ParameterTypeError
 
 __all__ = [
+    "ColumnQuery",
     "ContributionBounds",
     "Count",
     "Histogram",
@@ -208,10 +209,10 @@ class Count(Query):
 
 
 @dataclass(frozen=True, slots=True)
-class Sum(Query):
-    """Sum of ``column`` clamped to ``bounds`` (NULL and NaN contribute nothing), optionally
-    per group of ``by`` over a declared ``domain`` (without one: DP partition selection on a
-    noisy row count released alongside)."""
+class ColumnQuery(Query):
+    """Base of :class:`Sum` and :class:`Mean`: a numeric ``column`` clamped to ``bounds``,
+    globally or per group of ``group_by`` (over a declared ``domain``, or without one through
+    DP partition selection). NULL and NaN values contribute nothing; ±inf are clamped."""
 
     column: str
     bounds: tuple[float, float]
@@ -220,7 +221,16 @@ class Sum(Query):
     outside_domain: OutsideDomain = "error"
 
     def __post_init__(self) -> None:
-        _validate_value_query(self)
+        if not isinstance(self.column, str) or not self.column:
+            raise ParameterTypeError(f"column must be a column name, got {self.column!r}")
+        object.__setattr__(self, "bounds", check_bounds("bounds", self.bounds))
+        object.__setattr__(
+            self, "group_by", () if not self.group_by else _columns("by", self.group_by)
+        )
+        if self.domain is not None and not self.group_by:
+            raise InvalidParameterError("domain needs by= columns to group on")
+        _domain(self.group_by, self.domain)
+        _check_outside(self.outside_domain)
 
     @property
     def by(self) -> tuple[str, ...]:
@@ -233,6 +243,13 @@ class Sum(Query):
     @property
     def outside(self) -> OutsideDomain:
         return self.outside_domain
+
+
+@dataclass(frozen=True, slots=True)
+class Sum(ColumnQuery):
+    """Sum of ``column`` clamped to ``bounds`` (NULL and NaN contribute nothing), optionally
+    per group of ``by`` over a declared ``domain`` (without one: DP partition selection on a
+    noisy row count released alongside)."""
 
     def measures(self) -> tuple[Measure, ...]:
         """Clamped sum; plus count(*) when cells are selected privately (for the threshold)."""
@@ -244,33 +261,12 @@ class Sum(Query):
 
 
 @dataclass(frozen=True, slots=True)
-class Mean(Query):
+class Mean(ColumnQuery):
     """Mean of ``column`` clamped to ``bounds`` over rows where it is not NULL/NaN.
 
     Released as one Gaussian on the pair (Σ(x − c), n) with c the midpoint of the bounds, then
     mean = c + Σ̃/ñ, clamped to the bounds (post-processing).
     """
-
-    column: str
-    bounds: tuple[float, float]
-    group_by: tuple[str, ...] = ()
-    domain: Mapping[str, Sequence[KeyValue]] | None = None
-    outside_domain: OutsideDomain = "error"
-
-    def __post_init__(self) -> None:
-        _validate_value_query(self)
-
-    @property
-    def by(self) -> tuple[str, ...]:
-        return self.group_by
-
-    @property
-    def cell_domain(self) -> tuple[tuple[str, tuple[KeyValue, ...]], ...] | None:
-        return _domain(self.group_by, self.domain)
-
-    @property
-    def outside(self) -> OutsideDomain:
-        return self.outside_domain
 
     def measures(self) -> tuple[Measure, ...]:
         """Centred clamped sum and count of non-missing values."""
@@ -287,9 +283,10 @@ class Histogram(Query):
     With ``domain`` every cell of the cross product is released, empty ones included; rows
     whose value lies outside the domain raise :class:`~approxdp.errors.DataError` (an exact,
     non-private check meant for the data owner) or, with ``outside_domain="drop"``, are
-    silently left out (private: the analyst learns nothing about them). NULL is a value like
-    any other: put ``None`` in the domain to count it. Without ``domain``, cells are chosen by
-    DP partition selection (released only if their noisy count clears a threshold).
+    silently left out (private: the analyst learns nothing about them). NULL and NaN are
+    values like any other: put ``None`` or ``float("nan")`` in the domain to count them.
+    Without ``domain``, cells are chosen by DP partition selection (released only if their
+    noisy count clears a threshold).
     """
 
     columns: tuple[str, ...]
@@ -369,14 +366,3 @@ def _check_outside(value: str) -> None:
         raise InvalidParameterError(
             f"outside_domain must be 'error' or 'drop', got outside_domain={value!r}"
         )
-
-
-def _validate_value_query(q: Sum | Mean) -> None:
-    if not isinstance(q.column, str) or not q.column:
-        raise ParameterTypeError(f"column must be a column name, got {q.column!r}")
-    object.__setattr__(q, "bounds", check_bounds("bounds", q.bounds))
-    object.__setattr__(q, "group_by", () if not q.group_by else _columns("by", q.group_by))
-    if q.domain is not None and not q.group_by:
-        raise InvalidParameterError("domain needs by= columns to group on")
-    _domain(q.group_by, q.domain)
-    _check_outside(q.outside_domain)

@@ -1,0 +1,216 @@
+"""MkDocs hook: write reference tables from the code at build time, so they cannot drift.
+
+Markers (an HTML comment alone on its line) are replaced when a page is built:
+
+- ``<!-- approxdp:cli-reference -->``: one section per command of
+  :data:`approxdp.cli.app.cli` (usage line, description and options table, taken from Click
+  itself). The hook also warns (an error under ``mkdocs build --strict``) when the page's
+  hand-written command table, above the marker, misses a command of the group or names one
+  that no longer exists.
+- ``<!-- approxdp:plot-list -->``: the plots ``approxdp plot NAME`` draws
+  (:data:`approxdp.plots.PLOTS`).
+- ``<!-- approxdp:reproduce-files -->``: the figure files ``approxdp reproduce`` writes
+  (:data:`approxdp.experiments.FIGURE_FILES`).
+- ``<!-- approxdp:calibration-methods -->``: the Gaussian calibration methods, their
+  formulas, sources and validity (:data:`approxdp.calibration.CALIBRATION_METHODS`).
+
+It also generates ``css/pygments.css``, the colours of the code blocks (highlighted at build
+time by Pygments, so no highlighter is loaded from the web), and adds it to the pages.
+
+Registered in ``mkdocs.yml`` under ``hooks:``; it uses only Click and the standard library.
+"""
+
+from __future__ import annotations
+
+import html
+import inspect
+import logging
+import re
+import textwrap
+from typing import Any
+
+import click
+
+MARKER = "<!-- approxdp:cli-reference -->"
+PLOT_MARKER = "<!-- approxdp:plot-list -->"
+FILES_MARKER = "<!-- approxdp:reproduce-files -->"
+METHODS_MARKER = "<!-- approxdp:calibration-methods -->"
+PROG = "approxdp"
+
+log = logging.getLogger("mkdocs.hooks.reference_tables")
+
+# A hand-written table row naming a command: "| `calibrate -e ε ...` | ..." (first cell).
+_TABLE_COMMAND = re.compile(r"^\|\s*`([a-z][a-z-]*)\b", re.MULTILINE)
+
+
+def _cell(text: str) -> str:
+    """Plain text made safe for a Markdown table cell (no pipes, no raw HTML)."""
+    return html.escape(" ".join(text.split())).replace("|", "&#124;")
+
+
+def _code_cell(text: str) -> str:
+    """Text shown as code inside a table cell (a ``|`` in a code span would split the cell)."""
+    return f"<code>{_cell(text)}</code>"
+
+
+def _inline(text: str) -> str:
+    """A paragraph of help text as Markdown: ``Example: CMD`` becomes a code span."""
+    text = " ".join(text.split())
+    match = re.match(r"^(Examples?:)\s+(approxdp .*)$", text)
+    if match:
+        return f"{match.group(1)} `{match.group(2)}`"
+    return html.escape(text, quote=False).replace("*", r"\*").replace("_", r"\_")
+
+
+def _description(command: click.Command) -> list[str]:
+    """The command's help text as Markdown blocks.
+
+    Click's ``\\b`` marker (keep line breaks) is dropped; within a paragraph, runs of
+    unindented lines are prose and runs of indented lines (examples) become code blocks.
+    """
+    text = inspect.cleandoc(command.help or "").split("\f", 1)[0]
+    blocks: list[str] = []
+    for para in re.split(r"\n\s*\n", text):
+        lines = [ln for ln in para.splitlines() if ln.strip() not in ("", "\b")]
+        runs: list[tuple[bool, list[str]]] = []
+        for line in lines:
+            indented = line[:1].isspace()
+            if runs and runs[-1][0] == indented:
+                runs[-1][1].append(line)
+            else:
+                runs.append((indented, [line]))
+        for indented, run in runs:
+            if indented:
+                blocks.append("```text\n" + textwrap.dedent("\n".join(run)) + "\n```")
+            else:
+                blocks.append(_inline(" ".join(run)))
+    return blocks
+
+
+def _options_table(command: click.Command, ctx: click.Context) -> list[str]:
+    """The options as a Markdown table (arguments are in the usage line and the text)."""
+    rows = []
+    for param in command.get_params(ctx):
+        record = None if isinstance(param, click.Argument) else param.get_help_record(ctx)
+        if record is None:
+            continue
+        names, help_text = record
+        rows.append(f"| {_code_cell(names)} | {_cell(help_text)} |")
+    if not rows:
+        return []
+    return ["\n".join(["| option | meaning |", "|---|---|", *rows])]
+
+
+def command_section(name: str, command: click.Command, root: click.Context) -> str:
+    """The Markdown section for one command: heading, usage, description, options."""
+    ctx = click.Context(command, info_name=name, parent=root, **command.context_settings)
+    usage = command.get_usage(ctx).strip()
+    parts = [
+        f"### `{PROG} {name}`",
+        "```text\n" + usage + "\n```",
+        *_description(command),
+        *_options_table(command, ctx),
+    ]
+    return "\n\n".join(parts)
+
+
+def cli_reference(group: click.Group | None = None) -> str:
+    """The generated reference: global options, then one section per command of ``group``."""
+    if group is None:
+        from approxdp.cli.app import cli
+
+        group = cli
+    root = click.Context(group, info_name=PROG, **group.context_settings)
+    parts = [
+        "These sections are generated from the command-line code when the documentation is "
+        f"built (the same text as `{PROG} COMMAND --help`).",
+        "### Global options",
+        "```text\n" + group.get_usage(root).strip() + "\n```",
+        *_options_table(group, root),
+    ]
+    for name, command in group.commands.items():  # in the order they were registered
+        if not command.hidden:
+            parts.append(command_section(name, command, root))
+    return "\n\n".join(parts) + "\n"
+
+
+def check_command_table(markdown: str, commands: list[str], page: str) -> None:
+    """Warn when the hand-written command table and the Click group disagree."""
+    listed = set(_TABLE_COMMAND.findall(markdown))
+    for missing in sorted(set(commands) - listed):
+        log.warning("%s: the command table does not describe 'approxdp %s'", page, missing)
+    for extra in sorted(listed - set(commands)):
+        log.warning("%s: the command table lists 'approxdp %s', which does not exist", page, extra)
+
+
+def plot_list() -> str:
+    """The plots of ``approxdp plot`` as a Markdown table."""
+    from approxdp.plots import PLOTS
+
+    rows = [
+        f"| `{spec.name}` | {_cell(spec.title)} | "
+        f"{' '.join(f'`--{o}`' for o in spec.options) or '-'} |"
+        for spec in PLOTS.values()
+    ]
+    return "\n".join(["| name | shows | options |", "|---|---|---|", *rows]) + "\n"
+
+
+def reproduce_files() -> str:
+    """The figure files of ``approxdp reproduce`` as a Markdown table."""
+    from approxdp.experiments import FIGURE_FILES
+
+    rows = [f"| `{name}` | {_cell(what)} |" for name, what in FIGURE_FILES.items()]
+    rows += [
+        "| `report.md` | every table and number, with the findings first |",
+        "| `report.html` | the same report as one HTML page (figures linked beside it) |",
+    ]
+    return "\n".join(["| file | content |", "|---|---|", *rows]) + "\n"
+
+
+def calibration_methods() -> str:
+    """The calibration methods as a Markdown table."""
+    from approxdp.calibration import CALIBRATION_METHODS
+
+    rows = [
+        f"| `{m.name}` | {m.notion.upper() if m.notion == 'dp' else 'pDP'} | "
+        f"{_cell(m.formula)} | {_cell(m.validity)} | {_cell(m.source)} |"
+        for m in CALIBRATION_METHODS.values()
+    ]
+    head = "| method | targets | σ | private for | source |"
+    return "\n".join([head, "|---|---|---|---|---|", *rows]) + "\n"
+
+
+PYGMENTS_CSS = "css/pygments.css"
+
+
+def on_config(config: Any, **kwargs: Any) -> Any:
+    """MkDocs event: link the generated stylesheet from every page."""
+    if PYGMENTS_CSS not in config["extra_css"]:
+        config["extra_css"].append(PYGMENTS_CSS)
+    return config
+
+
+def on_files(files: Any, config: Any, **kwargs: Any) -> Any:
+    """MkDocs event: add the Pygments stylesheet as a generated file."""
+    from mkdocs.structure.files import File
+    from pygments.formatters import HtmlFormatter
+
+    css = HtmlFormatter(style="default").get_style_defs(".highlight")
+    files.append(File.generated(config, PYGMENTS_CSS, content=css))
+    return files
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Any, **kwargs: Any) -> str:
+    """MkDocs event: replace each marker on the page with the table it stands for."""
+    if MARKER in markdown:
+        from approxdp.cli.app import cli
+
+        check_command_table(markdown.split(MARKER, 1)[0], list(cli.commands), page.file.src_uri)
+        markdown = markdown.replace(MARKER, cli_reference(cli))
+    if PLOT_MARKER in markdown:
+        markdown = markdown.replace(PLOT_MARKER, plot_list())
+    if FILES_MARKER in markdown:
+        markdown = markdown.replace(FILES_MARKER, reproduce_files())
+    if METHODS_MARKER in markdown:
+        markdown = markdown.replace(METHODS_MARKER, calibration_methods())
+    return markdown

@@ -1,0 +1,103 @@
+"""pDP-OPT by Halley's method in log σ, on arrays and on floats.
+
+The least σ with P[|L| > ε] <= δ (paper Thm 6, Eq. 13a: 2δ = erfc(d) + erfc(√(d² + ε))) solves
+log 2δ_pDP(σ) = log 2δ. Its root d lies in (inverfc(2δ), inverfc(δ)) (paper Appendix M), so
+Mechanism 3's σ (d = inverfc(δ), Eq. 14) is above the optimum and serves as the start. Exact
+Halley steps in t = log σ follow (derivatives in closed form,
+:func:`~approxdp.profiles._gaussian_terms.pdp_log2delta_log_sigma_derivatives`), each evaluated
+at the float σ by the σ-parametrised profile's formulas, with the same aim (the evaluation
+margin below δ), verification and acceptance as DP-OPT
+(:mod:`approxdp.calibration.optimal_halley`). Where δ > 1/2 the equation is solved for
+2(1 - δ), with the complement computed directly. Points that do not settle go to the bracketed
+search of :mod:`approxdp.calibration.optimal`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from scipy import special
+from scipy.special import cython_special
+
+from approxdp._numerics import ARRAY_OPS, SCALAR_OPS, FloatArray, Ops
+from approxdp.calibration.closed_forms import sigma_from_parameter
+from approxdp.calibration.optimal_halley import (
+    ACCEPT_STEP,
+    accepts,
+    geometry,
+    halley_from_derivatives,
+    iterate,
+    targets,
+)
+from approxdp.profiles import _gaussian_terms as terms
+
+__all__ = ["sigma_pdp_halley", "sigma_pdp_halley_scalar"]
+
+_STEPS = 16
+
+
+def _step(value: Any, a: Any, b: Any, eps: Any, target: Any, comp: bool, ops: Ops) -> Any:
+    """Halley step toward ``target`` from log 2δ (or, where ``comp``, log 2(1 - δ)) = ``value``."""
+    diff = ops.exp(value + a * a)
+    lt, ltt = terms.pdp_log2delta_log_sigma_derivatives(a, b, eps, -diff if comp else diff, ops.exp)
+    return halley_from_derivatives(value - target, lt, ltt, ops)
+
+
+def sigma_pdp_halley(
+    eps: FloatArray, delta: FloatArray
+) -> tuple[FloatArray, npt.NDArray[np.bool_]]:
+    """pDP-OPT σ/Δ for flat arrays of ε > 0 and δ in (0, 1), and the mask of settled points."""
+    sigma = np.empty_like(eps)
+    done = np.zeros(eps.shape, dtype=bool)
+    for comp in (False, True):
+        grp = (delta > 0.5) == comp
+        if not np.any(grp):
+            continue
+        e, d = eps[grp], delta[grp]
+        target, log_side = targets(d, comp, ARRAY_OPS)
+        profile = terms.pdp_log2comp if comp else terms.pdp_log2delta
+
+        def evaluate(
+            s: FloatArray,
+            idx: np.ndarray,
+            e: FloatArray = e,
+            target: FloatArray = target,
+            log_side: FloatArray = log_side,
+            profile: Any = profile,
+            comp: bool = comp,
+        ) -> tuple[npt.NDArray[np.bool_], FloatArray]:
+            a, b, h = geometry(s, e[idx])
+            value = profile(a, b, h, e[idx])
+            step = _step(value, a, b, e[idx], target[idx], comp, ARRAY_OPS)
+            return accepts(value, log_side[idx], comp), step
+
+        s_grp = sigma_from_parameter(special.erfcinv(d), e)  # Mechanism 3, above the optimum
+        done[grp] = iterate(s_grp, e, d, evaluate, _STEPS)
+        sigma[grp] = s_grp
+    return sigma, done
+
+
+def sigma_pdp_halley_scalar(eps: float, delta: float) -> float | None:
+    """:func:`sigma_pdp_halley` for one point (Python floats); None if it did not settle."""
+    comp = delta > 0.5
+    target, log_side = targets(delta, comp, SCALAR_OPS)
+    profile = terms.pdp_log2comp_scalar if comp else terms.pdp_log2delta_scalar
+    f = float(cython_special.erfcinv(delta))
+    root = math.sqrt(f * f + eps)
+    sigma = (f + root) / (eps * math.sqrt(2.0)) if f >= 0 else 1.0 / (math.sqrt(2.0) * (root - f))
+    try:
+        for _ in range(_STEPS):
+            a, b, h = geometry(sigma, eps)
+            value = profile(a, b, h, eps)
+            step = _step(value, a, b, eps, target, comp, SCALAR_OPS)
+            ok = accepts(value, log_side, comp)
+            if ok and step >= -ACCEPT_STEP:
+                return float(sigma)
+            moved = sigma * math.exp(step)
+            sigma = moved if ok else max(moved, math.nextafter(sigma, math.inf))
+    except (ValueError, OverflowError, ZeroDivisionError):
+        return None
+    return None

@@ -1,0 +1,290 @@
+"""``compose``: the total privacy of a list of releases under each composition rule.
+
+Releases are written as tokens, each optionally repeated with a ``K x`` prefix:
+
+- ``gaussian:SIGMA[:SENSITIVITY]`` — a Gaussian release (default Δ = 1);
+- ``laplace:SCALE[:SENSITIVITY]`` — a Laplace release, pure (Δ/b, 0)-DP;
+- ``dp:EPSILON[:DELTA]`` — any (ε, δ)-DP step (default δ = 0);
+- e.g. ``100xgaussian:20`` is a hundred Gaussian releases with σ = 20.
+
+For a total δ the command reports the least total ε each rule can certify:
+
+- ``exact-gaussian``: the Gaussian releases compose exactly into one Gaussian (paper Lemma 15);
+  other steps join by the accountant's best rule (:mod:`approxdp.accounting.mixed_composition`).
+- ``optimal`` (Kairouz–Oh–Viswanath 2017), ``advanced`` (Dwork–Roth Thm 3.20), ``basic``
+  (Thm 3.16): each Gaussian is first converted to (ε₀, δ₀)-DP at a per-release δ₀, and the
+  steps compose as generic (ε, δ)-DP mechanisms (optimal and advanced with the largest step's
+  (ε, δ) when steps differ). Every δ₀ gives a valid bound; the command searches a grid of
+  δ₀ and reports the best.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import click
+import numpy as np
+from rich.console import Console
+
+from approxdp.accounting import (
+    PrivacyAccountant,
+    advanced_composition,
+    basic_composition,
+    compose_gaussian,
+    optimal_composition,
+)
+from approxdp.cli.output import JSON_SCHEMA_VERSION, emit, fmt, json_option, new_table, progress
+from approxdp.errors import InvalidParameterError
+from approxdp.events import EpsilonDeltaEvent, GaussianEvent, LaplaceEvent, PrivacyEvent
+from approxdp.profiles import gaussian_epsilon
+
+__all__ = ["RULES", "Release", "compose_command", "composition_report", "parse_release"]
+
+#: Rules in the order they are shown (tightest first).
+RULES = ("exact-gaussian", "optimal", "advanced", "basic")
+_TOKEN = re.compile(r"^(?:(?P<count>\d+)x)?(?P<kind>gaussian|laplace|dp):(?P<args>.+)$")
+_GRID = 24  # per-release δ₀ candidates for the generic rules
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    """``count`` identical releases: ``kind`` is ``gaussian`` (a = σ, b = Δ), ``laplace``
+    (a = scale, b = Δ) or ``dp`` (a = ε, b = δ)."""
+
+    kind: str
+    a: float
+    b: float
+    count: int
+
+    def events(self) -> list[PrivacyEvent]:
+        """The accountant's events for these releases (validated by the event classes)."""
+        event: PrivacyEvent
+        if self.kind == "gaussian":
+            event = GaussianEvent(sigma=self.a, sensitivity=self.b)
+        elif self.kind == "laplace":
+            event = LaplaceEvent(scale=self.a, sensitivity=self.b)
+        else:
+            event = EpsilonDeltaEvent(epsilon=self.a, delta=self.b)
+        return [event] * self.count
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form of this entry."""
+        names = {"gaussian": ("sigma", "sensitivity"), "laplace": ("scale", "sensitivity"),
+                 "dp": ("epsilon", "delta")}[self.kind]
+        return {"kind": self.kind, names[0]: self.a, names[1]: self.b, "count": self.count}
+
+
+def parse_release(token: str) -> Release:
+    """Parse one release token (see the module docstring)."""
+    match = _TOKEN.match(token.strip().lower())
+    usage = ("write releases as [Kx]gaussian:SIGMA[:SENSITIVITY], [Kx]laplace:SCALE"
+             "[:SENSITIVITY] or [Kx]dp:EPSILON[:DELTA], e.g. 10xgaussian:4")
+    if match is None:
+        raise InvalidParameterError(f"cannot read release {token!r}; {usage}")
+    kind, parts = match["kind"], match["args"].split(":")
+    count = int(match["count"]) if match["count"] else 1
+    if count < 1 or len(parts) > 2:
+        raise InvalidParameterError(f"cannot read release {token!r}; {usage}")
+    try:
+        values = [float(p) for p in parts]
+    except ValueError:
+        raise InvalidParameterError(f"release {token!r} has a value that is not a number; "
+                                    f"{usage}") from None
+    default = 0.0 if kind == "dp" else 1.0
+    release = Release(kind, values[0], values[1] if len(values) == 2 else default, count)
+    release.events()  # the event classes validate σ > 0, ε >= 0, δ in [0, 1), ...
+    return release
+
+
+def _eps_of_gaussians(gauss: Sequence[Release], delta0: np.ndarray) -> list[np.ndarray]:
+    """ε₀ of each Gaussian entry at each per-release δ₀ (exact inverse, private side)."""
+    return [np.atleast_1d(gaussian_epsilon(g.a, delta0, g.b)).astype(np.float64) for g in gauss]
+
+
+def _generic_rows(
+    releases: Sequence[Release], delta: float, rules: Sequence[str], advance: Any,
+) -> list[dict[str, Any]]:
+    gauss = [r for r in releases if r.kind == "gaussian"]
+    steps = [(r.a, r.b, r.count) if r.kind == "dp" else (r.b / r.a, 0.0, r.count)
+             for r in releases if r.kind != "gaussian"]
+    n_g = sum(g.count for g in gauss)
+    k = n_g + sum(c for _, _, c in steps)
+    eps_steps = max((e for e, _, _ in steps), default=0.0)
+    delta_steps = max((d for _, d, _ in steps), default=0.0)
+    delta_sum = math.fsum(d * c for _, d, c in steps)
+    rows: list[dict[str, Any]] = []
+    if "basic" in rules:
+        rows.append(_basic_row(gauss, steps, n_g, delta, delta_sum))
+    advance(1)
+    # Per-release δ₀ for the Gaussians: a log grid over (0, δ/k); without Gaussians, none.
+    if n_g:
+        delta0 = delta / k * np.logspace(-8, math.log10(0.999), _GRID)
+        eps_g = np.max(np.vstack(_eps_of_gaussians(gauss, delta0)), axis=0)
+    else:
+        delta0 = np.zeros(1)
+        eps_g = np.zeros(1)
+    eps_m = np.maximum(eps_g, eps_steps)
+    delta_m = np.maximum(delta0, delta_steps)
+    slack = delta - k * delta_m
+    ok = slack > 0
+    for rule in ("advanced", "optimal"):
+        if rule not in rules:
+            continue
+        if not np.any(ok):
+            rows.append(_infeasible(rule, delta, f"the (ε, δ) steps alone need δ >= {k} × "
+                                    f"{delta_steps:g} = {k * delta_steps:g}"))
+            continue
+        if rule == "advanced":
+            g = advanced_composition(eps_m[ok], delta_m[ok], k, slack[ok])
+            eps_all = np.atleast_1d(g.epsilon)
+            dl_all = np.atleast_1d(g.delta)
+            i = int(np.argmin(eps_all))
+            best_eps, best_delta, description = float(eps_all[i]), float(dl_all[i]), g.rule
+        else:
+            best_eps, best_delta, description, i = math.inf, math.nan, "", 0
+            for j, (e, d, s) in enumerate(zip(eps_m[ok], delta_m[ok], slack[ok], strict=True)):
+                g = optimal_composition(float(e), float(d), k, float(s))
+                if float(g.epsilon) < best_eps:
+                    best_eps, best_delta, description = float(g.epsilon), float(g.delta), g.rule
+                    i = j
+        heterogeneous = len({(r.kind, r.a, r.b) for r in releases}) > 1
+        rows.append({
+            "rule": rule,
+            "epsilon": best_eps,
+            "delta": best_delta,
+            "kind": "upper bound",
+            "description": description + (" over the largest step" if heterogeneous else ""),
+            "per_release_delta": float(delta0[ok][i]) if n_g else None,
+        })
+        advance(1)
+    return rows
+
+
+def _infeasible(rule: str, delta: float, why: str) -> dict[str, Any]:
+    return {"rule": rule, "epsilon": math.inf, "delta": delta, "kind": "upper bound",
+            "description": f"no ε reaches total δ = {delta:g}: {why}", "per_release_delta": None}
+
+
+def _basic_row(
+    gauss: Sequence[Release], steps: Sequence[tuple[float, float, int]], n_g: int,
+    delta: float, delta_sum: float,
+) -> dict[str, Any]:
+    left = delta - delta_sum
+    if left < 0 or (n_g and left <= 0):
+        return _infeasible("basic", delta, f"the (ε, δ) steps already sum to δ = {delta_sum:g}")
+    budgets = [(e, d) for e, d, c in steps for _ in range(c)]
+    delta0 = None
+    if n_g:
+        # ε₀ falls as δ₀ grows, so basic composition wants the largest δ₀ that fits.
+        delta0 = math.nextafter(left / n_g * (1 - 1e-12), 0.0)
+        for entry, eps in zip(gauss, _eps_of_gaussians(gauss, np.array([delta0])), strict=True):
+            budgets += [(float(eps[0]), delta0)] * entry.count
+    total = basic_composition(budgets)
+    return {"rule": "basic", "epsilon": float(total.epsilon), "delta": float(total.delta),
+            "kind": "upper bound", "description": total.rule, "per_release_delta": delta0}
+
+
+def _exact_row(releases: Sequence[Release], delta: float) -> dict[str, Any]:
+    gauss = [r for r in releases if r.kind == "gaussian"]
+    if not gauss:
+        return {"rule": "exact-gaussian", "epsilon": None, "delta": None, "kind": "n/a",
+                "description": "no Gaussian releases to compose exactly",
+                "per_release_delta": None}
+    if len(gauss) == len(releases):
+        sigmas = [g.a for g in gauss for _ in range(g.count)]
+        sens = [g.b for g in gauss for _ in range(g.count)]
+        composed = compose_gaussian(sigmas, sens)
+        guarantee = composed.guarantee(delta=delta)
+        return {"rule": "exact-gaussian", "epsilon": float(guarantee.epsilon), "delta": delta,
+                "kind": "exact",
+                "description": f"{guarantee.rule}: one Gaussian with σ* = {composed.sigma:.6g}",
+                "per_release_delta": None}
+    accountant = PrivacyAccountant(budget=(1.0, delta))
+    status = accountant.plan([e for r in releases for e in r.events()]).status_after
+    return {"rule": "exact-gaussian", "epsilon": status.spent_epsilon, "delta": delta,
+            "kind": "upper bound", "description": status.rule, "per_release_delta": None}
+
+
+def composition_report(
+    releases: Sequence[Release], delta: float, rules: Sequence[str] = RULES,
+) -> dict[str, Any]:
+    """The ``compose`` JSON object: total ε at total δ under each rule, best first."""
+    if not (0.0 < delta < 1.0):
+        raise InvalidParameterError(f"delta must be in (0, 1), got delta={delta:g}")
+    if not releases:
+        raise InvalidParameterError("give at least one release, e.g. 10xgaussian:4")
+    wanted = list(dict.fromkeys(rules)) if rules else list(RULES)
+    rows: list[dict[str, Any]] = []
+    with progress("Composing", total=1 + len(wanted)) as advance:
+        if "exact-gaussian" in wanted:
+            rows.append(_exact_row(releases, delta))
+        advance(1)
+        rows += _generic_rows(releases, delta, wanted, advance)
+    finite = [r["epsilon"] for r in rows
+              if r["epsilon"] is not None and math.isfinite(r["epsilon"])]
+    best = min(finite, default=None)
+    for row in rows:
+        eps = row["epsilon"]
+        if eps is None or best is None:
+            row["ratio_to_best"] = None
+        elif best > 0:
+            row["ratio_to_best"] = eps / best
+        else:
+            row["ratio_to_best"] = 1.0 if eps == best else None
+    rows.sort(key=lambda r: RULES.index(r["rule"]))
+    return {
+        "command": "compose",
+        "schema_version": JSON_SCHEMA_VERSION,
+        "delta": delta,
+        "releases": [r.as_dict() for r in releases],
+        "count": sum(r.count for r in releases),
+        "rules": rows,
+    }
+
+
+def _render(console: Console, report: dict[str, Any]) -> None:
+    table = new_table(
+        title=(f"Total privacy of {report['count']} releases at total δ = {report['delta']:g}"),
+        caption="ε: least total ε each rule certifies; × best: relative to the tightest rule.",
+    )
+    table.add_column("rule", style="bold")
+    table.add_column("total ε", justify="right")
+    table.add_column("total δ", justify="right")
+    table.add_column("× best", justify="right")
+    table.add_column("kind")
+    table.add_column("how")
+    for row in report["rules"]:
+        ratio = row["ratio_to_best"]
+        how = row["description"]
+        if row["per_release_delta"] is not None:
+            how += f"; each Gaussian at δ₀ = {row['per_release_delta']:.3g}"
+        table.add_row(row["rule"], fmt(row["epsilon"]), fmt(row["delta"], 4),
+                      "n/a" if ratio is None else f"{ratio:.3f}", row["kind"], how)
+    console.print(table)
+
+
+@click.command("compose")
+@click.argument("releases", nargs=-1, required=True)
+@click.option("-d", "--delta", type=float, required=True, help="Total δ in (0, 1).")
+@click.option(
+    "-r", "--rule", "rules", multiple=True, type=click.Choice(list(RULES)),
+    help="Only these rules (repeatable); default: all.",
+)
+@json_option
+def compose_command(
+    releases: tuple[str, ...], delta: float, rules: tuple[str, ...], as_json: bool
+) -> None:
+    """Total (ε, δ) of several releases: exact Gaussian, optimal, advanced and basic composition.
+
+    RELEASES are tokens [Kx]gaussian:SIGMA[:SENSITIVITY], [Kx]laplace:SCALE[:SENSITIVITY]
+    or [Kx]dp:EPSILON[:DELTA]; the K x prefix repeats a release K times.
+
+    Example: approxdp compose 100xgaussian:20 -d 1e-5
+    """
+    parsed = [parse_release(t) for t in releases]
+    report = composition_report(parsed, delta, rules)
+    emit(report, as_json, lambda console: _render(console, report))

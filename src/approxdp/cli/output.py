@@ -1,0 +1,179 @@
+"""How every command talks back: Rich tables on stdout, ``--json`` for machines, one-line errors.
+
+Conventions (every command, including ones registered later, follows them):
+
+- A command builds a plain ``dict`` (its documented JSON shape, see ``docs/cli.md``) and hands
+  it to :func:`emit` with a function that renders the same data as Rich tables. ``--json``
+  prints the dict instead, with NaN and infinities written as ``null``.
+- A command signals bad input by raising an :class:`~approxdp.errors.ApproxDPError` subclass;
+  the group (:mod:`approxdp.cli.app`) turns it into ONE line ``error: <message>`` on stderr
+  and an exit code from :data:`EXIT_CODES`. Nothing prints a traceback unless ``--debug``.
+- Work that can take more than a second runs inside :func:`progress`, a transient Rich
+  progress bar on stderr (shown only when stderr is a terminal).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+import click
+import numpy as np
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_BUDGET_EXCEEDED",
+    "EXIT_CODES",
+    "EXIT_INTERNAL",
+    "JSON_SCHEMA_VERSION",
+    "emit",
+    "error_line",
+    "fmt",
+    "fmt_value",
+    "json_option",
+    "jsonable",
+    "new_table",
+    "progress",
+    "stderr_console",
+    "stdout_console",
+]
+
+#: Exit status for input the command cannot use (bad numbers, unknown names, missing files,
+#: Click usage errors, any :class:`~approxdp.errors.ApproxDPError`).
+EXIT_BAD_INPUT = 2
+#: Exit status when a spend is refused because it would exceed the privacy budget.
+EXIT_BUDGET_EXCEEDED = 3
+#: Exit status for a bug (an exception approxdp did not expect); rerun with ``--debug``.
+EXIT_INTERNAL = 1
+EXIT_CODES: Mapping[str, int] = {
+    "ok": 0,
+    "internal error": EXIT_INTERNAL,
+    "bad input": EXIT_BAD_INPUT,
+    "budget exceeded": EXIT_BUDGET_EXCEEDED,
+}
+
+#: Version of the ``--json`` shapes; bumped only when a key is removed or changes meaning.
+JSON_SCHEMA_VERSION = 1
+
+_DEFAULT_WIDTH = 120  # when stdout is not a terminal (pipes, tests) and COLUMNS is unset
+
+
+def stdout_console() -> Console:
+    """A Rich console on stdout; 120 columns wide when not writing to a terminal."""
+    console = Console(highlight=False)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console.width = _DEFAULT_WIDTH
+    return console
+
+
+def stderr_console() -> Console:
+    """A Rich console on stderr (progress bars)."""
+    return Console(stderr=True, highlight=False)
+
+
+def new_table(title: str, caption: str | None = None) -> Table:
+    """A Rich table whose title is not squeezed to the width of narrow columns."""
+    return Table(
+        title=title, caption=caption, min_width=min(len(title) + 4, 100),
+        title_justify="left", caption_justify="left",
+    )
+
+
+def json_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """The ``--json`` flag shared by every command (parameter name ``as_json``)."""
+    return click.option(
+        "--json", "as_json", is_flag=True,
+        help="Print the result as JSON (shape documented in docs/cli.md) instead of tables.",
+    )(func)
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` with NumPy types turned into Python ones and NaN/±inf into ``None``."""
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return [jsonable(v) for v in value.tolist()]
+    if isinstance(value, np.generic):
+        return jsonable(value.item())
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    return str(value)
+
+
+def emit(data: Mapping[str, Any], as_json: bool, render: Callable[[Console], None]) -> None:
+    """Print ``data`` as JSON (``as_json``) or let ``render`` draw it on a stdout console."""
+    if as_json:
+        click.echo(json.dumps(jsonable(data), indent=2, allow_nan=False))
+    else:
+        render(stdout_console())
+
+
+def error_line(message: str, prefix: str = "error") -> None:
+    """Print ``<prefix>: <message>`` as exactly one line on stderr."""
+    text = " ".join(str(message).split()) or "unknown error"
+    click.echo(f"{prefix}: {text}", err=True)
+
+
+@contextmanager
+def progress(description: str, total: float | None = None) -> Iterator[Callable[[float], None]]:
+    """A transient progress bar on stderr; yields ``advance(amount)``.
+
+    With ``total=None`` the bar pulses (work of unknown length) and shows the elapsed time.
+    Nothing is drawn when stderr is not a terminal, so pipes and ``--json`` stay clean.
+    """
+    console = stderr_console()
+    bar = Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+        disable=not console.is_terminal,
+    )
+    with bar:
+        task = bar.add_task(description, total=total)
+
+        def advance(amount: float) -> None:
+            bar.advance(task, amount)
+
+        yield advance
+
+
+def fmt(value: float | None, digits: int = 6) -> str:
+    """A number for a table: ``digits`` significant digits, ``n/a`` for None/NaN, ``∞``."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    if isinstance(value, float) and math.isinf(value):
+        return "∞" if value > 0 else "-∞"
+    return f"{value:.{digits}g}"
+
+
+def fmt_value(value: float | None, significant: int = 7) -> str:
+    """A released value: fixed point with thousands separators and about ``significant``
+    significant digits (``51,192,102``, ``38.55123``); scientific only when very large or
+    very small."""
+    if value is None or not math.isfinite(value):
+        return fmt(value)
+    size = abs(value)
+    if size == 0 or not 1e-3 <= size < 1e15:
+        return fmt(value, significant)
+    decimals = max(0, significant - 1 - math.floor(math.log10(size)))
+    return f"{value:,.{decimals}f}"

@@ -1,0 +1,319 @@
+"""``release`` (a private count, sum, mean or histogram from a file) and ``ledger``.
+
+``release`` reads a CSV or Parquet file with DuckDB
+(:class:`~approxdp.releases.session.PrivateTable`), charges an accountant — in memory, or a
+SQLite ledger file shared by every release on the same people — and prints the report. A
+release the budget cannot pay for is refused before any noise is drawn (exit status 3) and
+the ledger is left unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, cast
+
+import click
+from rich.console import Console
+
+from approxdp.accounting import COMPOSITION_RULES, PrivacyAccountant, read_ledger_settings
+from approxdp.calibration import CALIBRATION_METHODS
+from approxdp.cli.output import (
+    JSON_SCHEMA_VERSION,
+    emit,
+    json_option,
+    jsonable,
+    new_table,
+    progress,
+)
+from approxdp.cli.release_views import (
+    budget_dict,
+    release_dict,
+    render_budget,
+    render_release,
+    spend_dict,
+    write_cells_csv,
+)
+from approxdp.errors import DataError, InvalidParameterError
+from approxdp.releases.specs import Neighbouring
+
+__all__ = ["ledger_command", "parse_domain", "release_command"]
+
+KINDS = ("count", "sum", "mean", "histogram")
+_OUTPUT_SUFFIXES = (".json", ".csv")
+
+
+def parse_domain(specs: Sequence[str]) -> dict[str, list[str]]:
+    """``COLUMN=V1,V2,...`` options as {column: [raw value, ...]} (values typed later)."""
+    domain: dict[str, list[str]] = {}
+    for spec in specs:
+        column, sep, values = spec.partition("=")
+        if not sep or not column or not values:
+            raise InvalidParameterError(
+                f"--domain must look like COLUMN=VALUE1,VALUE2,..., got {spec!r}"
+            )
+        if column in domain:
+            raise InvalidParameterError(f"--domain gives column {column!r} twice")
+        domain[column] = values.split(",")
+    return domain
+
+
+def _typed(column: str, raw: str, kind: str) -> Any:
+    """A domain value typed like its column: NULL → None, numbers for numeric columns."""
+    if raw == "NULL":
+        return None
+    if kind == "numeric":
+        try:
+            return int(raw)
+        except ValueError:
+            try:
+                return float(raw)
+            except ValueError:
+                raise InvalidParameterError(
+                    f"--domain value {raw!r} for numeric column {column!r} is not a number"
+                ) from None
+    if kind == "boolean":
+        if raw.lower() not in ("true", "false"):
+            raise InvalidParameterError(
+                f"--domain value {raw!r} for boolean column {column!r} must be true or false"
+            )
+        return raw.lower() == "true"
+    return raw
+
+
+def _check_shape(
+    kind: str, columns: Sequence[str], bounds: tuple[float, float] | None, by: Sequence[str],
+) -> None:
+    if kind == "count":
+        if columns or by or bounds is not None:
+            raise InvalidParameterError(
+                "count takes no COLUMNS, --by or --bounds; for counts per group use "
+                "'approxdp release histogram FILE COLUMN...'"
+            )
+    elif kind in ("sum", "mean"):
+        if len(columns) != 1:
+            raise InvalidParameterError(
+                f"{kind} needs exactly one value COLUMN, got {len(columns)}: {list(columns)}; "
+                "group with --by"
+            )
+        if bounds is None:
+            raise InvalidParameterError(
+                f"{kind} needs --bounds LOW HIGH: values are clamped to them, and privacy "
+                "parameters never come from the data"
+            )
+    else:
+        if not columns:
+            raise InvalidParameterError("histogram needs at least one COLUMN to count over")
+        if by or bounds is not None:
+            raise InvalidParameterError("histogram takes no --by or --bounds (list COLUMNS)")
+
+
+def _accountant(
+    ledger: Path | None, budget: tuple[float, float] | None, composition: str | None,
+    release_budget: tuple[float, float],
+) -> PrivacyAccountant:
+    if ledger is None:
+        return PrivacyAccountant(budget or release_budget, composition=composition or "auto")
+    if ledger.exists():
+        settings = read_ledger_settings(ledger)
+        return PrivacyAccountant(budget or settings.budget, ledger=ledger,
+                                 composition=composition or settings.composition)
+    if budget is None:
+        raise InvalidParameterError(
+            f"ledger {str(ledger)!r} does not exist yet; create it by also giving its total "
+            "budget: --budget EPSILON DELTA"
+        )
+    return PrivacyAccountant(budget, ledger=ledger, composition=composition or "auto")
+
+
+def _check_output(output: Path | None) -> None:
+    """Refuse an unusable --output BEFORE anything is spent."""
+    if output is None:
+        return
+    if not output.name.lower().endswith(_OUTPUT_SUFFIXES):
+        raise InvalidParameterError(
+            f"--output must end in .json or .csv, got {str(output)!r}"
+        )
+    parent = output.parent if str(output.parent) else Path(".")
+    if not parent.is_dir() or not os.access(parent, os.W_OK):
+        raise InvalidParameterError(
+            f"--output {str(output)!r}: directory {str(parent)!r} does not exist or is not "
+            "writable"
+        )
+
+
+def _run_release(table: Any, kind: str, columns: Sequence[str], options: dict[str, Any]) -> Any:
+    """Build the query against the loaded table (typing domain values by column) and run it."""
+    domain = options.pop("domain")
+    if domain:
+        schema = table.engine.schema(table.table)
+        for column in domain:
+            if column not in schema:
+                raise DataError(f"--domain column {column!r} not found; the table has columns "
+                                f"{list(schema)}")
+        options["domain"] = {c: [_typed(c, v, schema[c].value) for v in vals]
+                             for c, vals in domain.items()}
+    if kind == "count":
+        options.pop("outside_domain")
+        return table.count(**options)
+    if kind == "histogram":
+        return table.histogram(list(columns), **options)
+    bounds = options.pop("bounds")
+    return getattr(table, kind)(columns[0], bounds, **options)
+
+
+@click.command("release")
+@click.argument("kind", type=click.Choice(KINDS))
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("columns", nargs=-1)
+@click.option("-e", "--epsilon", type=float, required=True, help="ε this release spends.")
+@click.option("-d", "--delta", type=float, required=True, help="δ this release spends.")
+@click.option("--bounds", type=(float, float), default=None, metavar="LOW HIGH",
+              help="Clamping bounds of the value column (sum, mean).")
+@click.option("--by", multiple=True, metavar="COLUMN", help="Group a sum or mean (repeatable).")
+@click.option("--domain", "domain_specs", multiple=True, metavar="COLUMN=V1,V2,...",
+              help="Public values of a grouping column (repeatable; NULL for missing). "
+                   "Without a domain, cells are chosen by DP partition selection.")
+@click.option("--outside-domain", type=click.Choice(["error", "drop"]), default="error",
+              show_default=True, help="What to do with rows outside the declared domain.")
+@click.option("--budget", type=(float, float), default=None, metavar="EPSILON DELTA",
+              help="Total budget: of a new --ledger, or of this session (default: the "
+                   "release's own ε, δ). An existing ledger keeps its stored budget.")
+@click.option("--ledger", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="SQLite ledger file that keeps the budget across runs (created if absent).")
+@click.option("--composition", type=click.Choice(list(COMPOSITION_RULES)), default=None,
+              help="Composition rule of the accountant (default: auto, or the ledger's).")
+@click.option("--privacy-unit", default=None, metavar="COLUMN",
+              help="Column identifying whom to protect (default: each row).")
+@click.option("--max-partitions", type=int, default=1, show_default=True,
+              help="Cells one unit may contribute to (needs --privacy-unit).")
+@click.option("--max-rows-per-partition", type=int, default=1, show_default=True,
+              help="Rows one unit may contribute per cell (needs --privacy-unit).")
+@click.option("--neighbouring", type=click.Choice(["add-remove", "replace-one"]),
+              default="add-remove", show_default=True, help="Neighbouring relation.")
+@click.option("--level", type=float, default=0.95, show_default=True,
+              help="Confidence level of the intervals.")
+@click.option("--method", type=click.Choice(list(CALIBRATION_METHODS)), default="optimal",
+              show_default=True, help="Gaussian calibration method.")
+@click.option("--seed", type=int, default=None,
+              help="Seed the noise (tests and demos only: seeded noise is NOT secure).")
+@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="Also write the result: .json (the --json object) or .csv (one row per cell).")
+@click.option("--show", type=int, default=20, show_default=True,
+              help="Cells shown in the table (0: all).")
+@json_option
+def release_command(
+    kind: str, file: Path, columns: tuple[str, ...], epsilon: float, delta: float,
+    bounds: tuple[float, float] | None, by: tuple[str, ...], domain_specs: tuple[str, ...],
+    outside_domain: str, budget: tuple[float, float] | None, ledger: Path | None,
+    composition: str | None, privacy_unit: str | None, max_partitions: int,
+    max_rows_per_partition: int, neighbouring: str, level: float, method: str,
+    seed: int | None, output: Path | None, show: int, as_json: bool,
+) -> None:
+    """A private count, sum, mean or histogram of a CSV or Parquet FILE.
+
+    \b
+    KIND is count, sum, mean or histogram; COLUMNS are the value column (sum, mean) or the
+    columns to count over (histogram). Examples:
+      approxdp release count people.csv -e 0.5 -d 1e-6
+      approxdp release mean people.parquet age --bounds 17 90 -e 0.5 -d 1e-6
+      approxdp release histogram people.csv sex --domain sex=F,M -e 1 -d 1e-6 \\
+          --ledger budget.sqlite --budget 4 1e-5 --output sex.csv
+    """
+    import duckdb
+
+    from approxdp.releases.session import PrivateTable
+
+    _check_shape(kind, columns, bounds, by)
+    _check_output(output)
+    domain = parse_domain(domain_specs)
+    options: dict[str, Any] = {"epsilon": epsilon, "delta": delta, "level": level,
+                               "domain": domain, "outside_domain": outside_domain}
+    if kind in ("sum", "mean"):
+        options.update(bounds=bounds, by=list(by))
+    accountant = _accountant(ledger, budget, composition, (epsilon, delta))
+    try:
+        with progress(f"Releasing a private {kind} from {file.name}"):
+            table = PrivateTable(
+                str(file), accountant=accountant, neighbouring=cast(Neighbouring, neighbouring),
+                privacy_unit=privacy_unit, max_partitions=max_partitions,
+                max_rows_per_partition=max_rows_per_partition, seed=seed, method=method,
+            )
+            result = _run_release(table, kind, columns, options)
+        status = accountant.remaining()
+    except duckdb.Error as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DataError(f"cannot read {str(file)!r}: {first}") from exc
+    finally:
+        accountant.close()
+    data: dict[str, Any] = {
+        "command": "release",
+        "schema_version": JSON_SCHEMA_VERSION,
+        "file": str(file),
+        "query": {"kind": kind, "columns": list(columns), "by": list(by),
+                  "bounds": list(bounds) if bounds is not None else None,
+                  "domain": domain or None},
+        "result": release_dict(result),
+        "budget": budget_dict(status),
+        "ledger": str(ledger) if ledger is not None else None,
+    }
+
+    def render(console: Console) -> None:
+        render_release(console, data["result"], show)
+        render_budget(console, data["budget"],
+                      title="Budget" + (f" in ledger {ledger}" if ledger else " (this session)"))
+
+    emit(data, as_json, render)
+    if output is not None:
+        if output.name.lower().endswith(".csv"):
+            write_cells_csv(output, data["result"])
+        else:
+            output.write_text(json.dumps(jsonable(data), indent=2, allow_nan=False) + "\n",
+                              encoding="utf-8")
+
+
+@click.command("ledger")
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+@json_option
+def ledger_command(file: Path, as_json: bool) -> None:
+    """Show a ledger file's budget, every spend, and what remains.
+
+    Example: approxdp ledger budget.sqlite
+    """
+    settings = read_ledger_settings(file)
+    accountant = PrivacyAccountant(settings.budget, ledger=file,
+                                   composition=settings.composition)
+    try:
+        spends = [spend_dict(r) for r in accountant.history()]
+        status = accountant.remaining()
+    finally:
+        accountant.close()
+    data: dict[str, Any] = {
+        "command": "ledger",
+        "schema_version": JSON_SCHEMA_VERSION,
+        "file": str(file),
+        "budget": {"epsilon": settings.budget[0], "delta": settings.budget[1]},
+        "composition": settings.composition,
+        "spends": spends,
+        "status": budget_dict(status),
+    }
+
+    def render(console: Console) -> None:
+
+        table = new_table(f"Spends in {file}")
+        table.add_column("#", justify="right")
+        table.add_column("time (UTC)")
+        table.add_column("label")
+        table.add_column("event")
+        table.add_column("δ after (at total ε)", justify="right")
+        for s in spends:
+            table.add_row(str(s["index"]), s["time"], str(s["label"] or ""), s["summary"],
+                          f"{s['delta_after']:.4g}")
+        if not spends:
+            table.caption = "no spends yet"
+        console.print(table)
+        render_budget(console, data["status"])
+
+    emit(data, as_json, render)

@@ -1,0 +1,124 @@
+"""Every plot by name, with the options it takes — what ``approxdp plot NAME`` draws."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from approxdp._validation import check_interval, check_probability
+from approxdp.errors import InvalidParameterError, UnknownMethodError
+from approxdp.plots.calibration import (
+    plot_failure_regions,
+    plot_privacy_profiles,
+    plot_sigma_versus_delta,
+)
+from approxdp.plots.composition import plot_averaging_attack, plot_composition
+from approxdp.plots.noise import plot_max_error, plot_noise_histograms
+from approxdp.plots.utility import plot_adult_histogram, plot_mean_estimation
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["PLOTS", "PlotSpec", "render_plot"]
+
+#: Options a plot may take (the CLI's flags).
+OPTIONS = ("epsilon", "delta", "sigma", "seed", "quick")
+
+
+@dataclass(frozen=True, slots=True)
+class PlotSpec:
+    """A named plot.
+
+    Attributes:
+        name: the name ``approxdp plot`` takes.
+        title: what it shows and which figure of the paper (or seed) it reproduces.
+        options: which of ``epsilon``, ``delta``, ``sigma``, ``seed``, ``quick`` it takes.
+        draw: builds the figure from those options.
+    """
+
+    name: str
+    title: str
+    options: tuple[str, ...]
+    draw: Callable[..., Figure]
+
+
+def _reps(quick: bool, full: int, fast: int) -> int:
+    return fast if quick else full
+
+
+def _fig2(epsilon: float | None = None, **_: Any) -> Figure:
+    if epsilon is None:
+        return plot_sigma_versus_delta()
+    return plot_sigma_versus_delta(epsilons=(epsilon,))
+
+
+PLOTS: dict[str, PlotSpec] = {
+    p.name: p
+    for p in (
+        PlotSpec("fig1", "paper Fig. 1: (eps, delta) where Dwork-2014/2006 are not DP",
+                 ("quick",),
+                 lambda quick=False, **_: plot_failure_regions(
+                     "dp", resolution=60 if quick else 160)),
+        PlotSpec("fig2", "paper Fig. 2: sigma versus delta for every mechanism (one panel per "
+                 "eps; --epsilon draws one)", ("epsilon",), _fig2),
+        PlotSpec("fig3", "paper Fig. 3: (eps, delta) where Dwork-2014/2006 are not pDP",
+                 ("quick",),
+                 lambda quick=False, **_: plot_failure_regions(
+                     "pdp", resolution=60 if quick else 160)),
+        PlotSpec("fig4", "paper Fig. 4: error of private mean estimation", ("seed", "quick"),
+                 lambda seed=0, quick=False, **_: plot_mean_estimation(
+                     reps=_reps(quick, 100, 4), seed=seed)),
+        PlotSpec("fig5", "paper Fig. 5: MSE of the private Adult histogram", ("seed", "quick"),
+                 lambda seed=0, quick=False, **_: plot_adult_histogram(
+                     reps=_reps(quick, 20, 2), seed=seed)),
+        PlotSpec("profiles", "exact privacy profiles delta(eps) for given sigmas (--sigma)",
+                 ("sigma",),
+                 lambda sigma=None, **_: plot_privacy_profiles(
+                     sigmas=tuple(sigma) if sigma else (0.5, 1.0, 2.0, 4.0))),
+        PlotSpec("noise", "Laplace vs Gaussian noise histograms (the notes)",
+                 ("epsilon", "delta", "seed"),
+                 lambda epsilon=1.0, delta=1e-5, seed=0, **_: plot_noise_histograms(
+                     epsilon=epsilon, delta=delta, seed=seed)),
+        PlotSpec("composition", "basic vs advanced vs optimal vs exact-Gaussian composition "
+                 "(the notes)", ("epsilon", "delta"),
+                 lambda epsilon=1.0, delta=1e-5, **_: plot_composition(
+                     epsilon=epsilon, delta=delta)),
+        PlotSpec("max-error", "max error of k counting queries, Laplace vs Gaussian "
+                 "(lecture-wu Eq. 36-37)", ("epsilon", "delta", "seed", "quick"),
+                 lambda epsilon=1.0, delta=1e-5, seed=0, quick=False, **_: plot_max_error(
+                     epsilon=epsilon, delta=delta, reps=_reps(quick, 200, 10), seed=seed)),
+        PlotSpec("averaging-attack", "the notes' averaging attack and its privacy cost",
+                 ("epsilon", "delta", "seed", "quick"),
+                 lambda epsilon=1.0, delta=1e-5, seed=0, quick=False, **_:
+                 plot_averaging_attack(epsilon=epsilon, delta=delta,
+                                       reps=_reps(quick, 400, 20), seed=seed)),
+    )
+}
+
+
+def render_plot(name: str, **options: Any) -> Figure:
+    """Draw the plot called ``name`` with the given options (None values are ignored).
+
+    Raises:
+        UnknownMethodError: ``name`` is not in :data:`PLOTS`.
+        InvalidParameterError: an option the plot does not take, or out of range.
+    """
+    if name not in PLOTS:
+        raise UnknownMethodError(f"unknown plot {name!r}; choose one of {', '.join(PLOTS)}")
+    spec = PLOTS[name]
+    given = {k: v for k, v in options.items() if v is not None and v != () and v is not False}
+    unknown = sorted(set(given) - set(spec.options))
+    if unknown:
+        takes = ", ".join(f"--{o}" for o in spec.options) or "no options"
+        raise InvalidParameterError(
+            f"plot {name!r} does not take {', '.join('--' + u for u in unknown)}; "
+            f"it takes {takes}"
+        )
+    if "epsilon" in given:
+        check_interval("epsilon", given["epsilon"], 0.0, 1e6, low_open=True)
+    if "delta" in given:
+        check_probability("delta", given["delta"])
+    if "sigma" in given:
+        check_interval("sigma", list(given["sigma"]), 0.0, 1e12, low_open=True)
+    return spec.draw(**given)
