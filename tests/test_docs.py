@@ -59,12 +59,28 @@ def test_the_narrative_pages_have_examples() -> None:
     assert counted["index.md"] >= 3 and counted["calibration.md"] >= 3, counted
 
 
+def test_only_cluster_examples_are_not_run() -> None:
+    skipped = [
+        (p.name, line) for p in NARRATIVE
+        for line, src in python_blocks(p.read_text(encoding="utf-8")) if src.startswith(NOT_RUN)
+    ]
+    assert {name for name, _ in skipped} <= {"spark.md"}, skipped
+    assert len(skipped) == 2, skipped
+
+
 def test_fence_pattern_finds_blocks_and_lines() -> None:
     text = "# t\n\n```python\n>>> 1 + 1\n2\n```\n\n```bash\nls\n```\n```python title\nx = 1\n```\n"
     assert list(python_blocks(text)) == [(4, ">>> 1 + 1\n2\n"), (12, "x = 1\n")]
 
 
+#: First line of an example that needs real infrastructure (a cluster); shown, not run.
+NOT_RUN = "# needs a cluster: not run by the docs tests"
+
+
 def _run_block(source: str, globs: dict[str, Any], name: str, path: Path, line: int) -> None:
+    if source.startswith(NOT_RUN):
+        compile(source, f"{path}:{line}", "exec")  # still valid Python
+        return
     if ">>>" not in source:
         exec(compile(source, f"{path}:{line}", "exec"), globs)
         return
@@ -79,7 +95,11 @@ def _run_block(source: str, globs: dict[str, Any], name: str, path: Path, line: 
 
 
 @pytest.mark.parametrize("page", NARRATIVE, ids=lambda p: p.relative_to(DOCS).as_posix())
-def test_page_examples_run(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_page_examples_run(
+    page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    if page.name == "spark.md":  # its example runs on the tests' local Spark session
+        request.getfixturevalue("spark_session")
     monkeypatch.chdir(tmp_path)
     globs: dict[str, Any] = {"__name__": "__docs__"}
     for line, source in python_blocks(page.read_text(encoding="utf-8")):
