@@ -179,3 +179,36 @@ def test_adult_paper_histogram_and_demo() -> None:
         assert needle in text
     verdicts = {c.method: c.private for c in demo.comparisons}
     assert verdicts["optimal"]
+
+
+def test_secure_release_reports_the_lattice_noise_not_the_float_sigma() -> None:
+    """Secure noise is N_Z(0, s²) on gZ after rounding: its scale s·g is a little above σ, and
+    the interval must hold the discrete tail plus the rounding (SecureGaussianNoise.half_width)."""
+    from scipy import special
+
+    from approxdp.mechanisms import GaussianMechanism
+    from approxdp.releases.execute import noise_spread
+
+    data = _synthetic()
+    dom = {"a": list(range(40)), "b": ["x", "y", "z", "w"]}
+    secure = PrivateTable(data, budget=BIG).histogram(["a", "b"], domain=dom, epsilon=1.0,
+                                                       delta=1e-6)
+    mech = GaussianMechanism(1.0, 1e-6, 1.0)
+    noise = mech.secure_noise(160)
+    assert secure.sigma == mech.sigma  # the calibrated σ, as accounted
+    np.testing.assert_allclose(secure.std, noise.sigma, rtol=1e-12)
+    assert (secure.std > mech.sigma).all()
+    half = (secure.ci_high - secure.ci_low) / 2
+    assert (half >= noise.half_width(0.05) * (1 - 1e-12)).all()
+    # the simulation (float noise) keeps the exact float interval
+    sim = PrivateTable(data, budget=BIG, seed=2).histogram(["a", "b"], domain=dom,
+                                                            epsilon=1.0, delta=1e-6)
+    z = -float(special.ndtri(0.025))
+    np.testing.assert_allclose((sim.ci_high - sim.ci_low) / 2, z * mech.sigma, rtol=1e-12)
+    np.testing.assert_allclose(sim.std, mech.sigma, rtol=1e-12)
+    # the interval scale covers both levels the mean's box uses, and is 1× σ for float noise
+    std, ci = noise_spread(mech.sigma, noise, 0.95)
+    zb = -float(special.ndtri(0.0125))
+    assert std == noise.sigma and z * ci >= noise.half_width(0.05)
+    assert zb * ci >= noise.half_width(0.025)
+    assert noise_spread(mech.sigma, None, 0.95) == (mech.sigma, mech.sigma)

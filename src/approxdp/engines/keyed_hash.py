@@ -111,7 +111,7 @@ def reference_rank(
         unit: The privacy unit's value and how it enters the hash.
 
     >>> reference_rank(7, [("a", "text"), (3, "integer")], (42, "integer"))
-    1850364432
+    481976563
     """
     state = seed_state(seed)
     for value, kind in group:

@@ -96,17 +96,21 @@ class CellNoise:
         else:
             cells = batch.column("__cell").to_numpy(zero_copy_only=False).astype(np.int64)
             noisy = (flat + self.sigma * self._normals(cells, flat.shape[1])) * scales
-        stds = np.broadcast_to(scales * self.sigma, noisy.shape)
+        # the driver path's formulas
+        from approxdp.releases.execute import _mean, noise_spread
+
+        std_unit, ci_unit = noise_spread(self.sigma, self.secure, self.level)
+        stds = np.broadcast_to(scales * std_unit, noisy.shape)
+        ci_stds = np.broadcast_to(scales * ci_unit, noisy.shape)
         if self.mean_bounds is not None:
-            from approxdp.releases.execute import _mean  # the driver path's formula
             from approxdp.releases.specs import Mean
 
             spec = Mean("value", self.mean_bounds)  # _mean reads only the bounds
-            values, std, lo, hi = _mean(spec, noisy, stds, self.level)
+            values, std, lo, hi = _mean(spec, noisy, stds, self.level, ci_stds)
             cols = [values, std, lo, hi, noisy[:, 0], noisy[:, 1]]
         else:
-            values, std = noisy[:, 0], stds[:, 0]
-            cols = [values, std, values - self.z * std, values + self.z * std]
+            values, std, ci = noisy[:, 0], stds[:, 0], ci_stds[:, 0]
+            cols = [values, std, values - self.z * ci, values + self.z * ci]
         return pa.RecordBatch.from_arrays(
             [pa.array(np.ascontiguousarray(c, dtype=np.float64)) for c in cols],
             names=list(self.outputs),

@@ -28,6 +28,7 @@ from approxdp.engines.base import (
 )
 from approxdp.errors import DataError
 from approxdp.mechanisms import GaussianMechanism
+from approxdp.mechanisms.gaussian import SecureGaussianNoise
 from approxdp.releases.dense import LARGE_DOMAIN_CELLS, CellNoise, n_cells
 from approxdp.releases.plan import AllocatedPlan, AllocatedQuery
 from approxdp.releases.result import MethodComparison, ReleaseResult, compare_methods
@@ -290,31 +291,34 @@ def _noise_one(
         released = np.asarray(mech.release(flat, rng=rng), dtype=np.float64)
         noisy = released.reshape(true.shape) * scales
         sigma = float(mech.sigma)
+        secure = None if rng is not None else mech.secure_noise(max(flat.size, 1))
         comparisons = compare_methods(allocated.epsilon, allocated.delta_gaussian,
                                       aq.effective_sensitivity, sigma)
         mechanism = "gaussian"
     else:
-        noisy, sigma, comparisons, mechanism = true.copy(), 0.0, (), "exact"
-    stds = np.broadcast_to(scales * sigma, noisy.shape)
+        noisy, sigma, comparisons, mechanism, secure = true.copy(), 0.0, (), "exact", None
+    std_unit, ci_unit = noise_spread(sigma, secure, level)
+    stds = np.broadcast_to(scales * std_unit, noisy.shape)
+    ci_stds = np.broadcast_to(scales * ci_unit, noisy.shape)
     keep = np.ones(len(cells), dtype=bool)
     if aq.threshold is not None:
         j = max(i for i, m in enumerate(measures) if m.kind == "count")
         keep = noisy[:, j] > aq.threshold
-    noisy, stds = noisy[keep], stds[keep]
+    noisy, stds, ci_stds = noisy[keep], stds[keep], ci_stds[keep]
     cells = [c for c, k in zip(cells, keep, strict=True) if k]
     notes: list[str] = []
     extra: dict[str, FloatArray] = {}
     if isinstance(q, Mean):
-        values, std, lo, hi = _mean(q, noisy, stds, level)
+        values, std, lo, hi = _mean(q, noisy, stds, level, ci_stds)
         extra = {"sum_centred": noisy[:, 0], "count": noisy[:, 1]}
         notes.append("mean = c + Σ̃(x − c)/ñ clamped to the bounds; CI is conservative "
                      "(Bonferroni box over the sum's and count's intervals)")
     elif q.kind == "linearqueries":
         values, std = noisy[0], stds[0]
-        lo, hi = values - z * std, values + z * std
+        lo, hi = values - z * ci_stds[0], values + z * ci_stds[0]
     else:
         values, std = noisy[:, 0], stds[:, 0]
-        lo, hi = values - z * std, values + z * std
+        lo, hi = values - z * ci_stds[:, 0], values + z * ci_stds[:, 0]
         if noisy.shape[1] > 1:
             extra = {"count": noisy[:, 1]}
     if q.cell_domain is not None and q.outside == "drop":
@@ -332,8 +336,30 @@ def _noise_one(
     )
 
 
+def noise_spread(
+    sigma: float, secure: SecureGaussianNoise | None, level: float
+) -> tuple[float, float]:
+    """(standard deviation, interval scale) of one scaled coordinate's noise.
+
+    Float noise N(0, σ²): both are σ, and value ± z·σ is an exact interval. Secure noise is the
+    query rounded onto the lattice gZ plus N_Z(0, s²) on it: its scale is ``secure.sigma``
+    (s·g, a little above σ: the lattice calibration adds noise, never removes it), and the
+    interval scale is the h/z of :meth:`SecureGaussianNoise.half_width` (which bounds the tail
+    of the discrete noise and the rounding), taken at α = 1 − level and α/2 (the mean's box
+    uses both sides at α/2), whichever is larger, so value ± z·scale holds its level.
+    """
+    if secure is None or sigma == 0.0:
+        return sigma, sigma
+    alpha = 1.0 - level
+    ci = max(
+        secure.half_width(a) / -float(special.ndtri(a / 2.0)) for a in (alpha, alpha / 2.0)
+    )
+    return secure.sigma, max(ci, secure.sigma)
+
+
 def _mean(
-    q: Mean, noisy: FloatArray, stds: FloatArray, level: float
+    q: Mean, noisy: FloatArray, stds: FloatArray, level: float,
+    ci_stds: FloatArray | None = None,
 ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
     """Mean per cell from (Σ̃(x − c), ñ) with a conservative interval.
 
@@ -354,6 +380,8 @@ def _mean(
     delta_method = np.sqrt(ss**2 + (values - c) ** 2 * sn**2) / np.where(positive, n, 1.0)
     std = np.where(positive, np.minimum(delta_method, (high - low) / 2), (high - low) / 2)
     zb = -float(special.ndtri((1.0 - level) / 4.0))
+    if ci_stds is not None:  # interval scales (secure noise: see noise_spread)
+        ss, sn = ci_stds[:, 0], ci_stds[:, 1]
     s_lo, s_hi, n_lo, n_hi = s - zb * ss, s + zb * ss, n - zb * sn, n + zb * sn
     ok = n_lo > 0
     safe_lo = np.where(ok, n_lo, 1.0)
