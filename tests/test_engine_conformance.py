@@ -322,6 +322,16 @@ def test_engines_agree_exactly(both: tuple[Engine, Engine]) -> None:
         assert a.rows_used == b.rows_used
 
 
+def test_count_outside_rejects_values_of_the_wrong_type(engine: Engine) -> None:
+    t = engine.load(pa.table({"g": ["a", "b"], "x": [1, 2]}))
+    with pytest.raises(DataError, match=r"domain value 1 \(int\) does not fit column 'g'"):
+        engine.count_outside(t, Membership("g", ("a", 1)))
+    with pytest.raises(DataError, match=r"domain value 'a' \(str\) does not fit column 'x'"):
+        engine.count_outside(t, Membership("x", (1, "a")))
+    with pytest.raises(DataError, match="column 'nope' not found"):
+        engine.count_outside(t, Membership("nope", ("a",)))
+
+
 def test_count_outside_counts_nulls_unless_listed(engine: Engine) -> None:
     t = engine.load(pa.table({"g": ["a", None, "b", None, "c"]}))
     assert engine.count_outside(t, Membership("g", ("a", "b"))) == (3, ("c", None))

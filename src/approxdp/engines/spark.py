@@ -44,6 +44,7 @@ from approxdp.engines.base import (
     KeyValue,
     Membership,
     check_columns,
+    check_values,
 )
 from approxdp.engines.keyed_hash import (
     FMIX_MULTIPLIER,
@@ -205,6 +206,11 @@ class SparkEngine:
         self, table: SparkTable, condition: Membership, limit: int = 3
     ) -> tuple[int, tuple[KeyValue, ...]]:
         """Rows whose ``condition.column`` is not in ``condition.values``, with examples."""
+        schema = self.schema(table)
+        if condition.column not in schema:
+            raise DataError(f"column {condition.column!r} not found; the table has columns "
+                            f"{list(schema)}")
+        check_values(schema, condition, "domain")
         F = self._F
         outside = self._filter(table.df, (condition,), keep=False)
         n = int(outside.count())
