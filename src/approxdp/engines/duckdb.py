@@ -5,21 +5,30 @@ path, a pandas or Polars DataFrame, a PyArrow Table or RecordBatchReader, or a D
 (which is queried on its own connection, so views and temporary tables it refers to work).
 ``duckdb`` is imported only when an engine is created.
 
-Per-key limits (:class:`~approxdp.engines.base.PerKeyLimit`) are done without sorting on
-``random()``: rows are aggregated per (key, group) pair, each key keeps the pairs with the
-smallest rank under the engine-independent keyed hash of :mod:`approxdp.engines.keyed_hash`
-(so DuckDB and Spark keep the same groups for the same seed; a window over pairs, not rows;
-the group part is hashed once per distinct group), and pairs with more than ``max_rows`` rows
-are rescaled. The shapes::
+Per-key limits (:class:`~approxdp.engines.base.PerKeyLimit`) need no ``random()``: each row
+gets the rank of its (key, group) pair under the engine-independent keyed hash of
+:mod:`approxdp.engines.keyed_hash` (so DuckDB and Spark keep the same groups for the same
+seed; the group part comes from a dictionary of the distinct groups, joined back), one window
+over the rows, partitioned by key and ordered by the rank alone, keeps the rows of groups whose
+rank is among the key's ``max_groups`` smallest distinct ranks; those rows are aggregated per
+(key, rank) — one (key, group) pair each — and pairs with more than ``max_rows`` rows are
+rescaled. If two groups of one key share a rank among its best (a 32-bit collision: rare), the
+statement says so (``__ties``) and is run again ranking by (rank, group values), NULL last,
+which is exact in every case but slower, as string group values then enter the sort. The
+shapes::
 
-    rows                       # (key, by..., value per aggregation)
-    → pairs  GROUP BY key, by  # (key, by..., n, partial per aggregation), ≤ max_groups per key
-    → groups GROUP BY by       # (by..., Σ partial·min(1, max_rows/n), Σ min(n, max_rows))
+    rows                              # (key, by..., rank, value per aggregation)
+    → kept  dense_rank(rank) ≤ max_groups   # the same, only rows of each key's best groups
+    → pairs GROUP BY key, rank        # (by..., n, partials, mixed?), ≤ max_groups per key
+    → groups GROUP BY by              # (by..., Σ partial·min(1, max_rows/n), Σ min(n, max_rows))
 
 Cost: with 10^6 keys in random order, no exact per-key limit is cheap. Grouping all rows by
 key (a hash table far larger than the CPU caches) already takes about twice the CPU of a
-plain ``GROUP BY`` over a few hundred cells, and ranking needs every (key, group) pair;
-``benchmarks/release.py`` measures the result.
+plain ``GROUP BY`` over a few hundred cells, and a key's second-smallest *distinct* rank has
+no one-pass scalar aggregate in DuckDB. Aggregating every (key, group) pair first (10^7
+groups) costs more than the window over the rows (measured: 28× a plain ``GROUP BY`` against
+17×); the keyed rank costs 15–40% more than DuckDB's own ``hash()`` would, the price of
+identical results on both engines. ``benchmarks/release.py`` measures it.
 """
 
 from __future__ import annotations
@@ -321,8 +330,11 @@ class DuckDBEngine:
 
     # -- aggregation -----------------------------------------------------------------------
     def aggregate(self, table: DuckDBTable, request: AggregateRequest) -> AggregateResult:
-        """Run a (possibly key-sampled) grouped count/sum as one SQL query."""
+        """Run a (possibly key-sampled) grouped count/sum as one SQL query (two, in the rare
+        case where two groups of one key share a rank: see :func:`build_aggregate_sql`)."""
         result = self._aggregate_arrow(table, request)
+        if "__ties" in result.column_names and any(result.column("__ties").to_pylist()):
+            result = self._aggregate_arrow(table, request, ties=True)
         keys = {
             c: np.asarray(result.column(c).to_pylist(), dtype=object) for c in request.by
         }
@@ -335,13 +347,16 @@ class DuckDBEngine:
         )
         return AggregateResult(keys, values, int(group_rows.sum()), group_rows)
 
-    def _aggregate_arrow(self, table: DuckDBTable, request: AggregateRequest) -> Any:
-        """The aggregate as an Arrow table: (by..., aggregations, __rows), sorted by ``by``."""
+    def _aggregate_arrow(
+        self, table: DuckDBTable, request: AggregateRequest, *, ties: bool = False
+    ) -> Any:
+        """The aggregate as an Arrow table: (by..., aggregations, __rows[, __ties]), sorted by
+        ``by``."""
         types = self.sql_types(table)
         check_columns(self.schema(table), request)
         long_lists = [m for m in request.keep if len(m.values) > _INLINE_VALUES and table.own]
         if not long_lists:
-            return _arrow(table.run(build_aggregate_sql(request, types)))
+            return table.arrow(build_aggregate_sql(request, types, ties=ties))
         # long IN lists parse slowly: filter by semi-joins on registered value tables first
         names = [self._register_values(m) for m in long_lists]
         try:
@@ -354,7 +369,7 @@ class DuckDBEngine:
                 request.by, request.aggregations,
                 tuple(m for m in request.keep if m not in long_lists), request.sample,
             )
-            return _arrow(view.run(build_aggregate_sql(short, types)))
+            return view.arrow(build_aggregate_sql(short, types, ties=ties))
         finally:
             for name in names:
                 self._connection.unregister(name)
@@ -481,11 +496,17 @@ def _partial(agg: Aggregation, values: str) -> str:
     return f"{'count' if agg.function == 'count' else 'sum'}({values})"
 
 
-def build_aggregate_sql(request: AggregateRequest, types: Mapping[str, str]) -> str:
-    """The single SQL statement for ``request`` over the table ``__approxdp_source``.
+def build_aggregate_sql(
+    request: AggregateRequest, types: Mapping[str, str], *, ties: bool = False
+) -> str:
+    """The SQL statement for ``request`` over the table ``__approxdp_source``.
 
     ``types`` maps column names to DuckDB types (they decide how keys enter the keyed hash of
-    :mod:`approxdp.engines.keyed_hash`).
+    :mod:`approxdp.engines.keyed_hash`). Under a per-key limit with grouping, the statement
+    ranks a key's groups by the keyed rank alone and adds a column ``__ties``, true where two
+    groups of one key shared a rank among its best (a 32-bit collision: rare); then the result
+    is invalid and ``ties=True`` gives the statement that ranks by (rank, group values), exact
+    in every case but slower (strings enter the sort).
     """
     by = [quote_identifier(c) for c in request.by]
     where = " AND ".join(membership_sql(m) for m in request.keep) or "TRUE"
@@ -506,79 +527,104 @@ def build_aggregate_sql(request: AggregateRequest, types: Mapping[str, str]) -> 
     s = request.sample
     unit = quote_identifier(s.key)
     m = s.max_rows
-    # rows → (unit, by..., __v_i per aggregation)
-    v_cols = "".join(f", ({_value_sql(a)}) AS __v{i}" for i, a in enumerate(aggs))
-    rows_sql = (
-        f"SELECT {unit} AS __unit, {sel_by}NULL AS __none{v_cols} FROM {_SOURCE} WHERE {where}"
+    values = [f"{_value_sql(a)} AS __v{i}" for i, a in enumerate(aggs)]
+    partials = "".join(
+        f", {_partial(a, f'__v{i}')}::DOUBLE AS __p{i}" for i, a in enumerate(aggs)
     )
-    # pairs: (unit, by..., n, per-aggregation partial), ≤ max_groups pairs per unit
-    pair_group = ", ".join(["__unit", *by])
-    partial = ", ".join(f"{_partial(a, f'__v{i}')}::DOUBLE AS __p{i}" for i, a in enumerate(aggs))
-    pairs_sql = (
-        f"SELECT {pair_group}, count(*) AS __n, {partial} FROM __rows_cte GROUP BY {pair_group}"
-    )
-    if by:  # keep each unit's max_groups pairs of smallest keyed rank (engine-independent)
-        groups_sql = f"SELECT DISTINCT {', '.join(by)} FROM {_SOURCE} WHERE {where}"
-        pairs_sql = ranked_pairs_sql(pairs_sql, groups_sql, request.by, s.key, s.seed,
-                                     s.max_groups, types)
-    # groups: (by..., aggregations rescaled to ≤ max_rows rows per pair, __rows)
+    extra = ""
+    if not by:
+        # global: rows → (n, partials) per unit (one pair each)
+        ctes = (
+            f"__rows_cte AS (SELECT {', '.join([f'{unit} AS __unit', *values])} "
+            f"FROM {_SOURCE} WHERE {where}), "
+            f"__pairs AS (SELECT count(*) AS __n{partials} FROM __rows_cte GROUP BY __unit)"
+        )
+    else:
+        # rows → (unit, by..., rank, __v_i), only the rows of each unit's max_groups best
+        # groups: one window over the rows (aggregating every (unit, group) pair first costs
+        # more). The rank is the keyed hash: its group part comes from a dictionary of the
+        # distinct groups (a small join) when a group column enters it as text, else inline.
+        ranked = _keyed_rank_sql(request.by, s.key, s.seed, types, where)
+        rank_order = ", ".join(
+            f"{c} NULLS LAST" for c in ["__h", *(by if ties else [])]
+        )
+        kept = (
+            f"__kept AS{' MATERIALIZED' if ties else ''} (SELECT "
+            f"{', '.join(['__unit', *by, '__h', *values])} FROM ({ranked}) "
+            f"QUALIFY dense_rank() OVER (PARTITION BY __unit ORDER BY {rank_order}) "
+            f"<= {s.max_groups})"
+        )
+        if ties:
+            # → pairs (by..., n, partials): one per kept (unit, group)
+            pairs = (
+                f"__pairs AS (SELECT {sel_by}count(*) AS __n{partials} FROM __kept "
+                f"GROUP BY {', '.join(['__unit', *by])})"
+            )
+        else:
+            # → pairs (by..., n, partials, mixed) per kept (unit, rank): one group each,
+            # unless two groups share the rank (then "mixed", and the caller asks again)
+            mixed = " OR ".join(
+                f"min({c}) IS DISTINCT FROM max({c}) OR count({c}) NOT IN (0, count(*))"
+                for c in by
+            )
+            pairs = (
+                f"__pairs AS (SELECT {', '.join(f'min({c}) AS {c}' for c in by)}, "
+                f"count(*) AS __n{partials}, ({mixed}) AS __mixed FROM __kept "
+                f"GROUP BY __unit, __h)"
+            )
+            extra = ", bool_or(__mixed) AS __ties"
+        ctes = f"{kept}, {pairs}"
+    # → groups (by..., aggregations rescaled to ≤ max_rows rows per pair, __rows)
     finals = ", ".join(
         f"coalesce(sum(CASE WHEN __n <= {m} THEN __p{i} ELSE __p{i} * {m} / __n END), 0)"
         f"::DOUBLE AS {quote_identifier(a.name)}"
         for i, a in enumerate(aggs)
     )
     return (
-        f"WITH __rows_cte AS ({rows_sql}), __pairs AS ({pairs_sql}) "
-        f"SELECT {sel_by}{finals}, coalesce(sum(least(__n, {m})), 0)::BIGINT AS __rows "
+        f"WITH {ctes} "
+        f"SELECT {sel_by}{finals}, coalesce(sum(least(__n, {m})), 0)::BIGINT AS __rows{extra} "
         f"FROM __pairs{group}{order}"
     )
 
 
-def _columns_of(agg: Aggregation) -> Sequence[str]:
-    cols = [m.column for m in agg.where]
-    if agg.column is not None:
-        cols.append(agg.column)
-    return cols
-
-
 def rank_order_sql(rank: str) -> str:
-    """The window's first sort key from the keyed rank (the rank itself; a test coarsens it to
-    make most groups tie, so that the tie-breaking by group values is exercised)."""
+    """The rank a unit orders its groups by, from the keyed rank (the rank itself; a test
+    coarsens it to make most groups tie, so that the tie detection and the tie-breaking by
+    group values are exercised)."""
     return rank
 
 
-def ranked_pairs_sql(
-    pairs_sql: str, groups_sql: str, by: Sequence[str], unit: str, seed: int, max_groups: int,
-    types: Mapping[str, str],
+def _keyed_rank_sql(
+    by: Sequence[str], unit: str, seed: int, types: Mapping[str, str], where: str
 ) -> str:
-    """``pairs_sql`` (columns ``__unit, by...``) cut to each unit's ``max_groups`` pairs of
-    smallest rank under the keyed hash of :mod:`approxdp.engines.keyed_hash`, ties broken by the
-    group values (NULLs last). With a text-keyed group column, the group part is hashed once
-    per distinct group of ``groups_sql`` (a small dictionary from a scan of the group columns
-    only, joined back); integer keys are hashed inline."""
+    """A SELECT of every row meeting ``where`` with ``__unit``, its group columns, the columns
+    the aggregations read and ``__h``, the keyed rank of :mod:`approxdp.engines.keyed_hash`.
+
+    With a text-keyed group column the group part is computed once per distinct group (a
+    dictionary from a scan of the group columns, joined back to the rows on the group values,
+    NULL matching NULL); integer keys are hashed inline.
+    """
     cols = [quote_identifier(c) for c in by]
     text_keys = any(hash_input_of_duckdb_type(types[c]) == "text" for c in by)
     g = DuckDBSteps("__kg")
     state = str(seed_state(seed))
-    prefix = "g." if text_keys else ""
     for c, q in zip(by, cols, strict=True):
         state = g.absorb(state, g.limbs(q, types[c]))
     group_state = g.fmix(state)
     u = DuckDBSteps("__ku")
-    rank = u.fmix(u.absorb(prefix + group_state, u.limbs("p.__unit", types[unit])))
-    ties = ", ".join(f"{q} NULLS LAST" for q in cols)
-    # the window sees only the pair's columns and its rank, not the hash's intermediate steps
+    src = "r." if text_keys else ""
+    prefix = "g." if text_keys else ""
+    rank = u.fmix(u.absorb(prefix + group_state, u.limbs(src + quote_identifier(unit),
+                                                          types[unit])))
     steps = [name for name, _ in (u.steps if text_keys else g.steps + u.steps)]
-    qualify = (
-        f"SELECT * EXCLUDE ({', '.join(steps)}) FROM ({{ranked}}) "
-        f"QUALIFY row_number() OVER (PARTITION BY __unit ORDER BY {rank_order_sql(rank)}, "
-        f"{ties})"
-        f" <= {max_groups}"
-    )
+    hidden = ", ".join(steps)
     if not text_keys:
-        ranked = f"SELECT p.*, {g.select_list()}, {u.select_list()} FROM ({pairs_sql}) p"
-        return qualify.format(ranked=ranked)
-    on = " AND ".join(f"p.{q} IS NOT DISTINCT FROM g.{q}" for q in cols)
-    dictionary = f"SELECT {', '.join(cols)}, {g.select_list()} FROM ({groups_sql})"
-    ranked = f"SELECT p.*, {u.select_list()} FROM ({pairs_sql}) p JOIN ({dictionary}) g ON {on}"
-    return qualify.format(ranked=ranked)
+        inner = (f"SELECT *, {quote_identifier(unit)} AS __unit, {g.select_list()}, "
+                 f"{u.select_list()} FROM {_SOURCE} WHERE {where}")
+    else:
+        on = " AND ".join(f"r.{q} IS NOT DISTINCT FROM g.{q}" for q in cols)
+        dictionary = (f"SELECT {', '.join(cols)}, {g.select_list()} FROM "
+                      f"(SELECT DISTINCT {', '.join(cols)} FROM {_SOURCE} WHERE {where})")
+        inner = (f"SELECT r.*, r.{quote_identifier(unit)} AS __unit, {u.select_list()} FROM "
+                 f"(SELECT * FROM {_SOURCE} WHERE {where}) r JOIN ({dictionary}) g ON {on}")
+    return f"SELECT * EXCLUDE ({hidden}), {rank_order_sql(rank)} AS __h FROM ({inner})"
