@@ -306,3 +306,30 @@ def test_unreadable_files_raise_data_error(tmp_path: Path) -> None:
     latin.write_bytes(b"\xff\xfe\x00bad\n")
     with pytest.raises(DataError, match=r"cannot read file .*latin\.csv"):
         PrivateTable(latin, budget=(1.0, 1e-6)).count(epsilon=1, delta=1e-6)
+
+
+@pytest.mark.parametrize("outside", ["error", "drop"])
+@pytest.mark.parametrize("bounded", [False, True], ids=["rows", "units"])
+@pytest.mark.parametrize("large", [False, True], ids=["small", "large"])
+def test_date_column_domains_fail_before_spending(outside: str, bounded: bool,
+                                                  large: bool) -> None:
+    """A date column against a domain: date objects are no literal, and string values match in
+    SQL but not in Python; either way a typed error before the spend (was: a KeyError, or a
+    ParameterTypeError, after the budget was charged)."""
+    import datetime
+
+    days = [datetime.date(2020, 1, 1), datetime.date(2020, 1, 2)]
+    data = pa.table({"d": days * 50, "user": list(range(100))})
+    unit = {"privacy_unit": "user", "max_partitions": 1} if bounded else {}
+    for values, error in ((days, ParameterTypeError), (["2020-01-01", "2020-01-02"], DataError)):
+        t = PrivateTable(data, budget=(2.0, 1e-5), seed=0, large_domain_cells=1 if large else
+                         10**6, **unit)  # type: ignore[arg-type]
+        try:
+            t.histogram("d", domain={"d": values}, outside_domain=outside,  # type: ignore[arg-type]
+                        epsilon=1, delta=1e-6)
+        except (DataError, ParameterTypeError) as exc:
+            assert isinstance(exc, error)
+            assert t.accountant.history() == ()
+        else:  # only the large path, which matches cells in SQL, answers string dates
+            assert large and error is DataError
+            assert len(t.accountant.history()) == 1

@@ -25,6 +25,7 @@ from approxdp.engines.base import (
     Membership,
     PerKeyLimit,
     check_columns,
+    check_values,
 )
 from approxdp.errors import DataError
 from approxdp.mechanisms import GaussianMechanism
@@ -87,12 +88,16 @@ def _canonical(value: Any) -> Any:
     return _NAN if isinstance(value, float) and math.isnan(value) else value
 
 
-def _check_domain_in_result(aq: AllocatedQuery, agg: AggregateResult) -> AggregateResult:
+def _check_domain_in_result(
+    aq: AllocatedQuery, agg: AggregateResult, *, filtered: bool = False
+) -> AggregateResult:
     """Raise if any group lies outside the declared domain; else return ``agg`` unchanged.
 
     Used when the aggregation ran without the domain filter (no per-unit limits): with every
     row inside the domain the filter is a no-op, so one scan serves both the check and the
-    release.
+    release. ``filtered``: the engine already kept only rows in the domain (or checked them),
+    so a group that is not a domain value is one the engine matched in SQL that Python does
+    not (a date column against string values): found before anything is spent.
     """
     dom = aq.query.cell_domain
     if not dom:
@@ -100,6 +105,13 @@ def _check_domain_in_result(aq: AllocatedQuery, agg: AggregateResult) -> Aggrega
     for col, vals in dom:
         allowed = {_canonical(v) for v in vals}
         bad = [j for j, v in enumerate(agg.keys[col]) if _canonical(v) not in allowed]
+        if bad and filtered:
+            value = agg.keys[col][bad[0]]
+            raise DataError(
+                f"column {col!r} holds {type(value).__name__} values such as {value!r}, which "
+                f"the engine matched to domain[{col!r}] = {list(vals)[:3]}... but which are not "
+                "equal to any of them; cast the column to a string or number type first"
+            )
         if bad:
             n_out = int(agg.group_rows[bad].sum())
             examples = sorted({agg.keys[col][j] for j in bad}, key=repr)[:3]
@@ -154,6 +166,9 @@ def execute(
     ]
     for req in requests:
         check_columns(schema, req)
+    for aq in allocated.queries:  # also where no filter carries the domain (checked in Python)
+        for col, vals in aq.query.cell_domain or ():
+            check_values(schema, Membership(col, vals), "domain")
     # an unfiltered, unbounded aggregate counts every row: no separate scan to count them
     whole = next((i for i, r in enumerate(requests)
                   if not r.keep and r.sample is None and not large[i]), None)
@@ -177,7 +192,7 @@ def execute(
     small = [i for i, big in enumerate(large) if not big]
     merged = _run_merged(engine, table, [requests[i] for i in small])
     aggregates: dict[int, AggregateResult] = {
-        i: _check_domain_in_result(allocated.queries[i], agg) if fold[i] else agg
+        i: _check_domain_in_result(allocated.queries[i], agg, filtered=not fold[i])
         for i, agg in zip(small, merged, strict=True)
     }
     if whole is not None:
