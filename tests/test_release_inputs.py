@@ -333,3 +333,13 @@ def test_date_column_domains_fail_before_spending(outside: str, bounded: bool,
         else:  # only the large path, which matches cells in SQL, answers string dates
             assert large and error is DataError
             assert len(t.accountant.history()) == 1
+
+
+def test_unusable_output_dir_fails_before_spending(tmp_path: Path) -> None:
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a directory")
+    t = PrivateTable(pa.table({"a": [1, 2, 3] * 10}), budget=(2.0, 1e-5), seed=0,
+                     large_domain_cells=1, output_dir=str(blocker / "out"))
+    with pytest.raises(DataError, match="output_dir"):
+        t.histogram("a", domain={"a": [1, 2, 3]}, epsilon=1, delta=1e-6)
+    assert t.accountant.history() == ()  # was: NotADirectoryError after the charge

@@ -201,6 +201,8 @@ def execute(
             raise DataError(
                 "the table is empty (0 rows); nothing to release and nothing was spent"
             )
+    if output_dir is not None and any(large):
+        _check_output_dir(output_dir)
     event = allocated.event()
     if event is not None:
         accountant.spend(event)  # raises BudgetExceededError before any noise is drawn
@@ -211,6 +213,20 @@ def execute(
         if large[i] else _noise_one(aq, aggregates[i], allocated, rng, z, level, n_rows)
         for i, aq in enumerate(allocated.queries)
     )
+
+
+def _check_output_dir(output_dir: str) -> None:
+    """Create a local ``output_dir`` and check it is writable, before anything is spent (a
+    URI such as ``s3://...`` is left to the engine)."""
+    if "://" in output_dir:
+        return
+    try:
+        os.makedirs(output_dir, exist_ok=True)
+    except OSError as exc:
+        raise DataError(f"output_dir {output_dir!r} cannot be created: {exc.strerror}; nothing "
+                        "was spent") from exc
+    if not os.access(output_dir, os.W_OK | os.X_OK):
+        raise DataError(f"output_dir {output_dir!r} is not writable; nothing was spent")
 
 
 def _noise_large(
