@@ -22,6 +22,7 @@ import approxdp.engines.duckdb as duckdb_engine
 from approxdp.engines import AggregateRequest, Aggregation, Membership, PerKeyLimit
 from approxdp.engines.duckdb import DuckDBEngine
 from approxdp.engines.keyed_hash import reference_rank
+from approxdp.errors import DataError
 
 
 def _table(n: int, seed: int) -> pa.Table:
@@ -177,3 +178,28 @@ def test_negative_zero_unit_is_one_unit_for_the_row_cap() -> None:
     )
     assert res.values["n"].tolist() == [3.0]  # one unit, one group: at most max_rows rows
     assert res.rows_used == 3
+
+
+@pytest.mark.parametrize("by", [("g", "h"), ("h",)], ids=["text", "integer"])
+def test_source_columns_named_like_internal_ones_do_not_shadow_them(by: tuple[str, ...]) -> None:
+    """Unused source columns called ``__unit``, ``__h``, ``__kg0``, ``__ku0`` were picked up by
+    ``SELECT *`` and bound instead of the statement's own (the wrong privacy unit, silently)."""
+    table = _table(800, 11)
+    n = table.num_rows
+    for name in ("__unit", "__h", "__kg0", "__ku0"):
+        table = table.append_column(name, pa.array(np.zeros(n, dtype=np.int64)))
+    request = AggregateRequest(by, (Aggregation("n", "count"),),
+                               sample=PerKeyLimit("unit", 2, 3, seed=8))
+    engine = DuckDBEngine(threads=1)
+    clean = engine.aggregate(engine.load(table.select(["unit", "g", "h", "v"])), request)
+    noisy = engine.aggregate(engine.load(table), request)
+    assert noisy.values["n"].tolist() == clean.values["n"].tolist()
+    assert noisy.rows_used == clean.rows_used > 3 * 2  # many units, not one
+
+
+def test_used_columns_named_like_internal_ones_raise() -> None:
+    table = pa.table({"__rows": [1, 2], "u": [1, 2]})
+    engine = DuckDBEngine(threads=1)
+    with pytest.raises(DataError, match="'__rows'"):
+        engine.aggregate(engine.load(table),
+                         AggregateRequest(("__rows",), (Aggregation("n", "count"),)))

@@ -343,3 +343,30 @@ def test_unusable_output_dir_fails_before_spending(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="output_dir"):
         t.histogram("a", domain={"a": [1, 2, 3]}, epsilon=1, delta=1e-6)
     assert t.accountant.history() == ()  # was: NotADirectoryError after the charge
+
+
+@pytest.mark.parametrize("large", [False, True], ids=["small", "large"])
+@pytest.mark.parametrize("bounded", [False, True], ids=["rows", "units"])
+def test_group_columns_named_like_measures(large: bool, bounded: bool) -> None:
+    """Group columns called "m0" or "q0_m0" (the measures' internal names) gave a KeyError
+    ('Field "m0" exists 2 times')."""
+    rng = np.random.default_rng(0)
+    data = pa.table({"m0": rng.integers(0, 3, 300), "q0_m0": rng.integers(0, 3, 300),
+                     "user": rng.integers(0, 30, 300)})
+    unit = {"privacy_unit": "user", "max_partitions": 3, "max_rows_per_partition": 300}
+    t = PrivateTable(data, budget=(1e9, 0.5), seed=0, large_domain_cells=1 if large else 10**6,
+                     **(unit if bounded else {}))  # type: ignore[arg-type]
+    for col in ("m0", "q0_m0"):
+        r = t.histogram(col, domain={col: [0, 1, 2]}, epsilon=1e8, delta=0.1)
+        got = (np.array([row[1] for row in r.table.table.fetchall()]) if large  # type: ignore[union-attr]
+               else r.values)
+        assert np.round(got).tolist() == np.bincount(data[col].to_numpy()).tolist()
+
+
+@pytest.mark.parametrize("col", ["value", "__cell", "__rows"])
+def test_group_columns_clashing_with_outputs_fail_before_spending(col: str) -> None:
+    data = pa.table({col: [0, 1, 2] * 10})
+    t = PrivateTable(data, budget=(2.0, 1e-5), seed=0, large_domain_cells=1)
+    with pytest.raises(DataError, match=repr(col)):
+        t.histogram(col, domain={col: [0, 1, 2]}, epsilon=1, delta=1e-6)
+    assert t.accountant.history() == ()  # was: a KeyError or InvalidParameterError after it

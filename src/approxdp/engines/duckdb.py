@@ -37,6 +37,7 @@ import contextlib
 import itertools
 import math
 import os
+import re
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -354,6 +355,7 @@ class DuckDBEngine:
         ``by``."""
         types = self.sql_types(table)
         check_columns(self.schema(table), request)
+        _check_internal_names(request)
         long_lists = [m for m in request.keep if len(m.values) > _INLINE_VALUES and table.own]
         if not long_lists:
             return table.arrow(build_aggregate_sql(request, types, ties=ties))
@@ -473,6 +475,27 @@ def _strides(sizes: Sequence[int]) -> list[int]:
     return out
 
 
+#: Names the statements of :func:`build_aggregate_sql` give their own columns.
+_INTERNAL = re.compile(r"__(unit|h|n|rows|ties|mixed|kept|pairs|rows_cte|[vp]\d+|k[gu]\d+)")
+
+
+def _check_internal_names(request: AggregateRequest) -> None:
+    """Raise :class:`DataError` if a column the request uses would collide with a column the
+    statement names itself (an aggregation's name, ``__rows``, ``__unit``...): DuckDB would
+    bind the wrong one, or return two columns of one name."""
+    used = [*request.by, *(a.column for a in request.aggregations if a.column is not None),
+            *(w.column for a in request.aggregations for w in a.where)]
+    if request.sample is not None:
+        used.append(request.sample.key)
+    names = {a.name.lower() for a in request.aggregations}
+    for c in used:
+        if _INTERNAL.fullmatch(c.lower()) or (c in request.by and c.lower() in names):
+            raise DataError(
+                f"column {c!r} has a name the DuckDB engine uses for its own columns "
+                f"(aggregations {sorted(names)}, __rows, __unit, __h...); rename it"
+            )
+
+
 def _value_sql(agg: Aggregation) -> str:
     """Per-row contribution of ``agg`` (NULL when it contributes nothing)."""
     conds = [membership_sql(m) for m in agg.where]
@@ -544,7 +567,9 @@ def build_aggregate_sql(
         # groups: one window over the rows (aggregating every (unit, group) pair first costs
         # more). The rank is the keyed hash: its group part comes from a dictionary of the
         # distinct groups (a small join) when a group column enters it as text, else inline.
-        ranked = _keyed_rank_sql(request.by, s.key, s.seed, types, where)
+        read = [c for a in aggs for c in (a.column, *(w.column for w in a.where))
+                if c is not None]
+        ranked = _keyed_rank_sql(request.by, s.key, s.seed, types, where, read)
         rank_order = ", ".join(
             f"{c} NULLS LAST" for c in ["__h", *(by if ties else [])]
         )
@@ -595,10 +620,13 @@ def rank_order_sql(rank: str) -> str:
 
 
 def _keyed_rank_sql(
-    by: Sequence[str], unit: str, seed: int, types: Mapping[str, str], where: str
+    by: Sequence[str], unit: str, seed: int, types: Mapping[str, str], where: str,
+    read: Sequence[str] = (),
 ) -> str:
     """A SELECT of every row meeting ``where`` with ``__unit``, its group columns, the columns
-    the aggregations read and ``__h``, the keyed rank of :mod:`approxdp.engines.keyed_hash`.
+    the aggregations read (``read``) and ``__h``, the keyed rank of
+    :mod:`approxdp.engines.keyed_hash`. Only those columns: a source column that happens to be
+    called ``__unit`` or ``__h`` must not shadow them.
 
     With a text-keyed group column the group part is computed once per distinct group (a
     dictionary from a scan of the group columns, joined back to the rows on the group values,
@@ -618,13 +646,18 @@ def _keyed_rank_sql(
                                                           types[unit])))
     steps = [name for name, _ in (u.steps if text_keys else g.steps + u.steps)]
     hidden = ", ".join(steps)
+    kept = [quote_identifier(c) for c in dict.fromkeys([*by, *read])]
+    # only the columns used: a source column called like a step (__kg0...) would shadow it
+    rows = (f"(SELECT {', '.join(dict.fromkeys([*kept, quote_identifier(unit)]))} "
+            f"FROM {_SOURCE} WHERE {where})")
     if not text_keys:
-        inner = (f"SELECT *, {quote_identifier(unit)} AS __unit, {g.select_list()}, "
-                 f"{u.select_list()} FROM {_SOURCE} WHERE {where}")
+        inner = (f"SELECT {', '.join(kept)}, {quote_identifier(unit)} AS __unit, "
+                 f"{g.select_list()}, {u.select_list()} FROM {rows}")
     else:
         on = " AND ".join(f"r.{q} IS NOT DISTINCT FROM g.{q}" for q in cols)
         dictionary = (f"SELECT {', '.join(cols)}, {g.select_list()} FROM "
                       f"(SELECT DISTINCT {', '.join(cols)} FROM {_SOURCE} WHERE {where})")
-        inner = (f"SELECT r.*, r.{quote_identifier(unit)} AS __unit, {u.select_list()} FROM "
-                 f"(SELECT * FROM {_SOURCE} WHERE {where}) r JOIN ({dictionary}) g ON {on}")
+        inner = (f"SELECT {', '.join('r.' + q for q in kept)}, "
+                 f"r.{quote_identifier(unit)} AS __unit, {u.select_list()} FROM "
+                 f"{rows} r JOIN ({dictionary}) g ON {on}")
     return f"SELECT * EXCLUDE ({hidden}), {rank_order_sql(rank)} AS __h FROM ({inner})"

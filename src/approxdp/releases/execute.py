@@ -47,9 +47,12 @@ def build_request(
     q = aq.query
     bounds = allocated.plan.bounds
     aggs = []
+    prefix = "m"  # measure names distinct from the group columns (a column may be "m0")
+    while any(c.lower().startswith(prefix) for c in q.by):
+        prefix += "m"
     for j, meas in enumerate(q.measures()):
         low, high = meas.bounds if meas.kind == "sum" else (-math.inf, math.inf)
-        aggs.append(Aggregation(f"m{j}", meas.kind, meas.column, low, high, meas.centre,
+        aggs.append(Aggregation(f"{prefix}{j}", meas.kind, meas.column, low, high, meas.centre,
                                 meas.where))
     dom = q.cell_domain
     keep = tuple(Membership(c, vals) for c, vals in dom) if dom and filter_domain else ()
@@ -69,13 +72,19 @@ def _run_merged(
         groups.setdefault((r.by, r.keep, r.sample), []).append(i)
     out: list[AggregateResult | None] = [None] * len(requests)
     for (by, keep, sample), members in groups.items():
+        # output names distinct from the group columns (a column may be called "q0_m0")
+        prefix = "q"
+        while any(c.lower().startswith(prefix) for c in by):
+            prefix += "q"
         aggs = tuple(
-            Aggregation(f"q{i}_{a.name}", a.function, a.column, a.low, a.high, a.shift, a.where)
+            Aggregation(f"{prefix}{i}_{a.name}", a.function, a.column, a.low, a.high, a.shift,
+                        a.where)
             for i in members for a in requests[i].aggregations
         )
         res = engine.aggregate(table, AggregateRequest(by, aggs, keep, sample))
         for i in members:
-            values = {a.name: res.values[f"q{i}_{a.name}"] for a in requests[i].aggregations}
+            values = {a.name: res.values[f"{prefix}{i}_{a.name}"]
+                      for a in requests[i].aggregations}
             out[i] = AggregateResult(res.keys, values, res.rows_used, res.group_rows)
     return [r for r in out if r is not None]
 
@@ -203,6 +212,16 @@ def execute(
             )
     if output_dir is not None and any(large):
         _check_output_dir(output_dir)
+    for aq, big in zip(allocated.queries, large, strict=True):
+        if big:  # the cells' table has the group columns and these: no clash, checked now
+            outputs = ("value", "std", "ci_low", "ci_high", "__cell", "__rows",
+                       *(("sum_centred", "count") if isinstance(aq.query, Mean) else ()))
+            clash = [c for c in aq.query.by if c.lower() in outputs]
+            if clash:
+                raise DataError(
+                    f"group column {clash[0]!r} has the name of an output column of a "
+                    f"large-domain release ({', '.join(outputs)}); rename it; nothing was spent"
+                )
     event = allocated.event()
     if event is not None:
         accountant.spend(event)  # raises BudgetExceededError before any noise is drawn
@@ -286,7 +305,7 @@ def _cells(aq: AllocatedQuery, agg: AggregateResult) -> tuple[list[tuple[Any, ..
     """Cells to release and their true (unnoised) measure matrix, shape (cells, measures)."""
     q = aq.query
     n_meas = len(q.measures())
-    found = np.column_stack([agg.values[f"m{j}"] for j in range(n_meas)]).astype(float)
+    found = np.column_stack(list(agg.values.values())[:n_meas]).astype(float)  # measure order
     found_keys = list(zip(*(agg.keys[c] for c in q.by), strict=True)) if q.by else [()]
     if not q.by:
         return [()], found[:1]
