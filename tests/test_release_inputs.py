@@ -370,3 +370,13 @@ def test_group_columns_clashing_with_outputs_fail_before_spending(col: str) -> N
     with pytest.raises(DataError, match=repr(col)):
         t.histogram(col, domain={col: [0, 1, 2]}, epsilon=1, delta=1e-6)
     assert t.accountant.history() == ()  # was: a KeyError or InvalidParameterError after it
+
+
+def test_domain_with_two_nans_is_rejected() -> None:
+    """Two NaN objects pass set() as distinct; the release had two NaN cells, one of them
+    always released from a true count of 0."""
+    t = PrivateTable(pa.table({"f": [math.nan, 1.0] * 10}), budget=(2.0, 1e-5), seed=0)
+    with pytest.raises(InvalidParameterError, match="distinct"):
+        t.histogram("f", domain={"f": [float("nan"), 1.0, float("nan")]}, epsilon=1,
+                    delta=1e-6)
+    assert t.accountant.history() == ()
