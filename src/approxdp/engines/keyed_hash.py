@@ -17,7 +17,9 @@ Definition. Each value becomes two 32-bit *limbs*:
   ``md5_number_upper`` holds both; in hex, ``d[0:4]`` is ``h[6:8] h[4:6] h[2:4] h[0:2]``);
   a floating-point ``-0.0`` enters as ``0.0`` (SQL's ``=`` and ``GROUP BY`` make them one
   value, so both must hash alike: else which of the two a unit's group is hashed as would
-  depend on other units' rows, or split one unit's group into two capped pairs);
+  depend on other units' rows, or split one unit's group into two capped pairs), and NaN
+  and ±infinity as ``nan``, ``inf``, ``-inf`` (Python's and DuckDB's spelling; Spark maps
+  Java's ``NaN``, ``Infinity`` to it);
 - NULL (any column): ``0x9E3779B9`` twice.
 
 A 32-bit state ``s`` absorbs limbs ``x`` one at a time, ``s ← (s·A + x) mod 2^32`` with
