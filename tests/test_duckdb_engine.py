@@ -22,6 +22,7 @@ import approxdp.engines.duckdb as duckdb_engine
 from approxdp.engines import AggregateRequest, Aggregation, Membership, PerKeyLimit
 from approxdp.engines.duckdb import DuckDBEngine
 from approxdp.engines.keyed_hash import reference_rank
+from approxdp.errors import DataError
 
 
 def _table(n: int, seed: int) -> pa.Table:
@@ -139,3 +140,66 @@ def test_global_aggregate_with_a_unit_caps_rows() -> None:
     assert res.values["s"].tolist() == [pytest.approx(9.5)]
     assert res.values["n"].tolist() == [3.0]
     assert res.rows_used == 3
+
+
+def test_negative_zero_group_hashes_as_zero() -> None:
+    """-0.0 and 0.0 are one group in SQL; which of them a unit's group is hashed as must not
+    depend on another unit's rows (that would move other units' contributions: not stable)."""
+    # a seed where the text forms "-0.0" and "0.0" rank on opposite sides of "1.0" for unit 1
+    seed = next(
+        s for s in range(1000)
+        if (reference_rank(s, [("-0.0", "text")], (1, "integer"))
+            < reference_rank(s, [("1.0", "text")], (1, "integer")))
+        != (reference_rank(s, [("0.0", "text")], (1, "integer"))
+            < reference_rank(s, [("1.0", "text")], (1, "integer")))
+    )
+    engine = DuckDBEngine(threads=1)
+    request = AggregateRequest(
+        ("g",), (Aggregation("n", "count"),), sample=PerKeyLimit("u", 1, 10, seed=seed)
+    )
+    kept = []
+    for rows in ([(1, 0.0), (1, 1.0)], [(2, -0.0), (1, 0.0), (1, 1.0)]):
+        table = pa.table({"u": [r[0] for r in rows],
+                          "g": pa.array([r[1] for r in rows], pa.float64())})
+        res = engine.aggregate(engine.load(table), request)
+        kept.append(res.values["n"][res.keys["g"] == 1.0].sum())  # unit 1's choice only
+    assert kept[0] == kept[1]
+    assert reference_rank(seed, [(-0.0, "text")], (1, "integer")) == reference_rank(
+        seed, [(0.0, "text")], (1, "integer"))
+
+
+def test_negative_zero_unit_is_one_unit_for_the_row_cap() -> None:
+    table = pa.table({"u": pa.array([-0.0] * 3 + [0.0] * 3, pa.float64()), "g": ["a"] * 6})
+    engine = DuckDBEngine(threads=1)
+    res = engine.aggregate(
+        engine.load(table),
+        AggregateRequest(("g",), (Aggregation("n", "count"),),
+                         sample=PerKeyLimit("u", 2, 3, seed=1)),
+    )
+    assert res.values["n"].tolist() == [3.0]  # one unit, one group: at most max_rows rows
+    assert res.rows_used == 3
+
+
+@pytest.mark.parametrize("by", [("g", "h"), ("h",)], ids=["text", "integer"])
+def test_source_columns_named_like_internal_ones_do_not_shadow_them(by: tuple[str, ...]) -> None:
+    """Unused source columns called ``__unit``, ``__h``, ``__kg0``, ``__ku0`` were picked up by
+    ``SELECT *`` and bound instead of the statement's own (the wrong privacy unit, silently)."""
+    table = _table(800, 11)
+    n = table.num_rows
+    for name in ("__unit", "__h", "__kg0", "__ku0"):
+        table = table.append_column(name, pa.array(np.zeros(n, dtype=np.int64)))
+    request = AggregateRequest(by, (Aggregation("n", "count"),),
+                               sample=PerKeyLimit("unit", 2, 3, seed=8))
+    engine = DuckDBEngine(threads=1)
+    clean = engine.aggregate(engine.load(table.select(["unit", "g", "h", "v"])), request)
+    noisy = engine.aggregate(engine.load(table), request)
+    assert noisy.values["n"].tolist() == clean.values["n"].tolist()
+    assert noisy.rows_used == clean.rows_used > 3 * 2  # many units, not one
+
+
+def test_used_columns_named_like_internal_ones_raise() -> None:
+    table = pa.table({"__rows": [1, 2], "u": [1, 2]})
+    engine = DuckDBEngine(threads=1)
+    with pytest.raises(DataError, match="'__rows'"):
+        engine.aggregate(engine.load(table),
+                         AggregateRequest(("__rows",), (Aggregation("n", "count"),)))

@@ -418,3 +418,26 @@ def test_map_cells_with_per_key_limit_matches_aggregate(engine: Engine) -> None:
         assert got[a]["out"] == 1000.0 * i + n
         assert got[a]["twice"] == pytest.approx(2 * s, rel=1e-12)
     assert res.rows_used == direct.rows_used
+
+
+def test_special_float_keys_rank_like_the_reference(engine: Engine) -> None:
+    """Float group and unit values -0.0, NaN and ±inf: DuckDB hashed "-0.0" for a -0.0 group
+    (Spark's GROUP BY prints 0.0) and Spark hashed "NaN"/"Infinity" (DuckDB and Python: "nan",
+    "inf"), so the engines kept different groups; the reference hashes -0.0 as 0.0."""
+    g_values = [-0.0, 1.0, math.nan, math.inf, -math.inf, 2.5]
+    u_values = [-0.0, 1.0, math.nan, math.inf, 3.0]
+    rows = [(u, g) for u in u_values for g in g_values]
+    table = pa.table({"u": pa.array([r[0] for r in rows], pa.float64()),
+                      "g": pa.array([r[1] for r in rows], pa.float64())})
+    for seed in range(4):
+        res = engine.aggregate(engine.load(table), AggregateRequest(
+            ("g",), (Aggregation("n", "count"),), sample=PerKeyLimit("u", 2, 9, seed=seed)))
+        want: dict[Any, int] = defaultdict(int)
+        for u in u_values:
+            ranked = sorted(g_values, key=lambda g, u=u: reference_rank(  # type: ignore[misc]
+                seed, [(g, "text")], (u, "text")))
+            for g in ranked[:2]:
+                want["nan" if math.isnan(g) else g] += 1
+        got = {("nan" if math.isnan(k) else k): int(n)
+               for k, n in zip(res.keys["g"], res.values["n"], strict=True)}
+        assert got == dict(want)

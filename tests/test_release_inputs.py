@@ -306,3 +306,77 @@ def test_unreadable_files_raise_data_error(tmp_path: Path) -> None:
     latin.write_bytes(b"\xff\xfe\x00bad\n")
     with pytest.raises(DataError, match=r"cannot read file .*latin\.csv"):
         PrivateTable(latin, budget=(1.0, 1e-6)).count(epsilon=1, delta=1e-6)
+
+
+@pytest.mark.parametrize("outside", ["error", "drop"])
+@pytest.mark.parametrize("bounded", [False, True], ids=["rows", "units"])
+@pytest.mark.parametrize("large", [False, True], ids=["small", "large"])
+def test_date_column_domains_fail_before_spending(outside: str, bounded: bool,
+                                                  large: bool) -> None:
+    """A date column against a domain: date objects are no literal, and string values match in
+    SQL but not in Python; either way a typed error before the spend (was: a KeyError, or a
+    ParameterTypeError, after the budget was charged)."""
+    import datetime
+
+    days = [datetime.date(2020, 1, 1), datetime.date(2020, 1, 2)]
+    data = pa.table({"d": days * 50, "user": list(range(100))})
+    unit = {"privacy_unit": "user", "max_partitions": 1} if bounded else {}
+    for values, error in ((days, ParameterTypeError), (["2020-01-01", "2020-01-02"], DataError)):
+        t = PrivateTable(data, budget=(2.0, 1e-5), seed=0, large_domain_cells=1 if large else
+                         10**6, **unit)  # type: ignore[arg-type]
+        try:
+            t.histogram("d", domain={"d": values}, outside_domain=outside,  # type: ignore[arg-type]
+                        epsilon=1, delta=1e-6)
+        except (DataError, ParameterTypeError) as exc:
+            assert isinstance(exc, error)
+            assert t.accountant.history() == ()
+        else:  # only the large path, which matches cells in SQL, answers string dates
+            assert large and error is DataError
+            assert len(t.accountant.history()) == 1
+
+
+def test_unusable_output_dir_fails_before_spending(tmp_path: Path) -> None:
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a directory")
+    t = PrivateTable(pa.table({"a": [1, 2, 3] * 10}), budget=(2.0, 1e-5), seed=0,
+                     large_domain_cells=1, output_dir=str(blocker / "out"))
+    with pytest.raises(DataError, match="output_dir"):
+        t.histogram("a", domain={"a": [1, 2, 3]}, epsilon=1, delta=1e-6)
+    assert t.accountant.history() == ()  # was: NotADirectoryError after the charge
+
+
+@pytest.mark.parametrize("large", [False, True], ids=["small", "large"])
+@pytest.mark.parametrize("bounded", [False, True], ids=["rows", "units"])
+def test_group_columns_named_like_measures(large: bool, bounded: bool) -> None:
+    """Group columns called "m0" or "q0_m0" (the measures' internal names) gave a KeyError
+    ('Field "m0" exists 2 times')."""
+    rng = np.random.default_rng(0)
+    data = pa.table({"m0": rng.integers(0, 3, 300), "q0_m0": rng.integers(0, 3, 300),
+                     "user": rng.integers(0, 30, 300)})
+    unit = {"privacy_unit": "user", "max_partitions": 3, "max_rows_per_partition": 300}
+    t = PrivateTable(data, budget=(1e9, 0.5), seed=0, large_domain_cells=1 if large else 10**6,
+                     **(unit if bounded else {}))  # type: ignore[arg-type]
+    for col in ("m0", "q0_m0"):
+        r = t.histogram(col, domain={col: [0, 1, 2]}, epsilon=1e8, delta=0.1)
+        got = (np.array([row[1] for row in r.table.table.fetchall()]) if large  # type: ignore[union-attr]
+               else r.values)
+        assert np.round(got).tolist() == np.bincount(data[col].to_numpy()).tolist()
+
+
+@pytest.mark.parametrize("col", ["value", "__cell", "__rows"])
+def test_group_columns_clashing_with_outputs_fail_before_spending(col: str) -> None:
+    data = pa.table({col: [0, 1, 2] * 10})
+    t = PrivateTable(data, budget=(2.0, 1e-5), seed=0, large_domain_cells=1)
+    with pytest.raises(DataError, match=repr(col)):
+        t.histogram(col, domain={col: [0, 1, 2]}, epsilon=1, delta=1e-6)
+    assert t.accountant.history() == ()  # was: a KeyError or InvalidParameterError after it
+
+
+def test_domain_with_two_nans_is_rejected() -> None:
+    """Two NaN objects pass set() as distinct; the release had two NaN cells, one of them
+    always released from a true count of 0."""
+    t = PrivateTable(pa.table({"f": [math.nan, 1.0] * 10}), budget=(2.0, 1e-5), seed=0)
+    with pytest.raises(InvalidParameterError, match="distinct"):
+        t.histogram("f", domain={"f": [float("nan"), 1.0, float("nan")]}, epsilon=1,
+                    delta=1e-6)
+    assert t.accountant.history() == ()

@@ -387,10 +387,20 @@ _VALUE_TYPES: dict[ColumnKind, tuple[type, ...]] = {
 }
 
 
+_LITERAL_TYPES = (str, int, float, bool, np.integer, np.floating, np.bool_)
+
+
 def check_values(schema: Mapping[str, ColumnKind], cond: Membership, role: str) -> None:
     """Raise :class:`DataError` if a value of ``cond`` cannot be compared with its column
-    (a string for a numeric column, a number for a string column...; ``None`` always fits)."""
+    (a string for a numeric column, a number for a string column...; ``None`` always fits),
+    :class:`ParameterTypeError` if it is no literal at all (a date, a list...)."""
     kind = schema[cond.column]
+    for v in cond.values:  # what every engine can write as a literal (dates and such cannot)
+        if v is not None and not isinstance(v, _LITERAL_TYPES):
+            raise ParameterTypeError(
+                f"{role} values must be str, int, float, bool or None, got "
+                f"{type(v).__name__} {v!r} for column {cond.column!r}"
+            )
     types = _VALUE_TYPES.get(kind)
     if types is None:
         return

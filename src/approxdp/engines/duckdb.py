@@ -37,6 +37,7 @@ import contextlib
 import itertools
 import math
 import os
+import re
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -354,6 +355,7 @@ class DuckDBEngine:
         ``by``."""
         types = self.sql_types(table)
         check_columns(self.schema(table), request)
+        _check_internal_names(request)
         long_lists = [m for m in request.keep if len(m.values) > _INLINE_VALUES and table.own]
         if not long_lists:
             return table.arrow(build_aggregate_sql(request, types, ties=ties))
@@ -471,6 +473,27 @@ def _strides(sizes: Sequence[int]) -> list[int]:
     for i in range(len(sizes) - 2, -1, -1):
         out[i] = out[i + 1] * sizes[i + 1]
     return out
+
+
+#: Names the statements of :func:`build_aggregate_sql` give their own columns.
+_INTERNAL = re.compile(r"__(unit|h|n|rows|ties|mixed|kept|pairs|rows_cte|[vp]\d+|k[gu]\d+)")
+
+
+def _check_internal_names(request: AggregateRequest) -> None:
+    """Raise :class:`DataError` if a column the request uses would collide with a column the
+    statement names itself (an aggregation's name, ``__rows``, ``__unit``...): DuckDB would
+    bind the wrong one, or return two columns of one name."""
+    used = [*request.by, *(a.column for a in request.aggregations if a.column is not None),
+            *(w.column for a in request.aggregations for w in a.where)]
+    if request.sample is not None:
+        used.append(request.sample.key)
+    names = {a.name.lower() for a in request.aggregations}
+    for c in used:
+        if _INTERNAL.fullmatch(c.lower()) or (c in request.by and c.lower() in names):
+            raise DataError(
+                f"column {c!r} has a name the DuckDB engine uses for its own columns "
+                f"(aggregations {sorted(names)}, __rows, __unit, __h...); rename it"
+            )
 
 
 def _value_sql(agg: Aggregation) -> str:
@@ -600,8 +623,9 @@ def _keyed_rank_sql(
     values: Sequence[str],
 ) -> str:
     """A SELECT of every row meeting ``where`` as ``__unit``, its group columns, ``values``
-    (``expr AS name`` items) and ``__h``, the keyed rank of :mod:`approxdp.engines.keyed_hash`
-    — only these columns, since the window that follows carries every column it is given.
+    (``expr AS name`` items) and ``__h``, the keyed rank of :mod:`approxdp.engines.keyed_hash`.
+    Only these columns: the window that follows carries every column it is given, and a source
+    column that happens to be called ``__h`` or like a step (``__kg0``...) must not shadow one.
 
     With a text-keyed group column the group part is computed once per distinct group (a
     dictionary from a scan of the group columns, joined back to the rows on the group values,
@@ -615,19 +639,18 @@ def _keyed_rank_sql(
         state = g.absorb(state, g.limbs(q, types[c]))
     group_state = g.fmix(state)
     u = DuckDBSteps("__ku")
-    unit_sql = "r.__unit" if text_keys else quote_identifier(unit)
+    unit_sql = "r.__unit" if text_keys else "__unit"
     prefix = "g." if text_keys else ""
     rank = u.fmix(u.absorb(prefix + group_state, u.limbs(unit_sql, types[unit])))
     steps = [name for name, _ in (u.steps if text_keys else g.steps + u.steps)]
     hidden = ", ".join(steps)
     rows = ", ".join([f"{quote_identifier(unit)} AS __unit", *cols, *values])
+    rows_sql = f"(SELECT {rows} FROM {_SOURCE} WHERE {where})"
     if not text_keys:
-        inner = (f"SELECT {rows}, {g.select_list()}, {u.select_list()} "
-                 f"FROM {_SOURCE} WHERE {where}")
+        inner = f"SELECT *, {g.select_list()}, {u.select_list()} FROM {rows_sql}"
     else:
         on = " AND ".join(f"r.{q} IS NOT DISTINCT FROM g.{q}" for q in cols)
         dictionary = (f"SELECT {', '.join(cols)}, {g.select_list()} FROM "
                       f"(SELECT DISTINCT {', '.join(cols)} FROM {_SOURCE} WHERE {where})")
-        inner = (f"SELECT r.*, {u.select_list()} FROM "
-                 f"(SELECT {rows} FROM {_SOURCE} WHERE {where}) r JOIN ({dictionary}) g ON {on}")
+        inner = f"SELECT r.*, {u.select_list()} FROM {rows_sql} r JOIN ({dictionary}) g ON {on}"
     return f"SELECT * EXCLUDE ({hidden}), {rank_order_sql(rank)} AS __h FROM ({inner})"

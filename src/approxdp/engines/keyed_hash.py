@@ -15,6 +15,11 @@ Definition. Each value becomes two 32-bit *limbs*:
 - every other column, from the MD5 digest ``d`` of the UTF-8 bytes of ``CAST(v AS string)``:
   bytes ``d[0:4]`` and ``d[4:8]`` read as little-endian unsigned integers (DuckDB's
   ``md5_number_upper`` holds both; in hex, ``d[0:4]`` is ``h[6:8] h[4:6] h[2:4] h[0:2]``);
+  a floating-point ``-0.0`` enters as ``0.0`` (SQL's ``=`` and ``GROUP BY`` make them one
+  value, so both must hash alike: else which of the two a unit's group is hashed as would
+  depend on other units' rows, or split one unit's group into two capped pairs), and NaN
+  and ±infinity as ``nan``, ``inf``, ``-inf`` (Python's and DuckDB's spelling; Spark maps
+  Java's ``NaN``, ``Infinity`` to it);
 - NULL (any column): ``0x9E3779B9`` twice.
 
 A 32-bit state ``s`` absorbs limbs ``x`` one at a time, ``s ← (s·A + x) mod 2^32`` with
@@ -65,6 +70,7 @@ _DUCKDB_INTEGER_TYPES = (
     "UBIGINT", "UHUGEINT", "BOOLEAN", "INT1", "INT2", "INT4", "INT8", "INT", "LONG", "SHORT",
 )  # fmt: skip
 _DUCKDB_WIDE_TYPES = ("UBIGINT", "HUGEINT", "UHUGEINT")
+_DUCKDB_FLOAT_TYPES = ("FLOAT", "DOUBLE", "REAL", "FLOAT4", "FLOAT8")
 
 
 # -- the definition, in Python -------------------------------------------------------------
@@ -82,6 +88,8 @@ def _limbs(value: object, kind: HashInput) -> tuple[int, int]:
     if kind == "integer":
         v = int(value)  # type: ignore[call-overload]
         return (v & MASK32, (v >> 32) & MASK32)
+    if isinstance(value, float) and value == 0.0:
+        value = 0.0  # -0.0 and 0.0 are one value (see the module docstring)
     text = ("true" if value else "false") if isinstance(value, bool) else str(value)
     digest = hashlib.md5(text.encode("utf-8"), usedforsecurity=False).digest()
     return (int.from_bytes(digest[0:4], "little"), int.from_bytes(digest[4:8], "little"))
@@ -151,6 +159,9 @@ class DuckDBSteps:
             v = self._add(f"CAST({column_sql} AS {wide})")
             parts = [f"{v} & {MASK32}", f"({v} >> 32) & {MASK32}"]
         else:
+            if base in _DUCKDB_FLOAT_TYPES:  # -0.0 prints as such: hash it as 0.0
+                column_sql = (f"(CASE WHEN {column_sql} = 0 THEN CAST(0 AS {base}) "
+                              f"ELSE {column_sql} END)")
             h = self._add(f"md5_number_upper(CAST({column_sql} AS VARCHAR))")
             parts = [f"{h} & {MASK32}", f"{h} >> 32"]
         return [self._add(f"coalesce(CAST({p} AS BIGINT), {NULL_LIMB})") for p in parts]

@@ -26,7 +26,7 @@ import itertools
 import math
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -286,8 +286,12 @@ class SparkEngine:
         )
         if request.by:  # ≤ max_groups pairs per unit, smallest keyed rank first
             kinds = self._hash_inputs(table)
+            floats = {f.name for f in table.df.schema.fields
+                      if _type_name(f.dataType) in ("FloatType", "DoubleType")}
             pairs = _with_rank(F, pairs, request.by, [kinds[c] for c in request.by],
-                               kinds[s.key], s.seed)
+                               kinds[s.key], s.seed,
+                               floats={*(c for c in request.by if c in floats),
+                                       *(("__unit",) if s.key in floats else ())})
             window = self._sql.Window.partitionBy("__unit").orderBy(
                 F.col("__rank").asc(), *(F.col(_q(c)).asc_nulls_last() for c in request.by)
             )
@@ -483,21 +487,23 @@ def _arrow_for_spark(table: Any) -> Any:
 
 def _with_rank(
     F: Any, pairs: Any, by: Sequence[str], kinds: Sequence[HashInput], unit_kind: HashInput,
-    seed: int,
+    seed: int, floats: Collection[str] = (),
 ) -> Any:
     """Add ``__rank``: the keyed hash of :mod:`approxdp.engines.keyed_hash`.
 
     The group part is computed once per distinct group (a small dictionary, broadcast back)
     when a group column is hashed as text, inline otherwise; then the unit is absorbed per
     pair. Steps are Spark SQL expressions (one JVM call each, not one per operator), and each
-    ``fmix`` reads a named column, so no expression is copied into another.
+    ``fmix`` reads a named column, so no expression is copied into another. ``floats``: the
+    columns (``__unit`` for the unit) of float type, whose NaN and infinities Java prints
+    unlike DuckDB and Python (``NaN``, ``Infinity``): they are hashed as ``nan``, ``inf``.
     """
     groups = pairs.select(*(F.col(_q(c)) for c in by))
     text = "text" in kinds
     if text:  # distinct groups; reuses the pairs' shuffle
         groups = groups.distinct()
     groups = groups.withColumns({
-        f"__hin{i}": F.expr(_input_sql(_q(c), kind))
+        f"__hin{i}": F.expr(_input_sql(_q(c), kind, c in floats))
         for i, (c, kind) in enumerate(zip(by, kinds, strict=True))
     })
     state = f"CAST({seed_state(seed)} AS BIGINT)"
@@ -515,20 +521,28 @@ def _with_rank(
         )
     else:  # integers only: cheap enough per pair
         with_group = pairs.withColumns({
-            f"__hin{i}": F.expr(_input_sql(_q(c), kind))
+            f"__hin{i}": F.expr(_input_sql(_q(c), kind, c in floats))
             for i, (c, kind) in enumerate(zip(by, kinds, strict=True))
         }).withColumn("__hstate", F.expr(state))
         with_group = with_group.withColumn("__hgroup", F.expr(_fmix_sql("__hstate")))
-    unit = with_group.withColumn("__hunit", F.expr(_input_sql("__unit", unit_kind)))
+    unit = with_group.withColumn(
+        "__hunit", F.expr(_input_sql("__unit", unit_kind, "__unit" in floats))
+    )
     mixed = unit.withColumn(
         "__hmix", F.expr(_absorb_sql("__hgroup", _limbs_sql("__hunit", unit_kind)))
     )
     return mixed.withColumn("__rank", F.expr(_fmix_sql("__hmix")))
 
 
-def _input_sql(col: str, kind: HashInput) -> str:
-    """What a value enters the hash as: a BIGINT, or the md5 hex of its text form."""
-    return f"CAST({col} AS BIGINT)" if kind == "integer" else f"md5(CAST({col} AS STRING))"
+def _input_sql(col: str, kind: HashInput, is_float: bool = False) -> str:
+    """What a value enters the hash as: a BIGINT, or the md5 hex of its text form (a float's
+    NaN and infinities in DuckDB's and Python's spelling, ``nan``, ``inf``, ``-inf``)."""
+    if kind == "integer":
+        return f"CAST({col} AS BIGINT)"
+    if is_float:
+        return (f"md5(CASE WHEN isnan({col}) THEN 'nan' WHEN {col} = double('inf') THEN 'inf' "
+                f"WHEN {col} = double('-inf') THEN '-inf' ELSE CAST({col} AS STRING) END)")
+    return f"md5(CAST({col} AS STRING))"
 
 
 def _limbs_sql(hashed: str, kind: HashInput) -> list[str]:

@@ -25,6 +25,7 @@ from approxdp.engines.base import (
     Membership,
     PerKeyLimit,
     check_columns,
+    check_values,
 )
 from approxdp.errors import DataError
 from approxdp.mechanisms import GaussianMechanism
@@ -46,9 +47,12 @@ def build_request(
     q = aq.query
     bounds = allocated.plan.bounds
     aggs = []
+    prefix = "m"  # measure names distinct from the group columns (a column may be "m0")
+    while any(c.lower().startswith(prefix) for c in q.by):
+        prefix += "m"
     for j, meas in enumerate(q.measures()):
         low, high = meas.bounds if meas.kind == "sum" else (-math.inf, math.inf)
-        aggs.append(Aggregation(f"m{j}", meas.kind, meas.column, low, high, meas.centre,
+        aggs.append(Aggregation(f"{prefix}{j}", meas.kind, meas.column, low, high, meas.centre,
                                 meas.where))
     dom = q.cell_domain
     keep = tuple(Membership(c, vals) for c, vals in dom) if dom and filter_domain else ()
@@ -68,13 +72,19 @@ def _run_merged(
         groups.setdefault((r.by, r.keep, r.sample), []).append(i)
     out: list[AggregateResult | None] = [None] * len(requests)
     for (by, keep, sample), members in groups.items():
+        # output names distinct from the group columns (a column may be called "q0_m0")
+        prefix = "q"
+        while any(c.lower().startswith(prefix) for c in by):
+            prefix += "q"
         aggs = tuple(
-            Aggregation(f"q{i}_{a.name}", a.function, a.column, a.low, a.high, a.shift, a.where)
+            Aggregation(f"{prefix}{i}_{a.name}", a.function, a.column, a.low, a.high, a.shift,
+                        a.where)
             for i in members for a in requests[i].aggregations
         )
         res = engine.aggregate(table, AggregateRequest(by, aggs, keep, sample))
         for i in members:
-            values = {a.name: res.values[f"q{i}_{a.name}"] for a in requests[i].aggregations}
+            values = {a.name: res.values[f"{prefix}{i}_{a.name}"]
+                      for a in requests[i].aggregations}
             out[i] = AggregateResult(res.keys, values, res.rows_used, res.group_rows)
     return [r for r in out if r is not None]
 
@@ -87,12 +97,16 @@ def _canonical(value: Any) -> Any:
     return _NAN if isinstance(value, float) and math.isnan(value) else value
 
 
-def _check_domain_in_result(aq: AllocatedQuery, agg: AggregateResult) -> AggregateResult:
+def _check_domain_in_result(
+    aq: AllocatedQuery, agg: AggregateResult, *, filtered: bool = False
+) -> AggregateResult:
     """Raise if any group lies outside the declared domain; else return ``agg`` unchanged.
 
     Used when the aggregation ran without the domain filter (no per-unit limits): with every
     row inside the domain the filter is a no-op, so one scan serves both the check and the
-    release.
+    release. ``filtered``: the engine already kept only rows in the domain (or checked them),
+    so a group that is not a domain value is one the engine matched in SQL that Python does
+    not (a date column against string values): found before anything is spent.
     """
     dom = aq.query.cell_domain
     if not dom:
@@ -100,6 +114,13 @@ def _check_domain_in_result(aq: AllocatedQuery, agg: AggregateResult) -> Aggrega
     for col, vals in dom:
         allowed = {_canonical(v) for v in vals}
         bad = [j for j, v in enumerate(agg.keys[col]) if _canonical(v) not in allowed]
+        if bad and filtered:
+            value = agg.keys[col][bad[0]]
+            raise DataError(
+                f"column {col!r} holds {type(value).__name__} values such as {value!r}, which "
+                f"the engine matched to domain[{col!r}] = {list(vals)[:3]}... but which are not "
+                "equal to any of them; cast the column to a string or number type first"
+            )
         if bad:
             n_out = int(agg.group_rows[bad].sum())
             examples = sorted({agg.keys[col][j] for j in bad}, key=repr)[:3]
@@ -154,6 +175,9 @@ def execute(
     ]
     for req in requests:
         check_columns(schema, req)
+    for aq in allocated.queries:  # also where no filter carries the domain (checked in Python)
+        for col, vals in aq.query.cell_domain or ():
+            check_values(schema, Membership(col, vals), "domain")
     # an unfiltered, unbounded aggregate counts every row: no separate scan to count them
     whole = next((i for i, r in enumerate(requests)
                   if not r.keep and r.sample is None and not large[i]), None)
@@ -177,7 +201,7 @@ def execute(
     small = [i for i, big in enumerate(large) if not big]
     merged = _run_merged(engine, table, [requests[i] for i in small])
     aggregates: dict[int, AggregateResult] = {
-        i: _check_domain_in_result(allocated.queries[i], agg) if fold[i] else agg
+        i: _check_domain_in_result(allocated.queries[i], agg, filtered=not fold[i])
         for i, agg in zip(small, merged, strict=True)
     }
     if whole is not None:
@@ -186,6 +210,18 @@ def execute(
             raise DataError(
                 "the table is empty (0 rows); nothing to release and nothing was spent"
             )
+    if output_dir is not None and any(large):
+        _check_output_dir(output_dir)
+    for aq, big in zip(allocated.queries, large, strict=True):
+        if big:  # the cells' table has the group columns and these: no clash, checked now
+            outputs = ("value", "std", "ci_low", "ci_high", "__cell", "__rows",
+                       *(("sum_centred", "count") if isinstance(aq.query, Mean) else ()))
+            clash = [c for c in aq.query.by if c.lower() in outputs]
+            if clash:
+                raise DataError(
+                    f"group column {clash[0]!r} has the name of an output column of a "
+                    f"large-domain release ({', '.join(outputs)}); rename it; nothing was spent"
+                )
     event = allocated.event()
     if event is not None:
         accountant.spend(event)  # raises BudgetExceededError before any noise is drawn
@@ -196,6 +232,20 @@ def execute(
         if large[i] else _noise_one(aq, aggregates[i], allocated, rng, z, level, n_rows)
         for i, aq in enumerate(allocated.queries)
     )
+
+
+def _check_output_dir(output_dir: str) -> None:
+    """Create a local ``output_dir`` and check it is writable, before anything is spent (a
+    URI such as ``s3://...`` is left to the engine)."""
+    if "://" in output_dir:
+        return
+    try:
+        os.makedirs(output_dir, exist_ok=True)
+    except OSError as exc:
+        raise DataError(f"output_dir {output_dir!r} cannot be created: {exc.strerror}; nothing "
+                        "was spent") from exc
+    if not os.access(output_dir, os.W_OK | os.X_OK):
+        raise DataError(f"output_dir {output_dir!r} is not writable; nothing was spent")
 
 
 def _noise_large(
@@ -255,7 +305,7 @@ def _cells(aq: AllocatedQuery, agg: AggregateResult) -> tuple[list[tuple[Any, ..
     """Cells to release and their true (unnoised) measure matrix, shape (cells, measures)."""
     q = aq.query
     n_meas = len(q.measures())
-    found = np.column_stack([agg.values[f"m{j}"] for j in range(n_meas)]).astype(float)
+    found = np.column_stack(list(agg.values.values())[:n_meas]).astype(float)  # measure order
     found_keys = list(zip(*(agg.keys[c] for c in q.by), strict=True)) if q.by else [()]
     if not q.by:
         return [()], found[:1]

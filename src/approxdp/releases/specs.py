@@ -83,7 +83,9 @@ def _domain(
         if isinstance(values, str) or not isinstance(values, Sequence | set | frozenset):
             raise ParameterTypeError(f"domain[{col!r}] must be a list of values, got {values!r}")
         vals = tuple(values)
-        if not vals or len(set(vals)) != len(vals):
+        # NaN != NaN: two NaN objects would pass set() as distinct, yet match the same rows
+        distinct = {"NaN" if isinstance(v, float) and math.isnan(v) else v for v in vals}
+        if not vals or len(distinct) != len(vals):
             raise InvalidParameterError(
                 f"domain[{col!r}] must be a non-empty list of distinct values, got {vals!r}"
             )
