@@ -322,6 +322,20 @@ def test_engines_agree_exactly(both: tuple[Engine, Engine]) -> None:
         assert a.rows_used == b.rows_used
 
 
+@pytest.mark.parametrize("name", ["__unit", "__rank", "__n", "__v0", "__hin0", "__cell"])
+def test_reserved_column_names_raise_before_any_work(engine: Engine, name: str) -> None:
+    t = engine.load(pa.table({name: [1, 2, 2], "u": [1, 2, 3], "x": [1.0, 2.0, 3.0]}))
+    as_group = AggregateRequest((name,), (Aggregation("n", "count"),))
+    as_unit = AggregateRequest((), (Aggregation("n", "count"),), sample=PerKeyLimit(name, 1, 1, seed=3))
+    for request in (as_group, as_unit):
+        with pytest.raises(DataError, match=rf"'{name}'.*reserved"):
+            engine.aggregate(t, request)
+    named_like_sum = AggregateRequest(("n",), (Aggregation("n", "count"),))
+    t2 = engine.load(pa.table({"n": [1, 2]}))
+    with pytest.raises(DataError, match="group column 'n' has the name"):
+        engine.aggregate(t2, named_like_sum)
+
+
 def test_count_outside_rejects_values_of_the_wrong_type(engine: Engine) -> None:
     t = engine.load(pa.table({"g": ["a", "b"], "x": [1, 2]}))
     with pytest.raises(DataError, match=r"domain value 1 \(int\) does not fit column 'g'"):

@@ -41,6 +41,7 @@ import numpy.typing as npt
 from approxdp.errors import DataError, InvalidParameterError, ParameterTypeError
 
 __all__ = [
+    "RESERVED_PREFIX",
     "AggregateRequest",
     "AggregateResult",
     "Aggregation",
@@ -306,8 +307,15 @@ class Engine(Protocol):
         ...
 
 
+#: Column names the engines use for their own columns start with this; data columns may not.
+RESERVED_PREFIX = "__"
+
+
 def check_columns(schema: Mapping[str, ColumnKind], request: AggregateRequest) -> None:
-    """Raise :class:`DataError` naming any column the request uses that the table lacks."""
+    """Raise :class:`DataError` naming any column the request uses that the table lacks, whose
+    name is reserved (:data:`RESERVED_PREFIX`, or a group column named like one of the
+    request's aggregations: an engine would bind the wrong column or return two of one name),
+    or whose values or kind do not fit the request."""
     used: list[tuple[str, str]] = [(c, "by") for c in request.by]
     used += [(m.column, "keep") for m in request.keep]
     if request.sample is not None:
@@ -323,6 +331,19 @@ def check_columns(schema: Mapping[str, ColumnKind], request: AggregateRequest) -
             raise DataError(
                 f"column {column!r} ({role}) not found; the table has columns "
                 f"{list(schema)}{hint}"
+            )
+    for column, role in used:
+        if column.startswith(RESERVED_PREFIX):
+            raise DataError(
+                f"column {column!r} ({role}): names beginning with {RESERVED_PREFIX!r} are "
+                "reserved for the engines' own columns; rename it (e.g. in a view)"
+            )
+    names = {a.name.lower() for a in request.aggregations}
+    for column in request.by:
+        if column.lower() in names:
+            raise DataError(
+                f"group column {column!r} has the name of one of the request's aggregations "
+                f"{sorted(names)}; rename it"
             )
     for cond in request.keep:
         check_values(schema, cond, "domain")

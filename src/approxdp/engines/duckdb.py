@@ -37,7 +37,6 @@ import contextlib
 import itertools
 import math
 import os
-import re
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -355,7 +354,6 @@ class DuckDBEngine:
         ``by``."""
         types = self.sql_types(table)
         check_columns(self.schema(table), request)
-        _check_internal_names(request)
         long_lists = [m for m in request.keep if len(m.values) > _INLINE_VALUES and table.own]
         if not long_lists:
             return table.arrow(build_aggregate_sql(request, types, ties=ties))
@@ -473,27 +471,6 @@ def _strides(sizes: Sequence[int]) -> list[int]:
     for i in range(len(sizes) - 2, -1, -1):
         out[i] = out[i + 1] * sizes[i + 1]
     return out
-
-
-#: Names the statements of :func:`build_aggregate_sql` give their own columns.
-_INTERNAL = re.compile(r"__(unit|h|n|rows|ties|mixed|kept|pairs|rows_cte|[vp]\d+|k[gu]\d+)")
-
-
-def _check_internal_names(request: AggregateRequest) -> None:
-    """Raise :class:`DataError` if a column the request uses would collide with a column the
-    statement names itself (an aggregation's name, ``__rows``, ``__unit``...): DuckDB would
-    bind the wrong one, or return two columns of one name."""
-    used = [*request.by, *(a.column for a in request.aggregations if a.column is not None),
-            *(w.column for a in request.aggregations for w in a.where)]
-    if request.sample is not None:
-        used.append(request.sample.key)
-    names = {a.name.lower() for a in request.aggregations}
-    for c in used:
-        if _INTERNAL.fullmatch(c.lower()) or (c in request.by and c.lower() in names):
-            raise DataError(
-                f"column {c!r} has a name the DuckDB engine uses for its own columns "
-                f"(aggregations {sorted(names)}, __rows, __unit, __h...); rename it"
-            )
 
 
 def _value_sql(agg: Aggregation) -> str:
