@@ -326,7 +326,8 @@ def test_engines_agree_exactly(both: tuple[Engine, Engine]) -> None:
 def test_reserved_column_names_raise_before_any_work(engine: Engine, name: str) -> None:
     t = engine.load(pa.table({name: [1, 2, 2], "u": [1, 2, 3], "x": [1.0, 2.0, 3.0]}))
     as_group = AggregateRequest((name,), (Aggregation("n", "count"),))
-    as_unit = AggregateRequest((), (Aggregation("n", "count"),), sample=PerKeyLimit(name, 1, 1, seed=3))
+    as_unit = AggregateRequest((), (Aggregation("n", "count"),),
+                               sample=PerKeyLimit(name, 1, 1, seed=3))
     for request in (as_group, as_unit):
         with pytest.raises(DataError, match=rf"'{name}'.*reserved"):
             engine.aggregate(t, request)

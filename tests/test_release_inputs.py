@@ -380,3 +380,16 @@ def test_domain_with_two_nans_is_rejected() -> None:
         t.histogram("f", domain={"f": [float("nan"), 1.0, float("nan")]}, epsilon=1,
                     delta=1e-6)
     assert t.accountant.history() == ()
+
+
+def test_date_column_against_string_domain_says_to_cast() -> None:
+    """Unbounded, outside_domain="error": the check runs on the aggregate's keys, which are
+    dates; the error must say why they never match, not only that rows are outside."""
+    import datetime
+
+    days = [datetime.date(2020, 1, d) for d in (1, 2, 2, 3)]
+    t = PrivateTable(pa.table({"d": days}), budget=(1.0, 1e-6), seed=0)
+    with pytest.raises(DataError, match=r"values are date.*cast the column"):
+        t.histogram("d", domain={"d": ["2020-01-01", "2020-01-02", "2020-01-03"]},
+                    epsilon=0.5, delta=5e-7)
+    assert len(t.accountant.history()) == 0  # nothing spent

@@ -97,6 +97,10 @@ def _canonical(value: Any) -> Any:
     return _NAN if isinstance(value, float) and math.isnan(value) else value
 
 
+#: Key values a declared domain can list (what a domain check compares group keys with).
+_KEY_LITERALS = (str, int, float, bool, np.integer, np.floating, np.bool_)
+
+
 def _check_domain_in_result(
     aq: AllocatedQuery, agg: AggregateResult, *, filtered: bool = False
 ) -> AggregateResult:
@@ -124,10 +128,16 @@ def _check_domain_in_result(
         if bad:
             n_out = int(agg.group_rows[bad].sum())
             examples = sorted({agg.keys[col][j] for j in bad}, key=repr)[:3]
+            odd = next((agg.keys[col][j] for j in bad if agg.keys[col][j] is not None
+                        and not isinstance(agg.keys[col][j], _KEY_LITERALS)), None)
+            hint = (
+                f"add them to domain[{col!r}] or pass outside_domain='drop'" if odd is None
+                else f"its values are {type(odd).__name__}, which never equal a domain's "
+                "str/int/float/bool values: cast the column to a string or number type first"
+            )
             raise DataError(
                 f"{n_out} row(s) have column {col!r} outside the declared domain (e.g. "
-                f"{examples}); add them to domain[{col!r}] or pass outside_domain='drop' "
-                "(this check is exact, not private)"
+                f"{examples}); {hint} (this check is exact, not private)"
             )
     return agg
 
