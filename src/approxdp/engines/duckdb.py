@@ -544,14 +544,15 @@ def build_aggregate_sql(
         # groups: one window over the rows (aggregating every (unit, group) pair first costs
         # more). The rank is the keyed hash: its group part comes from a dictionary of the
         # distinct groups (a small join) when a group column enters it as text, else inline.
-        ranked = _keyed_rank_sql(request.by, s.key, s.seed, types, where, values)
+        read = [c for a in aggs for c in (a.column, *(w.column for w in a.where))
+                if c is not None]
+        ranked = _keyed_rank_sql(request.by, s.key, s.seed, types, where, read)
         rank_order = ", ".join(
             f"{c} NULLS LAST" for c in ["__h", *(by if ties else [])]
         )
         kept = (
             f"__kept AS{' MATERIALIZED' if ties else ''} (SELECT "
-            f"{', '.join(['__unit', *by, '__h', *(f'__v{i}' for i in range(len(aggs)))])} "
-            f"FROM ({ranked}) "
+            f"{', '.join(['__unit', *by, '__h', *values])} FROM ({ranked}) "
             f"QUALIFY dense_rank() OVER (PARTITION BY __unit ORDER BY {rank_order}) "
             f"<= {s.max_groups})"
         )
@@ -597,12 +598,13 @@ def rank_order_sql(rank: str) -> str:
 
 def _keyed_rank_sql(
     by: Sequence[str], unit: str, seed: int, types: Mapping[str, str], where: str,
-    values: Sequence[str],
+    read: Sequence[str],
 ) -> str:
-    """A SELECT of every row meeting ``where`` as ``__unit``, its group columns, ``values``
-    (``expr AS name`` items) and ``__h``, the keyed rank of :mod:`approxdp.engines.keyed_hash`.
-    Only these columns: the window that follows carries every column it is given, and a source
-    column that happens to be called ``__h`` or like a step (``__kg0``...) must not shadow one.
+    """A SELECT of every row meeting ``where`` with ``__unit``, its group columns, the columns
+    the aggregations read (``read``) and ``__h``, the keyed rank of
+    :mod:`approxdp.engines.keyed_hash`. Only those columns: a source column that happens to be
+    called ``__h`` or like a step (``__kg0``...) must not shadow one (the aggregations' values
+    are computed after the window, on the kept rows only).
 
     With a text-keyed group column the group part is computed once per distinct group (a
     dictionary from a scan of the group columns, joined back to the rows on the group values,
@@ -616,18 +618,22 @@ def _keyed_rank_sql(
         state = g.absorb(state, g.limbs(q, types[c]))
     group_state = g.fmix(state)
     u = DuckDBSteps("__ku")
-    unit_sql = "r.__unit" if text_keys else "__unit"
+    unit_sql = ("r." if text_keys else "") + quote_identifier(unit)
     prefix = "g." if text_keys else ""
     rank = u.fmix(u.absorb(prefix + group_state, u.limbs(unit_sql, types[unit])))
     steps = [name for name, _ in (u.steps if text_keys else g.steps + u.steps)]
     hidden = ", ".join(steps)
-    rows = ", ".join([f"{quote_identifier(unit)} AS __unit", *cols, *values])
-    rows_sql = f"(SELECT {rows} FROM {_SOURCE} WHERE {where})"
+    kept = [quote_identifier(c) for c in dict.fromkeys([*by, *read])]
+    rows = (f"(SELECT {', '.join(dict.fromkeys([*kept, quote_identifier(unit)]))} "
+            f"FROM {_SOURCE} WHERE {where})")
     if not text_keys:
-        inner = f"SELECT *, {g.select_list()}, {u.select_list()} FROM {rows_sql}"
+        inner = (f"SELECT {', '.join(kept)}, {quote_identifier(unit)} AS __unit, "
+                 f"{g.select_list()}, {u.select_list()} FROM {rows}")
     else:
         on = " AND ".join(f"r.{q} IS NOT DISTINCT FROM g.{q}" for q in cols)
         dictionary = (f"SELECT {', '.join(cols)}, {g.select_list()} FROM "
                       f"(SELECT DISTINCT {', '.join(cols)} FROM {_SOURCE} WHERE {where})")
-        inner = f"SELECT r.*, {u.select_list()} FROM {rows_sql} r JOIN ({dictionary}) g ON {on}"
+        inner = (f"SELECT {', '.join('r.' + q for q in kept)}, "
+                 f"r.{quote_identifier(unit)} AS __unit, {u.select_list()} FROM "
+                 f"{rows} r JOIN ({dictionary}) g ON {on}")
     return f"SELECT * EXCLUDE ({hidden}), {rank_order_sql(rank)} AS __h FROM ({inner})"
