@@ -27,7 +27,7 @@ key (a hash table far larger than the CPU caches) already takes about twice the 
 plain ``GROUP BY`` over a few hundred cells, and a key's second-smallest *distinct* rank has
 no one-pass scalar aggregate in DuckDB. Aggregating every (key, group) pair first (10^7
 groups) costs more than the window over the rows (measured: 28× a plain ``GROUP BY`` against
-17×); the keyed rank costs 15–40% more than DuckDB's own ``hash()`` would, the price of
+17×); the keyed rank costs about 20% more than DuckDB's own ``hash()`` would, the price of
 identical results on both engines. ``benchmarks/release.py`` measures it.
 """
 
