@@ -52,7 +52,9 @@ __all__ = [
     "Engine",
     "Membership",
     "PerKeyLimit",
+    "aggregate_result",
     "check_columns",
+    "check_condition_column",
     "check_values",
 ]
 
@@ -356,6 +358,28 @@ def check_columns(schema: Mapping[str, ColumnKind], request: AggregateRequest) -
                 f"column {agg.column!r} must be numeric for aggregation {agg.name!r}, but it is "
                 f"{schema[agg.column].value}"
             )
+
+
+def check_condition_column(schema: Mapping[str, ColumnKind], condition: Membership) -> None:
+    """Raise :class:`DataError` if ``condition`` names a column the table lacks or lists values
+    that cannot be compared with it (``count_outside``'s checks, the same on every engine)."""
+    if condition.column not in schema:
+        raise DataError(f"column {condition.column!r} not found; the table has columns "
+                        f"{list(schema)}")
+    check_values(schema, condition, "domain")
+
+
+def aggregate_result(table: Any, request: AggregateRequest) -> AggregateResult:
+    """The :class:`AggregateResult` of an Arrow table with the columns ``by...``, one per
+    aggregation and ``__rows``, in the order the engine returned them (sorted, NULL last)."""
+    keys = {c: np.asarray(table.column(c).to_pylist(), dtype=object) for c in request.by}
+    values = {
+        a.name: np.asarray(table.column(a.name).to_numpy(zero_copy_only=False), dtype=float)
+        for a in request.aggregations
+    }
+    group_rows = np.asarray(table.column("__rows").to_numpy(zero_copy_only=False),
+                            dtype=np.int64)
+    return AggregateResult(keys, values, int(group_rows.sum()), group_rows)
 
 
 @dataclass(frozen=True)

@@ -55,8 +55,9 @@ from approxdp.engines.base import (
     ColumnKind,
     KeyValue,
     Membership,
+    aggregate_result,
     check_columns,
-    check_values,
+    check_condition_column,
 )
 from approxdp.engines.keyed_hash import DuckDBSteps, hash_input_of_duckdb_type, seed_state
 from approxdp.errors import DataError, MissingDependencyError, ParameterTypeError
@@ -303,11 +304,7 @@ class DuckDBEngine:
         self, table: DuckDBTable, condition: Membership, limit: int = 3
     ) -> tuple[int, tuple[KeyValue, ...]]:
         """Rows whose ``condition.column`` is not in ``condition.values``, with examples."""
-        schema = self.schema(table)
-        if condition.column not in schema:
-            raise DataError(f"column {condition.column!r} not found; the table has columns "
-                            f"{list(schema)}")
-        check_values(schema, condition, "domain")
+        check_condition_column(self.schema(table), condition)
         col = quote_identifier(condition.column)
         name = None
         if len(condition.values) > _INLINE_VALUES and table.own:
@@ -335,17 +332,7 @@ class DuckDBEngine:
         result = self._aggregate_arrow(table, request)
         if "__ties" in result.column_names and any(result.column("__ties").to_pylist()):
             result = self._aggregate_arrow(table, request, ties=True)
-        keys = {
-            c: np.asarray(result.column(c).to_pylist(), dtype=object) for c in request.by
-        }
-        values = {
-            a.name: np.asarray(result.column(a.name).to_numpy(zero_copy_only=False), dtype=float)
-            for a in request.aggregations
-        }
-        group_rows = np.asarray(
-            result.column("__rows").to_numpy(zero_copy_only=False), dtype=np.int64
-        )
-        return AggregateResult(keys, values, int(group_rows.sum()), group_rows)
+        return aggregate_result(result, request)
 
     def _aggregate_arrow(
         self, table: DuckDBTable, request: AggregateRequest, *, ties: bool = False

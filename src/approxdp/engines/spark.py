@@ -31,8 +31,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from approxdp.engines.base import (
     AggregateRequest,
     AggregateResult,
@@ -43,8 +41,9 @@ from approxdp.engines.base import (
     ColumnKind,
     KeyValue,
     Membership,
+    aggregate_result,
     check_columns,
-    check_values,
+    check_condition_column,
 )
 from approxdp.engines.keyed_hash import (
     FMIX_MULTIPLIER,
@@ -206,11 +205,7 @@ class SparkEngine:
         self, table: SparkTable, condition: Membership, limit: int = 3
     ) -> tuple[int, tuple[KeyValue, ...]]:
         """Rows whose ``condition.column`` is not in ``condition.values``, with examples."""
-        schema = self.schema(table)
-        if condition.column not in schema:
-            raise DataError(f"column {condition.column!r} not found; the table has columns "
-                            f"{list(schema)}")
-        check_values(schema, condition, "domain")
+        check_condition_column(self.schema(table), condition)
         F = self._F
         outside = self._filter(table.df, (condition,), keep=False)
         n = int(outside.count())
@@ -249,15 +244,7 @@ class SparkEngine:
         result = _collect_arrow(out)  # small: sorted here, not by a distributed sort
         if request.by:
             result = _sort_nulls_last(result, request.by)
-        keys = {c: np.asarray(result.column(c).to_pylist(), dtype=object) for c in request.by}
-        values = {
-            a.name: np.asarray(result.column(a.name).to_numpy(zero_copy_only=False), dtype=float)
-            for a in request.aggregations
-        }
-        group_rows = np.asarray(
-            result.column("__rows").to_numpy(zero_copy_only=False), dtype=np.int64
-        )
-        return AggregateResult(keys, values, int(group_rows.sum()), group_rows)
+        return aggregate_result(result, request)
 
     def _aggregate_frame(self, table: SparkTable, request: AggregateRequest) -> Any:
         """The aggregate as a lazy DataFrame: (by..., aggregations, __rows)."""
