@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 from scipy import special
 from scipy.special import cython_special
 
@@ -162,32 +163,55 @@ def round_up_sigma(
     raise RuntimeError("sigma round-up did not converge")  # pragma: no cover
 
 
-def sigma_optimal_dp(eps: FloatArray, delta: FloatArray) -> FloatArray:
-    """DP-OPT σ/Δ for flat arrays of ε > 0 and δ in (0, 1) (paper Thm 2).
-
-    Halley's method (:mod:`approxdp.calibration.optimal_halley`), in chunks that keep the
-    temporaries in cache; any point it does not settle goes to the bracketed search.
-    """
+def _halley_then_bracketed(
+    halley: Callable[[FloatArray, FloatArray], tuple[FloatArray, npt.NDArray[np.bool_]]],
+    bracketed: Callable[[FloatArray, FloatArray], FloatArray],
+    eps: FloatArray,
+    delta: FloatArray,
+) -> FloatArray:
+    """``halley`` in chunks that keep the temporaries in cache; the points it does not settle
+    go to ``bracketed``."""
     sigma = np.empty_like(eps)
     done = np.empty(eps.shape, dtype=bool)
     # Intermediate over/underflow at extreme inputs is handled (and every result verified).
     with np.errstate(all="ignore"):
         for i in range(0, eps.size, _CHUNK):
             sl = slice(i, i + _CHUNK)
-            sigma[sl], done[sl] = sigma_dp_halley(eps[sl], delta[sl])
+            sigma[sl], done[sl] = halley(eps[sl], delta[sl])
         if not np.all(done):
             rest = ~done
-            sigma[rest] = _sigma_optimal_dp_bracketed(eps[rest], delta[rest])
+            sigma[rest] = bracketed(eps[rest], delta[rest])
     return sigma
+
+
+def _halley_then_bracketed_scalar(
+    halley: Callable[[float, float], float | None],
+    bracketed: Callable[[FloatArray, FloatArray], FloatArray],
+    eps: float,
+    delta: float,
+) -> float:
+    """:func:`_halley_then_bracketed` for one point given as Python floats."""
+    sigma = halley(eps, delta)
+    if sigma is not None:
+        return sigma
+    with np.errstate(all="ignore"):
+        return float(bracketed(np.array([eps]), np.array([delta]))[0])
+
+
+def sigma_optimal_dp(eps: FloatArray, delta: FloatArray) -> FloatArray:
+    """DP-OPT σ/Δ for flat arrays of ε > 0 and δ in (0, 1) (paper Thm 2).
+
+    Halley's method (:mod:`approxdp.calibration.optimal_halley`), in chunks that keep the
+    temporaries in cache; any point it does not settle goes to the bracketed search.
+    """
+    return _halley_then_bracketed(sigma_dp_halley, _sigma_optimal_dp_bracketed, eps, delta)
 
 
 def sigma_optimal_dp_scalar(eps: float, delta: float) -> float:
     """:func:`sigma_optimal_dp` for one point ε > 0, δ in (0, 1) given as Python floats."""
-    sigma = sigma_dp_halley_scalar(eps, delta)
-    if sigma is not None:
-        return sigma
-    with np.errstate(all="ignore"):
-        return float(_sigma_optimal_dp_bracketed(np.array([eps]), np.array([delta]))[0])
+    return _halley_then_bracketed_scalar(
+        sigma_dp_halley_scalar, _sigma_optimal_dp_bracketed, eps, delta
+    )
 
 
 def _sigma_optimal_dp_bracketed(eps: FloatArray, delta: FloatArray) -> FloatArray:
@@ -218,26 +242,14 @@ def sigma_optimal_pdp(eps: FloatArray, delta: FloatArray) -> FloatArray:
     Halley's method (:mod:`approxdp.calibration.pdp_halley`) in chunks; any point it does not
     settle goes to the bracketed search.
     """
-    sigma = np.empty_like(eps)
-    done = np.empty(eps.shape, dtype=bool)
-    # Intermediate over/underflow at extreme inputs is handled (and every result verified).
-    with np.errstate(all="ignore"):
-        for i in range(0, eps.size, _CHUNK):
-            sl = slice(i, i + _CHUNK)
-            sigma[sl], done[sl] = sigma_pdp_halley(eps[sl], delta[sl])
-        if not np.all(done):
-            rest = ~done
-            sigma[rest] = _sigma_optimal_pdp_bracketed(eps[rest], delta[rest])
-    return sigma
+    return _halley_then_bracketed(sigma_pdp_halley, _sigma_optimal_pdp_bracketed, eps, delta)
 
 
 def sigma_optimal_pdp_scalar(eps: float, delta: float) -> float:
     """:func:`sigma_optimal_pdp` for one point ε > 0, δ in (0, 1) given as Python floats."""
-    sigma = sigma_pdp_halley_scalar(eps, delta)
-    if sigma is not None:
-        return sigma
-    with np.errstate(all="ignore"):
-        return float(_sigma_optimal_pdp_bracketed(np.array([eps]), np.array([delta]))[0])
+    return _halley_then_bracketed_scalar(
+        sigma_pdp_halley_scalar, _sigma_optimal_pdp_bracketed, eps, delta
+    )
 
 
 def _sigma_optimal_pdp_bracketed(eps: FloatArray, delta: FloatArray) -> FloatArray:

@@ -270,15 +270,40 @@ def sigma_dp_halley(eps: FloatArray, delta: FloatArray) -> tuple[FloatArray, npt
         s_pos = np.exp(t)
         done[pos] = iterate(s_pos, e, d, evaluate_pos, _EXACT_STEPS)
         sigma[pos] = s_pos
+    iterate_by_side(
+        eps, delta, ~pos, (terms.dp_log2delta, terms.dp_log2comp), _exact_any,
+        lambda e, d, grp: _start_nonpositive(e, erfinv_delta[grp], ARRAY_OPS),
+        _EXACT_STEPS_ANY, sigma, done,
+    )
+    return sigma, done
+
+
+def iterate_by_side(
+    eps: FloatArray,
+    delta: FloatArray,
+    select: npt.NDArray[np.bool_],
+    profiles: tuple[Callable[..., FloatArray], Callable[..., FloatArray]],
+    step: Callable[..., FloatArray],
+    start: Callable[[FloatArray, FloatArray, npt.NDArray[np.bool_]], FloatArray],
+    steps: int,
+    sigma: FloatArray,
+    done: npt.NDArray[np.bool_],
+) -> None:
+    """The verified iteration for the points of ``select``, δ ≤ 1/2 and δ > 1/2 apart.
+
+    Each side is checked on its own profile (``profiles[comp]``: log 2δ, or log 2(1 − δ)
+    computed directly where δ > 1/2), stepped by ``step(value, a, b, h, ε, target, comp)`` from
+    ``start(ε, δ, mask)``; fills ``sigma`` and ``done`` at those points.
+    """
     for comp in (False, True):
-        grp = ~pos & ((delta > 0.5) == comp)
+        grp = select & ((delta > 0.5) == comp)
         if not np.any(grp):
             continue
         e, d = eps[grp], delta[grp]
         target, log_side = targets(d, comp, ARRAY_OPS)
-        profile = terms.dp_log2comp if comp else terms.dp_log2delta
+        profile = profiles[comp]
 
-        def evaluate_any(
+        def evaluate(
             s: FloatArray,
             idx: np.ndarray,
             e: FloatArray = e,
@@ -289,14 +314,13 @@ def sigma_dp_halley(eps: FloatArray, delta: FloatArray) -> tuple[FloatArray, npt
         ) -> tuple[npt.NDArray[np.bool_], FloatArray]:
             a, b, h = geometry(s, e[idx])
             value = profile(a, b, h, e[idx])
-            return accepts(value, log_side[idx], comp), _exact_any(
+            return accepts(value, log_side[idx], comp), step(
                 value, a, b, h, e[idx], target[idx], comp
             )
 
-        s_grp = _start_nonpositive(e, erfinv_delta[grp], ARRAY_OPS)
-        done[grp] = iterate(s_grp, e, d, evaluate_any, _EXACT_STEPS_ANY)
+        s_grp = start(e, d, grp)
+        done[grp] = iterate(s_grp, e, d, evaluate, steps)
         sigma[grp] = s_grp
-    return sigma, done
 
 
 def accepts(value: Any, log_side: Any, comp: bool) -> Any:

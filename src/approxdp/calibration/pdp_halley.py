@@ -29,7 +29,7 @@ from approxdp.calibration.optimal_halley import (
     accepts,
     geometry,
     halley_from_derivatives,
-    iterate,
+    iterate_by_side,
     targets,
 )
 from approxdp.profiles import _gaussian_terms as terms
@@ -52,31 +52,13 @@ def sigma_pdp_halley(
     """pDP-OPT σ/Δ for flat arrays of ε > 0 and δ in (0, 1), and the mask of settled points."""
     sigma = np.empty_like(eps)
     done = np.zeros(eps.shape, dtype=bool)
-    for comp in (False, True):
-        grp = (delta > 0.5) == comp
-        if not np.any(grp):
-            continue
-        e, d = eps[grp], delta[grp]
-        target, log_side = targets(d, comp, ARRAY_OPS)
-        profile = terms.pdp_log2comp if comp else terms.pdp_log2delta
-
-        def evaluate(
-            s: FloatArray,
-            idx: np.ndarray,
-            e: FloatArray = e,
-            target: FloatArray = target,
-            log_side: FloatArray = log_side,
-            profile: Any = profile,
-            comp: bool = comp,
-        ) -> tuple[npt.NDArray[np.bool_], FloatArray]:
-            a, b, h = geometry(s, e[idx])
-            value = profile(a, b, h, e[idx])
-            step = _step(value, a, b, e[idx], target[idx], comp, ARRAY_OPS)
-            return accepts(value, log_side[idx], comp), step
-
-        s_grp = sigma_from_parameter(special.erfcinv(d), e)  # Mechanism 3, above the optimum
-        done[grp] = iterate(s_grp, e, d, evaluate, _STEPS)
-        sigma[grp] = s_grp
+    iterate_by_side(
+        eps, delta, np.ones(eps.shape, dtype=bool), (terms.pdp_log2delta, terms.pdp_log2comp),
+        lambda value, a, b, h, e, target, comp: _step(value, a, b, e, target, comp, ARRAY_OPS),
+        # Mechanism 3, above the optimum
+        lambda e, d, grp: sigma_from_parameter(special.erfcinv(d), e),
+        _STEPS, sigma, done,
+    )
     return sigma, done
 
 
