@@ -361,3 +361,29 @@ def test_complement_check_near_delta_one() -> None:
         assert exact_profile(e, s) <= mp_d
         # 1 - δ(σ(1 + 1e-10)) would exceed 1 - δ by far more than rounding if σ were loose
         assert exact_profile(e, s * (1 - 1e-10)) > mp_d
+
+
+def _mp_profile(eps: float, sigma: float, notion: str) -> mp.mpf:
+    with mp.workdps(60):
+        e, s = mp.mpf(eps), mp.mpf(sigma)
+        second = mp.ncdf(-1 / (2 * s) - e * s)
+        if notion == "dp":
+            return mp.ncdf(1 / (2 * s) - e * s) - mp.e**e * second
+        return mp.ncdf(1 / (2 * s) - e * s) + second
+
+
+@pytest.mark.parametrize("method", ["optimal", "pdp-optimal"])
+def test_large_epsilon_tiny_delta_is_never_under_noised(method: str) -> None:
+    """ε in [1e4, 1e6]: the profile's arguments 1/(2σ) ∓ εσ are rounded at magnitude √ε, an
+    evaluation error the ε-free margin did not cover (σ at (340188.23, 3.11e-46) and
+    (810050.82, 3.54e-233) gave δ(σ) 3.6e-12 and 1.8e-12 above δ). Scalar and array paths."""
+    rng = np.random.default_rng(20261123)
+    eps = np.concatenate([[340188.2329298892, 810050.8217068879], 10 ** rng.uniform(4, 6, 30)])
+    delta = np.concatenate([[3.114729354775475e-46, 3.538479263692805e-233],
+                            10 ** rng.uniform(-300, -2, 30)])
+    notion = "dp" if method == "optimal" else "pdp"
+    vector = approxdp.calibrate_gaussian(eps, delta, method=method)
+    for e, d, s_vec in zip(eps.tolist(), delta.tolist(), vector.tolist(), strict=True):
+        for s in (s_vec, approxdp.calibrate_gaussian(e, d, method=method)):
+            assert _mp_profile(e, s, notion) <= d, (e, d, s)
+            assert _mp_profile(e, s * (1 - 1e-10), notion) > d, (e, d, s)  # still tight

@@ -116,12 +116,14 @@ def _objective(eps: FloatArray, target: FloatArray, comp: np.ndarray, notion: st
     return fun
 
 
-def _targets(delta: FloatArray) -> tuple[FloatArray, np.ndarray]:
-    """Solve for log 2δ (aimed below δ) or, when δ > 1/2, for log 2(1-δ) (aimed above 1-δ)."""
+def _targets(delta: FloatArray, eps: FloatArray) -> tuple[FloatArray, np.ndarray]:
+    """Solve for log 2δ (aimed below δ) or, when δ > 1/2, for log 2(1-δ) (aimed above 1-δ), by
+    the margin of the profile at ``eps``."""
     comp = delta > 0.5
     log_d = np.log(delta)
     log_c = np.log1p(-delta)
-    target = np.where(comp, LOG2 + log_c + log_margin(log_c), LOG2 + log_d - log_margin(log_d))
+    target = np.where(comp, LOG2 + log_c + log_margin(log_c, eps),
+                      LOG2 + log_d - log_margin(log_d, eps))
     return target, comp
 
 
@@ -216,7 +218,7 @@ def sigma_optimal_dp_scalar(eps: float, delta: float) -> float:
 
 def _sigma_optimal_dp_bracketed(eps: FloatArray, delta: FloatArray) -> FloatArray:
     """DP-OPT σ/Δ by safeguarded Newton in a inside the closed-form brackets of Lemma 14."""
-    target, comp = _targets(delta)
+    target, comp = _targets(delta, eps)
     fun = _objective(eps, target, comp, "dp")
     # Lemma 14: the sign of 1 - e^ε erfc(√ε) - 2δ locates a relative to 0.
     diff = 1.0 - special.erfcx(np.sqrt(eps)) - 2.0 * delta
@@ -257,7 +259,7 @@ def _sigma_optimal_pdp_bracketed(eps: FloatArray, delta: FloatArray) -> FloatArr
 
     The root d of Eq. (13a) lies in (inverfc(2δ), inverfc(δ)) (paper Appendix M).
     """
-    target, comp = _targets(delta)
+    target, comp = _targets(delta, eps)
     fun = _objective(eps, target, comp, "pdp")
     with np.errstate(invalid="ignore", divide="ignore"):
         lo = np.maximum(special.erfcinv(np.minimum(2.0 * delta, 2.0)), _A_FLOOR)

@@ -198,13 +198,14 @@ def _exact_any(value: Any, a: Any, b: Any, h: Any, eps: Any, target: Any, comp: 
     return _halley_step(value - target, a, b, h, eps, -diff if comp else diff, ops)
 
 
-def targets(delta: Any, comp: bool, ops: Ops) -> tuple[Any, Any]:
-    """(target, log δ or log(1 - δ)): aim below log 2δ, or above log 2(1 - δ) where ``comp``."""
+def targets(delta: Any, comp: bool, ops: Ops, eps: Any) -> tuple[Any, Any]:
+    """(target, log δ or log(1 - δ)): aim below log 2δ, or above log 2(1 - δ) where ``comp``,
+    by the margin of the profile at ``eps``."""
     if comp:
         log_c = ops.log1p(-delta)
-        return LOG2 + log_c + log_margin(log_c), log_c
+        return LOG2 + log_c + log_margin(log_c, eps), log_c
     log_d = ops.log(delta)
-    return LOG2 + log_d - log_margin(log_d), log_d
+    return LOG2 + log_d - log_margin(log_d, eps), log_d
 
 
 def iterate(
@@ -254,7 +255,7 @@ def sigma_dp_halley(eps: FloatArray, delta: FloatArray) -> tuple[FloatArray, npt
     pos = lemma14_positive(eps, delta, special.erfcx)
     if np.any(pos):
         e, d = eps[pos], delta[pos]
-        target, log_d = targets(d, False, ARRAY_OPS)
+        target, log_d = targets(d, False, ARRAY_OPS, e)
         t_floor = -0.5 * np.log(2.0 * e) + 1e-15  # a(σ) >= 0
         t = _start(e, d, log_d, erfinv_delta[pos], t_floor, ARRAY_OPS)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
@@ -265,7 +266,7 @@ def sigma_dp_halley(eps: FloatArray, delta: FloatArray) -> tuple[FloatArray, npt
             s: FloatArray, idx: np.ndarray
         ) -> tuple[npt.NDArray[np.bool_], FloatArray]:
             log2delta, a, step = _exact_pos(s, e[idx], target[idx], ARRAY_OPS)
-            return accepts(log2delta, log_d[idx], False) & (a > 0), step
+            return accepts(log2delta, log_d[idx], False, e[idx]) & (a > 0), step
 
         s_pos = np.exp(t)
         done[pos] = iterate(s_pos, e, d, evaluate_pos, _EXACT_STEPS)
@@ -300,7 +301,7 @@ def iterate_by_side(
         if not np.any(grp):
             continue
         e, d = eps[grp], delta[grp]
-        target, log_side = targets(d, comp, ARRAY_OPS)
+        target, log_side = targets(d, comp, ARRAY_OPS, e)
         profile = profiles[comp]
 
         def evaluate(
@@ -314,7 +315,7 @@ def iterate_by_side(
         ) -> tuple[npt.NDArray[np.bool_], FloatArray]:
             a, b, h = geometry(s, e[idx])
             value = profile(a, b, h, e[idx])
-            return accepts(value, log_side[idx], comp), step(
+            return accepts(value, log_side[idx], comp, e[idx]), step(
                 value, a, b, h, e[idx], target[idx], comp
             )
 
@@ -323,10 +324,10 @@ def iterate_by_side(
         sigma[grp] = s_grp
 
 
-def accepts(value: Any, log_side: Any, comp: bool) -> Any:
+def accepts(value: Any, log_side: Any, comp: bool, eps: Any) -> Any:
     """:func:`~approxdp.profiles.gaussian.within_margin` given log 2δ (or, where ``comp``,
     log 2(1 - δ), computed directly), against log δ (or log(1 - δ))."""
-    return within_margin(value - LOG2, log_side, comp)
+    return within_margin(value - LOG2, log_side, comp, eps)
 
 
 def _erfinv_small(delta: float) -> float:
@@ -362,8 +363,8 @@ def _scalar_pos(
     check the two agree over the whole domain.
     """
     log_d = log(delta)
-    target = LOG2 + log_d - log_margin(log_d)
-    bound = LOG2 + margin_bound(log_d, False)  # accept log 2δ(σ) <= bound
+    target = LOG2 + log_d - log_margin(log_d, eps)
+    bound = LOG2 + margin_bound(log_d, False, eps)  # accept log 2δ(σ) <= bound
     s_floor = (1.0 + 1e-15) / sqrt(2.0 * eps)
     # start (see _start)
     c = sqrt(log(2.0 * (sqrt(16.0 * delta + 1.0) + 1.0)) - log(16.0 * delta))  # no overflow
@@ -435,7 +436,7 @@ def _scalar_pos(
 
 def _scalar_any(eps: float, delta: float) -> float | None:
     comp = delta > 0.5
-    target, log_side = targets(delta, comp, SCALAR_OPS)
+    target, log_side = targets(delta, comp, SCALAR_OPS, eps)
     sigma = _start_nonpositive(eps, _erfinv_small(delta), SCALAR_OPS)
     for _ in range(_EXACT_STEPS_ANY):
         a, b, h = geometry(sigma, eps)
@@ -443,7 +444,7 @@ def _scalar_any(eps: float, delta: float) -> float | None:
             value = terms.dp_log2comp_scalar(a, b, h, eps)
         else:
             value = terms.dp_log2delta_scalar(a, b, h, eps)
-        ok = accepts(value, log_side, comp)
+        ok = accepts(value, log_side, comp, eps)
         step = _exact_any(value, a, b, h, eps, target, comp)
         if ok and step >= -ACCEPT_STEP:
             return float(sigma)

@@ -65,7 +65,7 @@ def sigma_pdp_halley(
 def sigma_pdp_halley_scalar(eps: float, delta: float) -> float | None:
     """:func:`sigma_pdp_halley` for one point (Python floats); None if it did not settle."""
     comp = delta > 0.5
-    target, log_side = targets(delta, comp, SCALAR_OPS)
+    target, log_side = targets(delta, comp, SCALAR_OPS, eps)
     profile = terms.pdp_log2comp_scalar if comp else terms.pdp_log2delta_scalar
     f = float(cython_special.erfcinv(delta))
     root = math.sqrt(f * f + eps)
@@ -75,7 +75,7 @@ def sigma_pdp_halley_scalar(eps: float, delta: float) -> float | None:
             a, b, h = geometry(sigma, eps)
             value = profile(a, b, h, eps)
             step = _step(value, a, b, eps, target, comp, SCALAR_OPS)
-            ok = accepts(value, log_side, comp)
+            ok = accepts(value, log_side, comp, eps)
             if ok and step >= -ACCEPT_STEP:
                 return float(sigma)
             moved = sigma * math.exp(step)
