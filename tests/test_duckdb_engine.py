@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-import approxdp.engines.duckdb as duckdb_engine
+import approxdp.engines.duckdb_sql as duckdb_sql
 from approxdp.engines import AggregateRequest, Aggregation, Membership, PerKeyLimit
 from approxdp.engines.duckdb import DuckDBEngine
 from approxdp.engines.keyed_hash import reference_rank
@@ -99,7 +99,7 @@ def test_per_key_limit_matches_the_contract(
     k: int, m: int, seed: int, collide: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if collide:  # a 2-valued rank: most units have groups that tie, so ties decide
-        monkeypatch.setattr(duckdb_engine, "rank_order_sql", lambda rank: f"(({rank}) % 2)")
+        monkeypatch.setattr(duckdb_sql, "rank_order_sql", lambda rank: f"(({rank}) % 2)")
     table = _table(3000, seed)
     request = AggregateRequest(
         ("g", "h"),

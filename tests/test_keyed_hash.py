@@ -82,7 +82,7 @@ def _fmix(x: int) -> int:
 def test_spark_equals_the_reference(spark_session: Any) -> None:
     from pyspark.sql import functions
 
-    from approxdp.engines.spark import _with_rank
+    from approxdp.engines.spark_hash import with_rank
 
     cases = [(t, i) for t in TEXTS for i in INTS]
     df = spark_session.createDataFrame(
@@ -92,7 +92,7 @@ def test_spark_equals_the_reference(spark_session: Any) -> None:
     )
     for seed in SEEDS[::2]:
         for kinds, cols in ((("text",), ("t",)), (("text", "integer"), ("t", "b"))):
-            ranked = _with_rank(functions, df, cols, kinds, "integer", seed)
+            ranked = with_rank(functions, df, cols, kinds, "integer", seed)
             rows = ranked.select(*cols, "__unit", "__rank").collect()
             for row in rows:
                 group: list[tuple[object, HashInput]] = [
@@ -100,8 +100,8 @@ def test_spark_equals_the_reference(spark_session: Any) -> None:
                 ]
                 assert row["__rank"] == reference_rank(seed, group, (row["__unit"], "integer"))
             assert len(rows) == len(cases)
-        ranked = _with_rank(functions, df.withColumn("__unit", functions.col("t")), ("b",),
-                            ("integer",), "text", seed)
+        ranked = with_rank(functions, df.withColumn("__unit", functions.col("t")), ("b",),
+                           ("integer",), "text", seed)
         for row in ranked.select("b", "__unit", "__rank").collect():
             assert row["__rank"] == reference_rank(seed, [(row["b"], "integer")],
                                                    (row["__unit"], "text"))
