@@ -235,6 +235,7 @@ class ComposedPLD:
         log_beyond: float,
         log_alias_up: float,
         log_alias_low: float,
+        log_below: float,
         steps: int,
     ) -> None:
         self.h = h
@@ -247,6 +248,7 @@ class ComposedPLD:
         self.log_beyond = log_beyond  # log bound on the true mass at or above the window top
         self.log_alias_up = log_alias_up  # log bound (before e^(−λ max(ε, a))) of mass aliased down
         self.log_alias_low = log_alias_low  # the same for mass aliased up
+        self.log_below = log_below  # log bound on the true mass below the window's bottom
         self.steps = steps  # composed steps (for the optimistic bound)
         l = (offset + np.arange(tilted.size)) * h
         keep = l >= 0.0  # only ε ≥ 0 is ever asked for: atoms at l ≤ 0 never count
@@ -281,6 +283,8 @@ class ComposedPLD:
         alias_up = math.exp(min(self.log_alias_up - self.lam * m, 700.0))
         alias_low = math.exp(min(self.log_alias_low - self.lam * m, 700.0))
         beyond = math.exp(self.log_beyond)
+        if epsilon < self.offset * self.h:  # true mass in (ε, window bottom) is not in the window
+            beyond += math.exp(self.log_below)
         # aliased mass only ever adds (positive) mass: harmless for the upper bound
         pess = self.infinity_mass + beyond + rounding
         opt = self.infinity_mass - alias_low - alias_up - rounding
@@ -426,6 +430,10 @@ def compose(
     log_keep = sum(c * math.log1p(-min(p.infinity_mass, 1.0 - 1e-300)) for p, c in parts)
     infinity = -math.expm1(log_keep)
     supports = [(_Support(p), c) for p, c in parts]
+    support_lo = sum(c * p.offset for p, c in parts)
+    support_hi = sum(c * (p.offset + p.pmf.size - 1) for p, c in parts)
+    if tilt_at is not None:  # a tilted mean can only sit inside the support
+        tilt_at = min(tilt_at, (support_lo + 0.95 * (support_hi - support_lo)) * h)
     lam = 0.0 if tilt_at is None else _solve_tilt(supports, tilt_at)
     log_mgf = 0.0
     mean = var = 0.0
@@ -446,8 +454,8 @@ def compose(
             out = out + c * sup.log_mgf(theta)
         return out
 
-    ks = k_up(np.concatenate((lam + thetas, thetas, lam - thetas)))
-    ku, k0, kd = ks[:_THETAS], ks[_THETAS : 2 * _THETAS], ks[2 * _THETAS :]
+    ks = k_up(np.concatenate((lam + thetas, thetas, lam - thetas, -thetas)))
+    ku, k0, kd, kneg = (ks[i * _THETAS : (i + 1) * _THETAS] for i in range(4))
     eps_ref = (mean if tilt_at is None else max(tilt_at, 0.0)) if lam > 0 else 0.0
     # window [a, b): the true mass above b, and the tilted masses that alias, are small
     b = max(
@@ -456,8 +464,6 @@ def compose(
     )
     a = min(float(np.max((log_tail + lam * eps_ref - kd) / thetas)), eps_ref)
     b = max(b, eps_ref + h)
-    support_lo = sum(c * p.offset for p, c in parts)
-    support_hi = sum(c * (p.offset + p.pmf.size - 1) for p, c in parts)
     a_idx = max(support_lo, math.floor(a / h))
     top_idx = max(a_idx + 1, min(support_hi + 1, math.ceil(b / h) + 1))
     n = int(sfft.next_fast_len(top_idx - a_idx, real=True))
@@ -472,7 +478,11 @@ def compose(
     else:
         log_beyond = float(np.min(k0 - thetas * top))
         log_alias_up = float(np.min(ku - thetas * top))
-    log_alias_low = -math.inf if a_idx <= support_lo else float(np.min(kd + thetas * a_idx * h))
+    if a_idx <= support_lo:
+        log_alias_low = log_below = -math.inf
+    else:
+        log_alias_low = float(np.min(kd + thetas * a_idx * h))
+        log_below = float(np.min(kneg + thetas * a_idx * h))
 
     base = 0
     log2n = math.log2(n)
@@ -530,5 +540,6 @@ def compose(
         log_beyond=log_beyond,
         log_alias_up=log_alias_up,
         log_alias_low=log_alias_low,
+        log_below=log_below,
         steps=steps,
     )

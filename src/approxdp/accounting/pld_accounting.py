@@ -205,7 +205,9 @@ def _grid_step(plan: _Plan, precision: float, h: float | None, delta: float) -> 
         n = sum(c for _, c in parts)
         widest = max(_coarse_moments(s)[2] for s, _ in parts)
         step = 2.0 * math.sqrt(precision * var / n) if var > 0.0 else widest / 64.0
-        step = min(step, widest / 16.0)  # resolve one step's loss even when T = 1
+        # atoms (Laplace, (ε, δ) parts) make δ(ε) kinked: there the interpolation error is
+        # first order in h until composition smooths the kinks (~√T atoms per kink spacing)
+        step = min(step, precision * widest * math.sqrt(n) / 4.0)
         step = max(step, widest / (1 << 21))  # and keep one step's grid bounded
         # and the composed window (~2z standard deviations) within 2^22 points
         step = max(step, 2.0 * z * math.sqrt(var) / (1 << 22))

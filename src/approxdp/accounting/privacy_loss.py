@@ -224,14 +224,16 @@ class SubsampledLoss:
         """f⁻¹(e) = log((e^e − 1 + q)/q), −inf at and below log(1 − q), stably."""
         q = self.q
         log1mq = math.log1p(-q)
-        t = e - log1mq  # e^e − (1−q) = (1−q)·expm1(t)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            pos = t > 0
-            tt = np.where(pos, t, 1.0)
-            # log(expm1(t)) = t + log(−expm1(−t)), stable for every t > 0
-            log_em1 = np.where(tt > 1.0, tt + np.log(-np.expm1(-tt)), np.log(np.expm1(tt)))
-            out = np.where(pos, log1mq + log_em1 - math.log(q), -np.inf)
-        return np.asarray(out, dtype=np.float64)
+        t = np.asarray(e - log1mq, dtype=np.float64)  # e^e − (1−q) = (1−q)·expm1(t)
+        out = np.full(t.shape, -np.inf)
+        big = t > 1.0
+        small = (t > 0.0) & ~big
+        # log(expm1(t)): t + log(−expm1(−t)) above 1, the direct form below (both stable)
+        out[big] = t[big] + np.log(-np.expm1(-t[big]))
+        out[small] = np.log(np.expm1(t[small]))
+        finite = big | small
+        out[finite] += log1mq - math.log(q)
+        return out
 
     def cdfs(self, edges: FloatArray) -> LossCDF:
         q = self.q
