@@ -51,7 +51,9 @@ from approxdp.accounting.privacy_loss import LossSource
 from approxdp.errors import InvalidParameterError
 
 __all__ = [
+    "MAX_WINDOW",
     "ComposedPLD",
+    "WindowTooLargeError",
     "DiscretePLD",
     "compose",
     "discretize",
@@ -62,7 +64,7 @@ FloatArray = npt.NDArray[np.float64]
 
 _U = float(np.finfo(np.float64).eps) / 2  # unit round-off
 _MAX_STEP_POINTS = 1 << 22  # one step's grid
-_MAX_FFT = 1 << 23  # composed window (8M points: ~200 MB of work arrays)
+MAX_WINDOW = 1 << 23  # composed window (8M points: ~200 MB of work arrays)
 _THETAS = 10  # tilts tried in the Chernoff bounds of the window
 _AZUMA_Z = (1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 8.0)
 
@@ -105,6 +107,14 @@ class DiscretePLD:
         mean = float(np.dot(w, l) / total)
         var = float(np.dot(w, (l - mean) ** 2) / total)
         return mean, var
+
+
+class WindowTooLargeError(InvalidParameterError):
+    """The composed loss window would exceed :data:`MAX_WINDOW` points at this grid step."""
+
+    def __init__(self, message: str, needed: int) -> None:
+        super().__init__(message)
+        self.needed = needed
 
 
 def tail_edge(source: LossSource, h: float, tail: float, upper: bool) -> float:
@@ -237,6 +247,7 @@ class ComposedPLD:
         log_alias_low: float,
         log_below: float,
         steps: int,
+        lam_target: float | None = None,
     ) -> None:
         self.h = h
         self.offset = offset
@@ -250,6 +261,7 @@ class ComposedPLD:
         self.log_alias_low = log_alias_low  # the same for mass aliased up
         self.log_below = log_below  # log bound on the true mass below the window's bottom
         self.steps = steps  # composed steps (for the optimistic bound)
+        self.lam_target = lam_target  # the loss the tilt was aimed at (None: untilted)
         l = (offset + np.arange(tilted.size)) * h
         keep = l >= 0.0  # only ε ≥ 0 is ever asked for: atoms at l ≤ 0 never count
         self._l = l[keep]
@@ -280,11 +292,12 @@ class ComposedPLD:
         core = float(np.dot(self._m[j:], -np.expm1(epsilon - lk)))
         rounding = self.roundoff * float(self._r3[j])
         m = max(epsilon, self.offset * self.h)
-        alias_up = math.exp(min(self.log_alias_up - self.lam * m, 700.0))
-        alias_low = math.exp(min(self.log_alias_low - self.lam * m, 700.0))
-        beyond = math.exp(self.log_beyond)
+        # each term bounds a contribution to δ ≤ 1: a weak bound is capped at 1 (log 0)
+        alias_up = math.exp(min(self.log_alias_up - self.lam * m, 0.0))
+        alias_low = math.exp(min(self.log_alias_low - self.lam * m, 0.0))
+        beyond = math.exp(min(self.log_beyond, 0.0))
         if epsilon < self.offset * self.h:  # true mass in (ε, window bottom) is not in the window
-            beyond += math.exp(self.log_below)
+            beyond += math.exp(min(self.log_below, 0.0))
         # aliased mass only ever adds (positive) mass: harmless for the upper bound
         pess = self.infinity_mass + beyond + rounding
         opt = self.infinity_mass - alias_low - alias_up - rounding
@@ -339,12 +352,13 @@ class ComposedPLD:
         """Least ε ≥ 0 with δ_upper(ε) ≤ δ: a certified upper bound on the true ε(δ)."""
         if self.delta(0.0) <= delta:
             return 0.0
-        const = self.infinity_mass + math.exp(self.log_beyond)
-        eps = self._core_epsilon(delta / (1.0 + 1e-10) - const, with_rounding=True)
+        const = self.infinity_mass + math.exp(min(self.log_beyond, 0.0))
+        # aim a hair below δ so that the direct-summation check below passes at once
+        eps = self._core_epsilon(delta * (1.0 - 1e-9) / (1.0 + 1e-10) - const, with_rounding=True)
         if not math.isfinite(eps):
             return math.inf
         eps = eps * (1.0 + 4e-16) + 1e-300
-        step = max(self.h * 1e-6, 1e-15)
+        step = max(self.h * 1e-4, 1e-15)
         while self.delta(eps) > delta:  # certify by direct summation
             eps += step
             step *= 2.0
@@ -432,8 +446,10 @@ def compose(
     supports = [(_Support(p), c) for p, c in parts]
     support_lo = sum(c * p.offset for p, c in parts)
     support_hi = sum(c * (p.offset + p.pmf.size - 1) for p, c in parts)
-    if tilt_at is not None:  # a tilted mean can only sit inside the support
-        tilt_at = min(tilt_at, (support_lo + 0.95 * (support_hi - support_lo)) * h)
+    if tilt_at is not None:  # a tilted mean can only sit below the support's top
+        mean0 = sum(c * sup.tilt_moments(0.0)[1] for sup, c in supports)
+        if tilt_at > mean0:
+            tilt_at = min(tilt_at, mean0 + 0.95 * (support_hi * h - mean0))
     lam = 0.0 if tilt_at is None else _solve_tilt(supports, tilt_at)
     log_mgf = 0.0
     mean = var = 0.0
@@ -456,21 +472,26 @@ def compose(
 
     ks = k_up(np.concatenate((lam + thetas, thetas, lam - thetas, -thetas)))
     ku, k0, kd, kneg = (ks[i * _THETAS : (i + 1) * _THETAS] for i in range(4))
-    eps_ref = (mean if tilt_at is None else max(tilt_at, 0.0)) if lam > 0 else 0.0
+    eps_ref = mean if tilt_at is None else max(tilt_at, 0.0)
     # window [a, b): the true mass above b, and the tilted masses that alias, are small
     b = max(
         float(np.min((ku - lam * eps_ref - log_tail) / thetas)),
         float(np.min((k0 - log_tail) / thetas)),
     )
     a = min(float(np.max((log_tail + lam * eps_ref - kd) / thetas)), eps_ref)
+    # a heavy lower tail (the "add" direction) can make the Chernoff bound on it weak: mass
+    # below the window only ever aliases *up* (extra mass: the upper bound stays valid), so
+    # the window need not reach further down than a few standard deviations below ε
+    a = max(a, eps_ref - 3.0 * z * sd)
     b = max(b, eps_ref + h)
     a_idx = max(support_lo, math.floor(a / h))
     top_idx = max(a_idx + 1, min(support_hi + 1, math.ceil(b / h) + 1))
     n = int(sfft.next_fast_len(top_idx - a_idx, real=True))
-    if n > _MAX_FFT:
-        raise InvalidParameterError(
+    if n > MAX_WINDOW:
+        raise WindowTooLargeError(
             f"the composed loss window needs {top_idx - a_idx} points at step h={h:.3g} "
-            f"(at most {_MAX_FFT}); use a coarser precision"
+            f"(at most {MAX_WINDOW}); use a coarser precision",
+            needed=top_idx - a_idx,
         )
     top = (a_idx + n) * h
     if a_idx + n > support_hi:
@@ -542,4 +563,5 @@ def compose(
         log_alias_low=log_alias_low,
         log_below=log_below,
         steps=steps,
+        lam_target=tilt_at,
     )
