@@ -53,8 +53,8 @@ from approxdp.errors import InvalidParameterError
 __all__ = [
     "MAX_WINDOW",
     "ComposedPLD",
-    "WindowTooLargeError",
     "DiscretePLD",
+    "WindowTooLargeError",
     "compose",
     "discretize",
     "tail_edge",
