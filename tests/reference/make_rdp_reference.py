@@ -53,7 +53,8 @@ def exact_a_minus_1(q: float, sigma: float, alpha: int) -> mp.mpf:
     """A_α - 1 = Σ_k C(α, k) (1-q)^(α-k) q^k (e^{k(k-1)/(2σ²)} - 1) (integer α)."""
     qq, s = mp.mpf(q), mp.mpf(sigma)
     return mp.fsum(
-        mp.binomial(alpha, k) * (1 - qq) ** (alpha - k) * qq**k * mp.expm1(k * (k - 1) / (2 * s * s))
+        mp.binomial(alpha, k) * (1 - qq) ** (alpha - k) * qq**k
+        * mp.expm1(k * (k - 1) / (2 * s * s))
         for k in range(2, alpha + 1)
     )
 

@@ -48,7 +48,9 @@ _RULE = (
 def _check_mu(mu: Any) -> float:
     arr = check_interval("mu", mu, 0.0, math.inf)
     if arr.ndim != 0:
-        raise InvalidParameterError(f"mu must be a single number, got an array of shape {arr.shape}")
+        raise InvalidParameterError(
+            f"mu must be a single number, got an array of shape {arr.shape}"
+        )
     return float(arr)
 
 

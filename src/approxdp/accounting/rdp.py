@@ -190,7 +190,7 @@ def _round_up_rdp(
         up = np.maximum(log_a + err, 0.0)
         rdp = up / (orders - 1.0) * (1.0 + 4.0 * _EPS)
     rdp = np.where(np.isnan(rdp), np.inf, rdp)
-    return np.where((rdp == 0.0) & positive, _TINY, rdp)  # type: ignore[no-any-return]
+    return np.where((rdp == 0.0) & positive, _TINY, rdp)
 
 
 # -- Poisson subsampling: integer orders ------------------------------------------------------
@@ -262,7 +262,7 @@ def _rdp_poisson_int(q: float, sigma: float, orders: FloatArray) -> FloatArray:
 
 def _mills(x: FloatArray, log_ndtr_x: FloatArray) -> FloatArray:
     """d log Φ(x)/dx = φ(x)/Φ(x) for x >= 0 (how much an error in x moves log Φ)."""
-    return np.exp(-0.5 * x * x - _LOG_SQRT_2PI - log_ndtr_x)  # type: ignore[no-any-return]
+    return np.exp(-0.5 * x * x - _LOG_SQRT_2PI - log_ndtr_x)
 
 
 def _frac_terms(
@@ -378,7 +378,7 @@ def _rdp_poisson(q: float, sigma: float, orders: FloatArray) -> FloatArray:
 
 def _gaussian_rdp(sigma: float, orders: FloatArray) -> FloatArray:
     with np.errstate(over="ignore"):
-        return orders / (2.0 * sigma * sigma) * (1.0 + 4.0 * _EPS)  # type: ignore[no-any-return]
+        return orders / (2.0 * sigma * sigma) * (1.0 + 4.0 * _EPS)
 
 
 def rdp_subsampled_gaussian(noise_multiplier: Any, sample_rate: Any, orders: Any = None) -> Any:
@@ -505,7 +505,7 @@ def _rdp_wor(q: float, sigma: float, orders: FloatArray) -> FloatArray:
     with np.errstate(invalid="ignore", over="ignore"):
         mixed = np.where(t == 0.0, c_lo, (1.0 - t) * c_lo + t * c_hi)
         rdp = mixed / (orders - 1.0) * (1.0 + 8.0 * _EPS)
-    return np.where(np.isnan(rdp), np.inf, rdp)  # type: ignore[no-any-return]
+    return np.where(np.isnan(rdp), np.inf, rdp)
 
 
 # -- RDP => (epsilon, delta) ------------------------------------------------------------------
@@ -523,7 +523,7 @@ def _epsilons(rdp: FloatArray, orders: FloatArray, delta: float) -> FloatArray:
         eps = np.where(np.isnan(eps) | np.isinf(rdp), np.inf, np.maximum(eps, 0.0))
         # TV <= sqrt(1 - e^{-KL}) <= sqrt(1 - e^{-rdp}) (Bretagnolle-Huber; KL <= D_α)
         zero = delta * delta > -np.expm1(-rdp) * (1.0 + 8.0 * _EPS)
-    return np.where(zero, 0.0, eps)  # type: ignore[no-any-return]
+    return np.where(zero, 0.0, eps)
 
 
 def rdp_to_epsilon(rdp: Any, orders: Any, delta: Any) -> tuple[float, float]:
@@ -569,7 +569,7 @@ def _log_deltas(rdp: FloatArray, orders: FloatArray, epsilon: float) -> FloatArr
         log_d = np.where(np.isnan(log_d), np.inf, log_d)
         # TV <= sqrt(1 - e^{-rdp}) (Bretagnolle-Huber)
         log_tv = 0.5 * np.log(-np.expm1(-rdp)) + 8.0 * _EPS
-    return np.minimum(np.minimum(log_d, log_tv), 0.0)  # type: ignore[no-any-return]
+    return np.minimum(np.minimum(log_d, log_tv), 0.0)
 
 
 def rdp_to_delta(rdp: Any, orders: Any, epsilon: Any) -> tuple[float, float]:
@@ -615,11 +615,11 @@ def _dpsgd_curve(
     if how == "poisson":
         def curve(orders: FloatArray) -> FloatArray:
             with np.errstate(over="ignore"):
-                return t * _rdp_poisson(q, sigma, orders)  # type: ignore[no-any-return]
+                return t * _rdp_poisson(q, sigma, orders)
     else:
         def curve(orders: FloatArray) -> FloatArray:
             with np.errstate(over="ignore"):
-                return t * _rdp_wor(q, sigma / 2.0, orders)  # type: ignore[no-any-return]
+                return t * _rdp_wor(q, sigma / 2.0, orders)
     return curve, t, how
 
 
