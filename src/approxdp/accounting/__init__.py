@@ -19,15 +19,32 @@ from approxdp.accounting.conversions import (
     zcdp_to_dp,
 )
 from approxdp.accounting.gaussian_composition import ComposedGaussian, compose_gaussian
+from approxdp.accounting.gdp_clt import (
+    gdp_clt_delta,
+    gdp_clt_epsilon,
+    gdp_clt_mu,
+    gdp_to_delta,
+    gdp_to_epsilon,
+)
 from approxdp.accounting.guarantees import Guarantee
 from approxdp.accounting.ledger import SpendRecord
 from approxdp.accounting.mixed_composition import COMPOSITION_RULES
 from approxdp.accounting.optimal import optimal_composition
+from approxdp.accounting.rdp import (
+    DEFAULT_RDP_ORDERS,
+    rdp_dpsgd_delta,
+    rdp_dpsgd_epsilon,
+    rdp_sampled_without_replacement_gaussian,
+    rdp_subsampled_gaussian,
+    rdp_to_delta,
+    rdp_to_epsilon,
+)
 from approxdp.accounting.splitting import SPLIT_RULES, BudgetSplit, split_budget
 from approxdp.accounting.sqlite_ledger import LedgerSettings, read_ledger_settings
 
 __all__ = [
     "COMPOSITION_RULES",
+    "DEFAULT_RDP_ORDERS",
     "SPLIT_RULES",
     "BudgetSplit",
     "BudgetStatus",
@@ -42,8 +59,19 @@ __all__ = [
     "basic_composition",
     "compose_gaussian",
     "dp_to_pdp",
+    "gdp_clt_delta",
+    "gdp_clt_epsilon",
+    "gdp_clt_mu",
+    "gdp_to_delta",
+    "gdp_to_epsilon",
     "group_privacy",
     "optimal_composition",
+    "rdp_dpsgd_delta",
+    "rdp_dpsgd_epsilon",
+    "rdp_sampled_without_replacement_gaussian",
+    "rdp_subsampled_gaussian",
+    "rdp_to_delta",
+    "rdp_to_epsilon",
     "read_ledger_settings",
     "simplified_advanced_composition",
     "split_budget",
