@@ -18,6 +18,13 @@ from approxdp.accounting.conversions import (
     group_privacy,
     zcdp_to_dp,
 )
+from approxdp.accounting.dpsgd import (
+    DPSGD_ACCOUNTANTS,
+    AccountantResult,
+    calibrate_dpsgd,
+    compare_dpsgd_accountants,
+    dpsgd_epsilon,
+)
 from approxdp.accounting.gaussian_composition import ComposedGaussian, compose_gaussian
 from approxdp.accounting.gdp_clt import (
     gdp_clt_delta,
@@ -30,6 +37,7 @@ from approxdp.accounting.guarantees import Guarantee
 from approxdp.accounting.ledger import SpendRecord
 from approxdp.accounting.mixed_composition import COMPOSITION_RULES
 from approxdp.accounting.optimal import optimal_composition
+from approxdp.accounting.pld_accounting import pld_delta, pld_epsilon
 from approxdp.accounting.rdp import (
     DEFAULT_RDP_ORDERS,
     rdp_dpsgd_delta,
@@ -41,11 +49,17 @@ from approxdp.accounting.rdp import (
 )
 from approxdp.accounting.splitting import SPLIT_RULES, BudgetSplit, split_budget
 from approxdp.accounting.sqlite_ledger import LedgerSettings, read_ledger_settings
+from approxdp.accounting.subsampled_gaussian import (
+    subsampled_gaussian_delta,
+    subsampled_gaussian_epsilon,
+)
 
 __all__ = [
     "COMPOSITION_RULES",
     "DEFAULT_RDP_ORDERS",
+    "DPSGD_ACCOUNTANTS",
     "SPLIT_RULES",
+    "AccountantResult",
     "BudgetSplit",
     "BudgetStatus",
     "ComposedGaussian",
@@ -57,8 +71,11 @@ __all__ = [
     "advanced_composition",
     "amplify_by_subsampling",
     "basic_composition",
+    "calibrate_dpsgd",
+    "compare_dpsgd_accountants",
     "compose_gaussian",
     "dp_to_pdp",
+    "dpsgd_epsilon",
     "gdp_clt_delta",
     "gdp_clt_epsilon",
     "gdp_clt_mu",
@@ -66,6 +83,8 @@ __all__ = [
     "gdp_to_epsilon",
     "group_privacy",
     "optimal_composition",
+    "pld_delta",
+    "pld_epsilon",
     "rdp_dpsgd_delta",
     "rdp_dpsgd_epsilon",
     "rdp_sampled_without_replacement_gaussian",
@@ -75,5 +94,7 @@ __all__ = [
     "read_ledger_settings",
     "simplified_advanced_composition",
     "split_budget",
+    "subsampled_gaussian_delta",
+    "subsampled_gaussian_epsilon",
     "zcdp_to_dp",
 ]

@@ -19,6 +19,7 @@ from approxdp import __version__
 from approxdp.cli.calibration_commands import calibrate_command, epsilon_command, profile_command
 from approxdp.cli.composition_commands import compose_command
 from approxdp.cli.demo_command import demo_command
+from approxdp.cli.dpsgd_command import dpsgd_command
 from approxdp.cli.figures import plot_command, reproduce_command
 from approxdp.cli.output import (
     EXIT_BAD_INPUT,
@@ -156,6 +157,7 @@ for _command in (
     profile_command,
     epsilon_command,
     compose_command,
+    dpsgd_command,
     release_command,
     ledger_command,
     demo_command,
