@@ -33,7 +33,7 @@ from approxdp.cli.app import _guarded, cli
         (["calibrate", "-e", "1", "-d", "1e-5", "--frobnicate"], ["No such option"]),
         (["calibrat"], ["No such command 'calibrat'"]),
         (["profile", "--sigma", "0"], ["sigma"]),
-        (["profile", "--sigma", "1", "--points", "1"], ["points must be >= 2"]),
+        (["profile", "--sigma", "1", "--points", "1"], ["--points must be in [2, 10000]"]),
         (["profile", "--sigma", "1", "--eps-max", "-1"], ["eps-max"]),
         (["epsilon", "--sigma", "1", "-d", "1"], ["delta"]),
         (["compose", "-d", "1e-5"], ["Missing argument"]),

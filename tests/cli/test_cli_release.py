@@ -19,7 +19,7 @@ import pytest
 RESULT_KEYS = {
     "label", "kind", "key_columns", "cells", "level", "mechanism", "method", "sigma",
     "sensitivity", "effective_sensitivity", "epsilon", "delta", "threshold", "rows",
-    "comparisons", "extra", "notes",
+    "comparisons", "extra", "notes", "secure",
 }
 BUDGET_KEYS = {"budget_epsilon", "budget_delta", "spent_epsilon", "spent_delta",
                "remaining_epsilon", "remaining_delta", "count", "rule"}
@@ -36,7 +36,10 @@ def test_count_json_shape_and_value(
     result = data["result"]
     assert set(result) == RESULT_KEYS
     (cell,) = result["cells"]
-    assert set(cell) == {"key", "value", "std", "ci_low", "ci_high"} and cell["key"] == {}
+    assert set(cell) == {"key", "value", "std", "ci_low", "ci_high", "informative"}
+    assert cell["key"] == {} and cell["informative"] is True
+    assert result["secure"] is False  # --seed: a simulation, and the JSON says so
+    assert any("NOT private" in note for note in result["notes"])
     assert abs(cell["value"] - people_table.num_rows) < 6 * cell["std"]
     assert cell["ci_low"] < cell["value"] < cell["ci_high"]
     assert result["sensitivity"]["l2"] == 1.0
@@ -53,11 +56,12 @@ def test_histogram_with_domain_writes_csv(
     result = run("release", "histogram", people_csv, "sex", "--domain", "sex=F,M,X",
                  "-e", "1", "-d", "1e-6", "--seed", "2", "-o", out)
     assert result.exit_code == 0, result.stderr
-    assert "histogram(sex) — private histogram" in result.stdout
+    assert "histogram(sex) — histogram: SEEDED SIMULATION, NOT private" in result.stdout
     assert "remaining" in result.stdout
     with open(out, newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
     assert [r["sex"] for r in rows] == ["F", "M", "X"]  # every declared cell, empty ones too
+    assert {r["secure"] for r in rows} == {"false"}  # the file says it is NOT private
     truth = {s: int(np.sum(np.asarray(people_table["sex"]) == s)) for s in ("F", "M", "X")}
     for r in rows:
         assert abs(float(r["value"]) - truth[r["sex"]]) < 6 * float(r["std"])
@@ -137,7 +141,19 @@ def test_ledger_refuses_another_budget(
              "--budget", "1", "1e-5")
     result = run("release", "count", people_csv, "-e", "0.1", "-d", "1e-7", "--ledger", ledger,
                  "--budget", "2", "1e-5")
-    one_line_error(result, 2, "was created for budget (1.0, 1e-05)")
+    one_line_error(result, 2, "--budget 2 1e-05 differs from the budget (1, 1e-05) stored",
+                   "leave out --budget")
+    # what --budget's help promises: the stored budget is kept, the same one may be repeated
+    for same in ([], ["--budget", "1", "1e-5"]):
+        data = run_json("release", "count", people_csv, "-e", "0.1", "-d", "1e-7",
+                        "--ledger", ledger, *same)
+        assert (data["budget"]["budget_epsilon"], data["budget"]["budget_delta"]) == (1, 1e-5)
+    help_text = " ".join(run("release", "--help").stdout.split())
+    assert "a different one is refused" in help_text
+    result = run("release", "count", people_csv, "-e", "0.1", "-d", "1e-7", "--ledger", ledger,
+                 "--composition", "basic")
+    one_line_error(result, 2, "--composition basic differs from the rule 'auto'")
+    assert run_json("ledger", ledger)["status"]["count"] == 3
 
 
 @pytest.mark.parametrize(
@@ -160,7 +176,7 @@ def test_ledger_refuses_another_budget(
         (["count", "{csv}", "--output", "{dir}/no/such/out.json"], ["does not exist"]),
         (["count", "{csv}", "--ledger", "{dir}/new.sqlite"], ["--budget EPSILON DELTA"]),
         (["count", "{csv}", "--privacy-unit", "uid", "--max-partitions", "0"],
-         ["max_partitions must be >= 1"]),
+         ["--max-partitions must be >= 1"]),
         (["count", "{csv}", "--level", "1.5"], ["level"]),
     ],
 )

@@ -30,7 +30,9 @@ def _render(console: Console, data: dict[str, Any]) -> None:
     table = new_table(
         title=(f"Private releases on UCI Adult (45,222 complete records), half the budget: "
                f"ε = {eps / 2:g}, δ = {delta / 2:g}, jointly calibrated"),
-        caption="Add/remove one record. Each value carries Gaussian noise of the std shown.",
+        caption="Add/remove one record. Each value carries Gaussian noise of the std shown."
+        + ("" if all(r.get("secure", True) for r in data["releases"]) else
+           "\n[bold red]--seed: a seeded simulation, NOT private (do not publish)[/]"),
     )
     table.add_column("release")
     table.add_column("cell")

@@ -43,6 +43,7 @@ __all__ = [
     "error_line",
     "fmt",
     "fmt_value",
+    "fmt_values",
     "json_option",
     "jsonable",
     "new_table",
@@ -177,3 +178,24 @@ def fmt_value(value: float | None, significant: int = 7) -> str:
         return fmt(value, significant)
     decimals = max(0, significant - 1 - math.floor(math.log10(size)))
     return f"{value:,.{decimals}f}"
+
+
+def fmt_values(values: list[float | None], significant: int = 7) -> list[str]:
+    """Released values of one column, in ONE format: fixed point with the same number of
+    decimals for every value (about ``significant`` significant digits on the largest), or
+    scientific for all when the largest is very large or very small. ``n/a``/``∞`` as in
+    :func:`fmt`. (Per-value formats mixed ``0`` with ``200.0000`` in one column.)"""
+    finite = [abs(v) for v in values if v is not None and math.isfinite(v) and v != 0]
+    if not finite:
+        return [fmt(v) if v is None or not math.isfinite(v) else "0" for v in values]
+    size = max(finite)
+    out = []
+    for v in values:
+        if v is None or not math.isfinite(v):
+            out.append(fmt(v))
+        elif not 1e-3 <= size < 1e15:
+            out.append(f"{v:.{significant - 1}e}")
+        else:
+            decimals = max(0, significant - 1 - math.floor(math.log10(size)))
+            out.append(f"{v:,.{decimals}f}")
+    return out

@@ -9,15 +9,19 @@ the ledger is left unchanged.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import os
-from collections.abc import Sequence
+import re
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, cast
 
 import click
 from rich.console import Console
 
+from approxdp._validation import check_interval
 from approxdp.accounting import COMPOSITION_RULES, PrivacyAccountant, read_ledger_settings
 from approxdp.calibration import CALIBRATION_METHODS
 from approxdp.cli.output import (
@@ -36,10 +40,10 @@ from approxdp.cli.release_views import (
     spend_dict,
     write_cells_csv,
 )
-from approxdp.errors import DataError, InvalidParameterError
+from approxdp.errors import ApproxDPError, DataError, InvalidParameterError
 from approxdp.releases.specs import Neighbouring
 
-__all__ = ["ledger_command", "parse_domain", "release_command"]
+__all__ = ["cli_wording", "ledger_command", "parse_casts", "parse_domain", "release_command"]
 
 KINDS = ("count", "sum", "mean", "histogram")
 _OUTPUT_SUFFIXES = (".json", ".csv")
@@ -58,6 +62,82 @@ def parse_domain(specs: Sequence[str]) -> dict[str, list[str]]:
             raise InvalidParameterError(f"--domain gives column {column!r} twice")
         domain[column] = values.split(",")
     return domain
+
+
+def parse_casts(specs: Sequence[str]) -> dict[str, str]:
+    """``COLUMN=double`` options as {column: type}."""
+    casts: dict[str, str] = {}
+    for spec in specs:
+        column, sep, kind = spec.partition("=")
+        if not sep or not column or kind.lower() != "double":
+            raise InvalidParameterError(
+                f"--cast must look like COLUMN=double (the only conversion), got {spec!r}"
+            )
+        casts[column] = "double"
+    return casts
+
+
+def _check_number(option: str, value: float, low: float, high: float, *,
+                  low_open: bool = False, high_open: bool = False) -> None:
+    """An option's number in its interval, or an error that names the OPTION (not the Python
+    parameter behind it, nor the budget when no --budget was given)."""
+    try:
+        check_interval(option, value, low, high, low_open=low_open, high_open=high_open)
+    except InvalidParameterError:
+        interval = (f"{'(' if low_open else '['}{low:g}, "
+                    f"{'inf' if math.isinf(high) else f'{high:g}'}{')' if high_open else ']'}")
+        raise InvalidParameterError(f"{option} must be in {interval}, got {value:g}") from None
+
+
+def _check_options(epsilon: float, delta: float, budget: tuple[float, float] | None,
+                   level: float) -> None:
+    _check_number("-e/--epsilon", epsilon, 0.0, math.inf, low_open=True, high_open=True)
+    _check_number("-d/--delta", delta, 0.0, 1.0, low_open=True, high_open=True)
+    if budget is not None:
+        _check_number("--budget EPSILON", budget[0], 0.0, math.inf, high_open=True)
+        _check_number("--budget DELTA", budget[1], 0.0, 1.0, high_open=True)
+    _check_number("--level", level, 0.0, 1.0, low_open=True, high_open=True)
+
+
+#: The library's Python spellings and the options a command-line user types instead.
+_CLI_WORDING: tuple[tuple[str, str], ...] = (
+    (r"outside_domain\s*=\s*'drop'", "--outside-domain drop"),
+    (r"outside_domain\s*=\s*'error'", "--outside-domain error"),
+    (r"casts=\{'([^']+)': 'double'\}", r"--cast \1=double"),
+    (r"domain\['([^']+)'\]", r"--domain \1=..."),
+    (r"\bmax_rows_per_partition\b", "--max-rows-per-partition"),
+    (r"\bmax_partitions\b", "--max-partitions"),
+    (r"\bprivacy_unit\b", "--privacy-unit"),
+    (r"\boutside_domain\b", "--outside-domain"),
+    (r"\bneighbouring='([a-z-]+)'", r"--neighbouring \1"),
+    (r"\bmethod='([a-z0-9-]+)'", r"--method \1"),
+    (r"\bbounds=\(", "--bounds ("),
+    (r"\bepsilon=(?=[-\d.])", "-e "),
+)
+
+
+def cli_wording(message: str) -> str:
+    """``message`` with the library's Python spellings (``outside_domain='drop'``) replaced by
+    the options of ``approxdp release`` (``--outside-domain drop``)."""
+    for pattern, replacement in _CLI_WORDING:
+        message = re.sub(pattern, replacement, message)
+    return message
+
+
+@contextlib.contextmanager
+def _in_cli_words() -> Iterator[None]:
+    """Re-raise the library's errors (same type) in the words of the command line."""
+    try:
+        yield
+    except ApproxDPError as exc:
+        text = cli_wording(str(exc))
+        if text == str(exc):
+            raise
+        try:
+            clone = type(exc)(text)
+        except TypeError:  # an error whose constructor takes more: keep it as it is
+            raise exc from None
+        raise clone from exc
 
 
 def _typed(column: str, raw: str, kind: str) -> Any:
@@ -116,10 +196,22 @@ def _accountant(
 ) -> PrivacyAccountant:
     if ledger is None:
         return PrivacyAccountant(budget or release_budget, composition=composition or "auto")
-    if ledger.exists():
+    if ledger.exists() and not ledger.is_dir():
         settings = read_ledger_settings(ledger)
-        return PrivacyAccountant(budget or settings.budget, ledger=ledger,
-                                 composition=composition or settings.composition)
+        if budget is not None and tuple(map(float, budget)) != settings.budget:
+            raise InvalidParameterError(
+                f"--budget {budget[0]:g} {budget[1]:g} differs from the budget "
+                f"({settings.budget[0]:g}, {settings.budget[1]:g}) stored in ledger "
+                f"{str(ledger)!r}; a ledger's budget never changes: leave out --budget to use "
+                "the stored one (or start a new ledger file)"
+            )
+        if composition is not None and composition != settings.composition:
+            raise InvalidParameterError(
+                f"--composition {composition} differs from the rule {settings.composition!r} "
+                f"stored in ledger {str(ledger)!r}; leave out --composition to use it"
+            )
+        return PrivacyAccountant(settings.budget, ledger=ledger,
+                                 composition=settings.composition)
     if budget is None:
         raise InvalidParameterError(
             f"ledger {str(ledger)!r} does not exist yet; create it by also giving its total "
@@ -179,12 +271,15 @@ def _run_release(table: Any, kind: str, columns: Sequence[str], options: dict[st
 @click.option("--outside-domain", type=click.Choice(["error", "drop"]), default="error",
               show_default=True, help="What to do with rows outside the declared domain.")
 @click.option("--budget", type=(float, float), default=None, metavar="EPSILON DELTA",
-              help="Total budget: of a new --ledger, or of this session (default: the "
-                   "release's own ε, δ). An existing ledger keeps its stored budget.")
+              help="Total budget: needed to create a new --ledger; an existing ledger keeps "
+                   "the budget stored in it (leave --budget out, or give the same one: a "
+                   "different one is refused). Without --ledger: the budget of this session "
+                   "(default: the release's own ε, δ).")
 @click.option("--ledger", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="SQLite ledger file that keeps the budget across runs (created if absent).")
 @click.option("--composition", type=click.Choice(list(COMPOSITION_RULES)), default=None,
-              help="Composition rule of the accountant (default: auto, or the ledger's).")
+              help="Composition rule of the accountant (default: auto, or the ledger's; an "
+                   "existing ledger's rule cannot change).")
 @click.option("--privacy-unit", default=None, metavar="COLUMN",
               help="Column identifying whom to protect (default: each row).")
 @click.option("--max-partitions", type=int, default=1, show_default=True,
@@ -197,6 +292,10 @@ def _run_release(table: Any, kind: str, columns: Sequence[str], options: dict[st
               help="Confidence level of the intervals.")
 @click.option("--method", type=click.Choice(list(CALIBRATION_METHODS)), default="optimal",
               show_default=True, help="Gaussian calibration method.")
+@click.option("--cast", "cast_specs", multiple=True, metavar="COLUMN=double",
+              help="Convert a value column to numbers before anything else; values that are "
+                   "not numbers become missing (counted, with examples, in the notes). "
+                   "Repeatable.")
 @click.option("--seed", type=int, default=None,
               help="Seed the noise (tests and demos only: seeded noise is NOT secure).")
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), default=None,
@@ -210,7 +309,8 @@ def release_command(
     outside_domain: str, budget: tuple[float, float] | None, ledger: Path | None,
     composition: str | None, privacy_unit: str | None, max_partitions: int,
     max_rows_per_partition: int, neighbouring: str, level: float, method: str,
-    seed: int | None, output: Path | None, show: int, as_json: bool,
+    cast_specs: tuple[str, ...], seed: int | None, output: Path | None, show: int,
+    as_json: bool,
 ) -> None:
     """A private count, sum, mean or histogram of a CSV or Parquet FILE.
 
@@ -227,19 +327,22 @@ def release_command(
     from approxdp.releases.session import PrivateTable
 
     _check_shape(kind, columns, bounds, by)
+    _check_options(epsilon, delta, budget, level)
     _check_output(output)
     domain = parse_domain(domain_specs)
+    casts = parse_casts(cast_specs)
     options: dict[str, Any] = {"epsilon": epsilon, "delta": delta, "level": level,
                                "domain": domain, "outside_domain": outside_domain}
     if kind in ("sum", "mean"):
         options.update(bounds=bounds, by=list(by))
     accountant = _accountant(ledger, budget, composition, (epsilon, delta))
     try:
-        with progress(f"Releasing a private {kind} from {file.name}"):
+        with progress(f"Releasing a private {kind} from {file.name}"), _in_cli_words():
             table = PrivateTable(
                 str(file), accountant=accountant, neighbouring=cast(Neighbouring, neighbouring),
                 privacy_unit=privacy_unit, max_partitions=max_partitions,
                 max_rows_per_partition=max_rows_per_partition, seed=seed, method=method,
+                casts=casts,
             )
             result = _run_release(table, kind, columns, options)
         status = accountant.remaining()
