@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.csv as pacsv
 import pytest
 
 RESULT_KEYS = {
@@ -198,3 +199,97 @@ def test_ledger_command_errors(run: Any, one_line_error: Any, people_csv: Path,
     one_line_error(run("ledger", missing), 2, "ledger file not found")
     assert not missing.exists()  # looking at a ledger never creates one
     one_line_error(run("ledger", people_csv), 2, "not a SQLite file")
+
+
+def _dirty_csv(path: Path, bad_at: int, n: int = 3000) -> Path:
+    """A plain (unquoted) CSV of n rows whose amount at row ``bad_at`` is 'oops'."""
+    amounts = [f"{x:.2f}" for x in np.random.default_rng(1).uniform(0, 100, n)]
+    amounts[bad_at] = "oops"
+    lines = [f"{'ab'[i % 2]},{a}" for i, a in enumerate(amounts)]
+    path.write_text("g,amount\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(("bad_at", "n"), [(5, 3000), (60_000, 60_001)])
+def test_dirty_numeric_column_names_the_value_and_the_cast(
+    run: Any, run_json: Any, one_line_error: Any, tmp_path: Path, bad_at: int, n: int
+) -> None:
+    """Near the top: "must be numeric for aggregation 'm0'"; deep: a raw DuckDB "Conversion
+    Error: CSV Error on Line: 60002". Now: the column, the value, and --cast."""
+    path = _dirty_csv(tmp_path / "tx.csv", bad_at, n)
+    ledger = tmp_path / "l.sqlite"
+    line = one_line_error(
+        run("release", "mean", path, "amount", "--bounds", "0", "100", "-e", "0.5", "-d",
+            "1e-7", "--ledger", ledger, "--budget", "1", "1e-6"),
+        2, "mean(amount): column 'amount' must be numeric", "e.g. ['oops']",
+        "--cast amount=double")
+    assert "m0" not in line and "casts=" not in line and "Conversion Error" not in line
+    assert run_json("ledger", ledger)["status"]["count"] == 0
+    data = run_json("release", "mean", path, "amount", "--bounds", "0", "100", "-e", "0.5",
+                    "-d", "1e-7", "--cast", "amount=double")
+    assert any("1 value(s) of column 'amount' were not numbers" in note
+               for note in data["result"]["notes"])
+
+
+def test_header_only_csv_is_an_empty_table(run: Any, one_line_error: Any,
+                                           tmp_path: Path) -> None:
+    path = tmp_path / "header.csv"
+    path.write_text("id,amount\n", encoding="utf-8")
+    one_line_error(run("release", "mean", path, "amount", "--bounds", "0", "1", "-e", "0.5",
+                       "-d", "1e-7"), 2, "the table is empty")
+
+
+def test_messages_use_the_options_of_the_command_line(
+    run: Any, one_line_error: Any, people_csv: Path
+) -> None:
+    line = one_line_error(run("release", "count", people_csv, "-e", "-1", "-d", "1e-6"), 2,
+                          "-e/--epsilon must be in (0, inf), got -1")
+    assert "budget" not in line
+    one_line_error(run("release", "count", people_csv, "-e", "1", "-d", "1.5"), 2,
+                   "-d/--delta must be in (0, 1), got 1.5")
+    one_line_error(run("release", "count", people_csv, "-e", "1", "-d", "1e-6", "--budget",
+                       "1", "2"), 2, "--budget DELTA must be in [0, 1), got 2")
+    line = one_line_error(run("release", "histogram", people_csv, "sex", "--domain", "sex=F",
+                              "-e", "1", "-d", "1e-6"), 2, "--outside-domain drop",
+                          "--domain sex=")
+    assert "outside_domain" not in line and "domain['" not in line
+    one_line_error(run("release", "count", people_csv, "--cast", "age=int", "-e", "1", "-d",
+                       "1e-6"), 2, "--cast must look like COLUMN=double")
+
+
+def test_cli_wording_rewrites_python_spellings() -> None:
+    from approxdp.cli.release_commands import cli_wording
+
+    assert cli_wording("or pass outside_domain='drop' (exact)") == (
+        "or pass --outside-domain drop (exact)")
+    assert cli_wording("casts={'amount': 'double'} turns") == "--cast amount=double turns"
+    assert cli_wording("max_partitions must be >= 1, got max_partitions=0") == (
+        "--max-partitions must be >= 1, got --max-partitions=0")
+
+
+def test_mean_empty_cells_null_keys_and_one_format_per_column(
+    run: Any, run_json: Any, tmp_path: Path
+) -> None:
+    """Empty cells printed like results (200.0000 / 0 / 100.0000, std 100); formats mixed in
+    one column; a NULL key written as an empty string in the CSV."""
+    path = tmp_path / "m.csv"
+    pacsv.write_csv(pa.table({"g": ["a"] * 400 + [None] * 400,
+                              "x": np.linspace(0, 200, 800)}), path)
+    args = ["release", "mean", path, "x", "--bounds", "0", "200", "--by", "g", "--domain",
+            "g=a,b,NULL", "-e", "1", "-d", "1e-6", "--seed", "3"]
+    data = run_json(*args)
+    cells = {c["key"]["g"]: c for c in data["result"]["cells"]}
+    assert cells["a"]["informative"] is True and cells[None]["informative"] is True
+    assert cells["b"]["informative"] is False  # no rows: midpoint or bound, CI = [0, 200]
+    table = run(*args).stdout
+    assert "†" in table and "no information" in table
+    rows = [line.split("│") for line in table.splitlines() if line.count("│") == 5]
+    values = [r[2].strip().rstrip(" †") for r in rows if r[1].strip() in ("a", "b", "NULL")]
+    decimals = {len(v.split(".")[1]) if "." in v else 0 for v in values}
+    assert len(values) == 3 and len(decimals) == 1, values
+    out = tmp_path / "out.csv"
+    assert run(*args, "-o", out).exit_code == 0
+    with open(out, newline="", encoding="utf-8") as fh:
+        written = list(csv.DictReader(fh))
+    assert [r["g"] for r in written] == ["a", "b", "NULL"]
+    assert [r["informative"] for r in written] == ["true", "false", "true"]
