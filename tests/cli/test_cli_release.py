@@ -178,7 +178,7 @@ def test_ledger_refuses_another_budget(
         (["count", "{csv}", "--ledger", "{dir}/new.sqlite"], ["--budget EPSILON DELTA"]),
         (["count", "{csv}", "--privacy-unit", "uid", "--max-partitions", "0"],
          ["--max-partitions must be >= 1"]),
-        (["count", "{csv}", "--level", "1.5"], ["level"]),
+        (["count", "{csv}", "--level", "1.5"], ["'--level': 1.5 is not in the range 0<x<1"]),
     ],
 )
 def test_bad_release_input(
@@ -242,29 +242,38 @@ def test_header_only_csv_is_an_empty_table(run: Any, one_line_error: Any,
 def test_messages_use_the_options_of_the_command_line(
     run: Any, one_line_error: Any, people_csv: Path
 ) -> None:
+    """-e -1 said "budget epsilon must be in [0, inf)" with no --budget given; hints read
+    "pass outside_domain='drop'". Options are now checked by Click under their own names, and
+    the library's Python spellings are reworded."""
     line = one_line_error(run("release", "count", people_csv, "-e", "-1", "-d", "1e-6"), 2,
-                          "-e/--epsilon must be in (0, inf), got -1")
+                          "'-e' / '--epsilon': -1.0 is not in the range 0<x<inf")
     assert "budget" not in line
     one_line_error(run("release", "count", people_csv, "-e", "1", "-d", "1.5"), 2,
-                   "-d/--delta must be in (0, 1), got 1.5")
+                   "'-d' / '--delta': 1.5 is not in the range 0<x<1")
     one_line_error(run("release", "count", people_csv, "-e", "1", "-d", "1e-6", "--budget",
-                       "1", "2"), 2, "--budget DELTA must be in [0, 1), got 2")
+                       "1", "2"), 2, "'--budget': 2.0 is not in the range 0<=x<1")
+    one_line_error(run("release", "sum", people_csv, "age", "--bounds", "0", "inf", "-e", "1",
+                       "-d", "1e-6"), 2, "'--bounds': inf is not in the range")
     line = one_line_error(run("release", "histogram", people_csv, "sex", "--domain", "sex=F",
                               "-e", "1", "-d", "1e-6"), 2, "--outside-domain drop",
                           "--domain sex=")
     assert "outside_domain" not in line and "domain['" not in line
+    line = one_line_error(run("release", "count", people_csv, "-e", "20", "-d", "1e-6",
+                              "--method", "dwork-2006"), 2, "use --method optimal")
+    assert "method='" not in line
     one_line_error(run("release", "count", people_csv, "--cast", "age=int", "-e", "1", "-d",
                        "1e-6"), 2, "--cast must look like COLUMN=double")
 
 
 def test_cli_wording_rewrites_python_spellings() -> None:
-    from approxdp.cli.release_commands import cli_wording
+    from approxdp.cli.output import cli_wording
 
     assert cli_wording("or pass outside_domain='drop' (exact)") == (
         "or pass --outside-domain drop (exact)")
     assert cli_wording("casts={'amount': 'double'} turns") == "--cast amount=double turns"
     assert cli_wording("max_partitions must be >= 1, got max_partitions=0") == (
         "--max-partitions must be >= 1, got --max-partitions=0")
+    assert cli_wording("fails above epsilon=9.7") == "fails above epsilon=9.7"  # not an option
 
 
 def test_mean_empty_cells_null_keys_and_one_format_per_column(

@@ -22,7 +22,7 @@ from approxdp.calibration import (
     calibrate_gaussian,
     classical_failure_threshold,
 )
-from approxdp.cli.output import JSON_SCHEMA_VERSION, emit, fmt, json_option, new_table
+from approxdp.cli.output import JSON_SCHEMA_VERSION, Number, emit, fmt, json_option, new_table
 from approxdp.errors import InvalidParameterError, NotPrivateWarning
 from approxdp.profiles import (
     gaussian_epsilon,
@@ -165,17 +165,24 @@ def render_calibration(console: Console, report: dict[str, Any]) -> None:
     console.print(table)
 
 
-_epsilon_opt = click.option("-e", "--epsilon", type=float, required=True, help="ε >= 0.")
-_delta_opt = click.option("-d", "--delta", type=float, required=True, help="δ in (0, 1).")
+_EPSILON = Number(0, math.inf, max_open=True)
+_DELTA = Number(0, 1, min_open=True, max_open=True)
+_SENSITIVITY = Number(0, math.inf, max_open=True)
+_SIGMA = Number(0, math.inf, min_open=True)
+_epsilon_opt = click.option("-e", "--epsilon", type=_EPSILON, metavar="FLOAT", required=True,
+                            help="ε >= 0.")
+_delta_opt = click.option("-d", "--delta", type=_DELTA, metavar="FLOAT", required=True,
+                          help="δ in (0, 1).")
 _sensitivity_opt = click.option(
-    "-s", "--sensitivity", type=float, default=1.0, show_default=True,
+    "-s", "--sensitivity", type=_SENSITIVITY, metavar="FLOAT", default=1.0, show_default=True,
     help="ℓ2-sensitivity Δ of the query.",
 )
 _notion_opt = click.option(
     "--notion", type=click.Choice(["dp", "pdp"]), default="dp", show_default=True,
     help="(ε, δ)-DP, or the stronger probabilistic DP (P[|privacy loss| > ε] <= δ).",
 )
-_sigma_opt = click.option("--sigma", type=float, required=True, help="Noise σ > 0.")
+_sigma_opt = click.option("--sigma", type=_SIGMA, metavar="FLOAT", required=True,
+                          help="Noise σ > 0.")
 
 
 @click.command("calibrate")
@@ -276,12 +283,13 @@ def _epsilon_digits(grid: np.ndarray) -> int:
 @_sensitivity_opt
 @_notion_opt
 @click.option(
-    "-e", "--epsilon", "epsilons", type=float, multiple=True,
+    "-e", "--epsilon", "epsilons", type=_EPSILON, metavar="FLOAT", multiple=True,
     help="Evaluate at these ε (repeatable); default: an even grid up to --eps-max, from 0 or, "
          "where δ(0) > 1/2 (small σ), from the ε where δ falls to 1/2.",
 )
 @click.option(
-    "--eps-max", type=float, default=None,
+    "--eps-max", type=Number(0, math.inf, min_open=True, max_open=True), metavar="FLOAT",
+    default=None,
     help="Largest ε of the grid; default: where δ(ε) falls to 1e-10.",
 )
 @click.option("--points", type=int, default=11, show_default=True,
@@ -335,7 +343,8 @@ def profile_command(
 
 @click.command("epsilon")
 @_sigma_opt
-@click.option("-d", "--delta", "deltas", type=float, multiple=True, required=True,
+@click.option("-d", "--delta", "deltas", type=_DELTA, metavar="FLOAT", multiple=True,
+              required=True,
               help="δ in (0, 1) (repeatable).")
 @_sensitivity_opt
 @_notion_opt

@@ -41,8 +41,16 @@ from approxdp.accounting import advanced_composition, compose_gaussian, optimal_
 from approxdp.accounting.event_costs import LedgerState, check_cost, contribution
 from approxdp.accounting.mixed_composition import epsilon_at
 from approxdp.accounting.optimal import OPTIMAL_MAX_STEPS
-from approxdp.cli.output import JSON_SCHEMA_VERSION, emit, fmt, json_option, new_table, progress
-from approxdp.errors import InvalidParameterError
+from approxdp.cli.output import (
+    JSON_SCHEMA_VERSION,
+    Number,
+    emit,
+    fmt,
+    json_option,
+    new_table,
+    progress,
+)
+from approxdp.errors import ApproxDPError, InvalidParameterError
 from approxdp.events import EpsilonDeltaEvent, GaussianEvent, LaplaceEvent, PrivacyEvent
 from approxdp.profiles import gaussian_epsilon
 
@@ -99,7 +107,10 @@ def parse_release(token: str) -> Release:
                                     f"{usage}") from None
     default = 0.0 if kind == "dp" else 1.0
     release = Release(kind, values[0], values[1] if len(values) == 2 else default, count)
-    check_cost(release.event(), contribution(release.event()))  # σ > 0, ε >= 0, finite cost
+    try:  # σ > 0, ε >= 0, δ in [0, 1), a finite cost: checked by the event classes
+        check_cost(release.event(), contribution(release.event()))
+    except ApproxDPError as exc:
+        raise InvalidParameterError(f"release {token!r}: {exc}; {usage}") from exc
     return release
 
 
@@ -321,7 +332,8 @@ def _render(console: Console, report: dict[str, Any]) -> None:
 
 @click.command("compose")
 @click.argument("releases", nargs=-1, required=True)
-@click.option("-d", "--delta", type=float, required=True, help="Total δ in (0, 1).")
+@click.option("-d", "--delta", type=Number(0, 1, min_open=True, max_open=True), metavar="FLOAT",
+              required=True, help="Total δ in (0, 1).")
 @click.option(
     "-r", "--rule", "rules", multiple=True, type=click.Choice(list(RULES)),
     help="Only these rules (repeatable); default: all.",

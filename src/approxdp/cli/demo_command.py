@@ -7,13 +7,22 @@ histogram over all nine categorical attributes, Zhao et al. §VI).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import click
 from rich.console import Console
 
 from approxdp.cli.calibration_commands import calibration_report, render_calibration
-from approxdp.cli.output import JSON_SCHEMA_VERSION, emit, fmt, json_option, new_table, progress
+from approxdp.cli.output import (
+    JSON_SCHEMA_VERSION,
+    Number,
+    emit,
+    fmt,
+    json_option,
+    new_table,
+    progress,
+)
 from approxdp.cli.release_views import release_dict
 
 __all__ = ["demo_command"]
@@ -80,11 +89,12 @@ def _render(console: Console, data: dict[str, Any]) -> None:
 
 
 @click.command("demo")
-@click.option("-e", "--epsilon", type=float, default=1.0, show_default=True,
-              help="Total ε of the demo.")
-@click.option("-d", "--delta", type=float, default=1e-6, show_default=True,
-              help="Total δ of the demo.")
-@click.option("-s", "--sensitivity", type=float, default=1.0, show_default=True,
+@click.option("-e", "--epsilon", type=Number(0, math.inf, min_open=True, max_open=True),
+              metavar="FLOAT", default=1.0, show_default=True, help="Total ε of the demo.")
+@click.option("-d", "--delta", type=Number(0, 1, min_open=True, max_open=True), metavar="FLOAT",
+              default=1e-6, show_default=True, help="Total δ of the demo.")
+@click.option("-s", "--sensitivity", type=Number(0, math.inf, max_open=True), metavar="FLOAT",
+              default=1.0, show_default=True,
               help="Δ of the calibration table (the releases derive their own).")
 @click.option("--no-releases", is_flag=True, help="Only the calibration table.")
 @click.option("--seed", type=int, default=None,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -39,6 +40,8 @@ __all__ = [
     "EXIT_CODES",
     "EXIT_INTERNAL",
     "JSON_SCHEMA_VERSION",
+    "Number",
+    "cli_wording",
     "emit",
     "error_line",
     "fmt",
@@ -70,6 +73,43 @@ EXIT_CODES: Mapping[str, int] = {
 JSON_SCHEMA_VERSION = 1
 
 _DEFAULT_WIDTH = 120  # when stdout is not a terminal (pipes, tests) and COLUMNS is unset
+
+
+class Number(click.FloatRange):
+    """A float option in a range, checked by Click before the command runs, so a bad value is
+    reported under the option's own name ("Invalid value for '-d' / '--delta': 1.5 is not in
+    the range 0<x<1"), never the library's parameter name; its range shows in ``--help``. NaN
+    is refused too (Click's FloatRange lets it through)."""
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if isinstance(number, float) and math.isnan(number):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        return number
+
+
+#: The library's Python spellings, and what a command-line user types instead.
+_CLI_WORDING: tuple[tuple[str, str], ...] = (
+    (r"\boutside_domain\s*=\s*'(drop|error)'", r"--outside-domain \1"),
+    (r"\bcasts=\{'([^']+)': 'double'\}", r"--cast \1=double"),
+    (r"\bdomain\['([^']+)'\]", r"--domain \1=..."),
+    (r"\bmax_rows_per_partition\b", "--max-rows-per-partition"),
+    (r"\bmax_partitions\b", "--max-partitions"),
+    (r"\bprivacy_unit\b", "--privacy-unit"),
+    (r"\boutside_domain\b", "--outside-domain"),
+    (r"\bneighbouring='([a-z-]+)'", r"--neighbouring \1"),
+    (r"\bmethod='([a-z0-9-]+)'", r"--method \1"),
+)
+
+
+def cli_wording(message: str) -> str:
+    """``message`` with the library's Python spellings (``outside_domain='drop'``,
+    ``casts={'x': 'double'}``, ``max_partitions``) replaced by the options a command-line user
+    types (``--outside-domain drop``, ``--cast x=double``, ``--max-partitions``)."""
+    for pattern, replacement in _CLI_WORDING:
+        message = re.sub(pattern, replacement, message)
+    return message
 
 
 def stdout_console() -> Console:

@@ -9,23 +9,21 @@ the ledger is left unchanged.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
-import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
 import click
 from rich.console import Console
 
-from approxdp._validation import check_interval
 from approxdp.accounting import COMPOSITION_RULES, PrivacyAccountant, read_ledger_settings
 from approxdp.calibration import CALIBRATION_METHODS
 from approxdp.cli.output import (
     JSON_SCHEMA_VERSION,
+    Number,
     emit,
     json_option,
     jsonable,
@@ -40,12 +38,13 @@ from approxdp.cli.release_views import (
     spend_dict,
     write_cells_csv,
 )
-from approxdp.errors import ApproxDPError, DataError, InvalidParameterError
+from approxdp.errors import DataError, InvalidParameterError
 from approxdp.releases.specs import Neighbouring
 
-__all__ = ["cli_wording", "ledger_command", "parse_casts", "parse_domain", "release_command"]
+__all__ = ["ledger_command", "parse_casts", "parse_domain", "release_command"]
 
 KINDS = ("count", "sum", "mean", "histogram")
+_FINITE = Number(-math.inf, math.inf, min_open=True, max_open=True)
 _OUTPUT_SUFFIXES = (".json", ".csv")
 
 
@@ -75,69 +74,6 @@ def parse_casts(specs: Sequence[str]) -> dict[str, str]:
             )
         casts[column] = "double"
     return casts
-
-
-def _check_number(option: str, value: float, low: float, high: float, *,
-                  low_open: bool = False, high_open: bool = False) -> None:
-    """An option's number in its interval, or an error that names the OPTION (not the Python
-    parameter behind it, nor the budget when no --budget was given)."""
-    try:
-        check_interval(option, value, low, high, low_open=low_open, high_open=high_open)
-    except InvalidParameterError:
-        interval = (f"{'(' if low_open else '['}{low:g}, "
-                    f"{'inf' if math.isinf(high) else f'{high:g}'}{')' if high_open else ']'}")
-        raise InvalidParameterError(f"{option} must be in {interval}, got {value:g}") from None
-
-
-def _check_options(epsilon: float, delta: float, budget: tuple[float, float] | None,
-                   level: float) -> None:
-    _check_number("-e/--epsilon", epsilon, 0.0, math.inf, low_open=True, high_open=True)
-    _check_number("-d/--delta", delta, 0.0, 1.0, low_open=True, high_open=True)
-    if budget is not None:
-        _check_number("--budget EPSILON", budget[0], 0.0, math.inf, high_open=True)
-        _check_number("--budget DELTA", budget[1], 0.0, 1.0, high_open=True)
-    _check_number("--level", level, 0.0, 1.0, low_open=True, high_open=True)
-
-
-#: The library's Python spellings and the options a command-line user types instead.
-_CLI_WORDING: tuple[tuple[str, str], ...] = (
-    (r"outside_domain\s*=\s*'drop'", "--outside-domain drop"),
-    (r"outside_domain\s*=\s*'error'", "--outside-domain error"),
-    (r"casts=\{'([^']+)': 'double'\}", r"--cast \1=double"),
-    (r"domain\['([^']+)'\]", r"--domain \1=..."),
-    (r"\bmax_rows_per_partition\b", "--max-rows-per-partition"),
-    (r"\bmax_partitions\b", "--max-partitions"),
-    (r"\bprivacy_unit\b", "--privacy-unit"),
-    (r"\boutside_domain\b", "--outside-domain"),
-    (r"\bneighbouring='([a-z-]+)'", r"--neighbouring \1"),
-    (r"\bmethod='([a-z0-9-]+)'", r"--method \1"),
-    (r"\bbounds=\(", "--bounds ("),
-    (r"\bepsilon=(?=[-\d.])", "-e "),
-)
-
-
-def cli_wording(message: str) -> str:
-    """``message`` with the library's Python spellings (``outside_domain='drop'``) replaced by
-    the options of ``approxdp release`` (``--outside-domain drop``)."""
-    for pattern, replacement in _CLI_WORDING:
-        message = re.sub(pattern, replacement, message)
-    return message
-
-
-@contextlib.contextmanager
-def _in_cli_words() -> Iterator[None]:
-    """Re-raise the library's errors (same type) in the words of the command line."""
-    try:
-        yield
-    except ApproxDPError as exc:
-        text = cli_wording(str(exc))
-        if text == str(exc):
-            raise
-        try:
-            clone = type(exc)(text)
-        except TypeError:  # an error whose constructor takes more: keep it as it is
-            raise exc from None
-        raise clone from exc
 
 
 def _typed(column: str, raw: str, kind: str) -> Any:
@@ -260,9 +196,11 @@ def _run_release(table: Any, kind: str, columns: Sequence[str], options: dict[st
 @click.argument("kind", type=click.Choice(KINDS))
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
 @click.argument("columns", nargs=-1)
-@click.option("-e", "--epsilon", type=float, required=True, help="ε this release spends.")
-@click.option("-d", "--delta", type=float, required=True, help="δ this release spends.")
-@click.option("--bounds", type=(float, float), default=None, metavar="LOW HIGH",
+@click.option("-e", "--epsilon", type=Number(0, math.inf, min_open=True, max_open=True),
+              metavar="FLOAT", required=True, help="ε this release spends.")
+@click.option("-d", "--delta", type=Number(0, 1, min_open=True, max_open=True), metavar="FLOAT",
+              required=True, help="δ this release spends.")
+@click.option("--bounds", type=(_FINITE, _FINITE), default=None, metavar="LOW HIGH",
               help="Clamping bounds of the value column (sum, mean).")
 @click.option("--by", multiple=True, metavar="COLUMN", help="Group a sum or mean (repeatable).")
 @click.option("--domain", "domain_specs", multiple=True, metavar="COLUMN=V1,V2,...",
@@ -270,7 +208,8 @@ def _run_release(table: Any, kind: str, columns: Sequence[str], options: dict[st
                    "Without a domain, cells are chosen by DP partition selection.")
 @click.option("--outside-domain", type=click.Choice(["error", "drop"]), default="error",
               show_default=True, help="What to do with rows outside the declared domain.")
-@click.option("--budget", type=(float, float), default=None, metavar="EPSILON DELTA",
+@click.option("--budget", type=(Number(0, math.inf, max_open=True), Number(0, 1, max_open=True)),
+              default=None, metavar="EPSILON DELTA",
               help="Total budget: needed to create a new --ledger; an existing ledger keeps "
                    "the budget stored in it (leave --budget out, or give the same one: a "
                    "different one is refused). Without --ledger: the budget of this session "
@@ -288,7 +227,8 @@ def _run_release(table: Any, kind: str, columns: Sequence[str], options: dict[st
               help="Rows one unit may contribute per cell (needs --privacy-unit).")
 @click.option("--neighbouring", type=click.Choice(["add-remove", "replace-one"]),
               default="add-remove", show_default=True, help="Neighbouring relation.")
-@click.option("--level", type=float, default=0.95, show_default=True,
+@click.option("--level", type=Number(0, 1, min_open=True, max_open=True), metavar="FLOAT",
+              default=0.95, show_default=True,
               help="Confidence level of the intervals.")
 @click.option("--method", type=click.Choice(list(CALIBRATION_METHODS)), default="optimal",
               show_default=True, help="Gaussian calibration method.")
@@ -327,7 +267,6 @@ def release_command(
     from approxdp.releases.session import PrivateTable
 
     _check_shape(kind, columns, bounds, by)
-    _check_options(epsilon, delta, budget, level)
     _check_output(output)
     domain = parse_domain(domain_specs)
     casts = parse_casts(cast_specs)
@@ -337,7 +276,7 @@ def release_command(
         options.update(bounds=bounds, by=list(by))
     accountant = _accountant(ledger, budget, composition, (epsilon, delta))
     try:
-        with progress(f"Releasing a private {kind} from {file.name}"), _in_cli_words():
+        with progress(f"Releasing a private {kind} from {file.name}"):
             table = PrivateTable(
                 str(file), accountant=accountant, neighbouring=cast(Neighbouring, neighbouring),
                 privacy_unit=privacy_unit, max_partitions=max_partitions,
