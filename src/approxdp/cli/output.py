@@ -100,6 +100,7 @@ _CLI_WORDING: tuple[tuple[str, str], ...] = (
     (r"\boutside_domain\b", "--outside-domain"),
     (r"\bneighbouring='([a-z-]+)'", r"--neighbouring \1"),
     (r"\bmethod='([a-z0-9-]+)'", r"--method \1"),
+    (r"\bout_dir\b", "--out"),
 )
 
 
