@@ -186,13 +186,16 @@ def test_demo_json(demo_runs: tuple[Any, Any]) -> None:
     methods = {c["method"]: c for c in data["comparisons"]}
     assert methods["optimal"]["private"] is True
     assert all(c["sigma"] >= methods["optimal"]["sigma"] for c in methods.values())
+    # --seed: every release says it is a simulation, NOT private
+    assert all(r["secure"] is False for r in [*data["releases"], paper])
 
 
 def test_demo_tables(demo_runs: tuple[Any, Any]) -> None:
     _, result = demo_runs
     assert result.exit_code == 0, result.stderr
     for text in ("Gaussian noise for (1, 1e-06)-DP", "Private releases on UCI Adult",
-                 "complete records", "The paper's histogram", "Noise each calibration needs"):
+                 "complete records", "The paper's histogram", "Noise each calibration needs",
+                 "a seeded simulation, NOT private"):
         assert text in result.stdout
 
 

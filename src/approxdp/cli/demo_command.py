@@ -19,6 +19,7 @@ from approxdp.cli.output import (
     Number,
     emit,
     fmt,
+    fmt_values,
     json_option,
     new_table,
     progress,
@@ -49,11 +50,12 @@ def _render(console: Console, data: dict[str, Any]) -> None:
     table.add_column("95% CI", justify="right")
     table.add_column("noise std", justify="right")
     for release in data["releases"]:
+        stds = fmt_values([c["std"] for c in release["cells"]], 4)  # one format per release
         for i, cell in enumerate(release["cells"]):
             key = " × ".join(str(v) for v in cell["key"].values())
             table.add_row(release["label"] if i == 0 else "", key, f"{cell['value']:,.2f}",
                           f"[{cell['ci_low']:,.2f}, {cell['ci_high']:,.2f}]",
-                          fmt(cell["std"], 4), end_section=i == len(release["cells"]) - 1)
+                          stds[i], end_section=i == len(release["cells"]) - 1)
     console.print(table)
 
     paper = data["paper_histogram"]

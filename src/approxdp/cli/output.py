@@ -45,7 +45,6 @@ __all__ = [
     "emit",
     "error_line",
     "fmt",
-    "fmt_value",
     "fmt_values",
     "json_option",
     "jsonable",
@@ -206,19 +205,6 @@ def fmt(value: float | None, digits: int = 6) -> str:
     if isinstance(value, float) and math.isinf(value):
         return "∞" if value > 0 else "-∞"
     return f"{value:.{digits}g}"
-
-
-def fmt_value(value: float | None, significant: int = 7) -> str:
-    """A released value: fixed point with thousands separators and about ``significant``
-    significant digits (``51,192,102``, ``38.55123``); scientific only when very large or
-    very small."""
-    if value is None or not math.isfinite(value):
-        return fmt(value)
-    size = abs(value)
-    if size == 0 or not 1e-3 <= size < 1e15:
-        return fmt(value, significant)
-    decimals = max(0, significant - 1 - math.floor(math.log10(size)))
-    return f"{value:,.{decimals}f}"
 
 
 def fmt_values(values: list[float | None], significant: int = 7) -> list[str]:
