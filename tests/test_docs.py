@@ -164,7 +164,7 @@ def test_cli_page_lists_every_command_once() -> None:
 
     page = (DOCS / "cli.md").read_text(encoding="utf-8")
     assert hook.MARKER in page
-    listed = hook._TABLE_COMMAND.findall(page.split(hook.MARKER, 1)[0])
+    listed = hook._TABLE_COMMAND.findall(hook.strip_blocks(page).split(hook.MARKER, 1)[0])
     assert sorted(set(listed)) == sorted(cli.commands)
 
 
@@ -186,6 +186,44 @@ def test_plot_and_reproduce_tables_list_the_registries() -> None:
     plots, files = hook.plot_list(), hook.reproduce_files()
     assert all(f"| `{name}` |" in plots for name in PLOTS)
     assert all(f"| `{name}` |" in files for name in FIGURE_FILES)
+
+
+def test_committed_reference_tables_match_the_generator() -> None:
+    """Every generated block is committed in its page (a raw page read on a code host showed
+    only the markers), and is what the code generates now; regenerate with
+    ``.venv/bin/python docs/hooks/reference_tables.py``."""
+    hook = _hook()
+    assert hook.update_pages(DOCS, write=False) == []
+    cli_page = (DOCS / "cli.md").read_text(encoding="utf-8")
+    for page, needle in (("cli.md", "### `approxdp release`"), ("cli.md", "| `fig1` |"),
+                         ("reproduction.md", "| `report.md` |"),
+                         ("guide/calibration.md", "| `optimal` |")):
+        text = (DOCS / page).read_text(encoding="utf-8")
+        assert needle in text, (page, needle)
+    assert "| <code>--budget EPSILON DELTA</code> |" in cli_page
+
+
+def test_stale_reference_tables_fail_the_build(caplog: pytest.LogCaptureFixture) -> None:
+    hook = _hook()
+    page = (DOCS / "cli.md").read_text(encoding="utf-8")
+    edited = page.replace("Show a ledger file's budget", "Show a ledger's budget", 1)
+    bare = page.split(hook.MARKER, 1)[0] + hook.MARKER + "\n"  # a marker with no text
+    assert hook.stale_blocks(page) == []
+    assert hook.stale_blocks(edited) == [hook.MARKER]
+    assert hook.stale_blocks(bare) == [hook.MARKER]
+    assert hook.render_blocks(edited) == page == hook.render_blocks(page)
+    assert hook.render_blocks(bare).rstrip() == page.split(hook.end_marker(hook.MARKER))[0] + (
+        hook.end_marker(hook.MARKER))
+
+    class _File:
+        src_uri = "cli.md"
+
+    class _Page:
+        file = _File()
+
+    with caplog.at_level("WARNING", logger="mkdocs.hooks.reference_tables"):
+        assert hook.on_page_markdown(edited, _Page(), {}, None) == page
+    assert any("out of date" in r.getMessage() for r in caplog.records)
 
 
 # -- the Griffe extension (docs/hooks/griffe_sphinx.py) --------------------------------------

@@ -456,3 +456,29 @@ def test_special_float_keys_rank_like_the_reference(engine: Engine) -> None:
         got = {("nan" if math.isnan(k) else k): int(n)
                for k, n in zip(res.keys["g"], res.values["n"], strict=True)}
         assert got == dict(want)
+
+
+def test_unconvertible_values_are_counted_and_cast_to_null(engine: Engine) -> None:
+    """Text values that are not numbers: counted with examples, then NULL after the cast (the
+    other values converted, the other columns untouched); numeric columns have none."""
+    t = engine.load(pa.table({
+        "s": ["1.5", "oops", None, "2", "n/a", "oops", "-3e2"],
+        "k": ["a", "b", "c", "d", "e", "f", "g"],
+        "v": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0],
+    }))
+    assert engine.count_unconvertible(t, "s") == (3, ("n/a", "oops"))
+    assert engine.count_unconvertible(t, "s", limit=1) == (3, ("n/a",))
+    assert engine.count_unconvertible(t, "v") == (0, ())
+    cast = engine.cast_to_double(t, "s")
+    assert engine.schema(cast) == {"s": ColumnKind.NUMERIC, "k": ColumnKind.STRING,
+                                   "v": ColumnKind.NUMERIC}
+    res = engine.aggregate(cast, AggregateRequest(("k",), (Aggregation("x", "sum", "s"),
+                                                           Aggregation("n", "count", "s"))))
+    got = dict(zip(res.keys["k"].tolist(), res.values["x"].tolist(), strict=True))
+    assert got == {"a": 1.5, "b": 0.0, "c": 0.0, "d": 2.0, "e": 0.0, "f": 0.0, "g": -300.0}
+    assert res.values["n"].sum() == 3
+    assert engine.count_rows(cast) == 7
+    with pytest.raises(DataError, match="'zz' not found"):
+        engine.count_unconvertible(t, "zz")
+    with pytest.raises(DataError, match="'zz' not found"):
+        engine.cast_to_double(t, "zz")

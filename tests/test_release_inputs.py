@@ -79,7 +79,8 @@ BAD: list[tuple[str, Call, type[Exception], str]] = [
     ("misspelled histogram column", lambda t: t.histogram("c", epsilon=1, delta=1e-6),
      DataError, "'c'"),
     ("string mean column", lambda t: t.mean("b", (0, 1), epsilon=1, delta=1e-6),
-     DataError, "'b' must be numeric.*string"),
+     DataError, r"mean\(b\): column 'b' must be numeric, but it holds text: 600 value\(s\) "
+                r"are not numbers, e.g. \['x', 'y'\].*casts=\{'b': 'double'\}"),
     ("boolean sum column", lambda t: t.sum("flag", (0, 1), epsilon=1, delta=1e-6),
      DataError, "'flag' must be numeric.*boolean"),
     ("linear query on a missing column",

@@ -164,3 +164,44 @@ def test_large_domain_secure_release_stays_on_the_executors(spark_session: Any) 
     again = r.table.table.toArrow().sort_by([("a", "ascending"), ("b", "ascending")])
     assert first["value"].to_pylist() == again["value"].to_pylist()  # drawn once, not re-run
     assert first.num_rows == 48
+
+
+def test_seeded_spark_releases_are_marked_non_private(spark_session: Any,
+                                                      tmp_path: Path) -> None:
+    """The same marks as on DuckDB: secure=False, values is_secure rejects, the note, explain(),
+    and the written file's name for a large domain."""
+    from approxdp.mechanisms import is_secure
+
+    df = spark_session.createDataFrame(_data(600))
+    t = PrivateTable(df, budget=(10.0, 1e-5), seed=5, large_domain_cells=40,
+                     output_dir=str(tmp_path / "out"))
+    small = t.count(epsilon=0.5, delta=1e-7)
+    large = t.histogram(["a", "b"], domain=DOMAIN, epsilon=0.5, delta=1e-7)
+    for r in (small, large):
+        assert r.secure is False and any("NOT private" in n for n in r.notes)
+        assert r.explain().startswith("WARNING: seeded simulation - NOT private")
+    assert not is_secure(small.value) and not is_secure(small.values)
+    assert large.table is not None and large.table.path is not None
+    assert large.table.path.endswith("-seeded-NOT-PRIVATE.parquet")
+
+
+def test_spark_failures_after_planning_spend_nothing(spark_session: Any,
+                                                     tmp_path: Path) -> None:
+    dirty = tmp_path / "dirty.csv"
+    dirty.write_text("g,amount\na,1.5\nb,oops\na,2\n", encoding="utf-8")
+    header = tmp_path / "header.csv"
+    header.write_text("g,amount\n", encoding="utf-8")
+    t = PrivateTable(str(dirty), budget=(1.0, 1e-6), engine="spark")
+    with pytest.raises(DataError, match=r"1 value\(s\) are not numbers, e.g. \['oops'\]"):
+        t.mean("amount", (0, 10), epsilon=0.5, delta=1e-7)
+    with pytest.raises(Exception, match="overflow"):
+        t.mean("amount", (0, 1e308), epsilon=0.5, delta=1e-7)
+    assert t.accountant.history() == ()
+    cast = PrivateTable(str(dirty), budget=(1.0, 1e-6), engine="spark",
+                        casts={"amount": "double"}, seed=1)
+    assert cast.cast_report == {"amount": (1, ("oops",))}
+    assert cast.mean("amount", (0, 10), epsilon=0.5, delta=1e-7).rows["read"] == 3
+    empty = PrivateTable(str(header), budget=(1.0, 1e-6), engine="spark")
+    with pytest.raises(DataError, match="the table is empty"):
+        empty.mean("amount", (0, 10), epsilon=0.5, delta=1e-7)
+    assert empty.accountant.history() == ()

@@ -1,6 +1,17 @@
-"""MkDocs hook: write reference tables from the code at build time, so they cannot drift.
+"""MkDocs hook: reference tables generated from the code, committed in the pages, checked.
 
-Markers (an HTML comment alone on its line) are replaced when a page is built:
+Each table sits in a page between a pair of markers (HTML comments alone on their lines), with
+the generated text committed between them, so the raw Markdown reads complete on a code host::
+
+    <!-- approxdp:cli-reference -->
+    ... generated ...
+    <!-- /approxdp:cli-reference -->
+
+When a page is built the block is regenerated, and a block whose committed text differs from
+what the code now generates is a warning (an error under ``mkdocs build --strict``, which
+``scripts/test.py`` runs; ``tests/test_docs.py`` checks the same). Regenerate every page with
+``.venv/bin/python docs/hooks/reference_tables.py`` (``--check`` only reports stale pages).
+The blocks:
 
 - ``<!-- approxdp:cli-reference -->``: one section per command of
   :data:`approxdp.cli.app.cli` (usage line, description and options table, taken from Click
@@ -26,7 +37,10 @@ import html
 import inspect
 import logging
 import re
+import sys
 import textwrap
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -36,6 +50,9 @@ PLOT_MARKER = "<!-- approxdp:plot-list -->"
 FILES_MARKER = "<!-- approxdp:reproduce-files -->"
 METHODS_MARKER = "<!-- approxdp:calibration-methods -->"
 PROG = "approxdp"
+#: Columns the generated usage lines are wrapped at (not the terminal's: the text is committed).
+WIDTH = 100
+DOCS = Path(__file__).resolve().parent.parent
 
 log = logging.getLogger("mkdocs.hooks.reference_tables")
 
@@ -45,7 +62,7 @@ _TABLE_COMMAND = re.compile(r"^\|\s*`([a-z][a-z-]*)\b", re.MULTILINE)
 
 def _cell(text: str) -> str:
     """Plain text made safe for a Markdown table cell (no pipes, no raw HTML)."""
-    return html.escape(" ".join(text.split())).replace("|", "&#124;")
+    return html.escape(" ".join(text.split()), quote=False).replace("|", "&#124;")
 
 
 def _code_cell(text: str) -> str:
@@ -103,7 +120,8 @@ def _options_table(command: click.Command, ctx: click.Context) -> list[str]:
 
 def command_section(name: str, command: click.Command, root: click.Context) -> str:
     """The Markdown section for one command: heading, usage, description, options."""
-    ctx = click.Context(command, info_name=name, parent=root, **command.context_settings)
+    ctx = click.Context(command, info_name=name, parent=root, terminal_width=WIDTH,
+                        **command.context_settings)
     usage = command.get_usage(ctx).strip()
     parts = [
         f"### `{PROG} {name}`",
@@ -120,7 +138,7 @@ def cli_reference(group: click.Group | None = None) -> str:
         from approxdp.cli.app import cli
 
         group = cli
-    root = click.Context(group, info_name=PROG, **group.context_settings)
+    root = click.Context(group, info_name=PROG, terminal_width=WIDTH, **group.context_settings)
     parts = [
         "These sections are generated from the command-line code when the documentation is "
         f"built (the same text as `{PROG} COMMAND --help`).",
@@ -200,17 +218,104 @@ def on_files(files: Any, config: Any, **kwargs: Any) -> Any:
     return files
 
 
+def _generators() -> dict[str, Callable[[], str]]:
+    """Each block's name (its start marker) and the function that generates its text."""
+
+    def cli_text() -> str:
+        from approxdp.cli.app import cli
+
+        return cli_reference(cli)
+
+    return {MARKER: cli_text, PLOT_MARKER: plot_list, FILES_MARKER: reproduce_files,
+            METHODS_MARKER: calibration_methods}
+
+
+def end_marker(start: str) -> str:
+    """``<!-- approxdp:NAME -->`` → ``<!-- /approxdp:NAME -->``."""
+    return start.replace("<!-- approxdp:", "<!-- /approxdp:", 1)
+
+
+def _block_pattern(start: str) -> re.Pattern[str]:
+    """A start marker alone on its line, up to its end marker (or none: a bare marker)."""
+    end = re.escape(end_marker(start))
+    return re.compile(rf"^{re.escape(start)}[ \t]*$(?:\n.*?^{end}[ \t]*$)?",
+                      re.MULTILINE | re.DOTALL)
+
+
+def render_blocks(markdown: str, generated: dict[str, str] | None = None) -> str:
+    """``markdown`` with every block's text replaced by what the code generates now."""
+    texts = generated if generated is not None else {
+        start: make() for start, make in _generators().items() if start in markdown
+    }
+    for start, text in texts.items():
+        block = f"{start}\n{text.rstrip()}\n{end_marker(start)}"
+        markdown = _block_pattern(start).sub(lambda _m, b=block: b, markdown)
+    return markdown
+
+
+def strip_blocks(markdown: str) -> str:
+    """``markdown`` without the generated text of its blocks (the hand-written part only)."""
+    for start in _generators():
+        markdown = _block_pattern(start).sub(start, markdown)
+    return markdown
+
+
+def stale_blocks(markdown: str, fresh: str | None = None) -> list[str]:
+    """The start markers of the blocks whose committed text differs from the generated one
+    (or that have no end marker, i.e. no committed text); ``fresh``: ``render_blocks``'s
+    output for ``markdown``, if already computed."""
+    fresh = render_blocks(markdown) if fresh is None else fresh
+    stale = []
+    for start in _generators():
+        pattern = _block_pattern(start)
+        committed = [m.group(0) for m in pattern.finditer(markdown)]
+        if committed != [m.group(0) for m in pattern.finditer(fresh)]:
+            stale.append(start)
+    return stale
+
+
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any, **kwargs: Any) -> str:
-    """MkDocs event: replace each marker on the page with the table it stands for."""
+    """MkDocs event: regenerate each block on the page; warn where the committed one is stale
+    (an error under ``--strict``) and where the command table misses a command."""
     if MARKER in markdown:
         from approxdp.cli.app import cli
 
-        check_command_table(markdown.split(MARKER, 1)[0], list(cli.commands), page.file.src_uri)
-        markdown = markdown.replace(MARKER, cli_reference(cli))
-    if PLOT_MARKER in markdown:
-        markdown = markdown.replace(PLOT_MARKER, plot_list())
-    if FILES_MARKER in markdown:
-        markdown = markdown.replace(FILES_MARKER, reproduce_files())
-    if METHODS_MARKER in markdown:
-        markdown = markdown.replace(METHODS_MARKER, calibration_methods())
-    return markdown
+        hand_written = strip_blocks(markdown).split(MARKER, 1)[0]
+        check_command_table(hand_written, list(cli.commands), page.file.src_uri)
+    fresh = render_blocks(markdown)
+    for start in stale_blocks(markdown, fresh):
+        log.warning(
+            "%s: the generated block %s is out of date; run "
+            "'.venv/bin/python docs/hooks/reference_tables.py' and commit the page",
+            page.file.src_uri, start,
+        )
+    return fresh
+
+
+def update_pages(docs: Path = DOCS, *, write: bool = True) -> list[Path]:
+    """Regenerate the blocks of every page under ``docs`` (or, with ``write=False``, only
+    find the pages whose blocks are stale). Returns the pages that were (or would be) changed."""
+    changed = []
+    for path in sorted(docs.rglob("*.md")):
+        text = path.read_text(encoding="utf-8")
+        if "<!-- approxdp:" not in text:
+            continue
+        fresh = render_blocks(text)
+        if fresh != text:
+            changed.append(path)
+            if write:
+                path.write_text(fresh, encoding="utf-8")
+    return changed
+
+
+def main(argv: list[str]) -> int:
+    """``python docs/hooks/reference_tables.py [--check]``: regenerate (or check) the pages."""
+    check = "--check" in argv
+    changed = update_pages(write=not check)
+    for path in changed:
+        print(f"{'stale' if check else 'updated'}: {path.relative_to(DOCS.parent)}")
+    return 1 if check and changed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

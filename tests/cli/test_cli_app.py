@@ -20,25 +20,26 @@ from approxdp.cli.app import _guarded, cli
     ("args", "fragments"),
     [
         (["calibrate", "-e", "abc", "-d", "1e-5"], ["'abc' is not a valid float"]),
-        (["calibrate", "-e", "1", "-d", "1"], ["delta must be in (0, 1)", "delta=1"]),
-        (["calibrate", "-e", "1", "-d", "1.5"], ["delta must be in (0, 1)"]),
-        (["calibrate", "-e", "1", "-d", "0"], ["delta must be in (0, 1)"]),
-        (["calibrate", "-e", "nan", "-d", "1e-5"], ["epsilon"]),
-        (["calibrate", "-e", "-1", "-d", "1e-5"], ["epsilon"]),
-        (["calibrate", "-e", "1", "-d", "1e-5", "-s", "-2"], ["sensitivity"]),
+        (["calibrate", "-e", "1", "-d", "1"], ["'-d' / '--delta': 1.0 is not in the range 0<x<1"]),
+        (["calibrate", "-e", "1", "-d", "1.5"], ["'--delta': 1.5 is not in the range 0<x<1"]),
+        (["calibrate", "-e", "1", "-d", "0"], ["'--delta': 0.0 is not in the range 0<x<1"]),
+        (["calibrate", "-e", "nan", "-d", "1e-5"], ["'--epsilon': 'nan' is not a number"]),
+        (["calibrate", "-e", "-1", "-d", "1e-5"], ["'--epsilon': -1.0 is not in the range"]),
+        (["calibrate", "-e", "1", "-d", "1e-5", "-s", "-2"], ["'--sensitivity': -2.0"]),
         (["calibrate", "-e", "1", "-d", "1e-5", "-m", "gauss"], ["'gauss' is not one of"]),
         (["calibrate", "-e", "0", "-d", "1e-5", "--notion", "pdp"], ["notion 'pdp'"]),
         (["calibrate", "-e", "1", "-d", "1e-5", "--notion", "rdp"], ["'rdp' is not one of"]),
         (["calibrate", "-d", "1e-5"], ["Missing option", "--epsilon"]),
         (["calibrate", "-e", "1", "-d", "1e-5", "--frobnicate"], ["No such option"]),
         (["calibrat"], ["No such command 'calibrat'"]),
-        (["profile", "--sigma", "0"], ["sigma"]),
-        (["profile", "--sigma", "1", "--points", "1"], ["points must be >= 2"]),
-        (["profile", "--sigma", "1", "--eps-max", "-1"], ["eps-max"]),
-        (["epsilon", "--sigma", "1", "-d", "1"], ["delta"]),
+        (["profile", "--sigma", "0"], ["'--sigma': 0.0 is not in the range 0<x<=inf"]),
+        (["profile", "--sigma", "1", "--points", "1"], ["--points must be in [2, 10000]"]),
+        (["profile", "--sigma", "1", "--eps-max", "-1"], ["'--eps-max': -1.0"]),
+        (["epsilon", "--sigma", "1", "-d", "1"], ["'--delta': 1.0"]),
         (["compose", "-d", "1e-5"], ["Missing argument"]),
-        (["compose", "gaussian:1", "-d", "2"], ["delta must be in (0, 1)"]),
-        (["demo", "--delta", "2", "--no-releases"], ["delta"]),
+        (["compose", "gaussian:1", "-d", "2"], ["'--delta': 2.0 is not in the range 0<x<1"]),
+        (["compose", "gaussian:-1", "-d", "1e-5"], ["release 'gaussian:-1': sigma must be"]),
+        (["demo", "--delta", "2", "--no-releases"], ["'--delta': 2.0"]),
     ],
 )
 def test_bad_input_is_one_line_with_status_2(
@@ -70,7 +71,7 @@ def test_unexpected_exception_is_one_line_with_status_1(
 
 
 def test_debug_shows_library_errors_with_their_type(run: Any) -> None:
-    result = run("--debug", "calibrate", "-e", "1", "-d", "2")
+    result = run("--debug", "calibrate", "-e", "0", "-d", "1e-5", "--notion", "pdp")
     assert isinstance(result.exception, dp.InvalidParameterError)
 
 
@@ -119,7 +120,8 @@ def test_run_cli_returns_the_status(capsys: pytest.CaptureFixture[str]) -> None:
     assert run_cli(["calibrate", "-e", "1", "-d", "1e-5", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["command"] == "calibrate"
     assert run_cli(["calibrate", "-e", "1", "-d", "5"]) == 2
-    assert capsys.readouterr().err.startswith("error: delta must be in (0, 1)")
+    assert capsys.readouterr().err.startswith(
+        "error: Invalid value for '-d' / '--delta': 5.0 is not in the range 0<x<1")
 
 
 def test_group_is_a_click_group() -> None:
@@ -144,7 +146,9 @@ def test_python_dash_m_works_in_a_subprocess() -> None:
     bad = subprocess.run([sys.executable, "-m", "approxdp", "calibrate", "-e", "1", "-d", "2"],
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2
-    assert bad.stderr.splitlines() == ["error: delta must be in (0, 1), got delta=2"]
+    assert bad.stderr.splitlines() == [
+        "error: Invalid value for '-d' / '--delta': 2.0 is not in the range 0<x<1. (see "
+        "'approxdp calibrate --help')"]
 
 
 def test_demo_calibration_only(run_json: Any) -> None:
@@ -182,13 +186,16 @@ def test_demo_json(demo_runs: tuple[Any, Any]) -> None:
     methods = {c["method"]: c for c in data["comparisons"]}
     assert methods["optimal"]["private"] is True
     assert all(c["sigma"] >= methods["optimal"]["sigma"] for c in methods.values())
+    # --seed: every release says it is a simulation, NOT private
+    assert all(r["secure"] is False for r in [*data["releases"], paper])
 
 
 def test_demo_tables(demo_runs: tuple[Any, Any]) -> None:
     _, result = demo_runs
     assert result.exit_code == 0, result.stderr
     for text in ("Gaussian noise for (1, 1e-06)-DP", "Private releases on UCI Adult",
-                 "complete records", "The paper's histogram", "Noise each calibration needs"):
+                 "complete records", "The paper's histogram", "Noise each calibration needs",
+                 "a seeded simulation, NOT private"):
         assert text in result.stdout
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -129,3 +130,29 @@ def test_epsilon_table(run: Any) -> None:
     result = run("epsilon", "--sigma", "4", "-d", "1e-5")
     assert result.exit_code == 0
     assert f"{dp.gaussian_epsilon(4.0, 1e-5):.8g}" in result.stdout
+
+
+@pytest.mark.parametrize("sigma", [1e-9, 0.1, 0.02])
+def test_profile_default_grid_is_informative_for_small_sigma(run_json: Any, run: Any,
+                                                             sigma: float) -> None:
+    """σ = 1e-9 printed δ = 1 on every row but the last: the grid now runs from where δ falls
+    to 1/2 to where it falls to 1e-10, and the table tells its rows apart."""
+    points = run_json("profile", "--sigma", str(sigma))["points"]
+    deltas = [p["delta"] for p in points]
+    assert deltas[0] == pytest.approx(0.5, rel=1e-6)
+    assert deltas[-1] == pytest.approx(1e-10, rel=1e-6)
+    assert all(a > b for a, b in itertools.pairwise(deltas))  # falls on every row
+    assert sum(1e-9 < d < 0.4 for d in deltas) >= 5
+    for p in points:
+        assert p["log_delta"] == pytest.approx(dp.gaussian_log_delta(p["epsilon"], sigma),
+                                               rel=1e-9, abs=1e-9)
+    table = run("profile", "--sigma", str(sigma)).stdout
+    shown = [line.split("│")[1].strip() for line in table.splitlines() if line.count("│") == 4]
+    assert len(shown) == len(points) == len(set(shown))  # every ε printed differently
+    assert "below the first row" in table
+
+
+def test_profile_points_have_an_upper_limit(run: Any, one_line_error: Any) -> None:
+    one_line_error(run("profile", "--sigma", "1", "--points", "100000000"), 2,
+                   "--points must be in [2, 10000]")
+    one_line_error(run("profile", "--sigma", "1", "--points", "1"), 2, "--points")

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
+import time
 from typing import Any
 
 import pytest
 
 import approxdp as dp
+from approxdp.accounting.optimal import OPTIMAL_MAX_STEPS
 
 RULE_KEYS = {"rule", "epsilon", "delta", "kind", "description", "per_release_delta",
              "ratio_to_best"}
@@ -92,3 +95,41 @@ def test_no_gaussian_means_no_exact_row_and_infeasible_delta_is_infinite(
 )
 def test_bad_release_tokens(run: Any, one_line_error: Any, token: str, fragment: str) -> None:
     one_line_error(run("compose", token, "-d", "1e-5"), 2, fragment)
+
+
+def test_repeated_releases_cost_nothing_per_repeat(run_json: Any) -> None:
+    """10⁹ Gaussian releases: exact, advanced and basic in O(1) (it hung before, and 10⁶ took
+    12 s); optimal (O(k)) says it was not computed above its documented limit."""
+    start = time.perf_counter()
+    data = run_json("compose", "1000000000xgaussian:1", "-d", "1e-5")
+    mixed = run_json("compose", "1000000000xgaussian:1000", "1000000000xdp:0.0001",
+                     "-d", "1e-5")
+    assert time.perf_counter() - start < 10.0
+    rows = {r["rule"]: r for r in data["rules"]}
+    exact = dp.compose_gaussian(1.0, counts=10**9)
+    assert rows["exact-gaussian"]["epsilon"] == exact.epsilon(1e-5)
+    assert rows["exact-gaussian"]["kind"] == "exact"
+    assert rows["optimal"]["epsilon"] is None and rows["optimal"]["kind"] == "n/a"
+    assert f"{OPTIMAL_MAX_STEPS:,}" in rows["optimal"]["description"]
+    for rule in ("advanced", "basic"):
+        assert rows["exact-gaussian"]["epsilon"] < rows[rule]["epsilon"] < math.inf
+    assert rows["basic"]["delta"] <= 1e-5
+    mixed_rows = {r["rule"]: r for r in mixed["rules"]}
+    assert 0 < mixed_rows["exact-gaussian"]["epsilon"] < mixed_rows["basic"]["epsilon"]
+    assert "optimal is limited" in mixed_rows["exact-gaussian"]["description"]
+
+
+def test_repeated_counts_give_the_same_answer_as_listing_them(run_json: Any) -> None:
+    short = run_json("compose", "3xgaussian:4", "2xdp:0.1:1e-8", "-d", "1e-5")
+    long = run_json("compose", *["gaussian:4"] * 3, *["dp:0.1:1e-8"] * 2, "-d", "1e-5")
+    for a, b in zip(short["rules"], long["rules"], strict=True):
+        assert a["epsilon"] == pytest.approx(b["epsilon"], rel=1e-12)
+
+
+def test_large_optimal_compositions_search_the_grid(run_json: Any) -> None:
+    """Above 10⁴ steps the optimal rule searches the δ₀ grid in a few points; every point it
+    reports is a valid bound, at least the exact answer."""
+    data = run_json("compose", "100000xgaussian:30", "-d", "1e-5")
+    rows = {r["rule"]: r for r in data["rules"]}
+    assert rows["exact-gaussian"]["epsilon"] < rows["optimal"]["epsilon"]
+    assert rows["optimal"]["epsilon"] < rows["advanced"]["epsilon"]

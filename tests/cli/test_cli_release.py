@@ -14,12 +14,13 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.csv as pacsv
 import pytest
 
 RESULT_KEYS = {
     "label", "kind", "key_columns", "cells", "level", "mechanism", "method", "sigma",
     "sensitivity", "effective_sensitivity", "epsilon", "delta", "threshold", "rows",
-    "comparisons", "extra", "notes",
+    "comparisons", "extra", "notes", "secure",
 }
 BUDGET_KEYS = {"budget_epsilon", "budget_delta", "spent_epsilon", "spent_delta",
                "remaining_epsilon", "remaining_delta", "count", "rule"}
@@ -36,7 +37,10 @@ def test_count_json_shape_and_value(
     result = data["result"]
     assert set(result) == RESULT_KEYS
     (cell,) = result["cells"]
-    assert set(cell) == {"key", "value", "std", "ci_low", "ci_high"} and cell["key"] == {}
+    assert set(cell) == {"key", "value", "std", "ci_low", "ci_high", "informative"}
+    assert cell["key"] == {} and cell["informative"] is True
+    assert result["secure"] is False  # --seed: a simulation, and the JSON says so
+    assert any("NOT private" in note for note in result["notes"])
     assert abs(cell["value"] - people_table.num_rows) < 6 * cell["std"]
     assert cell["ci_low"] < cell["value"] < cell["ci_high"]
     assert result["sensitivity"]["l2"] == 1.0
@@ -53,11 +57,12 @@ def test_histogram_with_domain_writes_csv(
     result = run("release", "histogram", people_csv, "sex", "--domain", "sex=F,M,X",
                  "-e", "1", "-d", "1e-6", "--seed", "2", "-o", out)
     assert result.exit_code == 0, result.stderr
-    assert "histogram(sex) — private histogram" in result.stdout
+    assert "histogram(sex) — histogram: SEEDED SIMULATION, NOT private" in result.stdout
     assert "remaining" in result.stdout
     with open(out, newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
     assert [r["sex"] for r in rows] == ["F", "M", "X"]  # every declared cell, empty ones too
+    assert {r["secure"] for r in rows} == {"false"}  # the file says it is NOT private
     truth = {s: int(np.sum(np.asarray(people_table["sex"]) == s)) for s in ("F", "M", "X")}
     for r in rows:
         assert abs(float(r["value"]) - truth[r["sex"]]) < 6 * float(r["std"])
@@ -137,7 +142,19 @@ def test_ledger_refuses_another_budget(
              "--budget", "1", "1e-5")
     result = run("release", "count", people_csv, "-e", "0.1", "-d", "1e-7", "--ledger", ledger,
                  "--budget", "2", "1e-5")
-    one_line_error(result, 2, "was created for budget (1.0, 1e-05)")
+    one_line_error(result, 2, "--budget 2 1e-05 differs from the budget (1, 1e-05) stored",
+                   "leave out --budget")
+    # what --budget's help promises: the stored budget is kept, the same one may be repeated
+    for same in ([], ["--budget", "1", "1e-5"]):
+        data = run_json("release", "count", people_csv, "-e", "0.1", "-d", "1e-7",
+                        "--ledger", ledger, *same)
+        assert (data["budget"]["budget_epsilon"], data["budget"]["budget_delta"]) == (1, 1e-5)
+    help_text = " ".join(run("release", "--help").stdout.split())
+    assert "a different one is refused" in help_text
+    result = run("release", "count", people_csv, "-e", "0.1", "-d", "1e-7", "--ledger", ledger,
+                 "--composition", "basic")
+    one_line_error(result, 2, "--composition basic differs from the rule 'auto'")
+    assert run_json("ledger", ledger)["status"]["count"] == 3
 
 
 @pytest.mark.parametrize(
@@ -160,8 +177,8 @@ def test_ledger_refuses_another_budget(
         (["count", "{csv}", "--output", "{dir}/no/such/out.json"], ["does not exist"]),
         (["count", "{csv}", "--ledger", "{dir}/new.sqlite"], ["--budget EPSILON DELTA"]),
         (["count", "{csv}", "--privacy-unit", "uid", "--max-partitions", "0"],
-         ["max_partitions must be >= 1"]),
-        (["count", "{csv}", "--level", "1.5"], ["level"]),
+         ["--max-partitions must be >= 1"]),
+        (["count", "{csv}", "--level", "1.5"], ["'--level': 1.5 is not in the range 0<x<1"]),
     ],
 )
 def test_bad_release_input(
@@ -182,3 +199,106 @@ def test_ledger_command_errors(run: Any, one_line_error: Any, people_csv: Path,
     one_line_error(run("ledger", missing), 2, "ledger file not found")
     assert not missing.exists()  # looking at a ledger never creates one
     one_line_error(run("ledger", people_csv), 2, "not a SQLite file")
+
+
+def _dirty_csv(path: Path, bad_at: int, n: int = 3000) -> Path:
+    """A plain (unquoted) CSV of n rows whose amount at row ``bad_at`` is 'oops'."""
+    amounts = [f"{x:.2f}" for x in np.random.default_rng(1).uniform(0, 100, n)]
+    amounts[bad_at] = "oops"
+    lines = [f"{'ab'[i % 2]},{a}" for i, a in enumerate(amounts)]
+    path.write_text("g,amount\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(("bad_at", "n"), [(5, 3000), (60_000, 60_001)])
+def test_dirty_numeric_column_names_the_value_and_the_cast(
+    run: Any, run_json: Any, one_line_error: Any, tmp_path: Path, bad_at: int, n: int
+) -> None:
+    """Near the top: "must be numeric for aggregation 'm0'"; deep: a raw DuckDB "Conversion
+    Error: CSV Error on Line: 60002". Now: the column, the value, and --cast."""
+    path = _dirty_csv(tmp_path / "tx.csv", bad_at, n)
+    ledger = tmp_path / "l.sqlite"
+    line = one_line_error(
+        run("release", "mean", path, "amount", "--bounds", "0", "100", "-e", "0.5", "-d",
+            "1e-7", "--ledger", ledger, "--budget", "1", "1e-6"),
+        2, "mean(amount): column 'amount' must be numeric", "e.g. ['oops']",
+        "--cast amount=double")
+    assert "m0" not in line and "casts=" not in line and "Conversion Error" not in line
+    assert run_json("ledger", ledger)["status"]["count"] == 0
+    data = run_json("release", "mean", path, "amount", "--bounds", "0", "100", "-e", "0.5",
+                    "-d", "1e-7", "--cast", "amount=double")
+    assert any("1 value(s) of column 'amount' were not numbers" in note
+               for note in data["result"]["notes"])
+
+
+def test_header_only_csv_is_an_empty_table(run: Any, one_line_error: Any,
+                                           tmp_path: Path) -> None:
+    path = tmp_path / "header.csv"
+    path.write_text("id,amount\n", encoding="utf-8")
+    one_line_error(run("release", "mean", path, "amount", "--bounds", "0", "1", "-e", "0.5",
+                       "-d", "1e-7"), 2, "the table is empty")
+
+
+def test_messages_use_the_options_of_the_command_line(
+    run: Any, one_line_error: Any, people_csv: Path
+) -> None:
+    """-e -1 said "budget epsilon must be in [0, inf)" with no --budget given; hints read
+    "pass outside_domain='drop'". Options are now checked by Click under their own names, and
+    the library's Python spellings are reworded."""
+    line = one_line_error(run("release", "count", people_csv, "-e", "-1", "-d", "1e-6"), 2,
+                          "'-e' / '--epsilon': -1.0 is not in the range 0<x<inf")
+    assert "budget" not in line
+    one_line_error(run("release", "count", people_csv, "-e", "1", "-d", "1.5"), 2,
+                   "'-d' / '--delta': 1.5 is not in the range 0<x<1")
+    one_line_error(run("release", "count", people_csv, "-e", "1", "-d", "1e-6", "--budget",
+                       "1", "2"), 2, "'--budget': 2.0 is not in the range 0<=x<1")
+    one_line_error(run("release", "sum", people_csv, "age", "--bounds", "0", "inf", "-e", "1",
+                       "-d", "1e-6"), 2, "'--bounds': inf is not in the range")
+    line = one_line_error(run("release", "histogram", people_csv, "sex", "--domain", "sex=F",
+                              "-e", "1", "-d", "1e-6"), 2, "--outside-domain drop",
+                          "--domain sex=")
+    assert "outside_domain" not in line and "domain['" not in line
+    line = one_line_error(run("release", "count", people_csv, "-e", "20", "-d", "1e-6",
+                              "--method", "dwork-2006"), 2, "use --method optimal")
+    assert "method='" not in line
+    one_line_error(run("release", "count", people_csv, "--cast", "age=int", "-e", "1", "-d",
+                       "1e-6"), 2, "--cast must look like COLUMN=double")
+
+
+def test_cli_wording_rewrites_python_spellings() -> None:
+    from approxdp.cli.output import cli_wording
+
+    assert cli_wording("or pass outside_domain='drop' (exact)") == (
+        "or pass --outside-domain drop (exact)")
+    assert cli_wording("casts={'amount': 'double'} turns") == "--cast amount=double turns"
+    assert cli_wording("max_partitions must be >= 1, got max_partitions=0") == (
+        "--max-partitions must be >= 1, got --max-partitions=0")
+    assert cli_wording("fails above epsilon=9.7") == "fails above epsilon=9.7"  # not an option
+
+
+def test_mean_empty_cells_null_keys_and_one_format_per_column(
+    run: Any, run_json: Any, tmp_path: Path
+) -> None:
+    """Empty cells printed like results (200.0000 / 0 / 100.0000, std 100); formats mixed in
+    one column; a NULL key written as an empty string in the CSV."""
+    path = tmp_path / "m.csv"
+    pacsv.write_csv(pa.table({"g": ["a"] * 400 + [None] * 400,
+                              "x": np.linspace(0, 200, 800)}), path)
+    args = ["release", "mean", path, "x", "--bounds", "0", "200", "--by", "g", "--domain",
+            "g=a,b,NULL", "-e", "1", "-d", "1e-6", "--seed", "3"]
+    data = run_json(*args)
+    cells = {c["key"]["g"]: c for c in data["result"]["cells"]}
+    assert cells["a"]["informative"] is True and cells[None]["informative"] is True
+    assert cells["b"]["informative"] is False  # no rows: midpoint or bound, CI = [0, 200]
+    table = run(*args).stdout
+    assert "†" in table and "no information" in table
+    rows = [line.split("│") for line in table.splitlines() if line.count("│") == 5]
+    values = [r[2].strip().rstrip(" †") for r in rows if r[1].strip() in ("a", "b", "NULL")]
+    decimals = {len(v.split(".")[1]) if "." in v else 0 for v in values}
+    assert len(values) == 3 and len(decimals) == 1, values
+    out = tmp_path / "out.csv"
+    assert run(*args, "-o", out).exit_code == 0
+    with open(out, newline="", encoding="utf-8") as fh:
+        written = list(csv.DictReader(fh))
+    assert [r["g"] for r in written] == ["a", "b", "NULL"]
+    assert [r["informative"] for r in written] == ["true", "false", "true"]

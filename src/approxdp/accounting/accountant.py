@@ -24,10 +24,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from approxdp._validation import check_interval, check_probability
-from approxdp.accounting.event_costs import Contribution, LedgerState, contribution
+from approxdp.accounting.event_costs import LedgerState, check_cost, contribution
 from approxdp.accounting.ledger import Ledger, MemoryLedger, SpendRecord
 from approxdp.accounting.mixed_composition import COMPOSITION_RULES, delta_at, epsilon_at
-from approxdp.errors import BudgetExceededError, InvalidParameterError, UnknownMethodError
+from approxdp.errors import (
+    BudgetExceededError,
+    InvalidParameterError,
+    ParameterTypeError,
+    UnknownMethodError,
+)
 from approxdp.events import PrivacyEvent
 
 __all__ = ["BudgetStatus", "PlanResult", "PrivacyAccountant"]
@@ -112,6 +117,11 @@ class PrivacyAccountant:
         else:
             from approxdp.accounting.sqlite_ledger import SQLiteLedger
 
+            if not isinstance(ledger, str | os.PathLike):
+                raise ParameterTypeError(
+                    f"ledger must be None or a file path, got {type(ledger).__name__} {ledger!r}"
+                )
+
             self._ledger = SQLiteLedger(
                 ledger, budget=(self._epsilon, self._delta), composition=composition
             )
@@ -153,14 +163,15 @@ class PrivacyAccountant:
             BudgetExceededError: the spend would exceed the budget; nothing was recorded.
                 ``err.remaining`` is the BudgetStatus before the spend, ``err.requested``
                 the event.
-            ParameterTypeError, InvalidParameterError: ``event`` is not an accountable event.
+            ParameterTypeError, InvalidParameterError: ``event`` is not an accountable event,
+                or its cost is not finite (e.g. σ/Δ below about 1e-154); nothing was recorded.
         """
-        contrib = contribution(event)
+        contrib = check_cost(event, contribution(event))
 
-        def check(new_state: LedgerState) -> tuple[str, float]:
+        def check(old_state: LedgerState, new_state: LedgerState) -> tuple[str, float]:
             needed, rule = self._evaluate(new_state)
             if needed > self._delta:
-                before = self._status(_previous(new_state, contrib))
+                before = self._status(old_state)
                 raise BudgetExceededError(
                     f"spending {event!r} needs delta={needed:.6g} at epsilon={self._epsilon:g} "
                     f"({rule}) but the budget is ({self._epsilon:g}, {self._delta:g}); "
@@ -177,7 +188,7 @@ class PrivacyAccountant:
         """Would ``events`` (in addition to the history) fit? Spends nothing."""
         state = self._ledger.state()
         for ev in events:
-            state = state.add(contribution(ev))
+            state = state.add(check_cost(ev, contribution(ev)))
         status = self._status(state)
         return PlanResult(fits=status.spent_delta <= self._delta, status_after=status)
 
@@ -199,12 +210,3 @@ class PrivacyAccountant:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-
-def _previous(state: LedgerState, contrib: Contribution) -> LedgerState:
-    """The state before ``contrib`` was added (for error reports)."""
-    counts = {(e, d): c for e, d, c in state.groups}
-    for item in contrib.items:
-        counts[item] -= 1
-    groups = tuple(sorted((e, d, c) for (e, d), c in counts.items() if c > 0))
-    rho = max(0.0, state.rho - contrib.rho)
-    return LedgerState(rho, groups, state.count - 1)

@@ -62,9 +62,18 @@ def basic_composition(budgets: Any) -> Guarantee:
         )
     check_interval("budgets epsilon", arr[:, 0], 0.0, math.inf)
     check_probability("budgets delta", arr[:, 1], allow_zero=True)
-    eps = math.fsum(arr[:, 0].tolist())
+    eps = _fsum_or_inf(arr[:, 0].tolist())
     delta = min(1.0, math.fsum(arr[:, 1].tolist()))
     return Guarantee(eps, delta, "upper bound", "basic composition (Dwork-Roth Thm 3.16)")
+
+
+def _fsum_or_inf(values: list[float]) -> float:
+    """The exact float sum of non-negative ``values``; ``inf`` when it exceeds the largest float
+    (``math.fsum`` raises OverflowError there; inf is the true, vacuous bound)."""
+    try:
+        return math.fsum(values)
+    except OverflowError:
+        return math.inf
 
 
 def _check_common(epsilon: Any, delta: Any, k: Any, delta_prime: Any) -> tuple[Any, ...]:
@@ -98,7 +107,8 @@ def advanced_composition(epsilon: Any, delta: Any, k: Any, delta_prime: Any) -> 
         6.2615
     """
     eps, dlt, steps, dp = _check_common(epsilon, delta, k, delta_prime)
-    eps_total = np.sqrt(2.0 * steps * -np.log(dp)) * eps + steps * eps * np.expm1(eps)
+    with np.errstate(over="ignore"):  # e^ε overflows above ε ≈ 709.8: ε' is then inf, truly
+        eps_total = np.sqrt(2.0 * steps * -np.log(dp)) * eps + steps * eps * np.expm1(eps)
     delta_total = np.minimum(1.0, steps * dlt + dp)
     return Guarantee(
         to_output(eps_total),
@@ -130,7 +140,8 @@ def simplified_advanced_composition(epsilon: Any, k: Any, delta_prime: Any) -> G
     dp = check_probability("delta_prime", delta_prime)
     log_inv = -np.log(dp)
     eps_total = 2.0 * eps * np.sqrt(2.0 * steps * log_inv)
-    valid = bool(np.all(math.sqrt(steps) * np.expm1(eps) <= np.sqrt(2.0 * log_inv)))
+    with np.errstate(over="ignore"):  # e^ε = inf: the condition is simply false
+        valid = bool(np.all(math.sqrt(steps) * np.expm1(eps) <= np.sqrt(2.0 * log_inv)))
     dp_out: FloatOrArray = to_output(np.broadcast_to(dp, np.shape(eps_total)).copy())
     return Guarantee(
         to_output(eps_total),

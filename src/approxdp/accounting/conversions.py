@@ -1,6 +1,8 @@
 """Conversions of a guarantee: subsampling, group privacy, DP ⇒ pDP, zCDP ⇒ DP (SPEC §1, §5).
 
-All are closed forms, vectorized over their arguments, and return an upper bound.
+All are closed forms, vectorized over their arguments, and return an upper bound. Each is
+evaluated without intermediate overflow (e^ε overflows float64 above ε ≈ 709.8): a result is
+``inf`` only where the true value itself exceeds the largest float, and never with a warning.
 """
 
 from __future__ import annotations
@@ -29,7 +31,10 @@ def amplify_by_subsampling(epsilon: Any, delta: Any, q: Any) -> Guarantee:
         q: sampling probability in (0, 1].
 
     Returns:
-        Guarantee (upper bound) (log1p(q·expm1(ε)), qδ).
+        Guarantee (upper bound) (log1p(q·expm1(ε)), qδ), for ε > 700 evaluated in log space
+        as log(1 + e^a), a = ln q + ε + log1p(−e^(−ε)), so large ε keeps its digits:
+        ε = 1000, q = 0.01 gives 1000 + ln 0.01 ≈ 995.395, not ``inf``. Rounded up by a few
+        ulps (the private side).
 
     Example:
         >>> eps, delta = amplify_by_subsampling(1.0, 1e-6, 0.01)
@@ -40,11 +45,33 @@ def amplify_by_subsampling(epsilon: Any, delta: Any, q: Any) -> Guarantee:
     dlt = check_probability("delta", delta, allow_zero=True)
     rate = check_interval("q", q, 0.0, 1.0, low_open=True)
     return Guarantee(
-        to_output(np.log1p(rate * np.expm1(eps))),
+        to_output(_log1p_q_expm1(eps, rate)),
         to_output(rate * dlt),
         "upper bound",
         "Poisson subsampling amplification (lecture-wang Thm 5.4)",
     )
+
+
+def _log1p_q_expm1(eps: Any, rate: Any) -> Any:
+    """log(1 + q(e^ε − 1)) for ε ≥ 0, q ∈ (0, 1], without overflow, rounded up.
+
+    Up to ε = 700 the direct log1p(q·expm1(ε)) is exact to a few ulps (rounded up by 4). Above,
+    q·(e^ε − 1) is e^a with a = ln q + ε + log1p(−e^(−ε)) and log(1 + e^a) = logaddexp(0, a),
+    exact up to the rounding of the sum a, i.e. a few ulps of ε (added: the private side).
+    """
+    eps, rate = np.broadcast_arrays(np.asarray(eps, dtype=np.float64),
+                                    np.asarray(rate, dtype=np.float64))
+    small = np.minimum(eps, _DIRECT_MAX)
+    direct = np.log1p(rate * np.expm1(small))
+    for _ in range(4):
+        direct = np.nextafter(direct, np.inf)
+    big = np.maximum(eps, _DIRECT_MAX)
+    log_terms = np.log(rate) + big + np.log1p(-np.exp(-big))
+    logged = np.logaddexp(0.0, log_terms) + 4.0 * np.spacing(big)
+    return np.where(eps <= _DIRECT_MAX, np.where(eps > 0, direct, 0.0), logged)
+
+
+_DIRECT_MAX = 700.0  # e^700 ≈ 1e304: q·expm1(ε) is still finite
 
 
 def group_privacy(epsilon: Any, delta: Any, k: Any) -> Guarantee:
@@ -69,11 +96,12 @@ def group_privacy(epsilon: Any, delta: Any, k: Any) -> Guarantee:
     eps = check_interval("epsilon", epsilon, 0.0, math.inf, high_open=True)
     dlt = check_probability("delta", delta, allow_zero=True)
     size = check_steps("k", k)
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore"):  # kε beyond the largest float is inf (a true bound)
         log_d = np.log(size) + (size - 1) * eps + np.log(np.where(dlt > 0, dlt, 1.0))
         new_delta = np.where(dlt > 0, np.minimum(1.0, np.exp(np.minimum(log_d, 1.0))), 0.0)
+        group_eps = size * eps
     return Guarantee(
-        to_output(size * eps),
+        to_output(group_eps),
         to_output(new_delta),
         "upper bound",
         "group privacy (Dwork-Roth Thm 2.2; SPEC §5)",
@@ -136,7 +164,8 @@ def zcdp_to_dp(rho: Any, delta: Any) -> Guarantee:
     """
     r = check_interval("rho", rho, 0.0, math.inf, high_open=True)
     dlt = check_probability("delta", delta)
-    eps = r + 2.0 * np.sqrt(r * -np.log(dlt))
+    with np.errstate(over="ignore"):  # √ρ·√ln(1/δ): no overflow of ρ·ln(1/δ) itself
+        eps = r + 2.0 * np.sqrt(r) * np.sqrt(-np.log(dlt))
     return Guarantee(
         to_output(eps),
         to_output(np.broadcast_to(dlt, eps.shape).astype(np.float64)),

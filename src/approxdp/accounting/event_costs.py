@@ -31,7 +31,7 @@ from approxdp.events import (
     SubsampledEvent,
 )
 
-__all__ = ["Contribution", "LedgerState", "add_up", "contribution"]
+__all__ = ["Contribution", "LedgerState", "add_up", "check_cost", "contribution"]
 
 
 def add_up(a: float, b: float) -> float:
@@ -109,6 +109,28 @@ def _(event: SubsampledEvent) -> Contribution:
     return Contribution(items=((float(amplified.epsilon), float(amplified.delta)),))
 
 
+def check_cost(event: object, contrib: Contribution) -> Contribution:
+    """``contrib`` if every part of it is a finite cost, else InvalidParameterError.
+
+    A Gaussian with σ/Δ below about 1e-154 costs Δ²/σ² = inf, a Laplace event with Δ/b beyond
+    the largest float ε = inf: no finite (ε, δ) describes them, so no ledger may record them
+    (its totals would become inf and every status after it meaningless).
+    """
+    if not math.isfinite(contrib.rho):
+        raise InvalidParameterError(
+            f"{event!r} costs rho = sensitivity²/sigma² = inf (sigma/sensitivity below about "
+            "1e-154): no finite (epsilon, delta) describes it, so it cannot be accounted; use "
+            "a larger sigma"
+        )
+    for eps, _ in contrib.items:
+        if not math.isfinite(eps):
+            raise InvalidParameterError(
+                f"{event!r} costs epsilon = {eps}: no finite (epsilon, delta) describes it, "
+                "so it cannot be accounted"
+            )
+    return contrib
+
+
 @dataclass(frozen=True, slots=True)
 class LedgerState:
     """Sufficient statistic of a spend history.
@@ -123,13 +145,16 @@ class LedgerState:
     groups: tuple[tuple[float, float, int], ...] = ()
     count: int = 0
 
-    def add(self, contrib: Contribution) -> LedgerState:
-        """The state after one more spend of ``contrib``."""
+    def add(self, contrib: Contribution, times: int = 1) -> LedgerState:
+        """The state after ``times`` more spends of ``contrib`` (O(1) in ``times``)."""
         counts = {(e, d): c for e, d, c in self.groups}
         for item in contrib.items:
-            counts[item] = counts.get(item, 0) + 1
+            counts[item] = counts.get(item, 0) + times
         groups = tuple(sorted((e, d, c) for (e, d), c in counts.items()))
-        return LedgerState(add_up(self.rho, contrib.rho), groups, self.count + 1)
+        rho = contrib.rho * times if times > 1 else contrib.rho
+        if times > 1 and rho > 0:
+            rho = math.nextafter(rho, math.inf)  # the product rounded up (private side)
+        return LedgerState(add_up(self.rho, rho), groups, self.count + times)
 
     @property
     def n_items(self) -> int:

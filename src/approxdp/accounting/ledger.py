@@ -103,8 +103,9 @@ class SpendRecord:
     delta_after: float
 
 
-# check(new_state) -> (rule, delta_after); raises BudgetExceededError to refuse the spend.
-Check = Callable[[LedgerState], tuple[str, float]]
+# check(state_before, state_after) -> (rule, delta_after); raises BudgetExceededError to
+# refuse the spend.
+Check = Callable[[LedgerState, LedgerState], tuple[str, float]]
 
 
 class Ledger(Protocol):
@@ -119,7 +120,8 @@ class Ledger(Protocol):
         ...
 
     def append(self, event: PrivacyEvent, contrib: Contribution, check: Check) -> SpendRecord:
-        """Atomically: new = state + contrib; check(new); record. Nothing changes on error."""
+        """Atomically: new = state + contrib; check(state, new); record. Nothing changes on
+        error."""
         ...
 
     def close(self) -> None:
@@ -146,7 +148,7 @@ class MemoryLedger:
     def append(self, event: PrivacyEvent, contrib: Contribution, check: Check) -> SpendRecord:
         with self._lock:
             new_state = self._state.add(contrib)
-            rule, delta_after = check(new_state)
+            rule, delta_after = check(self._state, new_state)
             record = SpendRecord(len(self._records) + 1, time.time(), event, rule, delta_after)
             self._records.append(record)
             self._state = new_state

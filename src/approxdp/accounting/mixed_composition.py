@@ -12,6 +12,11 @@ tightens it). δ_N is one of
 - ``advanced``: Dwork–Roth Thm 3.20 for n steps of (max εᵢ, max δᵢ);
 - ``optimal``: Kairouz–Oh–Viswanath 2017 for n steps of (max εᵢ, max δᵢ), exact for that class;
 - ``auto``: the smaller of basic and optimal (optimal dominates advanced).
+
+The optimal rule costs O(n) per evaluation; above
+:data:`~approxdp.accounting.optimal.OPTIMAL_MAX_STEPS` (ε, δ) parts it is replaced by the
+advanced bound, which it never exceeds (so the result stays a valid upper bound, and says so).
+Every other step is O(1) in the number of parts: a history is a multiset with counts.
 """
 
 from __future__ import annotations
@@ -21,12 +26,13 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Literal, TypeAlias
 
+import numpy as np
 from scipy.optimize import minimize_scalar
 
 from approxdp.accounting.event_costs import LedgerState, add_up
 from approxdp.accounting.gaussian_composition import sigma_from_rho
 from approxdp.accounting.guarantees import round_up
-from approxdp.accounting.optimal import kov_delta
+from approxdp.accounting.optimal import OPTIMAL_MAX_STEPS, kov_delta
 
 __all__ = ["COMPOSITION_RULES", "CompositionRule", "delta_at", "epsilon_at"]
 
@@ -39,6 +45,16 @@ NAMES = {
     "advanced": "advanced (Dwork-Roth Thm 3.20)",
     "optimal": "optimal (Kairouz-Oh-Viswanath 2017)",
 }
+_OPTIMAL_TOO_LONG = (
+    f"advanced (Dwork-Roth Thm 3.20; optimal is limited to {OPTIMAL_MAX_STEPS:,} steps)"
+)
+
+
+def _effective_rule(state: LedgerState, rule: str) -> str:
+    """``rule``, with optimal replaced by advanced (an upper bound on it) for long histories."""
+    if rule == "optimal" and state.n_items > OPTIMAL_MAX_STEPS:
+        return "advanced"
+    return rule
 
 
 def _gaussian_profile(rho: float) -> Callable[[float], float]:
@@ -59,7 +75,7 @@ def _rest_profile(state: LedgerState, rule: str) -> Callable[[float], float]:
     if rule == "optimal":
         return lambda x: kov_delta(eps_m, delta_m, n, x)
     # advanced: ε(δ') = √(2n ln(1/δ'))ε_m + nε_m(e^ε_m − 1)  ⇒  δ'(x) for x above the drift
-    drift = n * eps_m * math.expm1(eps_m)
+    drift = n * eps_m * math.expm1(eps_m) if eps_m < 709.0 else math.inf  # e^ε overflows
 
     def delta_adv(x: float) -> float:
         if eps_m == 0.0:
@@ -115,8 +131,10 @@ def _delta_one_rule(state: LedgerState, epsilon: float, rule: str) -> float:
 
     best = min(total(0.0), total(epsilon))
     if epsilon > 0:
-        res = minimize_scalar(total, bounds=(0.0, epsilon), method="bounded",
-                              options={"xatol": 1e-10 * max(1.0, epsilon)})
+        # at ε ~ 1e300 the parabolic steps overflow; the method then takes golden-section steps
+        with np.errstate(over="ignore", invalid="ignore"):
+            res = minimize_scalar(total, bounds=(0.0, epsilon), method="bounded",
+                                  options={"xatol": 1e-10 * max(1.0, epsilon)})
         # Re-evaluate at the returned point: any x in [0, ε] gives a valid bound.
         best = min(best, total(float(res.x)))
     return best
@@ -129,34 +147,49 @@ def delta_at(state: LedgerState, epsilon: float, rule: str = "auto") -> tuple[fl
         (δ, description of the rule that achieved it).
     """
     candidates = ["basic", "optimal"] if rule == "auto" else [rule]
-    best, best_rule = math.inf, ""
+    best, best_rule, best_name = math.inf, "", ""
     for cand in candidates:
-        value = _delta_one_rule(state, epsilon, cand)
+        used = _effective_rule(state, cand)
+        value = _delta_one_rule(state, epsilon, used)
         if value < best:
-            best, best_rule = value, cand
+            best, best_rule = value, used
+            best_name = _OPTIMAL_TOO_LONG if used != cand else NAMES[used]
     parts = []
     if state.rho > 0:
         parts.append(GAUSS)
     if state.groups:
-        parts.append(NAMES[best_rule])
+        parts.append(best_name)
     description = " + ".join(parts) if parts else "nothing spent"
     value = min(1.0, round_up(best)) if best > 0 and best_rule != "basic" else min(1.0, best)
     return value, description
 
 
+#: Largest ε searched for (beyond it, the arithmetic of the rules would overflow).
+_LARGEST = 1e300
+
+
 def epsilon_at(state: LedgerState, delta: float, rule: str = "auto") -> tuple[float, str]:
     """Least ε (to ~1e-12 relative, rounded to the private side) with δ(ε) ≤ ``delta``.
 
-    Returns ``inf`` if no ε achieves ``delta`` (e.g. Σδᵢ already exceeds it).
+    Returns ``inf`` if no ε up to 1e300 achieves ``delta`` (e.g. Σδᵢ already exceeds it). The
+    bracket grows by squaring (a dozen evaluations even at ε ~ 1e300), then is bisected
+    geometrically and arithmetically.
     """
-    if delta_at(state, 0.0, rule)[0] <= delta:
-        return 0.0, delta_at(state, 0.0, rule)[1]
-    hi = 1.0
-    while delta_at(state, hi, rule)[0] > delta:
-        hi *= 2.0
-        if hi > 1e7:
-            return math.inf, delta_at(state, hi, rule)[1]
-    lo = 0.0
+    at_zero = delta_at(state, 0.0, rule)
+    if at_zero[0] <= delta:
+        return 0.0, at_zero[1]
+    at_max = delta_at(state, _LARGEST, rule)
+    if at_max[0] > delta:
+        return math.inf, at_max[1]
+    lo, hi = 0.0, 2.0
+    while delta_at(state, hi, rule)[0] > delta:  # δ(lo) > delta >= δ(hi) once this ends
+        lo, hi = hi, min(hi * hi, _LARGEST)
+    while lo > 0 and hi > 4.0 * lo:  # geometric bisection of a wide bracket
+        mid = math.sqrt(lo) * math.sqrt(hi)
+        if delta_at(state, mid, rule)[0] <= delta:
+            hi = mid
+        else:
+            lo = mid
     for _ in range(80):
         mid = 0.5 * (lo + hi)
         if mid <= lo or mid >= hi or hi - lo <= 1e-13 * hi:

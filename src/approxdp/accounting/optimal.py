@@ -14,6 +14,12 @@ Every sum is evaluated in log space (``logsumexp`` of log-binomials), so k = 10�
 hundreds work in float64; the breakpoint is found by binary search (O(k log k)) and ε_g
 inside a segment in closed form against δ'(1 − η), η ≈ 1e-13·k·(1 + ε) covering the float64
 error of the sums, then rounded up by a few ulps (never under; checked at 40 digits in tests).
+
+Cost: every evaluation sums k + 1 terms, so time and memory grow linearly in k (about 0.5 s and
+tens of MB at k = 10⁶). :data:`OPTIMAL_MAX_STEPS` bounds k: above it
+:func:`optimal_composition` refuses with a typed error rather than run for minutes, and the
+accountant's rules fall back to bounds that cost O(1) in k
+(:mod:`approxdp.accounting.mixed_composition`).
 """
 
 from __future__ import annotations
@@ -29,11 +35,31 @@ from scipy.special import gammaln, logsumexp
 from approxdp._validation import check_interval, check_probability
 from approxdp.accounting.composition import check_steps
 from approxdp.accounting.guarantees import Guarantee, round_up
+from approxdp.errors import InvalidParameterError
 
-__all__ = ["kov_delta", "optimal_composition", "optimal_epsilon"]
+__all__ = [
+    "OPTIMAL_MAX_STEPS",
+    "check_optimal_steps",
+    "kov_delta",
+    "optimal_composition",
+    "optimal_epsilon",
+]
 
 FloatArray = npt.NDArray[np.float64]
 RULE = "optimal homogeneous composition (Kairouz-Oh-Viswanath 2017, Thm 3.3)"
+#: Largest number of steps the optimal composition is evaluated for (its cost is O(k)).
+OPTIMAL_MAX_STEPS = 1_000_000
+
+
+def check_optimal_steps(k: int) -> int:
+    """``k`` if the optimal composition can be evaluated for it, else InvalidParameterError."""
+    if k > OPTIMAL_MAX_STEPS:
+        raise InvalidParameterError(
+            f"optimal composition sums k + 1 terms per evaluation (time and memory O(k)) and "
+            f"is limited to k <= {OPTIMAL_MAX_STEPS:,}, got k={k:,}; use advanced_composition "
+            "(O(1) in k) or, for Gaussian releases, compose_gaussian (exact, O(1) in k)"
+        )
+    return k
 
 
 @lru_cache(maxsize=64)
@@ -56,7 +82,8 @@ def _log_s(epsilon: float, k: int, eps_g: float) -> float:
     high, _ = _log_terms(epsilon, k)
     # term l active iff (k − 2l)ε > ε_g; term = C e^((k−l)ε)(1 − e^(ε_g − (k−2l)ε)) / norm
     l = np.arange(k + 1, dtype=np.float64)
-    gap = (k - 2.0 * l) * epsilon - eps_g
+    with np.errstate(over="ignore"):  # a gap beyond ±max float is ±inf: the sign is all we use
+        gap = (k - 2.0 * l) * epsilon - eps_g
     active = gap > 0
     if not bool(np.any(active)):
         return -math.inf
@@ -75,7 +102,9 @@ def kov_delta(epsilon: float, delta: float, k: int, eps_g: float) -> float:
         The smallest δ_g for which the composition is (eps_g, δ_g)-DP, as a float.
     """
     s = math.exp(_log_s(epsilon, k, eps_g))
-    log_keep = k * math.log1p(-delta) + math.log1p(-min(s, 1.0))
+    if s >= 1.0:  # e.g. one step of ε = 1000 at ε_g = 0: S = 1 to float precision
+        return 1.0
+    log_keep = k * math.log1p(-delta) + math.log1p(-s)
     return min(1.0, -math.expm1(log_keep))
 
 
@@ -129,11 +158,15 @@ def optimal_composition(epsilon: Any, delta: Any, k: Any, delta_prime: Any) -> G
 
     Args:
         epsilon: per-step ε ≥ 0 (finite). delta: per-step δ ∈ [0, 1).
-        k: number of steps, integer ≥ 1 (k up to 10⁴ takes milliseconds).
+        k: number of steps, integer ≥ 1 (k up to 10⁴ takes milliseconds, 10⁶ about half a
+            second; above :data:`OPTIMAL_MAX_STEPS` it is refused).
         delta_prime: δ' ∈ (0, 1), the part of δ_g spent on the pure-DP tail.
 
     Returns:
         Guarantee (exact over all (ε, δ)-DP mechanisms, ε_g rounded up by a few ulps).
+
+    Raises:
+        InvalidParameterError: a parameter out of range, or k > :data:`OPTIMAL_MAX_STEPS`.
 
     Example:
         >>> g = optimal_composition(0.1, 0.0, 100, 1e-6)
@@ -142,7 +175,7 @@ def optimal_composition(epsilon: Any, delta: Any, k: Any, delta_prime: Any) -> G
     """
     eps = float(check_interval("epsilon", epsilon, 0.0, math.inf, high_open=True))
     dlt = float(check_probability("delta", delta, allow_zero=True))
-    steps = check_steps("k", k)
+    steps = check_optimal_steps(check_steps("k", k))
     dp = float(check_probability("delta_prime", delta_prime))
     eps_g = optimal_epsilon(eps, steps, dp)
     delta_g = min(1.0, round_up(-math.expm1(steps * math.log1p(-dlt) + math.log1p(-dp))))

@@ -20,7 +20,7 @@ from approxdp._validation import check_interval, check_probability
 from approxdp.accounting.composition import advanced_composition, check_steps
 from approxdp.accounting.gaussian_composition import compose_gaussian
 from approxdp.accounting.guarantees import Guarantee
-from approxdp.accounting.optimal import optimal_epsilon
+from approxdp.accounting.optimal import check_optimal_steps, optimal_epsilon
 from approxdp.errors import InvalidParameterError, UnknownMethodError
 
 __all__ = ["SPLIT_RULES", "BudgetSplit", "seed_gaussian_split", "split_budget"]
@@ -83,7 +83,9 @@ def split_budget(
 
     Args:
         epsilon: total ε > 0 (finite). delta: total δ ∈ (0, 1).
-        k: number of steps, integer ≥ 1.
+        k: number of steps, integer ≥ 1 (any k for "basic", "advanced" and "gaussian", whose
+            cost does not grow with k; at most
+            :data:`~approxdp.accounting.optimal.OPTIMAL_MAX_STEPS` for "optimal").
         composition: one of :data:`SPLIT_RULES`.
         delta_prime: slack δ' ∈ (0, δ) for "advanced"/"optimal" (default δ/2).
         sensitivity: ℓ2-sensitivity of each Gaussian step (used by "gaussian" only).
@@ -92,7 +94,7 @@ def split_budget(
         BudgetSplit, whose ``total`` has been recomputed from the per-step values.
 
     Raises:
-        InvalidParameterError, UnknownMethodError: on bad input.
+        InvalidParameterError, UnknownMethodError: on bad input, or k too large for "optimal".
 
     Example:
         >>> s = split_budget(1.0, 1e-5, 100, composition="gaussian")
@@ -132,6 +134,7 @@ def split_budget(
         e0 = _bisect_largest(fits_adv, 0.0, eps)
         return BudgetSplit("advanced", steps, e0, d0, None, advanced_composition(e0, d0, steps, dp))
     # optimal
+    check_optimal_steps(steps)
     d0 = -math.expm1((math.log1p(-dlt) - math.log1p(-dp)) / steps)
     while -math.expm1(steps * math.log1p(-d0) + math.log1p(-dp)) > dlt:
         d0 = math.nextafter(d0, 0.0)
@@ -159,11 +162,11 @@ def _split_gaussian(eps: float, dlt: float, steps: int, sensitivity: Any) -> Bud
     sens = float(check_interval("sensitivity", sensitivity, 0.0, math.inf, low_open=True,
                                 high_open=True))
     sigma = math.sqrt(steps) * float(calibrate_gaussian(eps, dlt, sens, method="optimal"))
-    composed = compose_gaussian([sigma] * steps, [sens] * steps)
+    composed = compose_gaussian(sigma, sens, counts=steps)  # O(1) in k
     # Verify forwards with no tolerance; grow σ by ulps if rounding broke it (never under).
     while float(composed.delta(eps)) > dlt:
         sigma = math.nextafter(sigma, math.inf) * (1 + 1e-15)
-        composed = compose_gaussian([sigma] * steps, [sens] * steps)
+        composed = compose_gaussian(sigma, sens, counts=steps)
     total = Guarantee(eps, float(composed.delta(eps)), "exact",
                       "exact Gaussian composition (paper Lemma 15)")
     return BudgetSplit("gaussian", steps, math.nan, math.nan, sigma, total)

@@ -83,6 +83,21 @@ class LedgerSettings:
     composition: str
 
 
+def check_ledger_path(path: Path) -> None:
+    """LedgerError unless ``path`` can name a ledger file: not a directory, in a folder that
+    exists (SQLite would otherwise fail with "unable to open database file")."""
+    if path.is_dir():
+        raise LedgerError(
+            f"ledger path {str(path)!r} is a directory; give the path of a file in it, e.g. "
+            f"{str(path / 'budget.sqlite')!r}"
+        )
+    parent = path.parent
+    if not parent.is_dir():
+        raise LedgerError(
+            f"cannot create ledger {str(path)!r}: folder {str(parent)!r} does not exist"
+        )
+
+
 def read_ledger_settings(path: str | os.PathLike[str]) -> LedgerSettings:
     """The budget and composition rule an existing ledger file was created with.
 
@@ -95,10 +110,15 @@ def read_ledger_settings(path: str | os.PathLike[str]) -> LedgerSettings:
         LedgerError: the file does not exist, is not an approxdp ledger, or is unreadable.
     """
     file = Path(path)
+    if file.is_dir():
+        check_ledger_path(file)
     if not file.is_file():
         raise LedgerError(f"ledger file not found: {str(file)!r}")
-    with open(file, "rb") as fh:
-        head = fh.read(len(_HEADER))
+    try:
+        with open(file, "rb") as fh:
+            head = fh.read(len(_HEADER))
+    except OSError as exc:
+        raise LedgerError(f"cannot read ledger {str(file)!r}: {exc.strerror}") from exc
     if head != _HEADER:
         raise LedgerError(f"{file} is not a SQLite file, so not an approxdp ledger")
     try:
@@ -163,15 +183,22 @@ class SQLiteLedger:
     # -- connection management -------------------------------------------------------------
 
     def _check_header(self) -> bool:
-        """True if the file exists and is non-empty; LedgerError if it is not SQLite."""
+        """True if the file exists and is non-empty; LedgerError if it is not SQLite, is a
+        directory, cannot be read, or cannot be created (its folder does not exist)."""
+        check_ledger_path(self._path)
         try:
             size = self._path.stat().st_size
         except FileNotFoundError:
             return False
+        except OSError as exc:
+            raise LedgerError(f"cannot read ledger {str(self._path)!r}: {exc.strerror}") from exc
         if size == 0:
             return False
-        with open(self._path, "rb") as fh:
-            head = fh.read(len(_HEADER))
+        try:
+            with open(self._path, "rb") as fh:
+                head = fh.read(len(_HEADER))
+        except OSError as exc:
+            raise LedgerError(f"cannot read ledger {str(self._path)!r}: {exc.strerror}") from exc
         if head != _HEADER:
             raise LedgerError(f"{self._path} is not a SQLite file, so not an approxdp ledger")
         return True
@@ -344,8 +371,9 @@ class SQLiteLedger:
             except sqlite3.Error as exc:
                 raise LedgerError(f"cannot lock ledger {self._path}: {exc}") from exc
             try:
-                new_state = self._read_state(conn).add(contrib)
-                rule, delta_after = check(new_state)  # raises BudgetExceededError to refuse
+                old_state = self._read_state(conn)
+                new_state = old_state.add(contrib)
+                rule, delta_after = check(old_state, new_state)  # raises to refuse
                 created = time.time()
                 cur = conn.execute(
                     "INSERT INTO spends (created, event, rho, items, rule, delta_after) "

@@ -1,6 +1,7 @@
 """The ``approxdp`` Click application: the group, its error handling, and command registration.
 
-Every failure ends as ONE line ``error: <message>`` on stderr and a non-zero exit status:
+Every failure ends as ONE line ``error: <message>`` on stderr and a non-zero exit status (the
+library's Python spellings reworded into options, :func:`~approxdp.cli.output.cli_wording`):
 2 for bad input (Click usage errors, :class:`~approxdp.errors.ApproxDPError`, unreadable
 files), 3 when a privacy budget would be exceeded, 1 for an unexpected bug (``--debug`` shows
 its traceback). Warnings print as one line ``warning: <message>``.
@@ -25,6 +26,7 @@ from approxdp.cli.output import (
     EXIT_BAD_INPUT,
     EXIT_BUDGET_EXCEEDED,
     EXIT_INTERNAL,
+    cli_wording,
     error_line,
 )
 from approxdp.cli.release_commands import ledger_command, release_command
@@ -75,7 +77,7 @@ def _show_warning(
     message: Warning | str, category: type[Warning], filename: str, lineno: int,
     file: TextIO | None = None, line: str | None = None,
 ) -> None:
-    error_line(str(message), prefix="warning")
+    error_line(cli_wording(str(message)), prefix="warning")
 
 
 def _guarded(run: Callable[[], Any]) -> int:
@@ -100,12 +102,12 @@ def _guarded(run: Callable[[], Any]) -> int:
         except BudgetExceededError as exc:
             if ApproxDPGroup.debug:
                 raise
-            error_line(f"privacy budget exceeded, nothing was spent: {exc}")
+            error_line(f"privacy budget exceeded, nothing was spent: {cli_wording(str(exc))}")
             return EXIT_BUDGET_EXCEEDED
         except ApproxDPError as exc:
             if ApproxDPGroup.debug:
                 raise
-            error_line(str(exc))
+            error_line(cli_wording(str(exc)))
             return EXIT_BAD_INPUT
         except OSError as exc:
             if ApproxDPGroup.debug:

@@ -22,7 +22,7 @@ from approxdp.calibration import (
     calibrate_gaussian,
     classical_failure_threshold,
 )
-from approxdp.cli.output import JSON_SCHEMA_VERSION, emit, fmt, json_option, new_table
+from approxdp.cli.output import JSON_SCHEMA_VERSION, Number, emit, fmt, json_option, new_table
 from approxdp.errors import InvalidParameterError, NotPrivateWarning
 from approxdp.profiles import (
     gaussian_epsilon,
@@ -165,17 +165,24 @@ def render_calibration(console: Console, report: dict[str, Any]) -> None:
     console.print(table)
 
 
-_epsilon_opt = click.option("-e", "--epsilon", type=float, required=True, help="ε >= 0.")
-_delta_opt = click.option("-d", "--delta", type=float, required=True, help="δ in (0, 1).")
+_EPSILON = Number(0, math.inf, max_open=True)
+_DELTA = Number(0, 1, min_open=True, max_open=True)
+_SENSITIVITY = Number(0, math.inf, max_open=True)
+_SIGMA = Number(0, math.inf, min_open=True)
+_epsilon_opt = click.option("-e", "--epsilon", type=_EPSILON, metavar="FLOAT", required=True,
+                            help="ε >= 0.")
+_delta_opt = click.option("-d", "--delta", type=_DELTA, metavar="FLOAT", required=True,
+                          help="δ in (0, 1).")
 _sensitivity_opt = click.option(
-    "-s", "--sensitivity", type=float, default=1.0, show_default=True,
+    "-s", "--sensitivity", type=_SENSITIVITY, metavar="FLOAT", default=1.0, show_default=True,
     help="ℓ2-sensitivity Δ of the query.",
 )
 _notion_opt = click.option(
     "--notion", type=click.Choice(["dp", "pdp"]), default="dp", show_default=True,
     help="(ε, δ)-DP, or the stronger probabilistic DP (P[|privacy loss| > ε] <= δ).",
 )
-_sigma_opt = click.option("--sigma", type=float, required=True, help="Noise σ > 0.")
+_sigma_opt = click.option("--sigma", type=_SIGMA, metavar="FLOAT", required=True,
+                          help="Noise σ > 0.")
 
 
 @click.command("calibrate")
@@ -203,22 +210,72 @@ def calibrate_command(
     emit(report, as_json, lambda console: render_calibration(console, report))
 
 
+#: Most grid points ``profile --points`` evaluates (each is one row of output).
+MAX_PROFILE_POINTS = 10_000
+#: The default grid runs from where δ(ε) is this (or from 0 if δ(0) is below it) ...
+_GRID_TOP_DELTA = 0.5
+#: ... to where δ(ε) has fallen to this.
+_GRID_BOTTOM_DELTA = 1e-10
+
+
 def _profile_epsilons(
     sigma: float, sensitivity: float, notion: Notion, epsilons: Sequence[float],
     eps_max: float | None, points: int,
 ) -> np.ndarray:
+    """The ε grid of ``profile``: the given ε, else ``points`` even steps over the range where
+    δ(ε) falls from 1/2 (or from δ(0), if smaller) to 1e-10 — for small σ that range lies far
+    from 0 (around Δ²/(2σ²)), so a grid from 0 would show δ = 1 on almost every row."""
     if epsilons:
         return np.asarray(epsilons, dtype=np.float64)
-    if points < 2:
-        raise InvalidParameterError(f"points must be >= 2, got points={points}")
+    if not 2 <= points <= MAX_PROFILE_POINTS:
+        raise InvalidParameterError(
+            f"--points must be in [2, {MAX_PROFILE_POINTS}], got --points {points}"
+        )
+    low = 0.0
+    if float(_log_profile(0.0, sigma, sensitivity, notion)) > math.log(_GRID_TOP_DELTA):
+        low = _epsilon_near(sigma, sensitivity, notion, _GRID_TOP_DELTA)
     if eps_max is None:
         # Far enough that the profile has fallen to 1e-10: the whole interesting range.
-        eps_max = float(gaussian_epsilon(sigma, 1e-10, sensitivity, notion))
-        if not eps_max > 0 or not math.isfinite(eps_max):
+        eps_max = _epsilon_near(sigma, sensitivity, notion, _GRID_BOTTOM_DELTA)
+        if not eps_max > 0:
             eps_max = 1.0
     elif not (eps_max > 0 and math.isfinite(eps_max)):
-        raise InvalidParameterError(f"eps-max must be in (0, inf), got eps-max={eps_max:g}")
-    return np.linspace(0.0, eps_max, points)
+        raise InvalidParameterError(f"--eps-max must be in (0, inf), got --eps-max {eps_max:g}")
+    if low >= eps_max:
+        low = 0.0
+    return np.linspace(low, eps_max, points)
+
+
+def _epsilon_near(sigma: float, sensitivity: float, notion: Notion, delta: float) -> float:
+    """The ε where the profile crosses ``delta``, for placing a grid (not for accounting: that
+    is :func:`gaussian_epsilon`, rounded to the private side with a margin that grows with ε).
+    Bisection on the exact log profile, within [0, gaussian_epsilon]; 0.0 if not finite."""
+    hi = float(gaussian_epsilon(sigma, delta, sensitivity, notion))
+    if not math.isfinite(hi):
+        return 0.0
+    lo, target = 0.0, math.log(delta)
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if not lo < mid < hi:
+            break
+        if float(_log_profile(mid, sigma, sensitivity, notion)) > target:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def _epsilon_digits(grid: np.ndarray) -> int:
+    """Significant digits that tell the grid's ε apart (6, or more for a narrow range far from
+    0, e.g. 5.00000e17 + k·6.4e8 for σ = 1e-9)."""
+    if grid.size < 2:
+        return 6
+    steps = np.diff(np.sort(grid))
+    step = float(np.min(steps[steps > 0])) if np.any(steps > 0) else 0.0
+    top = float(np.max(np.abs(grid)))
+    if step <= 0 or top <= 0:
+        return 6
+    return int(min(17, max(6, math.ceil(math.log10(top / step)) + 2)))
 
 
 @click.command("profile")
@@ -226,14 +283,17 @@ def _profile_epsilons(
 @_sensitivity_opt
 @_notion_opt
 @click.option(
-    "-e", "--epsilon", "epsilons", type=float, multiple=True,
-    help="Evaluate at these ε (repeatable); default: an even grid from 0 to --eps-max.",
+    "-e", "--epsilon", "epsilons", type=_EPSILON, metavar="FLOAT", multiple=True,
+    help="Evaluate at these ε (repeatable); default: an even grid up to --eps-max, from 0 or, "
+         "where δ(0) > 1/2 (small σ), from the ε where δ falls to 1/2.",
 )
 @click.option(
-    "--eps-max", type=float, default=None,
+    "--eps-max", type=Number(0, math.inf, min_open=True, max_open=True), metavar="FLOAT",
+    default=None,
     help="Largest ε of the grid; default: where δ(ε) falls to 1e-10.",
 )
-@click.option("--points", type=int, default=11, show_default=True, help="Grid points.")
+@click.option("--points", type=int, default=11, show_default=True,
+              help=f"Grid points (2 to {MAX_PROFILE_POINTS}).")
 @json_option
 def profile_command(
     sigma: float, sensitivity: float, notion: Notion, epsilons: tuple[float, ...],
@@ -264,14 +324,18 @@ def profile_command(
         table = new_table(
             title=(f"Privacy profile of Gaussian noise σ = {sigma:g}, Δ = {sensitivity:g} "
                    f"({NOTION_NAMES[notion]})"),
-            caption=f"the mechanism is (ε, δ(ε))-{NOTION_NAMES[notion]} for every row",
+            caption=f"the mechanism is (ε, δ(ε))-{NOTION_NAMES[notion]} for every row"
+            + ("" if epsilons or grid[0] <= 0 else
+               f"; δ(ε) > 1/2 for every ε below the first row (δ(0) = "
+               f"{fmt(math.exp(float(_log_profile(0.0, sigma, sensitivity, notion))), 6)})"),
         )
         table.add_column("ε", justify="right")
         table.add_column("δ(ε)", justify="right")
         table.add_column("log10 δ(ε)", justify="right")
+        digits = _epsilon_digits(grid)
         for row in rows:
             log10 = row["log_delta"] / math.log(10)
-            table.add_row(fmt(row["epsilon"], 6), fmt(row["delta"], 6), fmt(log10, 6))
+            table.add_row(fmt(row["epsilon"], digits), fmt(row["delta"], 6), fmt(log10, 6))
         console.print(table)
 
     emit(data, as_json, render)
@@ -279,7 +343,8 @@ def profile_command(
 
 @click.command("epsilon")
 @_sigma_opt
-@click.option("-d", "--delta", "deltas", type=float, multiple=True, required=True,
+@click.option("-d", "--delta", "deltas", type=_DELTA, metavar="FLOAT", multiple=True,
+              required=True,
               help="δ in (0, 1) (repeatable).")
 @_sensitivity_opt
 @_notion_opt

@@ -7,13 +7,23 @@ histogram over all nine categorical attributes, Zhao et al. §VI).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import click
 from rich.console import Console
 
 from approxdp.cli.calibration_commands import calibration_report, render_calibration
-from approxdp.cli.output import JSON_SCHEMA_VERSION, emit, fmt, json_option, new_table, progress
+from approxdp.cli.output import (
+    JSON_SCHEMA_VERSION,
+    Number,
+    emit,
+    fmt,
+    fmt_values,
+    json_option,
+    new_table,
+    progress,
+)
 from approxdp.cli.release_views import release_dict
 
 __all__ = ["demo_command"]
@@ -30,7 +40,9 @@ def _render(console: Console, data: dict[str, Any]) -> None:
     table = new_table(
         title=(f"Private releases on UCI Adult (45,222 complete records), half the budget: "
                f"ε = {eps / 2:g}, δ = {delta / 2:g}, jointly calibrated"),
-        caption="Add/remove one record. Each value carries Gaussian noise of the std shown.",
+        caption="Add/remove one record. Each value carries Gaussian noise of the std shown."
+        + ("" if all(r.get("secure", True) for r in data["releases"]) else
+           "\n[bold red]--seed: a seeded simulation, NOT private (do not publish)[/]"),
     )
     table.add_column("release")
     table.add_column("cell")
@@ -38,11 +50,12 @@ def _render(console: Console, data: dict[str, Any]) -> None:
     table.add_column("95% CI", justify="right")
     table.add_column("noise std", justify="right")
     for release in data["releases"]:
+        stds = fmt_values([c["std"] for c in release["cells"]], 4)  # one format per release
         for i, cell in enumerate(release["cells"]):
             key = " × ".join(str(v) for v in cell["key"].values())
             table.add_row(release["label"] if i == 0 else "", key, f"{cell['value']:,.2f}",
                           f"[{cell['ci_low']:,.2f}, {cell['ci_high']:,.2f}]",
-                          fmt(cell["std"], 4), end_section=i == len(release["cells"]) - 1)
+                          stds[i], end_section=i == len(release["cells"]) - 1)
     console.print(table)
 
     paper = data["paper_histogram"]
@@ -78,11 +91,12 @@ def _render(console: Console, data: dict[str, Any]) -> None:
 
 
 @click.command("demo")
-@click.option("-e", "--epsilon", type=float, default=1.0, show_default=True,
-              help="Total ε of the demo.")
-@click.option("-d", "--delta", type=float, default=1e-6, show_default=True,
-              help="Total δ of the demo.")
-@click.option("-s", "--sensitivity", type=float, default=1.0, show_default=True,
+@click.option("-e", "--epsilon", type=Number(0, math.inf, min_open=True, max_open=True),
+              metavar="FLOAT", default=1.0, show_default=True, help="Total ε of the demo.")
+@click.option("-d", "--delta", type=Number(0, 1, min_open=True, max_open=True), metavar="FLOAT",
+              default=1e-6, show_default=True, help="Total δ of the demo.")
+@click.option("-s", "--sensitivity", type=Number(0, math.inf, max_open=True), metavar="FLOAT",
+              default=1.0, show_default=True,
               help="Δ of the calibration table (the releases derive their own).")
 @click.option("--no-releases", is_flag=True, help="Only the calibration table.")
 @click.option("--seed", type=int, default=None,

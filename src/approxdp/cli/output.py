@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -39,10 +40,12 @@ __all__ = [
     "EXIT_CODES",
     "EXIT_INTERNAL",
     "JSON_SCHEMA_VERSION",
+    "Number",
+    "cli_wording",
     "emit",
     "error_line",
     "fmt",
-    "fmt_value",
+    "fmt_values",
     "json_option",
     "jsonable",
     "new_table",
@@ -69,6 +72,44 @@ EXIT_CODES: Mapping[str, int] = {
 JSON_SCHEMA_VERSION = 1
 
 _DEFAULT_WIDTH = 120  # when stdout is not a terminal (pipes, tests) and COLUMNS is unset
+
+
+class Number(click.FloatRange):
+    """A float option in a range, checked by Click before the command runs, so a bad value is
+    reported under the option's own name ("Invalid value for '-d' / '--delta': 1.5 is not in
+    the range 0<x<1"), never the library's parameter name; its range shows in ``--help``. NaN
+    is refused too (Click's FloatRange lets it through)."""
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if isinstance(number, float) and math.isnan(number):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        return number
+
+
+#: The library's Python spellings, and what a command-line user types instead.
+_CLI_WORDING: tuple[tuple[str, str], ...] = (
+    (r"\boutside_domain\s*=\s*'(drop|error)'", r"--outside-domain \1"),
+    (r"\bcasts=\{'([^']+)': 'double'\}", r"--cast \1=double"),
+    (r"\bdomain\['([^']+)'\]", r"--domain \1=..."),
+    (r"\bmax_rows_per_partition\b", "--max-rows-per-partition"),
+    (r"\bmax_partitions\b", "--max-partitions"),
+    (r"\bprivacy_unit\b", "--privacy-unit"),
+    (r"\boutside_domain\b", "--outside-domain"),
+    (r"\bneighbouring='([a-z-]+)'", r"--neighbouring \1"),
+    (r"\bmethod='([a-z0-9-]+)'", r"--method \1"),
+    (r"\bout_dir\b", "--out"),
+)
+
+
+def cli_wording(message: str) -> str:
+    """``message`` with the library's Python spellings (``outside_domain='drop'``,
+    ``casts={'x': 'double'}``, ``max_partitions``) replaced by the options a command-line user
+    types (``--outside-domain drop``, ``--cast x=double``, ``--max-partitions``)."""
+    for pattern, replacement in _CLI_WORDING:
+        message = re.sub(pattern, replacement, message)
+    return message
 
 
 def stdout_console() -> Console:
@@ -166,14 +207,22 @@ def fmt(value: float | None, digits: int = 6) -> str:
     return f"{value:.{digits}g}"
 
 
-def fmt_value(value: float | None, significant: int = 7) -> str:
-    """A released value: fixed point with thousands separators and about ``significant``
-    significant digits (``51,192,102``, ``38.55123``); scientific only when very large or
-    very small."""
-    if value is None or not math.isfinite(value):
-        return fmt(value)
-    size = abs(value)
-    if size == 0 or not 1e-3 <= size < 1e15:
-        return fmt(value, significant)
-    decimals = max(0, significant - 1 - math.floor(math.log10(size)))
-    return f"{value:,.{decimals}f}"
+def fmt_values(values: list[float | None], significant: int = 7) -> list[str]:
+    """Released values of one column, in ONE format: fixed point with the same number of
+    decimals for every value (about ``significant`` significant digits on the largest), or
+    scientific for all when the largest is very large or very small. ``n/a``/``∞`` as in
+    :func:`fmt`. (Per-value formats mixed ``0`` with ``200.0000`` in one column.)"""
+    finite = [abs(v) for v in values if v is not None and math.isfinite(v) and v != 0]
+    if not finite:
+        return [fmt(v) if v is None or not math.isfinite(v) else "0" for v in values]
+    size = max(finite)
+    out = []
+    for v in values:
+        if v is None or not math.isfinite(v):
+            out.append(fmt(v))
+        elif not 1e-3 <= size < 1e15:
+            out.append(f"{v:.{significant - 1}e}")
+        else:
+            decimals = max(0, significant - 1 - math.floor(math.log10(size)))
+            out.append(f"{v:,.{decimals}f}")
+    return out

@@ -10,6 +10,7 @@ the ledger is left unchanged.
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,6 +23,7 @@ from approxdp.accounting import COMPOSITION_RULES, PrivacyAccountant, read_ledge
 from approxdp.calibration import CALIBRATION_METHODS
 from approxdp.cli.output import (
     JSON_SCHEMA_VERSION,
+    Number,
     emit,
     json_option,
     jsonable,
@@ -39,9 +41,10 @@ from approxdp.cli.release_views import (
 from approxdp.errors import DataError, InvalidParameterError
 from approxdp.releases.specs import Neighbouring
 
-__all__ = ["ledger_command", "parse_domain", "release_command"]
+__all__ = ["ledger_command", "parse_casts", "parse_domain", "release_command"]
 
 KINDS = ("count", "sum", "mean", "histogram")
+_FINITE = Number(-math.inf, math.inf, min_open=True, max_open=True)
 _OUTPUT_SUFFIXES = (".json", ".csv")
 
 
@@ -58,6 +61,19 @@ def parse_domain(specs: Sequence[str]) -> dict[str, list[str]]:
             raise InvalidParameterError(f"--domain gives column {column!r} twice")
         domain[column] = values.split(",")
     return domain
+
+
+def parse_casts(specs: Sequence[str]) -> dict[str, str]:
+    """``COLUMN=double`` options as {column: type}."""
+    casts: dict[str, str] = {}
+    for spec in specs:
+        column, sep, kind = spec.partition("=")
+        if not sep or not column or kind.lower() != "double":
+            raise InvalidParameterError(
+                f"--cast must look like COLUMN=double (the only conversion), got {spec!r}"
+            )
+        casts[column] = "double"
+    return casts
 
 
 def _typed(column: str, raw: str, kind: str) -> Any:
@@ -116,10 +132,22 @@ def _accountant(
 ) -> PrivacyAccountant:
     if ledger is None:
         return PrivacyAccountant(budget or release_budget, composition=composition or "auto")
-    if ledger.exists():
+    if ledger.exists() and not ledger.is_dir():
         settings = read_ledger_settings(ledger)
-        return PrivacyAccountant(budget or settings.budget, ledger=ledger,
-                                 composition=composition or settings.composition)
+        if budget is not None and tuple(map(float, budget)) != settings.budget:
+            raise InvalidParameterError(
+                f"--budget {budget[0]:g} {budget[1]:g} differs from the budget "
+                f"({settings.budget[0]:g}, {settings.budget[1]:g}) stored in ledger "
+                f"{str(ledger)!r}; a ledger's budget never changes: leave out --budget to use "
+                "the stored one (or start a new ledger file)"
+            )
+        if composition is not None and composition != settings.composition:
+            raise InvalidParameterError(
+                f"--composition {composition} differs from the rule {settings.composition!r} "
+                f"stored in ledger {str(ledger)!r}; leave out --composition to use it"
+            )
+        return PrivacyAccountant(settings.budget, ledger=ledger,
+                                 composition=settings.composition)
     if budget is None:
         raise InvalidParameterError(
             f"ledger {str(ledger)!r} does not exist yet; create it by also giving its total "
@@ -168,9 +196,11 @@ def _run_release(table: Any, kind: str, columns: Sequence[str], options: dict[st
 @click.argument("kind", type=click.Choice(KINDS))
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
 @click.argument("columns", nargs=-1)
-@click.option("-e", "--epsilon", type=float, required=True, help="ε this release spends.")
-@click.option("-d", "--delta", type=float, required=True, help="δ this release spends.")
-@click.option("--bounds", type=(float, float), default=None, metavar="LOW HIGH",
+@click.option("-e", "--epsilon", type=Number(0, math.inf, min_open=True, max_open=True),
+              metavar="FLOAT", required=True, help="ε this release spends.")
+@click.option("-d", "--delta", type=Number(0, 1, min_open=True, max_open=True), metavar="FLOAT",
+              required=True, help="δ this release spends.")
+@click.option("--bounds", type=(_FINITE, _FINITE), default=None, metavar="LOW HIGH",
               help="Clamping bounds of the value column (sum, mean).")
 @click.option("--by", multiple=True, metavar="COLUMN", help="Group a sum or mean (repeatable).")
 @click.option("--domain", "domain_specs", multiple=True, metavar="COLUMN=V1,V2,...",
@@ -178,13 +208,17 @@ def _run_release(table: Any, kind: str, columns: Sequence[str], options: dict[st
                    "Without a domain, cells are chosen by DP partition selection.")
 @click.option("--outside-domain", type=click.Choice(["error", "drop"]), default="error",
               show_default=True, help="What to do with rows outside the declared domain.")
-@click.option("--budget", type=(float, float), default=None, metavar="EPSILON DELTA",
-              help="Total budget: of a new --ledger, or of this session (default: the "
-                   "release's own ε, δ). An existing ledger keeps its stored budget.")
+@click.option("--budget", type=(Number(0, math.inf, max_open=True), Number(0, 1, max_open=True)),
+              default=None, metavar="EPSILON DELTA",
+              help="Total budget: needed to create a new --ledger; an existing ledger keeps "
+                   "the budget stored in it (leave --budget out, or give the same one: a "
+                   "different one is refused). Without --ledger: the budget of this session "
+                   "(default: the release's own ε, δ).")
 @click.option("--ledger", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="SQLite ledger file that keeps the budget across runs (created if absent).")
 @click.option("--composition", type=click.Choice(list(COMPOSITION_RULES)), default=None,
-              help="Composition rule of the accountant (default: auto, or the ledger's).")
+              help="Composition rule of the accountant (default: auto, or the ledger's; an "
+                   "existing ledger's rule cannot change).")
 @click.option("--privacy-unit", default=None, metavar="COLUMN",
               help="Column identifying whom to protect (default: each row).")
 @click.option("--max-partitions", type=int, default=1, show_default=True,
@@ -193,10 +227,15 @@ def _run_release(table: Any, kind: str, columns: Sequence[str], options: dict[st
               help="Rows one unit may contribute per cell (needs --privacy-unit).")
 @click.option("--neighbouring", type=click.Choice(["add-remove", "replace-one"]),
               default="add-remove", show_default=True, help="Neighbouring relation.")
-@click.option("--level", type=float, default=0.95, show_default=True,
+@click.option("--level", type=Number(0, 1, min_open=True, max_open=True), metavar="FLOAT",
+              default=0.95, show_default=True,
               help="Confidence level of the intervals.")
 @click.option("--method", type=click.Choice(list(CALIBRATION_METHODS)), default="optimal",
               show_default=True, help="Gaussian calibration method.")
+@click.option("--cast", "cast_specs", multiple=True, metavar="COLUMN=double",
+              help="Convert a value column to numbers before anything else; values that are "
+                   "not numbers become missing (counted, with examples, in the notes). "
+                   "Repeatable.")
 @click.option("--seed", type=int, default=None,
               help="Seed the noise (tests and demos only: seeded noise is NOT secure).")
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), default=None,
@@ -210,7 +249,8 @@ def release_command(
     outside_domain: str, budget: tuple[float, float] | None, ledger: Path | None,
     composition: str | None, privacy_unit: str | None, max_partitions: int,
     max_rows_per_partition: int, neighbouring: str, level: float, method: str,
-    seed: int | None, output: Path | None, show: int, as_json: bool,
+    cast_specs: tuple[str, ...], seed: int | None, output: Path | None, show: int,
+    as_json: bool,
 ) -> None:
     """A private count, sum, mean or histogram of a CSV or Parquet FILE.
 
@@ -229,6 +269,7 @@ def release_command(
     _check_shape(kind, columns, bounds, by)
     _check_output(output)
     domain = parse_domain(domain_specs)
+    casts = parse_casts(cast_specs)
     options: dict[str, Any] = {"epsilon": epsilon, "delta": delta, "level": level,
                                "domain": domain, "outside_domain": outside_domain}
     if kind in ("sum", "mean"):
@@ -240,6 +281,7 @@ def release_command(
                 str(file), accountant=accountant, neighbouring=cast(Neighbouring, neighbouring),
                 privacy_unit=privacy_unit, max_partitions=max_partitions,
                 max_rows_per_partition=max_rows_per_partition, seed=seed, method=method,
+                casts=casts,
             )
             result = _run_release(table, kind, columns, options)
         status = accountant.remaining()

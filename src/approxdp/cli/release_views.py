@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from approxdp.accounting import BudgetStatus, SpendRecord
 from approxdp.accounting.ledger import event_to_json
-from approxdp.cli.output import fmt, fmt_value, jsonable, new_table
+from approxdp.cli.output import fmt, fmt_values, jsonable, new_table
 from approxdp.releases.result import ReleaseResult
 
 __all__ = [
@@ -40,13 +41,18 @@ def _key_value(value: Any) -> Any:
 def release_dict(result: ReleaseResult) -> dict[str, Any]:
     """One :class:`~approxdp.releases.result.ReleaseResult` as a JSON object.
 
-    Shape: ``label, kind, key_columns, cells[{key{column: value}, value, std, ci_low,
-    ci_high}], level, mechanism, method, sigma, sensitivity{l2, l1, linf, derivation},
-    effective_sensitivity, epsilon, delta, threshold, rows{...}, comparisons[{method, sigma,
-    private, ratio_to_used}], extra{name: [...]}, notes[...]``.
+    Shape: ``label, kind, secure, key_columns, cells[{key{column: value}, value, std, ci_low,
+    ci_high, informative}], level, mechanism, method, sigma, sensitivity{l2, l1, linf,
+    derivation}, effective_sensitivity, epsilon, delta, threshold, rows{...},
+    comparisons[{method, sigma, private, ratio_to_used}], extra{name: [...]}, notes[...]``.
+    ``secure`` is false for a seeded simulation (NOT private); ``informative`` is false for a
+    mean's cell whose noisy count's interval reaches 0 (value: midpoint or bound, interval:
+    the whole bounds).
     """
     columns = list(result.columns)
     values = result.values.tolist()
+    informative = (result.informative.tolist() if result.informative is not None
+                   else [True] * len(values))
     cells = []
     for i, value in enumerate(values):
         if len(result.keys) == len(values):
@@ -59,10 +65,12 @@ def release_dict(result: ReleaseResult) -> dict[str, Any]:
             "std": float(result.std[i]),
             "ci_low": float(result.ci_low[i]),
             "ci_high": float(result.ci_high[i]),
+            "informative": bool(informative[i]),
         })
     return {
         "label": result.label,
         "kind": result.kind,
+        "secure": result.secure,
         "key_columns": columns,
         "cells": cells,
         "level": result.level,
@@ -122,7 +130,12 @@ def render_release(console: Console, release: dict[str, Any], show: int = 20) ->
     """Draw a :func:`release_dict`: the released values, then how they were made."""
     cells = release["cells"]
     level = f"{release['level']:.0%}"
-    table = new_table(f"{release['label']} — private {release['kind']}")
+    secure = release.get("secure", True)
+    title = (f"{release['label']} — private {release['kind']}" if secure else
+             f"{release['label']} — {release['kind']}: SEEDED SIMULATION, NOT private")
+    table = new_table(title)
+    if not secure:
+        table.title_style = "bold red"
     key_columns = release["key_columns"] or []
     for column in key_columns:
         table.add_column(column)
@@ -130,16 +143,30 @@ def render_release(console: Console, release: dict[str, Any], show: int = 20) ->
     table.add_column(f"{level} CI", justify="right")
     table.add_column("noise std", justify="right")
     shown = cells if show <= 0 else cells[:show]
-    for cell in shown:
-        keys = ["NULL" if v is None else str(v) for v in cell["key"].values()]
+    # one format per column (value and CI share theirs: same units)
+    numbers = fmt_values([x for c in shown for x in (c["value"], c["ci_low"], c["ci_high"])])
+    stds = fmt_values([c["std"] for c in shown], 4)
+    for i, cell in enumerate(shown):
+        keys = ["NULL" if v is None else escape(str(v)) for v in cell["key"].values()]
         if not key_columns:
             keys = []
-        table.add_row(*keys, fmt_value(cell["value"]),
-                      f"[{fmt_value(cell['ci_low'], 5)}, {fmt_value(cell['ci_high'], 5)}]",
-                      fmt_value(cell["std"], 4))
+        value, low, high = numbers[3 * i: 3 * i + 3]
+        if not cell.get("informative", True):
+            value = f"[dim]{value} †[/]"
+        table.add_row(*keys, value, f"[{low}, {high}]", stds[i])
+    captions = []
     if len(shown) < len(cells):
-        table.caption = (f"{len(cells) - len(shown)} more cells not shown (--show 0 shows all; "
-                         "--output or --json has them all)")
+        captions.append(f"{len(cells) - len(shown)} more cells not shown (--show 0 shows all; "
+                        "--output or --json has them all)")
+    if any(not c.get("informative", True) for c in shown):
+        captions.append("† no information: the noisy count's interval reaches 0 (an empty or "
+                        "tiny cell), so the value is the bounds' midpoint or a bound and its "
+                        "interval the whole of the bounds")
+    if not secure:
+        captions.append("[bold red]seeded simulation: the noise is reproducible from --seed; "
+                        "NOT private, do not publish[/]")
+    if captions:
+        table.caption = "\n".join(captions)
     console.print(table)
     sens = release["sensitivity"]
     details = Table.grid(padding=(0, 2))
@@ -187,12 +214,18 @@ def render_budget(console: Console, budget: dict[str, Any], title: str = "Budget
 
 
 def write_cells_csv(path: Path, release: dict[str, Any]) -> None:
-    """Write a :func:`release_dict`'s cells as CSV: key columns, value, std, ci_low, ci_high."""
+    """Write a :func:`release_dict`'s cells as CSV: key columns, value, std, ci_low, ci_high,
+    informative, secure (``false`` on every row of a seeded simulation, so the file itself
+    says it is NOT private). A missing key is written ``NULL``, as ``--domain`` spells it (an
+    empty field would be the empty string)."""
     columns = list(release["key_columns"]) or []
+    secure = "true" if release.get("secure", True) else "false"
     with open(path, "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
-        writer.writerow([*columns, "value", "std", "ci_low", "ci_high"])
+        writer.writerow([*columns, "value", "std", "ci_low", "ci_high", "informative",
+                         "secure"])
         for cell in release["cells"]:
             keys = [cell["key"].get(c) for c in columns]
-            writer.writerow([*("" if k is None else k for k in keys),
-                             *(jsonable(cell[f]) for f in ("value", "std", "ci_low", "ci_high"))])
+            writer.writerow([*("NULL" if k is None else k for k in keys),
+                             *(jsonable(cell[f]) for f in ("value", "std", "ci_low", "ci_high")),
+                             "true" if cell.get("informative", True) else "false", secure])

@@ -300,6 +300,18 @@ class Engine(Protocol):
         """Rows NOT meeting ``condition``, and up to ``limit`` distinct offending values."""
         ...
 
+    def count_unconvertible(
+        self, table: Any, column: str, limit: int = 3
+    ) -> tuple[int, tuple[str, ...]]:
+        """Rows whose ``column`` holds a value (not NULL) that does not convert to a number,
+        and up to ``limit`` distinct such values as text (0 and () for a numeric column)."""
+        ...
+
+    def cast_to_double(self, table: Any, column: str) -> Any:
+        """``table`` with ``column`` converted to float64, every value that does not convert
+        (see :meth:`count_unconvertible`) becoming NULL; the other columns unchanged."""
+        ...
+
     def aggregate(self, table: Any, request: AggregateRequest) -> AggregateResult:
         """Run ``request`` on ``table`` (see the module docstring for the steps)."""
         ...

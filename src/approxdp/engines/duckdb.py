@@ -1,8 +1,9 @@
 """The embedded DuckDB engine: every primitive is one SQL query run inside DuckDB.
 
-Accepted inputs: a CSV (``.csv``, ``.csv.gz``, ``.tsv``) or Parquet (``.parquet``, ``.pq``)
-path, a pandas or Polars DataFrame, a PyArrow Table or RecordBatchReader, or a DuckDB relation
-(which is queried on its own connection, so views and temporary tables it refers to work).
+Accepted inputs: a CSV (``.csv``, ``.csv.gz``, ``.tsv``; column types are inferred from every
+row, like Spark's ``inferSchema``) or Parquet (``.parquet``, ``.pq``) path, a pandas or Polars
+DataFrame, a PyArrow Table or RecordBatchReader, or a DuckDB relation (which is queried on its
+own connection, so views and temporary tables it refers to work).
 ``duckdb`` is imported only when an engine is created.
 
 Per-key limits (:class:`~approxdp.engines.base.PerKeyLimit`) need no ``random()``: each row
@@ -209,7 +210,10 @@ class DuckDBEngine:
         if lower.endswith(_PARQUET_SUFFIXES):
             reader = f"read_parquet({literal})"
         elif lower.endswith(_CSV_SUFFIXES):
-            reader = f"read_csv({literal})"
+            # types from every row, not a sample: a bad value deep in a numeric column makes
+            # the column text here (named, with examples, before any spend) instead of a
+            # "Conversion Error" halfway through a query (as Spark's inferSchema reads all too)
+            reader = f"read_csv({literal}, sample_size = -1)"
         else:
             raise DataError(
                 f"cannot tell the format of {str(path)!r}: use a name ending in "
@@ -274,6 +278,36 @@ class DuckDBEngine:
             if name is not None:
                 self._connection.unregister(name)
         return n, tuple(r[0] for r in rows)
+
+    def count_unconvertible(
+        self, table: DuckDBTable, column: str, limit: int = 3
+    ) -> tuple[int, tuple[str, ...]]:
+        """Rows whose ``column`` is not NULL but ``TRY_CAST(... AS DOUBLE)`` is, with examples."""
+        schema = self.schema(table)
+        if column not in schema:
+            raise DataError(f"column {column!r} not found; the table has columns {list(schema)}")
+        if schema[column] is ColumnKind.NUMERIC:
+            return 0, ()
+        text = f"CAST({quote_identifier(column)} AS VARCHAR)"
+        bad = f"{text} IS NOT NULL AND TRY_CAST({text} AS DOUBLE) IS NULL"
+        n = int(table.rows(f"SELECT count(*) FROM {_SOURCE} WHERE {bad}")[0][0])
+        if n == 0:
+            return 0, ()
+        rows = table.rows(
+            f"SELECT DISTINCT {text} FROM {_SOURCE} WHERE {bad} ORDER BY 1 LIMIT {int(limit)}"
+        )
+        return n, tuple(str(r[0]) for r in rows)
+
+    def cast_to_double(self, table: DuckDBTable, column: str) -> DuckDBTable:
+        """``SELECT * REPLACE (TRY_CAST(column AS DOUBLE) AS column)`` as a new handle."""
+        schema = self.schema(table)
+        if column not in schema:
+            raise DataError(f"column {column!r} not found; the table has columns {list(schema)}")
+        col = quote_identifier(column)
+        value = (f"CAST({col} AS DOUBLE)" if schema[column] is ColumnKind.NUMERIC
+                 else f"TRY_CAST(CAST({col} AS VARCHAR) AS DOUBLE)")
+        rel = table.run(f"SELECT * REPLACE ({value} AS {col}) FROM {_SOURCE}")
+        return DuckDBTable(None, rel, table.description, own=table.own)
 
     # -- aggregation -----------------------------------------------------------------------
     def aggregate(self, table: DuckDBTable, request: AggregateRequest) -> AggregateResult:

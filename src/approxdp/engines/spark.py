@@ -210,6 +210,33 @@ class SparkEngine:
         rows = outside.select(col).distinct().orderBy(col.asc_nulls_last()).limit(limit)
         return n, tuple(r[0] for r in rows.collect())
 
+    def count_unconvertible(
+        self, table: SparkTable, column: str, limit: int = 3
+    ) -> tuple[int, tuple[str, ...]]:
+        """Rows whose ``column`` is not NULL but ``try_cast(... AS DOUBLE)`` is, with examples."""
+        schema = self.schema(table)
+        if column not in schema:
+            raise DataError(f"column {column!r} not found; the table has columns {list(schema)}")
+        if schema[column] is ColumnKind.NUMERIC:
+            return 0, ()
+        F = self._F
+        text = F.col(_q(column)).cast("string")
+        bad = table.df.filter(text.isNotNull() & _try_double(F, column).isNull())
+        n = int(bad.count())
+        if n == 0:
+            return 0, ()
+        rows = bad.select(text.alias("v")).distinct().orderBy("v").limit(limit).collect()
+        return n, tuple(str(r[0]) for r in rows)
+
+    def cast_to_double(self, table: SparkTable, column: str) -> SparkTable:
+        """``withColumn(column, try_cast(column AS DOUBLE))`` as a new handle."""
+        schema = self.schema(table)
+        if column not in schema:
+            raise DataError(f"column {column!r} not found; the table has columns {list(schema)}")
+        value = (self._F.col(_q(column)).cast("double") if schema[column] is ColumnKind.NUMERIC
+                 else _try_double(self._F, column))
+        return SparkTable(table.df.withColumn(column, value), table.description)
+
     def _filter(self, df: Any, conds: Sequence[Membership], keep: bool = True) -> Any:
         """Rows meeting every condition (``keep``), or rows failing the single condition."""
         F = self._F
@@ -390,6 +417,11 @@ class SparkEngine:
             grid = grid.crossJoin(F.broadcast(frames[i]))
         cell = sum((F.col(f"__c{i}") for i in range(1, len(sizes))), F.col("__c0"))
         return grid.select(*(F.col(_q(c)) for c, _ in request.grid), cell.alias("__cell"))
+
+
+def _try_double(F: Any, column: str) -> Any:
+    """``column`` as a double, NULL where it does not convert (under ANSI mode too: try_cast)."""
+    return F.expr(f"try_cast(cast({_q(column)} AS string) AS double)")
 
 
 def _arrow_frame(session: Any, columns: dict[str, Any], column: str) -> Any:

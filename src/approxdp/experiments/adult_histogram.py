@@ -69,7 +69,8 @@ def adult_histogram(
     Args:
         parameter: ``"epsilon"`` (Fig. 5a, δ fixed) or ``"delta"`` (Fig. 5b, ε fixed).
         values: its values (default ε ∈ {0.1, …, 1}; δ ∈ 1e-9 … 1e-5).
-        epsilon, delta: the fixed values (paper: ε = 0.1 in (b), δ = 1e-6 in (a)).
+        epsilon: the fixed ε when δ varies (paper: 0.1, Fig. 5b).
+        delta: the fixed δ when ε varies (paper: 1e-6, Fig. 5a).
         reps: noisy histograms per point.
         methods: calibration methods.
         seed: noise seed.

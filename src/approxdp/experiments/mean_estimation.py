@@ -74,8 +74,9 @@ def mean_estimation(
         parameter: which parameter varies: ``"epsilon"`` (Fig. 4a), ``"delta"`` (4b) or
             ``"d"`` (4c).
         values: its values (default: ε ∈ {0.1, …, 1}; δ ∈ 1e-10 … 1e-2; d ∈ 1 … 1000).
-        epsilon, delta, d: the fixed values of the other parameters (paper: ε = 0.1,
-            δ = 1e-4; d = 10 is our choice).
+        epsilon: the fixed ε when another parameter varies (paper: 0.1).
+        delta: the fixed δ when another parameter varies (paper: 1e-4).
+        d: the fixed dimension when another parameter varies (10: our choice).
         n: points per data set (paper: 1000).
         reps: data sets (and releases) per point.
         methods: calibration methods.

@@ -19,9 +19,10 @@ import numpy.typing as npt
 
 from approxdp.errors import DataError
 
-__all__ = ["Lattice", "power_of_two_at_most"]
+__all__ = ["MAX_INDEX", "Lattice", "power_of_two_at_most"]
 
-_MAX_INDEX = 2.0**52
+#: Indices |x/g| must stay below this to be exact in float64 (and fit an int64).
+MAX_INDEX = 2.0**52
 
 
 def power_of_two_at_most(x: float) -> float:
@@ -43,11 +44,11 @@ class Lattice:
             DataError: for NaN/inf or values too large for exact indices (|x/g| ≥ 2^52).
         """
         scaled = value / self.g  # exact: g is a power of two
-        bad = ~np.isfinite(scaled) | (np.abs(scaled) >= _MAX_INDEX)
+        bad = ~np.isfinite(scaled) | (np.abs(scaled) >= MAX_INDEX)
         if bool(np.any(bad)):
             first = float(np.asarray(value)[bad].flat[0])
             raise DataError(
-                f"value must be finite with |value| < 2^52 * g = {_MAX_INDEX * self.g:g} to be "
+                f"value must be finite with |value| < 2^52 * g = {MAX_INDEX * self.g:g} to be "
                 f"released on the secure lattice, got value={first!r}; rescale the query or "
                 "use a coarser sensitivity"
             )

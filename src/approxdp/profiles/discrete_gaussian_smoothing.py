@@ -151,12 +151,13 @@ def dominated_by_gaussian(
     """
     if not (mu > 0 and math.isfinite(mu)):
         return None
-    slope = min(_SQRT_2_OVER_PI, math.exp(-mu * mu / 8.0) / _SQRT_2PI)
+    # log of slope = min(√(2/π), φ(μ/2)), in logs: φ(μ/2) underflows to 0 for μ above ~77
+    log_slope = min(math.log(_SQRT_2_OVER_PI), -mu * mu / 8.0 - math.log(_SQRT_2PI))
     for b in smoothing_widths(dimension):
         bound = smoothing_bound(sigma, sensitivity, dimension, b)
         if bound is None or bound.mu >= mu:
             continue
         # (μ − μ_a)·slope ≥ ζ, compared in logs with a relative margin on the left side.
-        if math.log((mu - bound.mu) * slope) - 1e-9 >= bound.log_zeta:
+        if math.log(mu - bound.mu) + log_slope - 1e-9 >= bound.log_zeta:
             return bound
     return None

@@ -1,8 +1,17 @@
 """Execute an allocated plan: aggregate in the engine, spend, then add noise to the aggregates.
 
-Order matters: every data check (columns, types, empty table, domain) and every aggregation
-runs first, so a failing release spends nothing; the accountant is charged before any noise
-is drawn, so a refused spend (:class:`~approxdp.errors.BudgetExceededError`) releases nothing.
+Order matters. Everything that can fail runs before the spend: the data checks (columns, types,
+empty table, domain), every aggregation, and the preparation of the noise itself — the
+mechanism, the secure lattice and its certificate, the check that every aggregate is finite
+and fits the lattice, the comparisons with other calibrations (:func:`prepare_noise`,
+:func:`check_releasable`). A failing release therefore spends nothing, and a spend is recorded
+only for a release that will be delivered. The accountant is charged before any noise is
+drawn, so a refused spend (:class:`~approxdp.errors.BudgetExceededError`) releases nothing.
+
+A release whose noise comes from a seed (``PrivateTable(seed=...)``) is a reproducible
+simulation, not a private release: its result says so everywhere (``secure = False``, values
+that :func:`~approxdp.mechanisms.is_secure` rejects, :data:`SEEDED_NOTE` in its notes and
+``explain()``, the file name of cells written by the engine).
 """
 
 from __future__ import annotations
@@ -10,6 +19,8 @@ from __future__ import annotations
 import math
 import os
 import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,23 +32,36 @@ from approxdp.engines.base import (
     AggregateResult,
     Aggregation,
     CellMapRequest,
+    ColumnKind,
     Engine,
     Membership,
     PerKeyLimit,
     check_columns,
     check_values,
 )
-from approxdp.errors import DataError
+from approxdp.errors import DataError, NotPrivateError
 from approxdp.mechanisms import GaussianMechanism
 from approxdp.mechanisms.gaussian import SecureGaussianNoise
+from approxdp.mechanisms.lattice import MAX_INDEX
 from approxdp.releases.dense import LARGE_DOMAIN_CELLS, CellNoise, n_cells
 from approxdp.releases.plan import AllocatedPlan, AllocatedQuery
 from approxdp.releases.result import MethodComparison, ReleaseResult, compare_methods
 from approxdp.releases.specs import Mean
 
-__all__ = ["build_request", "execute"]
+__all__ = [
+    "SEEDED_NOTE",
+    "PreparedNoise",
+    "build_request",
+    "check_releasable",
+    "execute",
+    "prepare_noise",
+]
 
 FloatArray = npt.NDArray[np.float64]
+
+#: The note every seeded release carries (its noise is a reproducible simulation).
+SEEDED_NOTE = ("seeded simulation: noise reproducible from the seed, NOT private (tests and "
+               "demos only; release without a seed to publish)")
 
 
 def build_request(
@@ -87,6 +111,44 @@ def _run_merged(
                       for a in requests[i].aggregations}
             out[i] = AggregateResult(res.keys, values, res.rows_used, res.group_rows)
     return [r for r in out if r is not None]
+
+
+EMPTY_TABLE = "the table is empty (0 rows); nothing to release and nothing was spent"
+
+
+def check_measure_columns(
+    engine: Engine, table: Any, schema: Mapping[str, ColumnKind], allocated: AllocatedPlan
+) -> None:
+    """Raise :class:`DataError` (nothing spent) for a value column that is not numeric, naming
+    the query, the column, how many values are not numbers with examples, and the way out (a
+    cast that makes them missing values). A table with no rows says that instead: a header-only
+    CSV has only text columns. (The engines' own check names internal aggregation names.)"""
+    for aq in allocated.queries:
+        for meas in aq.query.measures():
+            col = meas.column
+            if col is None or col not in schema or schema[col] is ColumnKind.NUMERIC:
+                continue
+            if engine.count_rows(table) == 0:
+                raise DataError(EMPTY_TABLE)
+            label = aq.query.label()
+            cast = (f"casts={{{col!r}: 'double'}} turns every value that is not a number into "
+                    "a missing value (and reports how many)")
+            if schema[col] is ColumnKind.STRING:
+                n_bad, examples = engine.count_unconvertible(table, col)
+                if n_bad:
+                    raise DataError(
+                        f"{label}: column {col!r} must be numeric, but it holds text: {n_bad} "
+                        f"value(s) are not numbers, e.g. {list(examples)}; clean them, or "
+                        f"{cast}; nothing was spent (this check is exact, not private)"
+                    )
+                raise DataError(
+                    f"{label}: column {col!r} holds numbers stored as text; {cast}; nothing "
+                    "was spent"
+                )
+            raise DataError(
+                f"{label}: column {col!r} must be numeric, but it is {schema[col].value}; "
+                f"convert it first, or {cast}; nothing was spent"
+            )
 
 
 _NAN = object()  # one token for every NaN key (NaN != NaN, so sets and dicts miss it)
@@ -183,6 +245,7 @@ def execute(
         build_request(aq, allocated, key, filter_domain=aq.query.outside != "error")
         for aq in allocated.queries
     ]
+    check_measure_columns(engine, table, schema, allocated)
     for req in requests:
         check_columns(schema, req)
     for aq in allocated.queries:  # also where no filter carries the domain (checked in Python)
@@ -193,7 +256,7 @@ def execute(
                   if not r.keep and r.sample is None and not large[i]), None)
     n_rows = engine.count_rows(table) if whole is None else -1
     if n_rows == 0:
-        raise DataError("the table is empty (0 rows); nothing to release and nothing was spent")
+        raise DataError(EMPTY_TABLE)
     checked: set[Membership] = set()
     for aq, f in zip(allocated.queries, fold, strict=True):
         if aq.query.outside == "error" and not f and aq.query.cell_domain:
@@ -217,9 +280,7 @@ def execute(
     if whole is not None:
         n_rows = aggregates[whole].rows_used
         if n_rows == 0:
-            raise DataError(
-                "the table is empty (0 rows); nothing to release and nothing was spent"
-            )
+            raise DataError(EMPTY_TABLE)
     if output_dir is not None and any(large):
         _check_output_dir(output_dir)
     for aq, big in zip(allocated.queries, large, strict=True):
@@ -232,16 +293,113 @@ def execute(
                     f"group column {clash[0]!r} has the name of an output column of a "
                     f"large-domain release ({', '.join(outputs)}); rename it; nothing was spent"
                 )
+    # the noise of every query, prepared and checked against its aggregates before the spend
+    seeded = rng is not None
+    noises: dict[int, PreparedNoise] = {}
+    for i, aq in enumerate(allocated.queries):
+        if large[i]:
+            dimension = n_cells(aq.query.cell_domain) * len(aq.query.measures())
+            noises[i] = prepare_noise(aq, allocated, seeded, dimension)
+            check_releasable(aq, noises[i], None, n_rows)
+        else:
+            true = _cells(aq, aggregates[i])[1]
+            noises[i] = prepare_noise(aq, allocated, seeded, max(true.size, 1))
+            check_releasable(aq, noises[i], true, n_rows)
     event = allocated.event()
     if event is not None:
         accountant.spend(event)  # raises BudgetExceededError before any noise is drawn
     z = -float(special.ndtri((1.0 - level) / 2.0))
     return tuple(
         _noise_large(aq, requests[i], allocated, engine, table, rng, z, level, n_rows,
-                     output_dir)
-        if large[i] else _noise_one(aq, aggregates[i], allocated, rng, z, level, n_rows)
+                     output_dir, noises[i])
+        if large[i] else _noise_one(aq, aggregates[i], allocated, rng, z, level, n_rows,
+                                    noises[i])
         for i, aq in enumerate(allocated.queries)
     )
+
+
+@dataclass(frozen=True)
+class PreparedNoise:
+    """Everything one query's noise needs, computed (and able to fail) before the spend.
+
+    Attributes:
+        mechanism: The calibrated Gaussian, or None when the query is released exactly (Δ = 0).
+        sigma: Its σ on the scaled vector (0.0 when exact).
+        secure: The lattice, exact sampler and domination certificate of the secure release
+            for the query's whole vector; None when seeded or exact.
+        comparisons: The σ other calibrations would need (:func:`compare_methods`).
+    """
+
+    mechanism: GaussianMechanism | None
+    sigma: float
+    secure: SecureGaussianNoise | None
+    comparisons: tuple[MethodComparison, ...]
+
+
+def prepare_noise(
+    aq: AllocatedQuery, allocated: AllocatedPlan, seeded: bool, dimension: int
+) -> PreparedNoise:
+    """The calibrated mechanism, its secure lattice for ``dimension`` coordinates and the
+    comparisons of one query. Raises (typed, nothing spent) where the secure release has no
+    certificate — σ/Δ below about 0.025, i.e. ε in the thousands — or calibration fails."""
+    if aq.sigma <= 0:
+        return PreparedNoise(None, 0.0, None, ())
+    mech = GaussianMechanism(
+        allocated.epsilon, allocated.delta_gaussian, aq.effective_sensitivity,
+        method=allocated.method,
+    )
+    secure = None
+    if not seeded:
+        try:
+            secure = mech.secure_noise(dimension)
+        except NotPrivateError as exc:
+            raise NotPrivateError(
+                f"{aq.query.label()}: epsilon={allocated.epsilon:g} calibrates sigma = "
+                f"{mech.sigma / mech.sensitivity:.3g} x sensitivity, too little noise for the "
+                "secure (lattice) release to be certified (it needs sigma/sensitivity above "
+                "about 0.025, i.e. epsilon below about a thousand); use a smaller epsilon; "
+                "nothing was spent"
+            ) from exc
+    comparisons = compare_methods(allocated.epsilon, allocated.delta_gaussian,
+                                  aq.effective_sensitivity, float(mech.sigma))
+    return PreparedNoise(mech, float(mech.sigma), secure, comparisons)
+
+
+def check_releasable(
+    aq: AllocatedQuery, noise: PreparedNoise, true: FloatArray | None, n_rows: int
+) -> None:
+    """Raise :class:`DataError` (nothing spent) if the release could not be computed from
+    these aggregates: a sum that overflowed to ±inf (too many rows at bounds this wide), or a
+    value too large for the secure lattice (|x/g| ≥ 2^52). ``true`` is the (cells, measures)
+    matrix of aggregates, or None for a large domain, whose cells stay in the engine: there
+    every scaled coordinate is bounded by the rows read (each row adds at most 1 once scaled),
+    and that bound is checked instead."""
+    measures = aq.query.measures()
+    scales = np.array([m.scale for m in measures])
+    if true is not None:
+        with np.errstate(over="ignore", invalid="ignore"):
+            flat = true / scales
+        for j, meas in enumerate(measures):
+            column = flat[:, j] if flat.ndim == 2 else flat[j:j + 1]
+            if not bool(np.all(np.isfinite(column))):
+                what = meas.column if meas.column is not None else "rows"
+                raise DataError(
+                    f"{aq.query.label()}: the {meas.kind} of {what!r} clamped to "
+                    f"{list(meas.bounds)} overflows float64 (beyond ±1.8e308): the bounds are "
+                    "too wide for this many rows; use tighter bounds; nothing was spent"
+                )
+        largest = float(np.max(np.abs(flat))) if flat.size else 0.0
+    else:
+        largest = float(n_rows)
+    if noise.secure is not None:
+        limit = MAX_INDEX * noise.secure.lattice.g
+        if not largest < limit:
+            raise DataError(
+                f"{aq.query.label()}: an aggregate of {largest:.6g} (in units of the bounds) "
+                f"is too large for the secure lattice of this release (|value| < 2^52 x "
+                f"{noise.secure.lattice.g:g} = {limit:.6g}): epsilon is large for this many "
+                "rows; use a smaller epsilon or wider bounds; nothing was spent"
+            )
 
 
 def _check_output_dir(output_dir: str) -> None:
@@ -269,35 +427,27 @@ def _noise_large(
     level: float,
     n_rows: int,
     output_dir: str | None,
+    prepared: PreparedNoise,
 ) -> ReleaseResult:
     """Aggregate and noise a large declared domain inside the engine (already paid for)."""
     q = aq.query
     domain = q.cell_domain or ()
     measures = q.measures()
-    sigma, secure, mechanism = 0.0, None, "exact"
-    comparisons: tuple[MethodComparison, ...] = ()
-    if aq.sigma > 0:
-        mech = GaussianMechanism(
-            allocated.epsilon, allocated.delta_gaussian, aq.effective_sensitivity,
-            method=allocated.method,
-        )
-        sigma, mechanism = float(mech.sigma), "gaussian"
-        if rng is None:  # lattice and sampler for the whole vector: cells × measures
-            secure = mech.secure_noise(n_cells(domain) * len(measures))
-        comparisons = compare_methods(allocated.epsilon, allocated.delta_gaussian,
-                                      aq.effective_sensitivity, sigma)
+    sigma, secure, comparisons = prepared.sigma, prepared.secure, prepared.comparisons
+    mechanism = "exact" if prepared.mechanism is None else "gaussian"
     noise = CellNoise(
         tuple(a.name for a in request.aggregations), tuple(m.scale for m in measures), sigma,
         secure, None if rng is None else int(rng.integers(0, 2**63 - 1)), z, level,
         q.bounds if isinstance(q, Mean) else None,
     )
     path = None
-    if output_dir is not None:
-        path = os.path.join(output_dir, f"release-{uuid.uuid4().hex[:12]}.parquet")
+    if output_dir is not None:  # a seeded simulation says so in its file name too
+        tag = "-seeded-NOT-PRIVATE" if rng is not None and sigma > 0 else ""
+        path = os.path.join(output_dir, f"release-{uuid.uuid4().hex[:12]}{tag}.parquet")
     cells = engine.map_cells(table, CellMapRequest(request, domain, noise, noise.outputs, path))
     notes: list[str] = []
-    if rng is not None:
-        notes.append("seeded simulation: noise reproducible from the seed, NOT private")
+    if rng is not None and sigma > 0:
+        notes.append(SEEDED_NOTE)
     if q.outside == "drop":
         notes.append("rows outside the declared domain were dropped (not counted anywhere)")
     empty = np.zeros(0)
@@ -308,6 +458,7 @@ def _noise_large(
         epsilon=allocated.epsilon, delta=allocated.delta, threshold=None,
         rows={"read": n_rows, "used": cells.rows_used, "dropped": n_rows - cells.rows_used},
         comparisons=comparisons, notes=tuple(notes), table=cells,
+        secure=not (rng is not None and sigma > 0),
     )
 
 
@@ -337,26 +488,21 @@ def _noise_one(
     z: float,
     level: float,
     n_rows: int,
+    prepared: PreparedNoise,
 ) -> ReleaseResult:
     q = aq.query
     measures = q.measures()
     scales = np.array([m.scale for m in measures])
     cells, true = _cells(aq, agg)
-    if aq.sigma > 0:
-        mech = GaussianMechanism(
-            allocated.epsilon, allocated.delta_gaussian, aq.effective_sensitivity,
-            method=allocated.method,
-        )
+    mech = prepared.mechanism
+    sigma, secure, comparisons = prepared.sigma, prepared.secure, prepared.comparisons
+    if mech is not None:
         flat = (true / scales).ravel()
         released = np.asarray(mech.release(flat, rng=rng), dtype=np.float64)
         noisy = released.reshape(true.shape) * scales
-        sigma = float(mech.sigma)
-        secure = None if rng is not None else mech.secure_noise(max(flat.size, 1))
-        comparisons = compare_methods(allocated.epsilon, allocated.delta_gaussian,
-                                      aq.effective_sensitivity, sigma)
         mechanism = "gaussian"
     else:
-        noisy, sigma, comparisons, mechanism, secure = true.copy(), 0.0, (), "exact", None
+        noisy, mechanism = true.copy(), "exact"
     std_unit, ci_unit = noise_spread(sigma, secure, level)
     stds = np.broadcast_to(scales * std_unit, noisy.shape)
     ci_stds = np.broadcast_to(scales * ci_unit, noisy.shape)
@@ -367,9 +513,13 @@ def _noise_one(
     noisy, stds, ci_stds = noisy[keep], stds[keep], ci_stds[keep]
     cells = [c for c, k in zip(cells, keep, strict=True) if k]
     notes: list[str] = []
+    if rng is not None and mech is not None:
+        notes.append(SEEDED_NOTE)
     extra: dict[str, FloatArray] = {}
+    informative = None
     if isinstance(q, Mean):
         values, std, lo, hi = _mean(q, noisy, stds, level, ci_stds)
+        informative = (lo > q.bounds[0]) | (hi < q.bounds[1])
         extra = {"sum_centred": noisy[:, 0], "count": noisy[:, 1]}
         notes.append("mean = c + Σ̃(x − c)/ñ clamped to the bounds; CI is conservative "
                      "(Bonferroni box over the sum's and count's intervals)")
@@ -392,7 +542,8 @@ def _noise_one(
         mechanism=mechanism, method=allocated.method, sigma=sigma / 1.0, sensitivity=aq.sensitivity,
         effective_sensitivity=aq.effective_sensitivity, epsilon=allocated.epsilon,
         delta=allocated.delta, threshold=aq.threshold, rows=rows, comparisons=comparisons,
-        extra=extra, notes=tuple(notes),
+        extra=extra, notes=tuple(notes), secure=not (rng is not None and mech is not None),
+        informative=informative,
     )
 
 
@@ -429,7 +580,8 @@ def _mean(
     the interval is the whole of [L, U]. Where ñ ≤ 0 the value is the midpoint c.
     """
     low, high = q.bounds
-    c = (low + high) / 2
+    c = low / 2 + high / 2  # (low + high)/2 without overflow
+    half = high / 2 - low / 2  # (high − low)/2 without overflow
     s, n = noisy[:, 0], noisy[:, 1]
     ss, sn = stds[:, 0], stds[:, 1]
     positive = n > 0
@@ -437,8 +589,9 @@ def _mean(
     values = np.clip(c + ratio, low, high)
     # delta method where ñ > 0; never more than (U − L)/2, the largest standard deviation of
     # a value confined to [L, U] (Popoviciu), which is also the answer where ñ ≤ 0 (no NaN)
-    delta_method = np.sqrt(ss**2 + (values - c) ** 2 * sn**2) / np.where(positive, n, 1.0)
-    std = np.where(positive, np.minimum(delta_method, (high - low) / 2), (high - low) / 2)
+    # hypot: no overflow of the squares where the bounds are wide (±1e200 gave std = ∞ → U − L)
+    delta_method = np.hypot(ss, (values - c) * sn) / np.where(positive, n, 1.0)
+    std = np.where(positive, np.minimum(delta_method, half), half)
     zb = -float(special.ndtri((1.0 - level) / 4.0))
     if ci_stds is not None:  # interval scales (secure noise: see noise_spread)
         ss, sn = ci_stds[:, 0], ci_stds[:, 1]

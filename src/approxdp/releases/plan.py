@@ -22,7 +22,14 @@ from approxdp.releases.selection import selection_budget, selection_threshold
 from approxdp.releases.sensitivity import Sensitivity, query_sensitivity
 from approxdp.releases.specs import NEIGHBOURING, ContributionBounds, Neighbouring, Query
 
-__all__ = ["AllocatedPlan", "AllocatedQuery", "ReleasePlan", "allocate"]
+__all__ = [
+    "NOISE_HEADROOM",
+    "AllocatedPlan",
+    "AllocatedQuery",
+    "ReleasePlan",
+    "allocate",
+    "check_noise_fits",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,8 +138,9 @@ def allocate(
         selection_fraction: Share of δ for partition-selection thresholds, in (0, 1).
 
     Raises:
-        InvalidParameterError: A parameter is out of range, or the method is not private at
-            this (ε, δ) (from ``calibrate_gaussian``).
+        InvalidParameterError: A parameter is out of range, the method is not private at
+            this (ε, δ) (from ``calibrate_gaussian``), or a query's bounds are so wide that its
+            noise would overflow (:func:`check_noise_fits`).
     """
     eps = float(check_interval("epsilon", epsilon, 0.0, math.inf, low_open=True, high_open=True))
     dlt = float(check_probability("delta", delta))
@@ -157,6 +165,7 @@ def allocate(
             continue
         eff = s.l2 * math.sqrt(total_w / w)
         sigma = sigma_star * eff
+        check_noise_fits(q, sigma)
         threshold = None
         if sel:
             threshold = selection_threshold(
@@ -167,6 +176,30 @@ def allocate(
             )
         out.append(AllocatedQuery(q, s, eff, sigma, threshold))
     return AllocatedPlan(plan, eps, dlt, d_gauss, d_sel, method, sigma_star, tuple(out))
+
+
+#: The noise's standard deviation times this must stay a finite float: the release computes
+#: the value, tens of standard deviations of noise, intervals and (for a mean) box corners from
+#: it, and each of these must not overflow.
+NOISE_HEADROOM = 2.0**20
+
+
+def check_noise_fits(query: Query, sigma: float) -> None:
+    """Raise :class:`InvalidParameterError` if ``query``'s noise, σ on its scaled vector times
+    each measure's scale (the bounds' largest |value − centre|), would overflow float64: the
+    released value, its std and interval would be ±inf (bounds of ±1e308 gave value 1e308, an
+    empty interval and std = ∞). Checked when the budget is allocated, before any data is
+    read or anything spent."""
+    for meas in query.measures():
+        std = sigma * meas.scale
+        if not (math.isfinite(sigma) and std * NOISE_HEADROOM < math.inf):
+            raise InvalidParameterError(
+                f"query {query.label()!r}: bounds {list(meas.bounds)} need noise of standard "
+                f"deviation sigma x scale = {sigma:.4g} x {meas.scale:.4g} = {std:.4g} on the "
+                f"{meas.kind} of {meas.column!r}, too close to the largest float (1.8e308) for "
+                "the value and its interval to be computed (they would overflow to inf); use "
+                "bounds that fit the data"
+            )
 
 
 def plan_of(queries: Sequence[Query] | Query, **kwargs: object) -> ReleasePlan:

@@ -14,6 +14,7 @@ import numpy.typing as npt
 from approxdp.calibration import calibrate_gaussian
 from approxdp.engines.base import CellMapResult
 from approxdp.errors import ApproxDPError, NotPrivateWarning
+from approxdp.mechanisms.outputs import SimulatedArray, SimulatedFloat
 from approxdp.profiles.gaussian import gaussian_delta
 from approxdp.releases.sensitivity import Sensitivity
 
@@ -104,6 +105,15 @@ class ReleaseResult:
             ``value``, ``std``, ``ci_low``, ``ci_high`` — and ``keys``/``values``/``std``/
             ``ci_*`` are then empty: use ``table.table`` (a Spark DataFrame or DuckDB
             relation), ``table.path`` or :meth:`to_arrow`. ``None`` otherwise.
+        secure: False for a seeded release (``PrivateTable(seed=...)``): its noise is a
+            reproducible simulation, NOT private. Its ``values``, ``std`` and ``ci_*`` are then
+            :class:`~approxdp.mechanisms.SimulatedArray` and ``value`` a
+            :class:`~approxdp.mechanisms.SimulatedFloat`, which
+            :func:`~approxdp.mechanisms.is_secure` rejects; ``notes``, ``explain()``, ``str()``
+            and :meth:`to_arrow` (schema metadata ``approxdp.secure``) say so too.
+        informative: For a mean, per cell: False where the noisy count's interval reaches 0,
+            so the value is only the midpoint or a bound of [L, U] and its interval the whole
+            of [L, U] (an empty or tiny cell); None for other kinds (every value informs).
     """
 
     label: str
@@ -128,6 +138,14 @@ class ReleaseResult:
     extra: dict[str, npt.NDArray[np.float64]] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     table: CellMapResult | None = None
+    secure: bool = True
+    informative: npt.NDArray[np.bool_] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.secure:  # the mark travels with the numbers (is_secure(values) is False)
+            for name in ("values", "std", "ci_low", "ci_high"):
+                arr = np.asarray(getattr(self, name), dtype=np.float64)
+                object.__setattr__(self, name, arr.view(SimulatedArray))
 
     @property
     def n_cells(self) -> int:
@@ -137,24 +155,31 @@ class ReleaseResult:
     def to_arrow(self) -> Any:
         """The released cells as a ``pyarrow.Table``: key columns, value, std, ci_low, ci_high.
 
-        For a large-domain release this collects the engine's table into this process.
+        For a large-domain release this collects the engine's table into this process. The
+        schema's metadata says whether the release is private (``approxdp.secure``:
+        ``"true"``, or ``"false"`` for a seeded simulation), so a file written from it says
+        so too.
         """
+        meta = {b"approxdp.secure": b"true" if self.secure else b"false"}
         if self.table is not None:
-            return self.table.to_arrow()
+            fetched = self.table.to_arrow()
+            return fetched.replace_schema_metadata({**(fetched.schema.metadata or {}), **meta})
         import pyarrow as pa
 
         cols: dict[str, Any] = {
             c: [k[i] for k in self.keys] for i, c in enumerate(self.columns)
         }
-        cols.update(value=self.values, std=self.std, ci_low=self.ci_low, ci_high=self.ci_high)
-        return pa.table(cols)
+        cols.update(value=np.asarray(self.values), std=np.asarray(self.std),
+                    ci_low=np.asarray(self.ci_low), ci_high=np.asarray(self.ci_high))
+        return pa.table(cols).replace_schema_metadata(meta)
 
     @property
     def value(self) -> float:
         """The single released value of a global count/sum/mean."""
         if self.values.shape != (1,):
             raise ValueError(f"{self.label} has {self.values.size} values; use .values")
-        return float(self.values[0])
+        value = float(self.values[0])
+        return value if self.secure else SimulatedFloat(value)
 
     def as_dict(self) -> dict[tuple[Any, ...], float]:
         """Released cells as {key tuple: value}."""
@@ -163,7 +188,8 @@ class ReleaseResult:
                 f"{self.label} has {self.table.n_cells} cells kept by the engine; use .table "
                 "or .to_arrow()"
             )
-        return {k: float(v) for k, v in zip(self.keys, self.values, strict=True)}
+        mark = float if self.secure else SimulatedFloat
+        return {k: mark(v) for k, v in zip(self.keys, self.values, strict=True)}
 
     def explain(self) -> str:
         """A short human-readable account of what was released and why it is private."""
@@ -173,7 +199,11 @@ class ReleaseResult:
             spread = f"{self.level:.0%} CI half-width ≈ {_half(self):.4g}"
         else:
             spread = "no cell cleared the selection threshold"
-        lines = [
+        lines = [] if self.secure else [
+            "WARNING: seeded simulation - NOT private. The noise is reproducible from the "
+            "seed; do not publish these values.",
+        ]
+        lines += [
             f"{self.label} ({self.kind}): {self.n_cells} value(s), {spread}",
             f"  mechanism: {self.mechanism}, calibration '{self.method}', σ = {self.sigma:.6g} "
             f"on the scaled vector (Δ2 = {self.sensitivity.l2:.6g}; calibrated at Δ = "
@@ -184,6 +214,12 @@ class ReleaseResult:
         if self.threshold is not None:
             lines.append(
                 f"  partition selection: cells with noisy count ≤ {self.threshold:.6g} withheld"
+            )
+        if self.informative is not None and not bool(np.all(self.informative)):
+            lines.append(
+                f"  {int(np.count_nonzero(~self.informative))} cell(s) carry no information: "
+                "the noisy count's interval reaches 0, so the value is the midpoint or a bound "
+                "and the interval the whole of the bounds"
             )
         lines.append(
             "  rows (exact, NOT private — for the data owner only): "
@@ -204,7 +240,7 @@ class ReleaseResult:
         return "\n".join(lines)
 
     def __str__(self) -> str:
-        head = f"{self.label}: "
+        head = f"{self.label}{'' if self.secure else ' [SEEDED SIMULATION, NOT private]'}: "
         if self.table is not None:
             return head + f"{self.table.n_cells} cells (in the engine), σ = {self.sigma:.4g}"
         if self.values.size == 1 and not self.columns:

@@ -52,6 +52,16 @@ def contribution_range(measure: Measure, m: int, grouped: bool) -> tuple[float, 
     return min(0.0, m * (lo - c)), max(0.0, m * (hi - c))
 
 
+def _scaled_range(measure: Measure, m: int, grouped: bool) -> tuple[float, float]:
+    """:func:`contribution_range` divided by the measure's scale, dividing first: a unit's
+    range m(L − c) can overflow for bounds near ±1.8e308, its scaled range is within [−m, m]."""
+    if measure.kind == "count":
+        return contribution_range(measure, m, grouped)
+    lo, hi = measure.bounds
+    c, s = measure.centre, measure.scale
+    return min(0.0, m * ((lo - c) / s)), max(0.0, m * ((hi - c) / s))
+
+
 def query_sensitivity(
     query: Query, neighbouring: Neighbouring, bounds: ContributionBounds
 ) -> Sensitivity:
@@ -63,8 +73,9 @@ def query_sensitivity(
     for meas in query.measures():
         a, b = contribution_range(meas, m, grouped)
         s = meas.scale
-        mags.append(max(abs(a), abs(b)) / s)
-        widths.append((b - a) / s)
+        a_s, b_s = _scaled_range(meas, m, grouped)  # a/s, b/s without overflow of a or b
+        mags.append(max(abs(a_s), abs(b_s)))
+        widths.append(b_s - a_s)
         what = meas.kind if meas.column is None else f"{meas.kind}({meas.column})"
         parts.append(f"{what} ∈ [{a:g}, {b:g}] / {s:g}")
     unit = "row" if bounds.privacy_unit is None else f"unit ({bounds.privacy_unit!r})"

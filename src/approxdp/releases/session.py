@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict, Unpack
@@ -39,7 +40,7 @@ from approxdp.releases.specs import (
     Sum,
 )
 
-__all__ = ["ColumnOptions", "PrivateTable"]
+__all__ = ["CAST_TYPES", "ColumnOptions", "PrivateTable"]
 
 Domain = Mapping[str, Sequence[KeyValue]]
 
@@ -77,6 +78,11 @@ class PrivateTable:
         output_dir: Where such releases are written as Parquet (on a cluster: storage every
             executor can write, e.g. ``s3://...``); ``None``: the engine keeps them (Spark:
             checkpointed on the executors; DuckDB: a temporary file).
+        casts: Columns to convert before anything else, ``{"amount": "double"}``: every value
+            that is not a number (``"n/a"``, ``""``, ``"oops"``) becomes a missing value, which
+            sums and means skip. How many did, with examples, is in :attr:`cast_report` and in
+            the notes of every result (an exact count for the data owner, not private).
+            ``"double"`` is the only conversion.
     """
 
     def __init__(
@@ -94,6 +100,7 @@ class PrivateTable:
         method: str = "optimal",
         large_domain_cells: int = LARGE_DOMAIN_CELLS,
         output_dir: str | None = None,
+        casts: Mapping[str, str] | None = None,
     ) -> None:
         if (budget is None) == (accountant is None):
             raise ParameterTypeError("pass exactly one of budget=(epsilon, delta) or accountant=")
@@ -106,6 +113,11 @@ class PrivateTable:
         self.method = method
         self.engine = engine_for(data, engine)
         self.table = self.engine.load(data)
+        #: {column: (values that were not numbers, up to three of them)} for each cast column.
+        self.cast_report: dict[str, tuple[int, tuple[str, ...]]] = {}
+        for column in _check_casts(casts):
+            self.cast_report[column] = self.engine.count_unconvertible(self.table, column)
+            self.table = self.engine.cast_to_double(self.table, column)
         self._rng = np.random.default_rng(seed) if seed is not None else None
         if isinstance(large_domain_cells, bool) or not isinstance(large_domain_cells, int):
             raise ParameterTypeError(
@@ -142,9 +154,17 @@ class PrivateTable:
         key = int(self._rng.integers(0, 2**63 - 1)) if self._rng is not None else (
             secrets.randbits(63)
         )
-        return execute(allocated, self.engine, self.table, self.accountant, key=key,
-                       rng=self._rng, level=level, large_domain_cells=self.large_domain_cells,
-                       output_dir=self.output_dir)
+        results = execute(allocated, self.engine, self.table, self.accountant, key=key,
+                          rng=self._rng, level=level, large_domain_cells=self.large_domain_cells,
+                          output_dir=self.output_dir)
+        notes = tuple(
+            f"casts: {n} value(s) of column {column!r} were not numbers (e.g. {list(examples)})"
+            " and count as missing (exact, NOT private: for the data owner only)"
+            for column, (n, examples) in self.cast_report.items() if n
+        )
+        if not notes:
+            return results
+        return tuple(dataclasses.replace(r, notes=r.notes + notes) for r in results)
 
     def release(
         self, queries: Sequence[Query], *, epsilon: float, delta: float,
@@ -213,3 +233,26 @@ class PrivateTable:
     def remaining(self) -> Any:
         """What the accountant has left."""
         return self.accountant.remaining()
+
+
+#: The conversions ``PrivateTable(casts=...)`` knows.
+CAST_TYPES = ("double",)
+
+
+def _check_casts(casts: Mapping[str, str] | None) -> dict[str, str]:
+    if casts is None:
+        return {}
+    if not isinstance(casts, Mapping):
+        raise ParameterTypeError(
+            f"casts must map column names to a type, e.g. {{'amount': 'double'}}, got {casts!r}"
+        )
+    out = {}
+    for column, kind in casts.items():
+        if not isinstance(column, str) or not column:
+            raise ParameterTypeError(f"casts keys must be column names, got {column!r}")
+        if kind not in CAST_TYPES:
+            raise InvalidParameterError(
+                f"casts[{column!r}] must be one of {list(CAST_TYPES)}, got {kind!r}"
+            )
+        out[column] = kind
+    return out

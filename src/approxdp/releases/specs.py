@@ -266,14 +266,15 @@ class Sum(ColumnQuery):
 class Mean(ColumnQuery):
     """Mean of ``column`` clamped to ``bounds`` over rows where it is not NULL/NaN.
 
-    Released as one Gaussian on the pair (Σ(x − c), n) with c the midpoint of the bounds, then
-    mean = c + Σ̃/ñ, clamped to the bounds (post-processing).
+    Released as one Gaussian on the pair (Σ(x − c), n) with c the midpoint of the bounds
+    (computed as L/2 + U/2, which cannot overflow), then mean = c + Σ̃/ñ, clamped to the bounds
+    (post-processing).
     """
 
     def measures(self) -> tuple[Measure, ...]:
         """Centred clamped sum and count of non-missing values."""
         low, high = self.bounds
-        return (Measure("sum", self.column, self.bounds, (low + high) / 2), Measure(
+        return (Measure("sum", self.column, self.bounds, low / 2 + high / 2), Measure(
             "count", self.column
         ))
 
