@@ -38,10 +38,10 @@ from approxdp.experiments import (
     recompute_table1,
     sigma_versus_delta,
 )
-from approxdp.experiments.html import markdown_to_html
 from approxdp.experiments.max_error import expected_max_abs_normal
 from approxdp.experiments.mean_estimation import expected_l2_norm
 from approxdp.experiments.table1 import agrees_to_published, naive_float_least_sigma
+from approxdp.reproduction.html import markdown_to_html
 
 
 # -- Table I ---------------------------------------------------------------------------------
@@ -277,6 +277,6 @@ def test_markdown_to_html() -> None:
     assert "<h1>Title &lt;x&gt;</h1>" in page
     assert "<em>text</em>" in page and "<code>code</code>" in page
     assert "<strong>bold</strong>" in page
-    assert "<ul><li>one</li><li>two</li></ul>" in page
+    assert "<ul>\n<li>one</li>\n<li>two</li>\n</ul>" in page
     assert "<th>a</th>" in page and "<td>2</td>" in page
-    assert '<img src="fig1.png" alt="fig">' in page
+    assert '<img alt="fig" src="fig1.png">' in page

@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 import click
 
-from approxdp import __version__
+from approxdp._version import __version__
 from approxdp.cli.calibration_commands import calibrate_command, epsilon_command, profile_command
 from approxdp.cli.composition_commands import compose_command
 from approxdp.cli.demo_command import demo_command

@@ -89,7 +89,7 @@ def reproduce_command(out: str, quick: bool, seed: int) -> None:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from approxdp.experiments import reproduce
+    from approxdp.reproduction import reproduce
 
     console = Console()
     with Progress(

@@ -1,4 +1,4 @@
-"""The paper's experiments as plain functions returning data (no plotting), and ``reproduce``.
+"""The paper's experiments as plain functions returning data (no plotting).
 
 - :func:`recompute_table1` — paper Table I with verdicts computed from the library;
 - :func:`check_table2` — Tables II/III and Theorems 2, 3, 7 checked on grids;
@@ -6,8 +6,10 @@
 - :func:`sigma_versus_delta`, :func:`privacy_profiles` — Fig. 2 and δ(ε) curves;
 - :func:`mean_estimation` (Fig. 4), :func:`adult_histogram` (Fig. 5);
 - :func:`noise_samples`, :func:`composition_curves`, :func:`averaging_attack`,
-  :func:`max_error_experiment` — the lecture notes' experiments;
-- :func:`reproduce` — all of the above, with figures and a report, into a folder.
+  :func:`max_error_experiment` — the lecture notes' experiments.
+
+Figures of these data are drawn by :mod:`approxdp.plots`; :func:`approxdp.reproduction.reproduce`
+runs all of them, with figures and a report, into a folder. This package imports neither.
 """
 
 from __future__ import annotations
@@ -36,13 +38,11 @@ from approxdp.experiments.noise_curves import (
     sigma_versus_delta,
 )
 from approxdp.experiments.noise_samples import NoiseSamples, noise_samples
-from approxdp.experiments.reproduce import FIGURE_FILES, Reproduction, reproduce
 from approxdp.experiments.table1 import TABLE_I, PublishedUse, Table1Row, recompute_table1
 from approxdp.experiments.table2 import PropertyCheck, check_table2
 from approxdp.experiments.utility import UtilityCurves
 
 __all__ = [
-    "FIGURE_FILES",
     "FIGURE_METHODS",
     "LABELS",
     "PUBLISHED_G",
@@ -55,7 +55,6 @@ __all__ = [
     "PrivacyProfiles",
     "PropertyCheck",
     "PublishedUse",
-    "Reproduction",
     "SigmaCurves",
     "Table1Row",
     "ThresholdRow",
@@ -73,6 +72,5 @@ __all__ = [
     "noise_samples",
     "privacy_profiles",
     "recompute_table1",
-    "reproduce",
     "sigma_versus_delta",
 ]

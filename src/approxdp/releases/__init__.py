@@ -35,7 +35,6 @@ This package imports no engine: ``duckdb`` is loaded when a :class:`PrivateTable
 
 from __future__ import annotations
 
-from approxdp.releases.demo import AdultDemo, run_adult_demo
 from approxdp.releases.execute import execute
 from approxdp.releases.plan import AllocatedPlan, AllocatedQuery, ReleasePlan, allocate
 from approxdp.releases.result import (
@@ -61,7 +60,6 @@ from approxdp.releases.specs import (
 
 __all__ = [
     "COMPARED_METHODS",
-    "AdultDemo",
     "AllocatedPlan",
     "AllocatedQuery",
     "ColumnOptions",
@@ -84,5 +82,4 @@ __all__ = [
     "compare_methods",
     "execute",
     "query_sensitivity",
-    "run_adult_demo",
 ]

@@ -8,17 +8,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from approxdp import __version__
+from approxdp._version import __version__
 from approxdp.experiments.methods import LABELS
 from approxdp.experiments.table1 import method_label
 from approxdp.experiments.utility import UtilityCurves
-
-if TYPE_CHECKING:
-    from approxdp.experiments.reproduce import Reproduction
+from approxdp.reproduction.results import Reproduction
 
 __all__ = ["render_report"]
 

@@ -1,0 +1,17 @@
+"""``reproduce``: the paper's experiments, their figures and a report, into a folder.
+
+This layer sits above :mod:`approxdp.experiments` (the experiments as data) and
+:mod:`approxdp.plots` (figures drawn from those data) and joins them:
+
+- :func:`reproduce` runs every experiment, draws every figure and writes ``report.md`` and
+  ``report.html`` (``approxdp reproduce`` on the command line);
+- :class:`Reproduction` holds what one run computed; :data:`FIGURE_FILES` names the figures it
+  writes.
+"""
+
+from __future__ import annotations
+
+from approxdp.reproduction.reproduce import reproduce
+from approxdp.reproduction.results import FIGURE_FILES, Progress, Reproduction
+
+__all__ = ["FIGURE_FILES", "Progress", "Reproduction", "reproduce"]
