@@ -387,3 +387,34 @@ def test_large_epsilon_tiny_delta_is_never_under_noised(method: str) -> None:
         for s in (s_vec, approxdp.calibrate_gaussian(e, d, method=method)):
             assert _mp_profile(e, s, notion) <= d, (e, d, s)
             assert _mp_profile(e, s * (1 - 1e-10), notion) > d, (e, d, s)  # still tight
+
+
+def test_root_finder_and_round_up_are_one_rule_on_arrays_and_floats() -> None:
+    """solve_decreasing and its float driver share one step; round_up is one loop for both."""
+    from approxdp._numerics import (
+        ARRAY_OPS,
+        SCALAR_OPS,
+        round_up,
+        solve_decreasing,
+        solve_decreasing_scalar,
+    )
+
+    c = np.array([0.5, 2.0, 7.0, 1e-8])  # g(x) = c - x³ - x, decreasing, root in (0, 2)
+
+    def fun(x: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return c[idx] - x**3 - x, -3.0 * x * x - 1.0
+
+    arr = solve_decreasing(fun, np.zeros(4), np.full(4, 2.0), np.full(4, 2.0),
+                           lambda x, idx: np.maximum(x, 1e-300))
+    for i, ci in enumerate(c):
+        one = solve_decreasing_scalar(lambda x, ci=ci: (ci - x**3 - x, -3.0 * x * x - 1.0),
+                                      0.0, 2.0, 2.0, lambda x: max(x, 1e-300))
+        assert one == arr[i]
+        assert abs(ci - one**3 - one) <= 1e-15 * max(ci, 1.0)
+    # round_up: grow until x >= c (bump 1e-13, doubling), the same on arrays and floats
+    up = round_up(arr, lambda x: x**3 + x >= c, ARRAY_OPS, bump=1e-13, tries=80)
+    for i, ci in enumerate(c):
+        assert up[i] ** 3 + up[i] >= ci
+        assert round_up(float(arr[i]), lambda x, ci=ci: x**3 + x >= ci, SCALAR_OPS,
+                        bump=1e-13, tries=80) == up[i]
+    assert round_up(0.0, lambda x: x > 0, SCALAR_OPS, bump=1e-13, tries=3) == 1e-300

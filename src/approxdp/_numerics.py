@@ -45,7 +45,9 @@ __all__ = [
     "erfcx_diff",
     "erfcx_diff_scalar",
     "erfcx_scalar",
+    "round_up",
     "solve_decreasing",
+    "solve_decreasing_scalar",
 ]
 
 SQRT2 = math.sqrt(2.0)
@@ -198,6 +200,7 @@ class Ops(NamedTuple):
     minimum: Callable[[Any, Any], Any]
     where: Callable[[Any, Any, Any], Any]
     nextafter: Callable[[Any, Any], Any]
+    all: Callable[[Any], Any]
 
 
 ARRAY_OPS = Ops(
@@ -214,6 +217,7 @@ ARRAY_OPS = Ops(
     np.minimum,
     np.where,
     np.nextafter,
+    np.all,
 )
 SCALAR_OPS = Ops(
     math.exp,
@@ -229,9 +233,29 @@ SCALAR_OPS = Ops(
     min,
     _choose,
     math.nextafter,
+    bool,
 )
 
 Objective = Callable[[FloatArray, npt.NDArray[np.intp]], tuple[FloatArray, FloatArray]]
+
+
+def _newton_or_bisect(
+    x: Any, g: Any, dg: Any, lo: Any, hi: Any, scale: Callable[[Any], Any], rtol: float, ops: Ops
+) -> tuple[Any, Any, Any, Any]:
+    """One step of :func:`solve_decreasing` at points x with g = g(x), dg = g'(x), on arrays or
+    floats: (next x, lo, hi, converged).
+
+    The bracket keeps g(lo) >= 0 >= g(hi); the Newton step x - g/dg is taken inside it, else
+    the midpoint. Converged: g = 0 (then x stays), or the step or the bracket is within
+    ``rtol * scale(next x)``. On floats a zero dg raises ZeroDivisionError.
+    """
+    lo = ops.where(g > 0, x, lo)
+    hi = ops.where(g < 0, x, hi)
+    xn = x - g / dg
+    xn = ops.where((xn > lo) & (xn < hi), xn, 0.5 * (lo + hi))  # NaN and ±inf: bisect
+    tol = rtol * scale(xn)
+    done = (g == 0) | (abs(xn - x) <= tol) | ((hi - lo) <= tol)
+    return ops.where(g == 0, x, xn), lo, hi, done
 
 
 def solve_decreasing(
@@ -258,7 +282,10 @@ def solve_decreasing(
 
     Returns:
         The roots, to within a few units of ``rtol * scale``. Callers that need a one-sided
-        guarantee must verify and adjust the result themselves.
+        guarantee must verify and adjust the result themselves (:func:`round_up`).
+
+    The step is :func:`_newton_or_bisect`, shared with :func:`solve_decreasing_scalar`; only the
+    loop differs (here the converged points leave the active set).
     """
     lo = np.array(lo, dtype=np.float64)
     hi = np.array(hi, dtype=np.float64)
@@ -267,20 +294,63 @@ def solve_decreasing(
     for _ in range(max_iter):
         if active.size == 0:
             break
-        xa = x[active]
-        g, dg = fun(xa, active)
-        pos = g > 0
-        neg = g < 0
-        lo[active[pos]] = xa[pos]
-        hi[active[neg]] = xa[neg]
-        la, ha = lo[active], hi[active]
+        g, dg = fun(x[active], active)
+
+        def scale_active(xn: FloatArray, idx: npt.NDArray[np.intp] = active) -> FloatArray:
+            return scale(xn, idx)
+
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            step = g / dg
-            xn = xa - step
-        outside = ~np.isfinite(xn) | (xn <= la) | (xn >= ha)
-        xn = np.where(outside, 0.5 * (la + ha), xn)
-        tol = rtol * scale(xn, active)
-        done = (g == 0) | (np.abs(xn - xa) <= tol) | ((ha - la) <= tol)
-        x[active] = np.where(g == 0, xa, xn)
+            xn, lo[active], hi[active], done = _newton_or_bisect(
+                x[active], g, dg, lo[active], hi[active], scale_active, rtol, ARRAY_OPS
+            )
+        x[active] = xn
         active = active[~done]
     return x
+
+
+def solve_decreasing_scalar(
+    fun: Callable[[float], tuple[float, float]],
+    lo: float,
+    hi: float,
+    x0: float,
+    scale: Callable[[float], float],
+    *,
+    rtol: float = 2e-16,
+    max_iter: int = 200,
+) -> float:
+    """:func:`solve_decreasing` for one decreasing function of a Python float (``fun(x) ->
+    (g, dg)``, ``scale(x)``): the same step, in a loop that stops at convergence.
+
+    Raises:
+        ZeroDivisionError: where dg = 0 (the array version bisects there).
+    """
+    x = x0
+    for _ in range(max_iter):
+        g, dg = fun(x)
+        x, lo, hi, done = _newton_or_bisect(x, g, dg, lo, hi, scale, rtol, SCALAR_OPS)
+        if done:
+            break
+    return x
+
+
+def round_up(
+    x: Any, surely_within: Callable[[Any], Any], ops: Ops, *, bump: float, tries: int
+) -> Any:
+    """Increase x (arrays or floats) until ``surely_within(x)`` holds at every point.
+
+    The one-sided end of every search: a computed root can sit on the wrong side of the target
+    by its evaluation error, so each failing value grows by the factor 1 + ``bump`` (at least by
+    1e-300, for x = 0), the bump doubling each round, until the check passes.
+
+    Raises:
+        RuntimeError: not settled within ``tries`` rounds (never seen: the bump reaches
+            x itself within ~45 rounds from 1e-13).
+    """
+    all_true, where, maximum = ops.all, ops.where, ops.maximum
+    for _ in range(tries):
+        ok = surely_within(x)
+        if all_true(ok):
+            return x
+        x = where(ok, x, maximum(x * (1.0 + bump), x + 1e-300))
+        bump *= 2.0
+    raise RuntimeError("round-up to the private side did not converge")  # pragma: no cover

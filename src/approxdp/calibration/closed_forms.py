@@ -10,11 +10,12 @@ does that against the exact profile. Written to avoid the float64 traps of SPEC 
 from __future__ import annotations
 
 import math
+from typing import Any, overload
 
 import numpy as np
 from scipy import special
 
-from approxdp._numerics import LOG2, SQRT2, FloatArray, erfcx_diff
+from approxdp._numerics import ARRAY_OPS, LOG2, SQRT2, FloatArray, Ops, erfcx_diff
 
 __all__ = [
     "sigma_dwork_2006",
@@ -29,12 +30,20 @@ __all__ = [
 ]
 
 
-def sigma_from_parameter(p: FloatArray, eps: FloatArray) -> FloatArray:
-    """σ/Δ = (p + √(p² + ε)) / (ε√2), the common form of paper Eq. 5, 7b, 9, 14, 15."""
-    root = np.sqrt(p * p + eps)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out: FloatArray = np.where(p >= 0, (p + root) / (eps * SQRT2), 1.0 / (SQRT2 * (root - p)))
-    return out
+@overload
+def sigma_from_parameter(p: FloatArray, eps: FloatArray, ops: Ops = ...) -> FloatArray: ...
+@overload
+def sigma_from_parameter(p: float, eps: float, ops: Ops) -> float: ...
+
+
+def sigma_from_parameter(p: Any, eps: Any, ops: Ops = ARRAY_OPS) -> Any:
+    """σ/Δ = (p + √(p² + ε)) / (ε√2), the common form of paper Eq. 5, 7b, 9, 14, 15 (ε > 0).
+
+    Written without cancellation: with q = √(p² + ε) + |p|, σ/Δ = q/(ε√2) for p >= 0 and
+    1/(√2 q) for p < 0 (= 1/(√2 (√(p² + ε) - p))). Arrays, or floats with ``SCALAR_OPS``.
+    """
+    q = ops.sqrt(p * p + eps) + abs(p)
+    return ops.where(p >= 0, q / (eps * SQRT2), 1.0 / (SQRT2 * q))
 
 
 def sigma_dwork_2006(eps: FloatArray, delta: FloatArray) -> FloatArray:

@@ -30,7 +30,17 @@ import numpy.typing as npt
 from scipy import special
 from scipy.special import cython_special
 
-from approxdp._numerics import LOG2, SQRT2, FloatArray, Objective, solve_decreasing
+from approxdp._numerics import (
+    ARRAY_OPS,
+    LOG2,
+    SCALAR_OPS,
+    SQRT2,
+    FloatArray,
+    Objective,
+    round_up,
+    solve_decreasing,
+)
+from approxdp.calibration.closed_forms import sigma_from_parameter
 from approxdp.calibration.optimal_halley import sigma_dp_halley, sigma_dp_halley_scalar
 from approxdp.calibration.pdp_halley import sigma_pdp_halley, sigma_pdp_halley_scalar
 from approxdp.profiles import _gaussian_terms as terms
@@ -42,7 +52,6 @@ from approxdp.profiles.gaussian import (
 )
 
 __all__ = [
-    "sigma_from_a",
     "sigma_optimal_dp",
     "sigma_optimal_dp_scalar",
     "sigma_optimal_pdp",
@@ -55,13 +64,9 @@ __all__ = [
 _CHUNK = 1 << 15
 # Lower end for a bracket: 2δ(a) at a = -40 differs from 2 by e^{-1600}, beyond any δ < 1.
 _A_FLOOR = -40.0
-
-
-def sigma_from_a(a: FloatArray, eps: FloatArray) -> FloatArray:
-    """σ/Δ = (a + √(a² + ε)) / (ε√2) = 1 / (√2 (√(a² + ε) - a)) (paper Eq. 5), stably."""
-    b = np.sqrt(a * a + eps)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(a >= 0, (a + b) / (eps * SQRT2), 1.0 / (SQRT2 * (b - a)))
+# σ ends by :func:`~approxdp._numerics.round_up` from its next float: first bump 1e-14 relative.
+_SIGMA_BUMP = 1e-14
+_ROUND_UP_TRIES = 90
 
 
 class _Terms(NamedTuple):
@@ -154,15 +159,11 @@ def round_up_sigma(
     The check is :func:`~approxdp.profiles.gaussian.profile_surely_within` (on 1 - δ for
     δ > 1/2).
     """
-    sigma = np.nextafter(sigma, np.inf)
-    bump = 1e-14
-    for _ in range(90):
-        ok = profile_surely_within(eps, 1.0 / sigma, delta, notion)[0]  # type: ignore[arg-type]
-        if np.all(ok):
-            return sigma
-        sigma = np.where(ok, sigma, sigma * (1.0 + bump))
-        bump *= 2.0
-    raise RuntimeError("sigma round-up did not converge")  # pragma: no cover
+    return round_up(  # type: ignore[no-any-return]
+        np.nextafter(sigma, np.inf),
+        lambda s: profile_surely_within(eps, 1.0 / s, delta, notion)[0],  # type: ignore[arg-type]
+        ARRAY_OPS, bump=_SIGMA_BUMP, tries=_ROUND_UP_TRIES,
+    )
 
 
 def _halley_then_bracketed(
@@ -235,7 +236,7 @@ def _sigma_optimal_dp_bracketed(eps: FloatArray, delta: FloatArray) -> FloatArra
     hi = np.where(pos, c * (1 + 1e-9) + 1e-12, 0.0)
     lo, hi = _expand(fun, lo, hi)
     a = solve_decreasing(fun, lo, hi, hi.copy(), lambda x, idx: np.sqrt(x * x + eps[idx]))
-    return round_up_sigma(sigma_from_a(a, eps), eps, delta, "dp")
+    return round_up_sigma(sigma_from_parameter(a, eps), eps, delta, "dp")
 
 
 def sigma_optimal_pdp(eps: FloatArray, delta: FloatArray) -> FloatArray:
@@ -268,7 +269,7 @@ def _sigma_optimal_pdp_bracketed(eps: FloatArray, delta: FloatArray) -> FloatArr
     hi = hi + 1e-9 * np.abs(hi) + 1e-12
     lo, hi = _expand(fun, lo, hi)
     a = solve_decreasing(fun, lo, hi, hi.copy(), lambda x, idx: np.sqrt(x * x + eps[idx]))
-    return round_up_sigma(sigma_from_a(a, eps), eps, delta, "pdp")
+    return round_up_sigma(sigma_from_parameter(a, eps), eps, delta, "pdp")
 
 
 def sigma_zero_epsilon_scalar(delta: float) -> float:
@@ -278,13 +279,10 @@ def sigma_zero_epsilon_scalar(delta: float) -> float:
         return float(sigma_zero_epsilon(np.array([delta]))[0])
     sigma = math.nextafter(1.0 / (2.0 * SQRT2 * float(cython_special.erfinv(delta))), math.inf)
     log_d = math.log(delta)
-    bump = 1e-14
-    for _ in range(90):
-        if within_margin(log_profile_scalar(0.0, 1.0 / sigma, "dp"), log_d, False):
-            return sigma
-        sigma *= 1.0 + bump
-        bump *= 2.0
-    raise RuntimeError("sigma round-up did not converge")  # pragma: no cover
+    return float(round_up(
+        sigma, lambda s: within_margin(log_profile_scalar(0.0, 1.0 / s, "dp"), log_d, False),
+        SCALAR_OPS, bump=_SIGMA_BUMP, tries=_ROUND_UP_TRIES,
+    ))
 
 
 def sigma_zero_epsilon(delta: FloatArray) -> FloatArray:

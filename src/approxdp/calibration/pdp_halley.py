@@ -14,7 +14,6 @@ search of :mod:`approxdp.calibration.optimal`.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -25,12 +24,9 @@ from scipy.special import cython_special
 from approxdp._numerics import ARRAY_OPS, SCALAR_OPS, FloatArray, Ops
 from approxdp.calibration.closed_forms import sigma_from_parameter
 from approxdp.calibration.optimal_halley import (
-    ACCEPT_STEP,
-    accepts,
-    geometry,
     halley_from_derivatives,
     iterate_by_side,
-    targets,
+    iterate_by_side_scalar,
 )
 from approxdp.profiles import _gaussian_terms as terms
 
@@ -64,22 +60,12 @@ def sigma_pdp_halley(
 
 def sigma_pdp_halley_scalar(eps: float, delta: float) -> float | None:
     """:func:`sigma_pdp_halley` for one point (Python floats); None if it did not settle."""
-    comp = delta > 0.5
-    target, log_side = targets(delta, comp, SCALAR_OPS, eps)
-    profile = terms.pdp_log2comp_scalar if comp else terms.pdp_log2delta_scalar
-    f = float(cython_special.erfcinv(delta))
-    root = math.sqrt(f * f + eps)
-    sigma = (f + root) / (eps * math.sqrt(2.0)) if f >= 0 else 1.0 / (math.sqrt(2.0) * (root - f))
     try:
-        for _ in range(_STEPS):
-            a, b, h = geometry(sigma, eps)
-            value = profile(a, b, h, eps)
-            step = _step(value, a, b, eps, target, comp, SCALAR_OPS)
-            ok = accepts(value, log_side, comp, eps)
-            if ok and step >= -ACCEPT_STEP:
-                return float(sigma)
-            moved = sigma * math.exp(step)
-            sigma = moved if ok else max(moved, math.nextafter(sigma, math.inf))
+        return iterate_by_side_scalar(
+            eps, delta, (terms.pdp_log2delta_scalar, terms.pdp_log2comp_scalar),
+            lambda value, a, b, h, e, target, comp: _step(value, a, b, e, target, comp, SCALAR_OPS),
+            # Mechanism 3, above the optimum
+            sigma_from_parameter(float(cython_special.erfcinv(delta)), eps, SCALAR_OPS), _STEPS,
+        )
     except (ValueError, OverflowError, ZeroDivisionError):
         return None
-    return None

@@ -32,7 +32,9 @@ from approxdp._numerics import (
     TWO_OVER_SQRT_PI,
     FloatArray,
     Ops,
+    round_up,
     solve_decreasing,
+    solve_decreasing_scalar,
 )
 from approxdp._validation import check_interval, check_probability, is_scalar, plain_floats
 from approxdp.errors import UnknownMethodError
@@ -57,6 +59,9 @@ _FLOAT_MAX = float(np.finfo(float).max)
 _LOG_MARGIN_FLOOR = 1e-12
 _LOG_MARGIN_SLOPE = 4e-15
 _LOG_MARGIN_PER_EPS = 1e-15
+# The inverse in ε ends by :func:`~approxdp._numerics.round_up`: first bump 1e-13 relative.
+_EPSILON_BUMP = 1e-13
+_ROUND_UP_TRIES = 80
 
 
 def log_margin(log_delta: Any, eps: Any = 0.0) -> Any:
@@ -234,16 +239,21 @@ def log_profile_scalar(eps: float, u: float, notion: Notion) -> float:
     return float(log_profile_eu(np.array([eps]), np.array([u]), notion)[0])
 
 
-def _scalar_profile(epsilon: Any, sigma: Any, sensitivity: Any, notion: Notion) -> float | None:
-    """The scalar fast path of the profile functions: log δ, or None to take the array path
-    (which validates and raises)."""
+def _profile(epsilon: Any, sigma: Any, sensitivity: Any, notion: Notion, log: bool) -> Any:
+    """The body of the four public profile functions: log δ (``log``) or δ, of ``notion``.
+
+    Plain floats take the scalar path (:func:`log_profile_scalar`); anything else, and any
+    value out of range, takes the validating array path (which raises the typed errors).
+    """
     vals = plain_floats(epsilon, sigma, sensitivity)
-    if vals is None:
-        return None
-    e, sig, sens = vals
-    if not (e >= 0.0 and sig > 0.0 and 0.0 <= sens < math.inf):  # NaN fails here too
-        return None
-    return log_profile_scalar(e, sens / sig, notion)
+    if vals is not None:
+        e, sig, sens = vals
+        if e >= 0.0 and sig > 0.0 and 0.0 <= sens < math.inf:  # NaN fails here too
+            fast = log_profile_scalar(e, sens / sig, notion)
+            return fast if log else math.exp(fast)
+    eps, u, scalar = _profile_inputs(epsilon, sigma, sensitivity)
+    res = log_profile_eu(eps.ravel(), u.ravel(), notion).reshape(eps.shape)
+    return _out(res if log else np.exp(res), scalar)
 
 
 def gaussian_log_delta(epsilon: Any, sigma: Any, sensitivity: Any = 1.0) -> Any:
@@ -263,12 +273,7 @@ def gaussian_log_delta(epsilon: Any, sigma: Any, sensitivity: Any = 1.0) -> Any:
         >>> round(gaussian_log_delta(1.0, 50.0), 3)
         -1262.156
     """
-    fast = _scalar_profile(epsilon, sigma, sensitivity, "dp")
-    if fast is not None:
-        return fast
-    eps, u, scalar = _profile_inputs(epsilon, sigma, sensitivity)
-    res = log_profile_eu(eps.ravel(), u.ravel(), "dp").reshape(eps.shape)
-    return _out(res, scalar)
+    return _profile(epsilon, sigma, sensitivity, "dp", log=True)
 
 
 def gaussian_delta(epsilon: Any, sigma: Any, sensitivity: Any = 1.0) -> Any:
@@ -288,22 +293,12 @@ def gaussian_delta(epsilon: Any, sigma: Any, sensitivity: Any = 1.0) -> Any:
         >>> f"{gaussian_delta(1.0, 4.0):.4e}"
         '2.9243e-06'
     """
-    fast = _scalar_profile(epsilon, sigma, sensitivity, "dp")
-    if fast is not None:
-        return math.exp(fast)
-    eps, u, scalar = _profile_inputs(epsilon, sigma, sensitivity)
-    res = np.exp(log_profile_eu(eps.ravel(), u.ravel(), "dp")).reshape(eps.shape)
-    return _out(res, scalar)
+    return _profile(epsilon, sigma, sensitivity, "dp", log=False)
 
 
 def gaussian_log_pdp_delta(epsilon: Any, sigma: Any, sensitivity: Any = 1.0) -> Any:
     """Natural log of :func:`gaussian_pdp_delta`."""
-    fast = _scalar_profile(epsilon, sigma, sensitivity, "pdp")
-    if fast is not None:
-        return fast
-    eps, u, scalar = _profile_inputs(epsilon, sigma, sensitivity)
-    res = log_profile_eu(eps.ravel(), u.ravel(), "pdp").reshape(eps.shape)
-    return _out(res, scalar)
+    return _profile(epsilon, sigma, sensitivity, "pdp", log=True)
 
 
 def gaussian_pdp_delta(epsilon: Any, sigma: Any, sensitivity: Any = 1.0) -> Any:
@@ -316,12 +311,7 @@ def gaussian_pdp_delta(epsilon: Any, sigma: Any, sensitivity: Any = 1.0) -> Any:
         >>> f"{gaussian_pdp_delta(1.0, 4.0):.4e}"
         '7.1849e-05'
     """
-    fast = _scalar_profile(epsilon, sigma, sensitivity, "pdp")
-    if fast is not None:
-        return math.exp(fast)
-    eps, u, scalar = _profile_inputs(epsilon, sigma, sensitivity)
-    res = np.exp(log_profile_eu(eps.ravel(), u.ravel(), "pdp")).reshape(eps.shape)
-    return _out(res, scalar)
+    return _profile(epsilon, sigma, sensitivity, "pdp", log=False)
 
 
 def _epsilon_terms(e: Any, uu: Any, notion: Notion, ops: Ops, profile: Any) -> tuple[Any, Any]:
@@ -373,33 +363,21 @@ def _epsilon_scalar(sigma: Any, delta: Any, sensitivity: Any, notion: Notion) ->
         return 0.0
     profile = terms.dp_log2delta_scalar if notion == "dp" else terms.pdp_log2delta_scalar
     target = log_d + LOG2 - log_margin(log_d)
-    lo, hi = 0.0, _epsilon_upper(u, d, notion, cython_special.erfcinv, SCALAR_OPS)
-    x = hi
+
+    def objective(e: float) -> tuple[float, float]:
+        val, slope = _epsilon_terms(e, u, notion, SCALAR_OPS, profile)
+        return val - target, slope
+
+    hi = _epsilon_upper(u, d, notion, cython_special.erfcinv, SCALAR_OPS)
     try:
-        for _ in range(200):  # solve_decreasing for one point
-            val, slope = _epsilon_terms(x, u, notion, SCALAR_OPS, profile)
-            g = val - target
-            if g > 0:
-                lo = x
-            elif g < 0:
-                hi = x
-            xn = x - g / slope if slope != 0.0 else math.nan
-            if not (lo < xn < hi):
-                xn = 0.5 * (lo + hi)
-            tol = 2e-16 * max(xn, 1e-300)
-            if g == 0 or abs(xn - x) <= tol or hi - lo <= tol:
-                x = x if g == 0 else xn
-                break
-            x = xn
-        bump = 1e-13
-        for _ in range(80):  # _round_up_epsilon for one point
-            if within_margin(log_profile_scalar(x, u, notion), log_d, False, x):
-                return float(x)
-            x = max(x * (1 + bump), x + 1e-300)
-            bump *= 2
+        root = solve_decreasing_scalar(objective, 0.0, hi, hi, lambda e: max(e, 1e-300))
+        eps = round_up(
+            root, lambda e: within_margin(log_profile_scalar(e, u, notion), log_d, False, e),
+            SCALAR_OPS, bump=_EPSILON_BUMP, tries=_ROUND_UP_TRIES,
+        )
     except (ValueError, OverflowError, ZeroDivisionError):
         return None
-    return None
+    return float(eps)
 
 
 def gaussian_epsilon(sigma: Any, delta: Any, sensitivity: Any = 1.0, notion: Notion = "dp") -> Any:
@@ -447,21 +425,9 @@ def gaussian_epsilon(sigma: Any, delta: Any, sensitivity: Any = 1.0, notion: Not
         root = solve_decreasing(
             fun, np.zeros_like(uu), hi, hi.copy(), lambda x, idx: np.maximum(x, 1e-300)
         )
-        out[need] = _round_up_epsilon(root, uu, dd, notion)
+        out[need] = round_up(
+            root, lambda e: profile_surely_within(e, uu, dd, notion)[0], ARRAY_OPS,
+            bump=_EPSILON_BUMP, tries=_ROUND_UP_TRIES,
+        )
     res = out.reshape(shape)
     return _out(res, scalar)
-
-
-def _round_up_epsilon(
-    eps: FloatArray, u: FloatArray, delta: FloatArray, notion: Notion
-) -> FloatArray:
-    """Increase ε until the computed profile is surely below δ (:func:`surely_within`)."""
-    eps = eps.copy()
-    bump = 1e-13
-    for _ in range(80):
-        bad = ~profile_surely_within(eps, u, delta, notion)[0]
-        if not np.any(bad):
-            return eps
-        eps[bad] = np.maximum(eps[bad] * (1 + bump), eps[bad] + 1e-300)
-        bump *= 2
-    raise RuntimeError("epsilon round-up did not converge")  # pragma: no cover
