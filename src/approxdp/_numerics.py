@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -33,6 +33,8 @@ from scipy import special
 from scipy.special import cython_special
 
 FloatArray = npt.NDArray[np.float64]
+#: One float or an array of them: what the formulas written against :class:`Ops` run on.
+Real = TypeVar("Real", float, FloatArray)
 
 __all__ = [
     "ARRAY_OPS",
@@ -240,8 +242,9 @@ Objective = Callable[[FloatArray, npt.NDArray[np.intp]], tuple[FloatArray, Float
 
 
 def _newton_or_bisect(
-    x: Any, g: Any, dg: Any, lo: Any, hi: Any, scale: Callable[[Any], Any], rtol: float, ops: Ops
-) -> tuple[Any, Any, Any, Any]:
+    x: Real, g: Real, dg: Real, lo: Real, hi: Real, scale: Callable[[Real], Real], rtol: float,
+    ops: Ops,
+) -> tuple[Real, Real, Real, Any]:
     """One step of :func:`solve_decreasing` at points x with g = g(x), dg = g'(x), on arrays or
     floats: (next x, lo, hi, converged).
 
@@ -334,8 +337,8 @@ def solve_decreasing_scalar(
 
 
 def round_up(
-    x: Any, surely_within: Callable[[Any], Any], ops: Ops, *, bump: float, tries: int
-) -> Any:
+    x: Real, surely_within: Callable[[Real], Any], ops: Ops, *, bump: float, tries: int
+) -> Real:
     """Increase x (arrays or floats) until ``surely_within(x)`` holds at every point.
 
     The one-sided end of every search: a computed root can sit on the wrong side of the target

@@ -23,12 +23,14 @@ from approxdp.accounting.guarantees import Guarantee
 from approxdp.accounting.ledger import SpendRecord
 from approxdp.accounting.mixed_composition import COMPOSITION_RULES
 from approxdp.accounting.optimal import optimal_composition
+from approxdp.accounting.protocols import Accountant
 from approxdp.accounting.splitting import SPLIT_RULES, BudgetSplit, split_budget
 from approxdp.accounting.sqlite_ledger import LedgerSettings, read_ledger_settings
 
 __all__ = [
     "COMPOSITION_RULES",
     "SPLIT_RULES",
+    "Accountant",
     "BudgetSplit",
     "BudgetStatus",
     "ComposedGaussian",

@@ -96,7 +96,7 @@ class PrivacyAccountant:
 
     def __init__(
         self,
-        budget: Any,
+        budget: tuple[float, float],
         ledger: str | os.PathLike[str] | None = None,
         composition: str = "auto",
     ) -> None:

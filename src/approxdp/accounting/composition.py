@@ -12,7 +12,9 @@ import math
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
+from approxdp._numerics import FloatArray
 from approxdp._validation import as_float_array, check_interval, check_probability
 from approxdp.accounting.guarantees import FloatOrArray, Guarantee, to_output
 from approxdp.errors import InvalidParameterError, ParameterTypeError
@@ -37,7 +39,7 @@ def check_steps(name: str, value: Any) -> int:
     return k
 
 
-def basic_composition(budgets: Any) -> Guarantee:
+def basic_composition(budgets: npt.ArrayLike) -> Guarantee:
     """Basic (sequential) composition: (ε₁, δ₁), …, (ε_k, δ_k) compose to (Σ εᵢ, Σ δᵢ).
 
     Holds under adaptive composition (lecture-wang Lemma 5.3; Dwork–Roth Thm 3.16).
@@ -67,7 +69,9 @@ def basic_composition(budgets: Any) -> Guarantee:
     return Guarantee(eps, delta, "upper bound", "basic composition (Dwork-Roth Thm 3.16)")
 
 
-def _check_common(epsilon: Any, delta: Any, k: Any, delta_prime: Any) -> tuple[Any, ...]:
+def _check_common(
+    epsilon: npt.ArrayLike, delta: npt.ArrayLike, k: int, delta_prime: npt.ArrayLike
+) -> tuple[FloatArray, FloatArray, int, FloatArray]:
     eps = check_interval("epsilon", epsilon, 0.0, math.inf, high_open=True)
     dlt = check_probability("delta", delta, allow_zero=True)
     steps = check_steps("k", k)
@@ -75,7 +79,9 @@ def _check_common(epsilon: Any, delta: Any, k: Any, delta_prime: Any) -> tuple[A
     return eps, dlt, steps, dp
 
 
-def advanced_composition(epsilon: Any, delta: Any, k: Any, delta_prime: Any) -> Guarantee:
+def advanced_composition(
+    epsilon: npt.ArrayLike, delta: npt.ArrayLike, k: int, delta_prime: npt.ArrayLike
+) -> Guarantee:
     """Advanced composition of k adaptive (ε, δ)-DP steps (Dwork–Roth Thm 3.20).
 
     ε' = √(2k ln(1/δ')) ε + k ε (e^ε − 1),   δ' _total = k δ + δ'
@@ -108,7 +114,9 @@ def advanced_composition(epsilon: Any, delta: Any, k: Any, delta_prime: Any) -> 
     )
 
 
-def simplified_advanced_composition(epsilon: Any, k: Any, delta_prime: Any) -> Guarantee:
+def simplified_advanced_composition(
+    epsilon: npt.ArrayLike, k: int, delta_prime: npt.ArrayLike
+) -> Guarantee:
     """The notes' simplified advanced composition ε' = 2 ε √(2k ln(1/δ')) — an APPROXIMATION.
 
     From the seed notes ("Advanced Composition", ε-DP steps). It is an upper bound only when

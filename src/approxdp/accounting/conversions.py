@@ -6,9 +6,9 @@ All are closed forms, vectorized over their arguments, and return an upper bound
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from approxdp._validation import check_interval, check_probability
 from approxdp.accounting.composition import check_steps
@@ -17,7 +17,9 @@ from approxdp.accounting.guarantees import Guarantee, to_output
 __all__ = ["amplify_by_subsampling", "dp_to_pdp", "group_privacy", "zcdp_to_dp"]
 
 
-def amplify_by_subsampling(epsilon: Any, delta: Any, q: Any) -> Guarantee:
+def amplify_by_subsampling(
+    epsilon: npt.ArrayLike, delta: npt.ArrayLike, q: npt.ArrayLike
+) -> Guarantee:
     """Privacy amplification by Poisson subsampling (lecture-wang Thm 5.4).
 
     Running an (ε, δ)-DP algorithm on a subsample that keeps each record independently with
@@ -47,7 +49,7 @@ def amplify_by_subsampling(epsilon: Any, delta: Any, q: Any) -> Guarantee:
     )
 
 
-def group_privacy(epsilon: Any, delta: Any, k: Any) -> Guarantee:
+def group_privacy(epsilon: npt.ArrayLike, delta: npt.ArrayLike, k: int) -> Guarantee:
     """Group privacy: (ε, δ)-DP gives (kε, k e^((k−1)ε) δ)-DP for groups of k records.
 
     (SPEC §5; Dwork–Roth Thm 2.2 and its (ε, δ) extension.) δ is capped at 1 (a vacuous but
@@ -80,7 +82,9 @@ def group_privacy(epsilon: Any, delta: Any, k: Any) -> Guarantee:
     )
 
 
-def dp_to_pdp(epsilon: Any, delta: Any, epsilon_star: Any) -> Guarantee:
+def dp_to_pdp(
+    epsilon: npt.ArrayLike, delta: npt.ArrayLike, epsilon_star: npt.ArrayLike
+) -> Guarantee:
     """(ε, δ)-DP ⇒ (ε*, δ(1 + e^(−ε*)) / (1 − e^(ε − ε*)))-pDP for ε* > ε (paper Lemma 4).
 
     The converse, pDP ⇒ DP with the same (ε, δ), is paper Lemma 3 (no conversion needed).
@@ -117,7 +121,7 @@ def dp_to_pdp(epsilon: Any, delta: Any, epsilon_star: Any) -> Guarantee:
     )
 
 
-def zcdp_to_dp(rho: Any, delta: Any) -> Guarantee:
+def zcdp_to_dp(rho: npt.ArrayLike, delta: npt.ArrayLike) -> Guarantee:
     """ρ-zCDP ⇒ (ρ + 2√(ρ ln(1/δ)), δ)-DP (Bun & Steinke 2016, Prop. 1.3).
 
     A Gaussian release with sensitivity Δ and noise σ is ρ = Δ²/(2σ²)-zCDP; for Gaussians the

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from approxdp._validation import as_float_array, check_interval
 from approxdp.accounting.guarantees import FloatOrArray, Guarantee
@@ -28,7 +28,7 @@ __all__ = ["ComposedGaussian", "compose_gaussian", "sigma_from_rho", "total_rho"
 RULE = "exact Gaussian composition (paper Lemma 15)"
 
 
-def total_rho(ratios_squared: Any) -> float:
+def total_rho(ratios_squared: npt.ArrayLike) -> float:
     """Σ Δᵢ²/σᵢ² given the squared ratios, summed exactly (``math.fsum``) then rounded up."""
     total = math.fsum(float(x) for x in np.asarray(ratios_squared, dtype=np.float64).ravel())
     return math.nextafter(total, math.inf) if total > 0 else 0.0
@@ -59,7 +59,7 @@ class ComposedGaussian:
         if self.count < 1:
             raise InvalidParameterError(f"count must be >= 1, got count={self.count}")
 
-    def delta(self, epsilon: Any) -> FloatOrArray:
+    def delta(self, epsilon: npt.ArrayLike) -> FloatOrArray:
         """Exact δ(ε) of the composition (paper Thm 2 at σ*, Δ = 1). Vectorized in ε."""
         from approxdp.profiles.gaussian import gaussian_delta
 
@@ -69,7 +69,7 @@ class ComposedGaussian:
         result: FloatOrArray = gaussian_delta(epsilon, self.sigma, 1.0)
         return result
 
-    def epsilon(self, delta: Any) -> FloatOrArray:
+    def epsilon(self, delta: npt.ArrayLike) -> FloatOrArray:
         """Exact least ε(δ) of the composition (inverse of :meth:`delta`). Vectorized in δ."""
         from approxdp.profiles.gaussian import gaussian_epsilon
 
@@ -79,7 +79,7 @@ class ComposedGaussian:
         result: FloatOrArray = gaussian_epsilon(self.sigma, delta, 1.0)
         return result
 
-    def pdp_delta(self, epsilon: Any) -> FloatOrArray:
+    def pdp_delta(self, epsilon: npt.ArrayLike) -> FloatOrArray:
         """Exact pDP δ(ε) of the composition (paper Lemma 15 ii, Thm 6)."""
         from approxdp.profiles.gaussian import gaussian_pdp_delta
 
@@ -98,7 +98,9 @@ class ComposedGaussian:
         raise InvalidParameterError("give exactly one of epsilon= or delta=")
 
 
-def compose_gaussian(sigmas: Any, sensitivities: Any = None) -> ComposedGaussian:
+def compose_gaussian(
+    sigmas: npt.ArrayLike, sensitivities: npt.ArrayLike | None = None
+) -> ComposedGaussian:
     """Compose Gaussian releases exactly: σ* = (Σ Δᵢ²/σᵢ²)^(−1/2) (paper Lemma 15).
 
     Args:

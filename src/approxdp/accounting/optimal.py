@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -120,7 +119,9 @@ def optimal_epsilon(epsilon: float, k: int, delta_prime: float) -> float:
     return eps_g
 
 
-def optimal_composition(epsilon: Any, delta: Any, k: Any, delta_prime: Any) -> Guarantee:
+def optimal_composition(
+    epsilon: npt.ArrayLike, delta: npt.ArrayLike, k: int, delta_prime: npt.ArrayLike
+) -> Guarantee:
     """Optimal composition of k adaptive (ε, δ)-DP steps (Kairouz–Oh–Viswanath 2017, Thm 3.3).
 
     Returns the least ε_g such that the composition is (ε_g, δ_g)-DP with

@@ -13,8 +13,9 @@ checked against the total with no tolerance.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias
+from typing import Literal, TypeAlias
 
 from approxdp._validation import check_interval, check_probability
 from approxdp.accounting.composition import advanced_composition, check_steps
@@ -50,7 +51,9 @@ class BudgetSplit:
     total: Guarantee
 
 
-def _bisect_largest(pred: Any, lo: float, hi: float, iters: int = 200) -> float:
+def _bisect_largest(
+    pred: Callable[[float], bool], lo: float, hi: float, iters: int = 200
+) -> float:
     """Largest x in [lo, hi] (to float resolution) with pred(x) true, given pred(lo) true."""
     for _ in range(iters):
         mid = 0.5 * (lo + hi)
@@ -64,13 +67,13 @@ def _bisect_largest(pred: Any, lo: float, hi: float, iters: int = 200) -> float:
 
 
 def split_budget(
-    epsilon: Any,
-    delta: Any,
-    k: Any,
+    epsilon: float,
+    delta: float,
+    k: int,
     *,
     composition: str = "optimal",
-    delta_prime: Any = None,
-    sensitivity: Any = 1.0,
+    delta_prime: float | None = None,
+    sensitivity: float = 1.0,
 ) -> BudgetSplit:
     """Per-step budget so that k adaptive steps compose to at most (ε, δ).
 
@@ -153,7 +156,7 @@ def split_budget(
     return BudgetSplit("optimal", steps, e0, d0, None, total)
 
 
-def _split_gaussian(eps: float, dlt: float, steps: int, sensitivity: Any) -> BudgetSplit:
+def _split_gaussian(eps: float, dlt: float, steps: int, sensitivity: float) -> BudgetSplit:
     from approxdp.calibration import calibrate_gaussian
 
     sens = float(check_interval("sensitivity", sensitivity, 0.0, math.inf, low_open=True,

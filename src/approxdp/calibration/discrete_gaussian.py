@@ -23,6 +23,7 @@ import math
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from approxdp._validation import check_interval, check_probability
 from approxdp.errors import InvalidParameterError, NotPrivateError, ParameterTypeError
@@ -63,7 +64,8 @@ def discrete_gaussian_satisfies(
 
 
 def calibrate_discrete_gaussian(
-    epsilon: Any, delta: Any, sensitivity: Any = 1.0, *, dimension: int = 1
+    epsilon: npt.ArrayLike, delta: npt.ArrayLike, sensitivity: npt.ArrayLike = 1.0, *,
+    dimension: int = 1,
 ) -> float:
     """Least σ with which the discrete Gaussian mechanism is (ε, δ)-DP (module docstring).
 

@@ -45,6 +45,7 @@ from approxdp.calibration.optimal_halley import sigma_dp_halley, sigma_dp_halley
 from approxdp.calibration.pdp_halley import sigma_pdp_halley, sigma_pdp_halley_scalar
 from approxdp.profiles import _gaussian_terms as terms
 from approxdp.profiles.gaussian import (
+    Notion,
     log_margin,
     log_profile_scalar,
     profile_surely_within,
@@ -152,16 +153,16 @@ def _expand(fun: Objective, lo: FloatArray, hi: FloatArray) -> tuple[FloatArray,
 
 
 def round_up_sigma(
-    sigma: FloatArray, eps: FloatArray, delta: FloatArray, notion: str
+    sigma: FloatArray, eps: FloatArray, delta: FloatArray, notion: Notion
 ) -> FloatArray:
     """Smallest bump of σ (Δ = 1) after which the computed profile is surely <= δ.
 
     The check is :func:`~approxdp.profiles.gaussian.profile_surely_within` (on 1 - δ for
     δ > 1/2).
     """
-    return round_up(  # type: ignore[no-any-return]
+    return round_up(
         np.nextafter(sigma, np.inf),
-        lambda s: profile_surely_within(eps, 1.0 / s, delta, notion)[0],  # type: ignore[arg-type]
+        lambda s: profile_surely_within(eps, 1.0 / s, delta, notion)[0],
         ARRAY_OPS, bump=_SIGMA_BUMP, tries=_ROUND_UP_TRIES,
     )
 

@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from approxdp._validation import check_probability, is_scalar
 from approxdp.calibration.methods import CALIBRATION_METHODS
@@ -27,7 +28,7 @@ def _gap(method: str, eps: np.ndarray, delta: float, notion: str) -> np.ndarray:
 
 
 def classical_failure_threshold(
-    delta: Any, method: str = "dwork-roth-2014", notion: str = "dp"
+    delta: npt.ArrayLike, method: str = "dwork-roth-2014", notion: str = "dp"
 ) -> Any:
     """The ε above which a classical σ stops being (ε, δ)-DP: the paper's G*(δ) (Remark 2).
 

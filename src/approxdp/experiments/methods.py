@@ -77,7 +77,7 @@ def check_methods(methods: Any) -> tuple[str, ...]:
 
 
 def noise_amounts(
-    method: str, epsilon: Any, delta: Any, sensitivity: float = 1.0
+    method: str, epsilon: npt.ArrayLike, delta: npt.ArrayLike, sensitivity: float = 1.0
 ) -> tuple[FloatArray, BoolArray]:
     """σ of ``method`` at (ε, δ) — also where it is not private — and whether it is DP there.
 
@@ -112,6 +112,8 @@ def noise_amounts(
     return sigma, private
 
 
-def pdp_private(epsilon: Any, delta: Any, sigma: Any, sensitivity: float = 1.0) -> BoolArray:
+def pdp_private(
+    epsilon: npt.ArrayLike, delta: npt.ArrayLike, sigma: npt.ArrayLike, sensitivity: float = 1.0
+) -> BoolArray:
     """True where σ gives (ε, δ)-pDP: P[|L| > ε] <= δ (paper Def. 2, Thm 6)."""
-    return np.asarray(gaussian_pdp_delta(epsilon, sigma, sensitivity) <= delta)
+    return np.asarray(gaussian_pdp_delta(epsilon, sigma, sensitivity) <= np.asarray(delta))

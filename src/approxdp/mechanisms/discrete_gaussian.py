@@ -20,6 +20,7 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from approxdp._validation import as_float_array, check_interval
 from approxdp.calibration.discrete_gaussian import (
@@ -110,7 +111,7 @@ class DiscreteGaussianMechanism:
         d = check_dimension(dimension)
         return _sampler(self.epsilon, self.delta, self.sensitivity, d)
 
-    def privacy_profile(self, epsilon: Any, *, dimension: int = 1) -> Any:
+    def privacy_profile(self, epsilon: npt.ArrayLike, *, dimension: int = 1) -> Any:
         """δ(ε) of a release of ``dimension`` coordinates: exact for a scalar (CKS20 Thm 7 at
         ⌊Δ⌋, SPEC §4); for vectors the proven upper bound the calibration uses (smaller of
         the smoothing and zCDP bounds).
@@ -150,7 +151,10 @@ class DiscreteGaussianMechanism:
             sigma=self.sigma, sensitivity=self.sensitivity, epsilon=self.epsilon, delta=self.delta
         )
 
-    def release(self, value: Any, rng: Any = None, *, secure: bool | None = None) -> Any:
+    def release(
+        self, value: npt.ArrayLike, rng: np.random.Generator | None = None, *,
+        secure: bool | None = None,
+    ) -> Any:
         """Release an integer ``value`` (scalar or any-shape array) with exact noise.
 
         Returns:

@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 from scipy import special
 
 from approxdp.calibration import calibrate_gaussian
@@ -174,7 +176,7 @@ class GaussianMechanism:
         """The noise standard deviation σ."""
         return self.sigma
 
-    def privacy_profile(self, epsilon: Any) -> Any:
+    def privacy_profile(self, epsilon: npt.ArrayLike) -> Any:
         """Exact δ(ε) of the continuous mechanism (lecture-wang Thm 5.18); an upper bound for
         the secure release, which it dominates (module docstring)."""
         return gaussian_delta(epsilon, self.sigma, self.sensitivity)
@@ -209,7 +211,10 @@ class GaussianMechanism:
         """The lattice parameters the secure release uses for ``dimension`` coordinates."""
         return secure_gaussian_noise(self.sensitivity, self.sigma, check_dimension(dimension))
 
-    def release(self, value: Any, rng: Any = None, *, secure: bool | None = None) -> Any:
+    def release(
+        self, value: npt.ArrayLike, rng: np.random.Generator | None = None, *,
+        secure: bool | None = None,
+    ) -> Any:
         """Release ``value`` (scalar or array of any shape) with calibrated noise.
 
         Args:

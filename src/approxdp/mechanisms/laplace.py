@@ -21,6 +21,7 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from approxdp.errors import ParameterTypeError
 from approxdp.events import LaplaceEvent
@@ -110,7 +111,7 @@ class LaplaceMechanism:
         object.__setattr__(self, "sensitivity", check_sensitivity(self.sensitivity))
         object.__setattr__(self, "scale", self.sensitivity / self.epsilon)
 
-    def privacy_profile(self, epsilon: Any) -> Any:
+    def privacy_profile(self, epsilon: npt.ArrayLike) -> Any:
         """δ(ε) of a scalar release on every path: the larger of the continuous Laplace profile
         max(0, 1 − e^((ε − ε₀)/2)), ε₀ = Δ/b, and the exact profile of the secure discrete
         Laplace for the lattice shift Δ_L (profiles.laplace). 0 for ε ≥ the mechanism's ε."""
@@ -147,7 +148,10 @@ class LaplaceMechanism:
         """Parameters of the secure release of ``dimension`` coordinates."""
         return secure_laplace_noise(self.epsilon, self.sensitivity, check_dimension(dimension))
 
-    def release(self, value: Any, rng: Any = None, *, secure: bool | None = None) -> Any:
+    def release(
+        self, value: npt.ArrayLike, rng: np.random.Generator | None = None, *,
+        secure: bool | None = None,
+    ) -> Any:
         """Release ``value`` (scalar or any-shape array, one ℓ1 vector query) with noise.
 
         ``rng=None`` (default): exact lattice noise from the OS CSPRNG. A

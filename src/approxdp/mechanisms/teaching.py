@@ -8,7 +8,7 @@ either function for a real release.** They exist to be studied, tested and plott
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import numpy as np
 
@@ -20,7 +20,7 @@ __all__ = ["catastrophe", "name_and_shame"]
 T = TypeVar("T")
 
 
-def _generator(rng: Any) -> np.random.Generator:
+def _generator(rng: np.random.Generator | None) -> np.random.Generator:
     if rng is None:
         return np.random.default_rng()
     if not isinstance(rng, np.random.Generator):
@@ -28,7 +28,9 @@ def _generator(rng: Any) -> np.random.Generator:
     return rng
 
 
-def name_and_shame(records: Sequence[T], delta: float, rng: Any = None) -> list[T]:
+def name_and_shame(
+    records: Sequence[T], delta: float, rng: np.random.Generator | None = None
+) -> list[T]:
     """"Name and shame": publish each record independently with probability δ.
 
     It is (0, δ)-DP (lecture-wang Lemma 5.2: changing one record changes the output
@@ -43,7 +45,9 @@ def name_and_shame(records: Sequence[T], delta: float, rng: Any = None) -> list[
     return [r for r, k in zip(records, keep, strict=True) if k]
 
 
-def catastrophe(data: Sequence[T], delta: float, rng: Any = None) -> list[T] | None:
+def catastrophe(
+    data: Sequence[T], delta: float, rng: np.random.Generator | None = None
+) -> list[T] | None:
     """The "catastrophe mechanism": publish the whole data set with probability δ, else None.
 
     (0, δ)-DP — any event's probability changes by at most δ between neighbours — and with

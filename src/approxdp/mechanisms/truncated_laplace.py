@@ -35,6 +35,7 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from approxdp.errors import ParameterTypeError
 from approxdp.events import EpsilonDeltaEvent
@@ -192,7 +193,7 @@ class TruncatedLaplaceMechanism:
         on every path: max(τ, (T + 1/2)g of the secure release)."""
         return max(self.theorem_tau(), self.secure_noise(dimension).tau)
 
-    def privacy_profile(self, epsilon: Any) -> Any:
+    def privacy_profile(self, epsilon: npt.ArrayLike) -> Any:
         """Exact δ(ε') of a scalar release for every ε' ≥ 0 (profiles.laplace): the larger of
         the continuous mechanism's profile (λ = Δ/ε, τ of Thm 5.6) and the secure discrete
         one's. At ε' ≥ ε it is the Bad-set mass, at most δ (equal to δ for the continuous
@@ -239,7 +240,10 @@ class TruncatedLaplaceMechanism:
         """The release as an :class:`~approxdp.events.EpsilonDeltaEvent` (ε, δ)."""
         return EpsilonDeltaEvent(epsilon=self.epsilon, delta=self.delta, label="truncated-laplace")
 
-    def release(self, value: Any, rng: Any = None, *, secure: bool | None = None) -> Any:
+    def release(
+        self, value: npt.ArrayLike, rng: np.random.Generator | None = None, *,
+        secure: bool | None = None,
+    ) -> Any:
         """Release ``value`` with bounded noise; see the module docstring for vectors.
 
         ``rng=None``: exact lattice noise from the OS CSPRNG. A Generator or ``secure=False``:

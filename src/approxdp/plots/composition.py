@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from approxdp.experiments.composition import (
     AveragingAttack,
@@ -28,7 +29,9 @@ _RULES = (
 )
 
 
-def _draw_rules(ax: Axes, c: CompositionCurves, mask: Any, markers: bool = False) -> None:
+def _draw_rules(
+    ax: Axes, c: CompositionCurves, mask: npt.NDArray[np.bool_], markers: bool = False
+) -> None:
     ks = c.ks[mask]
     for attr, label, color, ls in _RULES:
         ax.plot(ks, getattr(c, attr)[mask], color=color, linestyle=ls, label=label,

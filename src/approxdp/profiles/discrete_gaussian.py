@@ -64,7 +64,7 @@ def discrete_gaussian_log_normalizer(sigma: float) -> float:
     return math.log(s) + 0.5 * math.log(2 * math.pi) + math.log1p(corr)
 
 
-def discrete_gaussian_pmf(y: Any, sigma: float) -> FloatArray | float:
+def discrete_gaussian_pmf(y: npt.ArrayLike, sigma: float) -> FloatArray | float:
     """P[Y = y] for Y ~ N_Z(0, σ²) (CKS20 Def. 1); integers y, scalar σ > 0.
 
     >>> round(discrete_gaussian_pmf(0, 1.0), 12)  # φ(0) = 0.398942280401, minus 5e-9
@@ -115,7 +115,9 @@ def _log_delta_scalar(eps: float, sigma: float, delta_sens: float) -> float:
     return float(special.logsumexp(log_terms)) - discrete_gaussian_log_normalizer(sigma)
 
 
-def discrete_gaussian_log_delta(epsilon: Any, sigma: float, sensitivity: float = 1.0) -> Any:
+def discrete_gaussian_log_delta(
+    epsilon: npt.ArrayLike, sigma: float, sensitivity: float = 1.0
+) -> Any:
     """ln δ(ε) of the one-dimensional discrete Gaussian mechanism (CKS20 Thm 7), see module doc.
 
     Args:
@@ -133,7 +135,9 @@ def discrete_gaussian_log_delta(epsilon: Any, sigma: float, sensitivity: float =
     return float(out) if out.ndim == 0 else out
 
 
-def discrete_gaussian_delta(epsilon: Any, sigma: float, sensitivity: float = 1.0) -> Any:
+def discrete_gaussian_delta(
+    epsilon: npt.ArrayLike, sigma: float, sensitivity: float = 1.0
+) -> Any:
     """δ(ε) = P[Y > εσ²/Δ − Δ/2] − e^ε P[Y > εσ²/Δ + Δ/2], Y ~ N_Z(0, σ²) (CKS20 Thm 7).
 
     >>> d = discrete_gaussian_delta(1.0, 4.0, 1)

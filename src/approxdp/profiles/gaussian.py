@@ -17,7 +17,7 @@ precision and the near-cancellation of the two DP terms loses nothing.
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -134,7 +134,7 @@ def profile_surely_within(
     return surely_within(logp, delta, log_c, eps), logp
 
 
-def _out(value: FloatArray, scalar: bool) -> Any:
+def _out(value: FloatArray, scalar: bool) -> float | FloatArray:
     return float(value.reshape(())) if scalar else value
 
 
@@ -239,7 +239,10 @@ def log_profile_scalar(eps: float, u: float, notion: Notion) -> float:
     return float(log_profile_eu(np.array([eps]), np.array([u]), notion)[0])
 
 
-def _profile(epsilon: Any, sigma: Any, sensitivity: Any, notion: Notion, log: bool) -> Any:
+def _profile(
+    epsilon: npt.ArrayLike, sigma: npt.ArrayLike, sensitivity: npt.ArrayLike, notion: Notion,
+    log: bool,
+) -> float | FloatArray:
     """The body of the four public profile functions: log δ (``log``) or δ, of ``notion``.
 
     Plain floats take the scalar path (:func:`log_profile_scalar`); anything else, and any
@@ -256,7 +259,17 @@ def _profile(epsilon: Any, sigma: Any, sensitivity: Any, notion: Notion, log: bo
     return _out(res if log else np.exp(res), scalar)
 
 
-def gaussian_log_delta(epsilon: Any, sigma: Any, sensitivity: Any = 1.0) -> Any:
+@overload
+def gaussian_log_delta(epsilon: float, sigma: float, sensitivity: float = ...) -> float: ...
+@overload
+def gaussian_log_delta(
+    epsilon: npt.ArrayLike, sigma: npt.ArrayLike, sensitivity: npt.ArrayLike = ...
+) -> FloatArray: ...
+
+
+def gaussian_log_delta(
+    epsilon: npt.ArrayLike, sigma: npt.ArrayLike, sensitivity: npt.ArrayLike = 1.0
+) -> float | FloatArray:
     """Natural log of the exact (ε, δ)-DP profile of the Gaussian mechanism.
 
     Use this instead of :func:`gaussian_delta` when δ may be below 1e-300.
@@ -276,7 +289,17 @@ def gaussian_log_delta(epsilon: Any, sigma: Any, sensitivity: Any = 1.0) -> Any:
     return _profile(epsilon, sigma, sensitivity, "dp", log=True)
 
 
-def gaussian_delta(epsilon: Any, sigma: Any, sensitivity: Any = 1.0) -> Any:
+@overload
+def gaussian_delta(epsilon: float, sigma: float, sensitivity: float = ...) -> float: ...
+@overload
+def gaussian_delta(
+    epsilon: npt.ArrayLike, sigma: npt.ArrayLike, sensitivity: npt.ArrayLike = ...
+) -> FloatArray: ...
+
+
+def gaussian_delta(
+    epsilon: npt.ArrayLike, sigma: npt.ArrayLike, sensitivity: npt.ArrayLike = 1.0
+) -> float | FloatArray:
     """Exact (ε, δ)-DP privacy profile of the Gaussian mechanism (paper Thm 2, BW18 Thm 8).
 
     δ_DP(ε; σ, Δ) = Φ(Δ/(2σ) - εσ/Δ) - e^ε Φ(-Δ/(2σ) - εσ/Δ): the least δ for which adding
@@ -296,12 +319,32 @@ def gaussian_delta(epsilon: Any, sigma: Any, sensitivity: Any = 1.0) -> Any:
     return _profile(epsilon, sigma, sensitivity, "dp", log=False)
 
 
-def gaussian_log_pdp_delta(epsilon: Any, sigma: Any, sensitivity: Any = 1.0) -> Any:
+@overload
+def gaussian_log_pdp_delta(epsilon: float, sigma: float, sensitivity: float = ...) -> float: ...
+@overload
+def gaussian_log_pdp_delta(
+    epsilon: npt.ArrayLike, sigma: npt.ArrayLike, sensitivity: npt.ArrayLike = ...
+) -> FloatArray: ...
+
+
+def gaussian_log_pdp_delta(
+    epsilon: npt.ArrayLike, sigma: npt.ArrayLike, sensitivity: npt.ArrayLike = 1.0
+) -> float | FloatArray:
     """Natural log of :func:`gaussian_pdp_delta`."""
     return _profile(epsilon, sigma, sensitivity, "pdp", log=True)
 
 
-def gaussian_pdp_delta(epsilon: Any, sigma: Any, sensitivity: Any = 1.0) -> Any:
+@overload
+def gaussian_pdp_delta(epsilon: float, sigma: float, sensitivity: float = ...) -> float: ...
+@overload
+def gaussian_pdp_delta(
+    epsilon: npt.ArrayLike, sigma: npt.ArrayLike, sensitivity: npt.ArrayLike = ...
+) -> FloatArray: ...
+
+
+def gaussian_pdp_delta(
+    epsilon: npt.ArrayLike, sigma: npt.ArrayLike, sensitivity: npt.ArrayLike = 1.0
+) -> float | FloatArray:
     """(ε, δ)-pDP profile P[|L| > ε] of the Gaussian mechanism (paper Def. 2, Thm 6).
 
     δ_pDP(ε; σ, Δ) = Φ(Δ/(2σ) - εσ/Δ) + Φ(-Δ/(2σ) - εσ/Δ). pDP implies DP (paper Lemma 3),
@@ -380,7 +423,21 @@ def _epsilon_scalar(sigma: Any, delta: Any, sensitivity: Any, notion: Notion) ->
     return float(eps)
 
 
-def gaussian_epsilon(sigma: Any, delta: Any, sensitivity: Any = 1.0, notion: Notion = "dp") -> Any:
+@overload
+def gaussian_epsilon(
+    sigma: float, delta: float, sensitivity: float = ..., notion: Notion = ...
+) -> float: ...
+@overload
+def gaussian_epsilon(
+    sigma: npt.ArrayLike, delta: npt.ArrayLike, sensitivity: npt.ArrayLike = ...,
+    notion: Notion = ...,
+) -> FloatArray: ...
+
+
+def gaussian_epsilon(
+    sigma: npt.ArrayLike, delta: npt.ArrayLike, sensitivity: npt.ArrayLike = 1.0,
+    notion: Notion = "dp",
+) -> float | FloatArray:
     """The least ε for which the Gaussian mechanism with noise σ is (ε, δ)-DP (or -pDP).
 
     Inverts :func:`gaussian_delta` (or :func:`gaussian_pdp_delta` with ``notion="pdp"``) in ε,

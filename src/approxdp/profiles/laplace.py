@@ -57,7 +57,7 @@ __all__ = [
 FloatArray = npt.NDArray[np.float64]
 
 
-def laplace_delta(epsilon: Any, scale: float, sensitivity: float = 1.0) -> Any:
+def laplace_delta(epsilon: npt.ArrayLike, scale: float, sensitivity: float = 1.0) -> Any:
     """δ(ε) = max(0, 1 − e^((ε − Δ/b)/2)) of the one-dimensional Laplace mechanism.
 
     >>> laplace_delta(1.0, 1.0, 1.0)
@@ -91,7 +91,7 @@ def truncated_laplace_tau(epsilon: float, delta: float, sensitivity: float = 1.0
 
 
 def truncated_laplace_delta(
-    epsilon: Any, lam: float, tau: float, sensitivity: float = 1.0
+    epsilon: npt.ArrayLike, lam: float, tau: float, sensitivity: float = 1.0
 ) -> Any:
     """Exact δ(ε) of the truncated Laplace mechanism (module docstring), for every ε ≥ 0.
 
@@ -141,7 +141,9 @@ def _terms_below_loss(eps: FloatArray, rate: float, shift: int) -> FloatArray:
     return np.where(down, k - 1, k)
 
 
-def _check_discrete(epsilon: Any, rate: float, shift: int) -> tuple[FloatArray, float, int]:
+def _check_discrete(
+    epsilon: npt.ArrayLike, rate: float, shift: int
+) -> tuple[FloatArray, float, int]:
     eps = check_interval("epsilon", epsilon, 0.0, math.inf)
     r = float(check_interval("rate", rate, 0.0, math.inf, low_open=True, high_open=True))
     m = float(check_interval("shift", shift, 1.0, 2.0**52))
@@ -150,7 +152,7 @@ def _check_discrete(epsilon: Any, rate: float, shift: int) -> tuple[FloatArray, 
     return eps, r, int(m)
 
 
-def discrete_laplace_delta(epsilon: Any, rate: float, shift: int) -> Any:
+def discrete_laplace_delta(epsilon: npt.ArrayLike, rate: float, shift: int) -> Any:
     """Exact δ(ε) of the discrete Laplace (geometric) mechanism, P[k] ∝ e^(−rate·|k|), for an
     integer shift m between neighbours (module docstring). 0 for ε ≥ rate·m.
 
@@ -168,7 +170,9 @@ def discrete_laplace_delta(epsilon: Any, rate: float, shift: int) -> Any:
     return float(out) if out.ndim == 0 else out
 
 
-def discrete_truncated_laplace_delta(epsilon: Any, rate: float, shift: int, bound: int) -> Any:
+def discrete_truncated_laplace_delta(
+    epsilon: npt.ArrayLike, rate: float, shift: int, bound: int
+) -> Any:
     """Exact δ(ε) of the discrete Laplace conditioned on |k| ≤ T, integer shift m ≤ T
     (module docstring). At ε ≥ rate·m only the Bad set's mass remains.
 

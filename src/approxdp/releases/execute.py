@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import special
 
+from approxdp.accounting.protocols import Accountant
 from approxdp.engines.base import (
     AggregateRequest,
     AggregateResult,
@@ -24,6 +25,7 @@ from approxdp.engines.base import (
     Engine,
     Membership,
     PerKeyLimit,
+    TableT,
     check_columns,
     check_values,
 )
@@ -64,7 +66,7 @@ def build_request(
 
 
 def _run_merged(
-    engine: Engine, table: Any, requests: list[AggregateRequest]
+    engine: Engine[TableT], table: TableT, requests: list[AggregateRequest]
 ) -> list[AggregateResult]:
     """Run requests that share grouping, filter and limits as ONE engine aggregation."""
     groups: dict[tuple[Any, ...], list[int]] = {}
@@ -144,9 +146,9 @@ def _check_domain_in_result(
 
 def execute(
     allocated: AllocatedPlan,
-    engine: Engine,
-    table: Any,
-    accountant: Any,
+    engine: Engine[TableT],
+    table: TableT,
+    accountant: Accountant,
     *,
     key: int,
     rng: np.random.Generator | None,
@@ -262,8 +264,8 @@ def _noise_large(
     aq: AllocatedQuery,
     request: AggregateRequest,
     allocated: AllocatedPlan,
-    engine: Engine,
-    table: Any,
+    engine: Engine[TableT],
+    table: TableT,
     rng: np.random.Generator | None,
     z: float,
     level: float,

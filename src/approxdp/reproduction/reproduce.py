@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from approxdp import plots
 from approxdp.errors import InvalidParameterError, ParameterTypeError
@@ -33,6 +33,9 @@ from approxdp.experiments.table2 import check_table2
 from approxdp.reproduction.html import markdown_to_html
 from approxdp.reproduction.report import render_report
 from approxdp.reproduction.results import Progress, Reproduction
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = ["reproduce"]
 
@@ -83,7 +86,7 @@ def reproduce(
     res = Reproduction(out, settings)
     s = settings
 
-    def save(fig: Any, name: str) -> None:
+    def save(fig: Figure, name: str) -> None:
         if quick:  # the layout engine doubles the drawing time; quick output is for tests
             fig.set_layout_engine("none")
         res.files.append(plots.save_figure(fig, out / name, dpi=s.dpi))
