@@ -29,7 +29,6 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from approxdp.engines.base import (
@@ -68,14 +67,13 @@ _INLINE_VALUES = 2000  # longer membership lists become (broadcast) semi-joins
 _counter = itertools.count()
 
 
-def _import_pyspark() -> ModuleType:
+def _require_pyspark() -> None:
     try:
-        import pyspark.sql
+        import pyspark.sql  # noqa: F401
     except ImportError as exc:
         raise MissingDependencyError(
             f"the Spark engine needs PySpark, which is not installed: {INSTALL_HINT}"
         ) from exc
-    return pyspark.sql
 
 
 def is_spark_dataframe(source: object) -> TypeGuard[DataFrame]:
@@ -109,18 +107,19 @@ class SparkEngine:
     name = "spark"
 
     def __init__(self, spark: SparkSession | None = None) -> None:
-        self._sql = _import_pyspark()
+        _require_pyspark()
         self._spark = spark
 
     @property
     def spark(self) -> SparkSession:
         """The SparkSession for paths and in-memory inputs (created on first use)."""
         if self._spark is None:
-            session = self._sql.SparkSession
-            active = session.getActiveSession()
+            from pyspark.sql import SparkSession
+
+            active = SparkSession.getActiveSession()
             if active is None:  # a new local session: workers run this interpreter
                 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-                active = session.builder.appName("approxdp").getOrCreate()
+                active = SparkSession.builder.appName("approxdp").getOrCreate()
             self._spark = active
         return self._spark
 
@@ -288,7 +287,9 @@ class SparkEngine:
                                kinds[s.key], s.seed,
                                floats={*(c for c in request.by if c in floats),
                                        *(("__unit",) if s.key in floats else ())})
-            window = self._sql.Window.partitionBy("__unit").orderBy(
+            from pyspark.sql import Window
+
+            window = Window.partitionBy("__unit").orderBy(
                 F.col("__rank").asc(), *(F.col(_q(c)).asc_nulls_last() for c in request.by)
             )
             pairs = pairs.withColumn("__rn", F.row_number().over(window))
@@ -339,8 +340,7 @@ class SparkEngine:
         runs twice for a cell).
         """
         from pyspark.sql import functions as F
-
-        types = self._sql.types
+        from pyspark.sql import types
         by = request.aggregate.by
         if request.path is not None and "://" not in request.path and Path(request.path).exists():
             raise DataError(f"output path {request.path!r} already exists; choose a new path")
