@@ -1,7 +1,7 @@
 """The package's shape: imports flow one way, without cycles, and optional dependencies load
 lazily.
 
-STYLE.md ("Layout we aim for", point 10): numerics → profiles/calibration → mechanisms →
+The layering: numerics → profiles/calibration → mechanisms →
 accounting → releases/engines → CLI/plots. Every import of approxdp inside the package — at
 module level, inside a function or under ``TYPE_CHECKING``, written ``import approxdp.X``,
 ``from approxdp.X import y`` or ``from approxdp import X`` — must point to the same layer or a
@@ -31,7 +31,7 @@ LAYERS: dict[str, int] = {
     "_validation": 1,
     "_numerics": 1,
     "data": 2,
-    "engines": 2,  # engines know nothing about privacy (STYLE point 8)
+    "engines": 2,  # engines know nothing about privacy
     "events": 3,
     "profiles": 4,
     "calibration": 5,

@@ -101,7 +101,7 @@ def test_zero_epsilon_and_thresholds() -> None:
         s0, 1 / (2 * math.sqrt(2) * float(mp.erfinv(mp.mpf("1e-5")))), rel_tol=1e-12
     )
     assert exact_profile(0.0, s0) <= 1e-5
-    # SPEC §3, checked at 60 digits: exact thresholds (the paper rounds them up).
+    # Zhao et al. Remark 2, checked at 60 digits: exact thresholds (the paper rounds them up).
     for d, g_dr, g_d6 in [
         (1e-3, 7.4635, 8.5124),
         (1e-4, 7.9910, 8.9927),
@@ -133,7 +133,7 @@ def test_orderings_and_round_trip(eps: float, log10_delta: float) -> None:
     opt = calibrate_gaussian(eps, d)
     m1 = calibrate_gaussian(eps, d, method="zhao-m1")
     m2 = calibrate_gaussian(eps, d, method="zhao-m2")
-    assert opt < m1 < m2  # paper Ineq. 6, 8
+    assert opt < m1 < m2  # Zhao et al. Ineq. 6, 8
     assert opt < calibrate_gaussian(0.0, d) * (1 + 1e-12)  # Thm 3 ①
     assert calibrate_gaussian(eps, d, method="pdp-optimal") >= opt
     if eps <= 1:  # Ineq. 10
@@ -156,7 +156,7 @@ def test_profile_decreasing(e1: float, e2: float, sigma: float) -> None:
 
 
 def test_paper_corner_m1_vs_opt() -> None:
-    # SPEC: Table II's "M1 slightly greater than DP-OPT" fails for small ε (M1/OPT ≈ 98).
+    # Zhao et al. Table II's "M1 slightly greater than DP-OPT" fails for small ε (M1/OPT ≈ 98).
     ratio = calibrate_gaussian(1e-3, 0.1, method="zhao-m1") / calibrate_gaussian(1e-3, 0.1)
     assert 90 < ratio < 110
 

@@ -7,7 +7,7 @@ quantity is the difference of scaled complementary error functions,
     D(a, h) = erfcx(a) - erfcx(a + h),  a >= 0, h >= 0,  erfcx(x) = exp(x²) erfc(x),
 
 which is the whole Gaussian privacy profile once its factor exp(-a²) is taken out
-(paper Eq. 5: 2δ = erfc(a) - e^ε erfc(√(a²+ε)) = e^{-a²} D(a, √(a²+ε) - a) for a >= 0). When h
+(Zhao et al. Eq. 5: 2δ = erfc(a) - e^ε erfc(√(a²+ε)) = e^{-a²} D(a, √(a²+ε) - a) for a >= 0). When h
 is small compared with max(1, a) (small ε with tiny δ) the two erfcx values agree to many digits.
 There D is summed from the Taylor series of erfcx about the midpoint m = a + h/2,
 
@@ -19,6 +19,8 @@ The J_k obey 2(k+1) J_{k+1} = J_{k-1} - 2x J_k (A&S 7.2.5) with J_0 = erfcx, J_{
 run upward for m < 6, where it loses at most ~180 ulp; for m >= 6 the ratios ρ_k = J_k/J_{k-1}
 come from the same recurrence run downward, ρ_k = 1/(2m + 2(k+1)ρ_{k+1}) (a continued fraction,
 started at its fixed point 1/(m + √(m² + 2(k+1)))), which is stable there and gives J_0 too.
+
+See https://arxiv.org/abs/1911.12060 (Zhao et al. 2019), Eq. 5.
 """
 
 from __future__ import annotations

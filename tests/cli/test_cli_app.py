@@ -177,7 +177,7 @@ def test_demo_json(demo_runs: tuple[Any, Any]) -> None:
     labels = [r["label"] for r in data["releases"]]
     assert labels == ["complete records", "mean age", "income", "sex × race"]
     records = data["releases"][0]["cells"][0]
-    # 45,222 complete records (paper §VI); seeded, 6 std: false-failure rate about 2e-9.
+    # 45,222 complete records (Zhao et al. §VI); seeded, 6 std: false-failure rate about 2e-9.
     assert abs(records["value"] - 45_222) < 6 * records["std"]
     paper = data["paper_histogram"]
     assert paper["threshold"] is not None and len(paper["cells"]) > 10

@@ -1,4 +1,9 @@
-"""Conversions of a guarantee: subsampling, group privacy, DP ⇒ pDP, zCDP ⇒ DP (SPEC §1, §5).
+"""Conversions of a guarantee: subsampling, group privacy, DP ⇒ pDP, zCDP ⇒ DP.
+
+Sources: D. Wang's notes (subsampling, Thm 5.4), Dwork & Roth 2014 (group privacy, Thm 2.2;
+https://doi.org/10.1561/0400000042), Zhao et al. 2019 (DP ⇒ pDP, Lemma 4;
+https://arxiv.org/abs/1911.12060), Bun & Steinke 2016 (zCDP ⇒ DP, Prop. 1.3;
+https://arxiv.org/abs/1605.02065); see the bibliography of the documentation.
 
 All are closed forms, vectorized over their arguments, and return an upper bound.
 """
@@ -20,7 +25,7 @@ __all__ = ["amplify_by_subsampling", "dp_to_pdp", "group_privacy", "zcdp_to_dp"]
 def amplify_by_subsampling(
     epsilon: npt.ArrayLike, delta: npt.ArrayLike, q: npt.ArrayLike
 ) -> Guarantee:
-    """Privacy amplification by Poisson subsampling (lecture-wang Thm 5.4).
+    """Privacy amplification by Poisson subsampling (D. Wang's notes, Thm 5.4).
 
     Running an (ε, δ)-DP algorithm on a subsample that keeps each record independently with
     probability q gives (ln(1 + q(e^ε − 1)), qδ)-DP, for add/remove neighbours.
@@ -45,14 +50,14 @@ def amplify_by_subsampling(
         to_output(np.log1p(rate * np.expm1(eps))),
         to_output(rate * dlt),
         "upper bound",
-        "Poisson subsampling amplification (lecture-wang Thm 5.4)",
+        "Poisson subsampling amplification (D. Wang's notes, Thm 5.4)",
     )
 
 
 def group_privacy(epsilon: npt.ArrayLike, delta: npt.ArrayLike, k: int) -> Guarantee:
     """Group privacy: (ε, δ)-DP gives (kε, k e^((k−1)ε) δ)-DP for groups of k records.
 
-    (SPEC §5; Dwork–Roth Thm 2.2 and its (ε, δ) extension.) δ is capped at 1 (a vacuous but
+    (Dwork & Roth 2014, Thm 2.2, and its (ε, δ) extension.) δ is capped at 1 (a vacuous but
     true statement).
 
     Args:
@@ -78,16 +83,16 @@ def group_privacy(epsilon: npt.ArrayLike, delta: npt.ArrayLike, k: int) -> Guara
         to_output(size * eps),
         to_output(new_delta),
         "upper bound",
-        "group privacy (Dwork-Roth Thm 2.2; SPEC §5)",
+        "group privacy (Dwork-Roth Thm 2.2)",
     )
 
 
 def dp_to_pdp(
     epsilon: npt.ArrayLike, delta: npt.ArrayLike, epsilon_star: npt.ArrayLike
 ) -> Guarantee:
-    """(ε, δ)-DP ⇒ (ε*, δ(1 + e^(−ε*)) / (1 − e^(ε − ε*)))-pDP for ε* > ε (paper Lemma 4).
+    """(ε, δ)-DP ⇒ (ε*, δ(1 + e^(−ε*)) / (1 − e^(ε − ε*)))-pDP for ε* > ε (Zhao et al. Lemma 4).
 
-    The converse, pDP ⇒ DP with the same (ε, δ), is paper Lemma 3 (no conversion needed).
+    The converse, pDP ⇒ DP with the same (ε, δ), is Zhao et al. Lemma 3 (no conversion needed).
 
     Args:
         epsilon: ε ≥ 0 of the DP guarantee.
@@ -117,7 +122,7 @@ def dp_to_pdp(
         to_output(np.broadcast_to(star, pdp_delta.shape).astype(np.float64)),
         to_output(np.minimum(1.0, pdp_delta)),
         "upper bound",
-        "DP implies pDP (paper Lemma 4)",
+        "DP implies pDP (Zhao et al. Lemma 4)",
     )
 
 

@@ -1,14 +1,16 @@
-"""Exact composition of Gaussian releases (paper Lemma 15).
+"""Exact composition of Gaussian releases (Zhao et al. Lemma 15).
 
 m releases f_i(D) + N(0, σᵢ² I) with ℓ2-sensitivities Δᵢ have a privacy loss that is the sum
 of independent N(Δᵢ²/(2σᵢ²), Δᵢ²/σᵢ²) variables, i.e. exactly the loss of ONE Gaussian release
 with sensitivity 1 and
 
-    σ* = (Σᵢ Δᵢ² / σᵢ²)^(−1/2)                     (paper Lemma 15, Eq. 104).
+    σ* = (Σᵢ Δᵢ² / σᵢ²)^(−1/2)                     (Zhao et al. Lemma 15, Eq. 104).
 
 Its exact DP and pDP profiles are then those of a single Gaussian
 (:mod:`approxdp.profiles.gaussian`), with no PLD or RDP approximation. 10⁴ releases compose in
 well under a millisecond.
+
+See https://arxiv.org/abs/1911.12060 (Zhao et al. 2019), Lemma 15.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from approxdp.errors import InvalidParameterError
 
 __all__ = ["ComposedGaussian", "compose_gaussian", "sigma_from_rho", "total_rho"]
 
-RULE = "exact Gaussian composition (paper Lemma 15)"
+RULE = "exact Gaussian composition (Zhao et al. Lemma 15)"
 
 
 def total_rho(ratios_squared: npt.ArrayLike) -> float:
@@ -46,7 +48,7 @@ class ComposedGaussian:
     """One Gaussian release with sensitivity 1 and noise ``sigma`` equivalent to a composition.
 
     Attributes:
-        sigma: σ* of paper Lemma 15 (``inf`` if every sensitivity is 0).
+        sigma: σ* of Zhao et al. Lemma 15 (``inf`` if every sensitivity is 0).
         count: how many releases were composed.
     """
 
@@ -60,7 +62,7 @@ class ComposedGaussian:
             raise InvalidParameterError(f"count must be >= 1, got count={self.count}")
 
     def delta(self, epsilon: npt.ArrayLike) -> FloatOrArray:
-        """Exact δ(ε) of the composition (paper Thm 2 at σ*, Δ = 1). Vectorized in ε."""
+        """Exact δ(ε) of the composition (Zhao et al. Thm 2 at σ*, Δ = 1). Vectorized in ε."""
         from approxdp.profiles.gaussian import gaussian_delta
 
         if math.isinf(self.sigma):
@@ -80,7 +82,7 @@ class ComposedGaussian:
         return result
 
     def pdp_delta(self, epsilon: npt.ArrayLike) -> FloatOrArray:
-        """Exact pDP δ(ε) of the composition (paper Lemma 15 ii, Thm 6)."""
+        """Exact pDP δ(ε) of the composition (Zhao et al. Lemma 15 ii, Thm 6)."""
         from approxdp.profiles.gaussian import gaussian_pdp_delta
 
         if math.isinf(self.sigma):
@@ -101,7 +103,7 @@ class ComposedGaussian:
 def compose_gaussian(
     sigmas: npt.ArrayLike, sensitivities: npt.ArrayLike | None = None
 ) -> ComposedGaussian:
-    """Compose Gaussian releases exactly: σ* = (Σ Δᵢ²/σᵢ²)^(−1/2) (paper Lemma 15).
+    """Compose Gaussian releases exactly: σ* = (Σ Δᵢ²/σᵢ²)^(−1/2) (Zhao et al. Lemma 15).
 
     Args:
         sigmas: noise standard deviations σᵢ > 0 (``inf`` allowed: such a release costs

@@ -92,9 +92,9 @@ def calibrate_gaussian(
     """Standard deviation σ of Gaussian noise for (ε, δ)-differential privacy.
 
     With ``method="optimal"`` (the default) this is the least σ whose exact privacy profile
-    (paper Thm 2) is at most δ: δ_DP(ε; σ, Δ) <= δ, verified for the returned float and
+    (Zhao et al. Thm 2) is at most δ: δ_DP(ε; σ, Δ) <= δ, verified for the returned float and
     within about 1e-12 (relative) of the exact optimum. ``epsilon=0`` gives the (0, δ)-DP
-    optimum Δ/(2√2 inverf(δ)) (paper Thm 3). Other methods: see
+    optimum Δ/(2√2 inverf(δ)) (Zhao et al. Thm 3). Other methods: see
     :data:`~approxdp.calibration.CALIBRATION_METHODS`.
 
     Every closed-form result is checked against the exact profile at the requested point: if

@@ -1,13 +1,13 @@
 """The least Gaussian noise for (ε, δ)-DP and for (ε, δ)-pDP, computed to the private side.
 
-DP-OPT (paper Thm 2, Alg. 1; Balle & Wang 2018): σ = (a + √(a² + ε)) Δ / (ε√2) where a solves
-erfc(a) - e^ε erfc(√(a² + ε)) = 2δ (Eq. 5). pDP-OPT (paper Thm 6): the same with
+DP-OPT (Zhao et al. Thm 2, Alg. 1; Balle & Wang 2018): σ = (a + √(a² + ε)) Δ / (ε√2) where a solves
+erfc(a) - e^ε erfc(√(a² + ε)) = 2δ (Eq. 5). pDP-OPT (Zhao et al. Thm 6): the same with
 erfc(d) + erfc(√(d² + ε)) = 2δ (Eq. 13a). (0, δ)-DP: σ = Δ / (2√2 inverf(δ)) (Thm 3 ①).
 
 Both are solved by Halley's method in log σ (:mod:`approxdp.calibration.optimal_halley`,
 :mod:`approxdp.calibration.pdp_halley`), vectorized in cache-sized chunks, with scalar twins
 for single points. Kept as a safety net, for any point those do not settle: the root in a
-bracketed as in the paper's Lemma 14 (0 < a < c of Mechanism 2 when 1 - e^ε erfc(√ε) > 2δ,
+bracketed as in Zhao et al.'s Lemma 14 (0 < a < c of Mechanism 2 when 1 - e^ε erfc(√ε) > 2δ,
 else -inverfc((2 - 2δ)/(e^ε + 1)) < a <= 0) and, for pDP, by inverfc(2δ) < d < inverfc(δ)
 (Appendix M), then found by safeguarded Newton in log space. When δ > 1/2 the equation is
 solved for 1 - δ instead, which has no cancellation there.
@@ -17,6 +17,9 @@ here is aimed at a δ slightly *below* the target (by more than the profile's ev
 then checked through the σ-parametrised profile at the returned float, and increased until
 that check passes: the σ returned is never below the exact optimum, and exceeds it by about
 1e-12 relative at most.
+
+See https://arxiv.org/abs/1911.12060 (Zhao et al. 2019), Thm 2, Thm 3, Thm 6, Alg. 1,
+Lemma 14, Appendix M, and https://arxiv.org/abs/1805.06530 (Balle & Wang 2018).
 """
 
 from __future__ import annotations
@@ -203,7 +206,7 @@ def _halley_then_bracketed_scalar(
 
 
 def sigma_optimal_dp(eps: FloatArray, delta: FloatArray) -> FloatArray:
-    """DP-OPT σ/Δ for flat arrays of ε > 0 and δ in (0, 1) (paper Thm 2).
+    """DP-OPT σ/Δ for flat arrays of ε > 0 and δ in (0, 1) (Zhao et al. Thm 2).
 
     Halley's method (:mod:`approxdp.calibration.optimal_halley`), in chunks that keep the
     temporaries in cache; any point it does not settle goes to the bracketed search.
@@ -241,7 +244,7 @@ def _sigma_optimal_dp_bracketed(eps: FloatArray, delta: FloatArray) -> FloatArra
 
 
 def sigma_optimal_pdp(eps: FloatArray, delta: FloatArray) -> FloatArray:
-    """pDP-OPT σ/Δ for flat arrays of ε > 0 and δ in (0, 1) (paper Thm 6).
+    """pDP-OPT σ/Δ for flat arrays of ε > 0 and δ in (0, 1) (Zhao et al. Thm 6).
 
     Halley's method (:mod:`approxdp.calibration.pdp_halley`) in chunks; any point it does not
     settle goes to the bracketed search.
@@ -259,7 +262,7 @@ def sigma_optimal_pdp_scalar(eps: float, delta: float) -> float:
 def _sigma_optimal_pdp_bracketed(eps: FloatArray, delta: FloatArray) -> FloatArray:
     """pDP-OPT σ/Δ by safeguarded Newton in a inside the brackets of Appendix M.
 
-    The root d of Eq. (13a) lies in (inverfc(2δ), inverfc(δ)) (paper Appendix M).
+    The root d of Eq. (13a) lies in (inverfc(2δ), inverfc(δ)) (Zhao et al. Appendix M).
     """
     target, comp = _targets(delta, eps)
     fun = _objective(eps, target, comp, "pdp")
@@ -287,6 +290,7 @@ def sigma_zero_epsilon_scalar(delta: float) -> float:
 
 
 def sigma_zero_epsilon(delta: FloatArray) -> FloatArray:
-    """(0, δ)-DP optimum σ/Δ = 1/(2√2 inverf(δ)) (paper Thm 3 ①), rounded to the private side."""
+    """(0, δ)-DP optimum σ/Δ = 1/(2√2 inverf(δ)) (Zhao et al. Thm 3 ①), rounded up (private
+    side)."""
     sigma = 1.0 / (2.0 * SQRT2 * special.erfinv(delta))
     return round_up_sigma(sigma, np.zeros_like(delta), delta, "dp")

@@ -1,14 +1,14 @@
 """DP-OPT by Halley's method in log σ, on arrays and on floats.
 
-The least σ with δ_DP(ε; σ) <= δ (paper Thm 2, Eq. 5) solves L(σ) = log 2δ, where L = log 2δ_DP
-is written in the paper's variable a = (εσ - 1/(2σ))/√2 as -a² + log(erfcx(a) - erfcx(b))
-(:mod:`approxdp.profiles._gaussian_terms`). By the paper's Lemma 14 the root has a > 0 exactly
-when 1 - e^ε erfc(√ε) > 2δ: the common case, with the fast start below. The other points start
-from min(σ_(0,δ), 1/√(2ε)), above the optimum when a <= 0, and take exact steps only (solving for
-2(1 - δ) where δ > 1/2). Any point that does not settle goes to the bracketed search of
-:mod:`approxdp.calibration.optimal`.
+The least σ with δ_DP(ε; σ) <= δ (Zhao et al. 2019, https://arxiv.org/abs/1911.12060, Thm 2,
+Eq. 5) solves L(σ) = log 2δ, where L = log 2δ_DP is written in the paper's variable
+a = (εσ - 1/(2σ))/√2 as -a² + log(erfcx(a) - erfcx(b)) (:mod:`approxdp.profiles._gaussian_terms`).
+By Zhao et al.'s Lemma 14 the root has a > 0 exactly when 1 - e^ε erfc(√ε) > 2δ: the common
+case, with the fast start below. The other points start from min(σ_(0,δ), 1/√(2ε)), above the
+optimum when a <= 0, and take exact steps only (solving for 2(1 - δ) where δ > 1/2). Any point
+that does not settle goes to the bracketed search of :mod:`approxdp.calibration.optimal`.
 
-1. **Start (a > 0).** σ0 = min(σ_M2, σ_(0,δ)), two upper bounds of the optimum (paper Ineq. 8
+1. **Start (a > 0).** σ0 = min(σ_M2, σ_(0,δ)), two upper bounds of the optimum (Zhao et al. Ineq. 8
    and Thm 3), refined by one fixed-point step on the large-a asymptotics, then two Halley steps
    on a *model* of the profile in which erfcx is replaced by 2/(√π(x + √(x² + q(x)))) with a
    fitted rational q (relative error 5e-5), whose difference at a and b is taken in closed form
@@ -118,8 +118,8 @@ _MAX_STEP = 2.0
 def _start(eps: Any, delta: Any, log_d: Any, erfinv_delta: Any, t_floor: Any, ops: Ops) -> Any:
     """The starting t = log σ (Δ = 1) of the model steps.
 
-    t_up = log min(σ_M2, σ_(0,δ)) lies above the optimum (paper Ineq. 8 and Thm 3 ①). Where the
-    large-a asymptotics erfcx(x) ≈ 1/(√π x) hold, one fixed-point step on
+    t_up = log min(σ_M2, σ_(0,δ)) lies above the optimum (Zhao et al. Ineq. 8 and Thm 3 ①).
+    Where the large-a asymptotics erfcx(x) ≈ 1/(√π x) hold, one fixed-point step on
     a² + log(a b (a + b)) = log(ε/(2√π δ)) (Eq. 5 with erfcx(a) - erfcx(b) ≈ h/(√π a b),
     h = ε/(a + b)) from a = c, the parameter of M2, lands much closer; it is taken when it gives
     a > 1, kept within [t_floor, t_up].
@@ -269,7 +269,7 @@ def iterate_scalar(
 
 
 def lemma14_positive(eps: Any, delta: Any, erfcx: Callable[[Any], Any]) -> Any:
-    """Whether the root has a > 0: 1 - e^ε erfc(√ε) > 2δ (paper Lemma 14)."""
+    """Whether the root has a > 0: 1 - e^ε erfc(√ε) > 2δ (Zhao et al. Lemma 14)."""
     return 1.0 - erfcx(eps**0.5) - 2.0 * delta > 0
 
 

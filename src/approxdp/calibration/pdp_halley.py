@@ -1,7 +1,7 @@
 """pDP-OPT by Halley's method in log σ, on arrays and on floats.
 
-The least σ with P[|L| > ε] <= δ (paper Thm 6, Eq. 13a: 2δ = erfc(d) + erfc(√(d² + ε))) solves
-log 2δ_pDP(σ) = log 2δ. Its root d lies in (inverfc(2δ), inverfc(δ)) (paper Appendix M), so
+The least σ with P[|L| > ε] <= δ (Zhao et al. Thm 6, Eq. 13a: 2δ = erfc(d) + erfc(√(d² + ε))) solves
+log 2δ_pDP(σ) = log 2δ. Its root d lies in (inverfc(2δ), inverfc(δ)) (Zhao et al. Appendix M), so
 Mechanism 3's σ (d = inverfc(δ), Eq. 14) is above the optimum and serves as the start. Exact
 Halley steps in t = log σ follow (derivatives in closed form,
 :func:`~approxdp.profiles._gaussian_terms.pdp_log2delta_log_sigma_derivatives`), each evaluated
@@ -10,6 +10,8 @@ margin below δ), verification and acceptance as DP-OPT
 (:mod:`approxdp.calibration.optimal_halley`). Where δ > 1/2 the equation is solved for
 2(1 - δ), with the complement computed directly. Points that do not settle go to the bracketed
 search of :mod:`approxdp.calibration.optimal`.
+
+See https://arxiv.org/abs/1911.12060 (Zhao et al. 2019), Thm 6, Eq. 13a, 14, Appendix M.
 """
 
 from __future__ import annotations

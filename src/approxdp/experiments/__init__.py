@@ -1,6 +1,7 @@
-"""The paper's experiments as plain functions returning data (no plotting).
+"""The experiments of Zhao et al. 2019 (https://arxiv.org/abs/1911.12060) and of the lecture
+notes (Near & Abuah, Wu's notes) as plain functions returning data (no plotting).
 
-- :func:`recompute_table1` — paper Table I with verdicts computed from the library;
+- :func:`recompute_table1` — Zhao et al. Table I with verdicts computed from the library;
 - :func:`check_table2` — Tables II/III and Theorems 2, 3, 7 checked on grids;
 - :func:`failure_region`, :func:`failure_thresholds` — Fig. 1, Fig. 3, Remark 2's G(δ);
 - :func:`sigma_versus_delta`, :func:`privacy_profiles` — Fig. 2 and δ(ε) curves;

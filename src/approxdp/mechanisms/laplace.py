@@ -1,10 +1,12 @@
-"""The Laplace mechanism f(D) + Lap(Δ₁/ε) per coordinate: ε-DP for ℓ1-sensitivity Δ₁ (SPEC §4).
+"""The Laplace mechanism f(D) + Lap(Δ₁/ε) per coordinate: ε-DP for ℓ1-sensitivity Δ₁.
+
+See https://doi.org/10.1561/0400000042 (Dwork & Roth 2014), Thm 3.6.
 
 Secure default release: the query is rounded to the lattice gZ (g a power of two with
 Δ₁/g in [2^12·d, 2^13·d) for d coordinates), so the rounded query has integer ℓ1-sensitivity
 Δ_L = ⌊Δ₁/g⌋ + d; exact discrete Laplace noise P[k] ∝ e^(−r|k|) with a rational rate
-r = s/t ≤ ε/Δ_L (CKS20 Alg. 2) makes it (rΔ_L)-DP with rΔ_L ≤ ε — the geometric mechanism
-(Ghosh, Roughgarden, Sundararajan 2009) — and the float result is post-processing.
+r = s/t ≤ ε/Δ_L (Canonne et al. 2020, Alg. 2) makes it (rΔ_L)-DP with rΔ_L ≤ ε — the geometric
+mechanism (Ghosh et al. 2009) — and the float result is post-processing.
 
 The noise actually added by the secure release is g·(K + e), K the discrete Laplace draw and
 |e| ≤ 1/2 the rounding of the query; :meth:`LaplaceMechanism.confidence_interval` and
@@ -92,7 +94,7 @@ def secure_laplace_noise(epsilon: float, sensitivity: float, dimension: int) -> 
 
 @dataclass(frozen=True, slots=True)
 class LaplaceMechanism:
-    """f(D) + Lap(b) per coordinate with b = Δ₁/ε: ε-DP (SPEC §4).
+    """f(D) + Lap(b) per coordinate with b = Δ₁/ε: ε-DP (Dwork & Roth 2014, Thm 3.6).
 
     Args:
         epsilon: ε > 0.

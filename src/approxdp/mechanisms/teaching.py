@@ -1,6 +1,7 @@
 """TEACHING EXAMPLES ONLY — mechanisms that are (ε, δ)-DP and still disastrous.
 
-They show why δ must be far below 1/n (SPEC §4; lecture-wang Lemma 5.2 and the notes): the
+They show why δ must be far below 1/n (D. Wang's notes, Lemma 5.2; Near & Abuah's "catastrophe
+mechanism", https://programming-dp.com/ch6.html): the
 (ε, δ) definition lets a mechanism publish real records with probability δ. **Never use
 either function for a real release.** They exist to be studied, tested and plotted.
 """
@@ -33,7 +34,7 @@ def name_and_shame(
 ) -> list[T]:
     """"Name and shame": publish each record independently with probability δ.
 
-    It is (0, δ)-DP (lecture-wang Lemma 5.2: changing one record changes the output
+    It is (0, δ)-DP (D. Wang's notes, Lemma 5.2: changing one record changes the output
     distribution only on the event that that record is published, of probability δ), yet with
     δ ≥ 1/n it publishes about δn complete records in the clear. NEVER use it for a real
     release: it is in the library only to show that (ε, δ)-DP with a large δ permits

@@ -1,4 +1,7 @@
-"""Plots of composition as k grows (the notes' plot, improved) and the averaging attack."""
+"""Plots of composition as k grows (the notes' plot, improved) and the averaging attack.
+
+The notes: Near & Abuah, "Approximate Differential Privacy" (https://programming-dp.com/ch6.html).
+"""
 
 from __future__ import annotations
 
@@ -52,7 +55,8 @@ def plot_composition(
     curves: CompositionCurves | None = None, *, epsilon: float = 1.0, delta: float = 1e-5,
 ) -> Figure:
     """Total ε of k composed ε-DP steps (total δ fixed): the notes' plot for k ≤ 100 and
-    k ≤ 10,000, with advanced (Thm 3.20), optimal (KOV) and exact Gaussian composition."""
+    k ≤ 10,000, with advanced (Thm 3.20), optimal (Kairouz et al. 2017) and exact Gaussian
+    composition."""
     c = curves if curves is not None else composition_curves(epsilon, delta)
     fig, axes = new_figure(1, 2, width=12.0, height=4.6)
     small = c.ks <= 100

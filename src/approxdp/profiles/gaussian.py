@@ -1,17 +1,20 @@
 """Exact privacy profiles of the Gaussian mechanism and their inverses.
 
 The mechanism releases f(D) + N(0, σ² I) for a query with ℓ2-sensitivity Δ. Its exact
-(ε, δ)-DP profile (Balle & Wang 2018 Thm 8; paper Thm 2; lecture-wang Thm 5.18) is
+(ε, δ)-DP profile (Balle & Wang 2018 Thm 8; Zhao et al. Thm 2; D. Wang's notes, Thm 5.18) is
 
     δ_DP(ε; σ, Δ) = Φ(Δ/(2σ) - εσ/Δ) - e^ε Φ(-Δ/(2σ) - εσ/Δ),
 
-and its (ε, δ)-pDP profile, P[|L| > ε] for the privacy loss L (paper Thm 6), is
+and its (ε, δ)-pDP profile, P[|L| > ε] for the privacy loss L (Zhao et al. Thm 6), is
 
     δ_pDP(ε; σ, Δ) = Φ(Δ/(2σ) - εσ/Δ) + Φ(-Δ/(2σ) - εσ/Δ).
 
 Both are evaluated in log space through the paper's substitution (Eq. 5, Eq. 13a; see
 :mod:`approxdp.profiles._gaussian_terms`), so that values far below 1e-300 keep their relative
 precision and the near-cancellation of the two DP terms loses nothing.
+
+See https://arxiv.org/abs/1805.06530 (Balle & Wang 2018), Thm 8, and https://arxiv.org/abs/1911.12060
+(Zhao et al. 2019), Thm 2, Thm 6, Eq. 5 and 13a.
 """
 
 from __future__ import annotations
@@ -300,7 +303,8 @@ def gaussian_delta(
 def gaussian_delta(
     epsilon: npt.ArrayLike, sigma: npt.ArrayLike, sensitivity: npt.ArrayLike = 1.0
 ) -> float | FloatArray:
-    """Exact (ε, δ)-DP privacy profile of the Gaussian mechanism (paper Thm 2, BW18 Thm 8).
+    """Exact (ε, δ)-DP privacy profile of the Gaussian mechanism (Zhao et al. Thm 2; Balle &
+    Wang 2018, Thm 8).
 
     δ_DP(ε; σ, Δ) = Φ(Δ/(2σ) - εσ/Δ) - e^ε Φ(-Δ/(2σ) - εσ/Δ): the least δ for which adding
     N(0, σ²) to a query of ℓ2-sensitivity Δ is (ε, δ)-DP. Relative error below 1e-12 wherever
@@ -345,9 +349,9 @@ def gaussian_pdp_delta(
 def gaussian_pdp_delta(
     epsilon: npt.ArrayLike, sigma: npt.ArrayLike, sensitivity: npt.ArrayLike = 1.0
 ) -> float | FloatArray:
-    """(ε, δ)-pDP profile P[|L| > ε] of the Gaussian mechanism (paper Def. 2, Thm 6).
+    """(ε, δ)-pDP profile P[|L| > ε] of the Gaussian mechanism (Zhao et al. Def. 2, Thm 6).
 
-    δ_pDP(ε; σ, Δ) = Φ(Δ/(2σ) - εσ/Δ) + Φ(-Δ/(2σ) - εσ/Δ). pDP implies DP (paper Lemma 3),
+    δ_pDP(ε; σ, Δ) = Φ(Δ/(2σ) - εσ/Δ) + Φ(-Δ/(2σ) - εσ/Δ). pDP implies DP (Zhao et al. Lemma 3),
     so this is always >= :func:`gaussian_delta`.
 
     Example:

@@ -11,7 +11,7 @@ y ≤ 0, −ε₀ for y ≥ Δ and (Δ − 2y)/b in between, and integrating (1 
 
     δ(ε) = 1 − exp((ε − ε₀)/2) for 0 ≤ ε < ε₀, and 0 for ε ≥ ε₀.
 
-Truncated Laplace (lecture-wang Thm 5.6; Geng et al. 2018): density e^(−|y|/λ)/N on
+Truncated Laplace (D. Wang's notes, Thm 5.6; Geng et al. 2018): density e^(−|y|/λ)/N on
 |y| ≤ τ, N = 2λ(1 − e^(−τ/λ)), shift Δ ≤ τ, ε₀ = Δ/λ. Outputs in [−τ, Δ − τ) are impossible
 for the neighbour (the "Bad" set), on [Δ − τ, 0] the loss is ε₀, on [0, Δ] it is (Δ − 2y)/λ,
 above Δ it is −ε₀. Integrating (p − e^ε q)₊ over the three pieces:
@@ -33,6 +33,8 @@ Truncated to |k| ≤ T (T ≥ m), with Z_T(1 − w) = 1 + w − 2w^(T+1):
             + (1 − w^K)(w − e^ε w^(m−K))] / (1 + w − 2w^(T+1)).
 
 Every piece is a product of terms computed with ``expm1``: no cancellation.
+
+See https://arxiv.org/abs/1810.00877 (Geng et al. 2018) for the truncated Laplace mechanism.
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ def laplace_delta(epsilon: npt.ArrayLike, scale: float, sensitivity: float = 1.0
 
 
 def truncated_laplace_tau(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
-    """τ = (Δ/ε) ln(1 + (e^ε − 1)/(2δ)) (lecture-wang Thm 5.6), rounded up by a relative 1e-12
+    """τ = (Δ/ε) ln(1 + (e^ε − 1)/(2δ)) (D. Wang's notes, Thm 5.6), rounded up by a relative 1e-12
     (a larger τ only lowers the Bad-set mass, so the float value stays (ε, δ)-DP).
 
     >>> tau = truncated_laplace_tau(1.0, 1e-3)

@@ -62,7 +62,7 @@ class PrivateTable:
         budget: Total (ε, δ) of a new :class:`~approxdp.accounting.PrivacyAccountant`; or pass
             ``accountant`` (shared across tables of the same people).
         accountant: An existing accountant (exclusive with ``budget``).
-        neighbouring: ``"add-remove"`` (default) or ``"replace-one"`` (SPEC §1).
+        neighbouring: ``"add-remove"`` (default) or ``"replace-one"`` (Zhao et al. Remark 1).
         privacy_unit: Column identifying whom to protect; ``None``: each row.
         max_partitions: Cells of a grouped query one unit may touch (k).
         max_rows_per_partition: Rows' worth one unit may add to one cell or global query (m).

@@ -1,4 +1,5 @@
-"""``reproduce``: the paper's experiments, their figures and a report, into a folder.
+"""``reproduce``: the experiments of Zhao et al. 2019 and of the lecture notes, their figures
+and a report, into a folder (sources: the bibliography of the documentation).
 
 This layer sits above :mod:`approxdp.experiments` (the experiments as data) and
 :mod:`approxdp.plots` (figures drawn from those data) and joins them:

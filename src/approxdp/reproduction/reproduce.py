@@ -1,4 +1,6 @@
-"""``reproduce``: regenerate the paper's results — every figure, Table I/II, G(δ) — into a folder.
+"""``reproduce``: regenerate the results of Zhao et al. 2019 (https://arxiv.org/abs/1911.12060)
+— every figure, Table I/II, G(δ) — and of the lecture notes (Near & Abuah, Wu's notes) into a
+folder.
 
 The output folder gets one PNG per figure, ``report.md`` with every table and number, and
 ``report.html`` (the same content, converted by :mod:`approxdp.reproduction.html`). Everything
@@ -136,7 +138,7 @@ def reproduce(
 
     def step_composition() -> None:
         res.composition = composition_curves(k_max=s.composition_k_max)
-        # the notes' code has delta = 10e-5 = 1e-4: their "about 70"
+        # Near & Abuah's code has delta = 10e-5 = 1e-4: their "about 70"
         res.composition_notes = composition_curves(delta=1e-4, ks=range(1, 201))
         save(plots.plot_composition(res.composition), "composition.png")
 

@@ -33,7 +33,7 @@ FIGURE_FILES: dict[str, str] = {
     "privacy_profiles.png": "exact privacy profiles delta(eps)",
     "laplace_vs_gaussian_noise.png": "Laplace vs Gaussian noise (the notes)",
     "composition.png": "composition as k grows (the notes, improved)",
-    "max_error_k_queries.png": "max error of k counting queries (lecture-wu Eq. 36-37)",
+    "max_error_k_queries.png": "max error of k counting queries (Wu's notes, Eq. 36-37)",
     "averaging_attack.png": "the notes' averaging attack",
 }
 
