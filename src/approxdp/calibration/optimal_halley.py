@@ -26,8 +26,8 @@ that does not settle goes to the bracketed search of :mod:`approxdp.calibration.
 The formulas are written once against :class:`~approxdp._numerics.Ops` and run on NumPy arrays
 (:func:`sigma_dp_halley`) and on Python floats (:func:`sigma_dp_halley_scalar`). The verified
 iteration is one rule with two loops, :func:`iterate` (arrays: settled points leave an active
-set) and :func:`iterate_scalar` (a float: return once accepted), shared by the a <= 0 case and
-by pDP-OPT through :func:`iterate_by_side` / :func:`iterate_by_side_scalar`.
+set) and the loop of :func:`iterate_by_side_scalar` (a float: return once accepted), both
+evaluating through :func:`_evaluate_side` and shared by the a <= 0 case and by pDP-OPT.
 
 **One twin stays, on purpose:** the a > 0 case on floats, :func:`_scalar_pos`, writes the
 steps of :func:`_start`, :func:`_model_step` and :func:`_exact_pos` out in one frame. It is the
@@ -73,7 +73,6 @@ __all__ = [
     "halley_from_derivatives",
     "iterate",
     "iterate_by_side_scalar",
-    "iterate_scalar",
     "lemma14_positive",
     "model_erfcx",
     "model_erfcx_diff",
@@ -254,20 +253,6 @@ def iterate(
     return done
 
 
-def iterate_scalar(
-    sigma: float, evaluate: Callable[[float], tuple[bool, float]], steps: int
-) -> float | None:
-    """:func:`iterate` for one point (Python floats): σ once accepted, else None (the same
-    acceptance and move, stopping at once)."""
-    for _ in range(steps):
-        ok, step = evaluate(sigma)
-        if ok and step >= -ACCEPT_STEP:
-            return sigma
-        moved = sigma * math.exp(step)
-        sigma = moved if ok else max(moved, math.nextafter(sigma, math.inf))
-    return None
-
-
 def lemma14_positive(eps: Any, delta: Any, erfcx: Callable[[Any], Any]) -> Any:
     """Whether the root has a > 0: 1 - e^ε erfc(√ε) > 2δ (Zhao et al. Lemma 14)."""
     return 1.0 - erfcx(eps**0.5) - 2.0 * delta > 0
@@ -374,9 +359,13 @@ def iterate_by_side_scalar(
     comp = delta > 0.5
     target, log_side = targets(delta, comp, SCALAR_OPS, eps)
     profile = profiles[comp]
-    return iterate_scalar(
-        sigma, lambda s: _evaluate_side(s, eps, target, log_side, comp, profile, step), steps
-    )
+    for _ in range(steps):  # iterate()'s acceptance and move, returning at once
+        ok, st = _evaluate_side(sigma, eps, target, log_side, comp, profile, step)
+        if ok and st >= -ACCEPT_STEP:
+            return sigma
+        moved = sigma * math.exp(st)
+        sigma = moved if ok else max(moved, math.nextafter(sigma, math.inf))
+    return None
 
 
 def accepts(value: Any, log_side: Any, comp: bool, eps: Any) -> Any:

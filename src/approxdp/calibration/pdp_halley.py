@@ -23,7 +23,7 @@ import numpy.typing as npt
 from scipy import special
 from scipy.special import cython_special
 
-from approxdp._numerics import ARRAY_OPS, SCALAR_OPS, FloatArray, Ops
+from approxdp._numerics import ARRAY_OPS, SCALAR_OPS, FloatArray
 from approxdp.calibration.closed_forms import sigma_from_parameter
 from approxdp.calibration.optimal_halley import (
     halley_from_derivatives,
@@ -37,8 +37,10 @@ __all__ = ["sigma_pdp_halley", "sigma_pdp_halley_scalar"]
 _STEPS = 16
 
 
-def _step(value: Any, a: Any, b: Any, eps: Any, target: Any, comp: bool, ops: Ops) -> Any:
-    """Halley step toward ``target`` from log 2δ (or, where ``comp``, log 2(1 - δ)) = ``value``."""
+def _step(value: Any, a: Any, b: Any, h: Any, eps: Any, target: Any, comp: bool) -> Any:
+    """Halley step toward ``target`` from log 2δ (or, where ``comp``, log 2(1 - δ)) = ``value``
+    (arrays or floats; ``h`` is unused: the pDP derivatives need ε instead)."""
+    ops = ARRAY_OPS if isinstance(value, np.ndarray) else SCALAR_OPS
     diff = ops.exp(value + a * a)
     lt, ltt = terms.pdp_log2delta_log_sigma_derivatives(a, b, eps, -diff if comp else diff, ops.exp)
     return halley_from_derivatives(value - target, lt, ltt, ops)
@@ -52,7 +54,7 @@ def sigma_pdp_halley(
     done = np.zeros(eps.shape, dtype=bool)
     iterate_by_side(
         eps, delta, np.ones(eps.shape, dtype=bool), (terms.pdp_log2delta, terms.pdp_log2comp),
-        lambda value, a, b, h, e, target, comp: _step(value, a, b, e, target, comp, ARRAY_OPS),
+        _step,
         # Mechanism 3, above the optimum
         lambda e, d, grp: sigma_from_parameter(special.erfcinv(d), e),
         _STEPS, sigma, done,
@@ -65,7 +67,7 @@ def sigma_pdp_halley_scalar(eps: float, delta: float) -> float | None:
     try:
         return iterate_by_side_scalar(
             eps, delta, (terms.pdp_log2delta_scalar, terms.pdp_log2comp_scalar),
-            lambda value, a, b, h, e, target, comp: _step(value, a, b, e, target, comp, SCALAR_OPS),
+            _step,
             # Mechanism 3, above the optimum
             sigma_from_parameter(float(cython_special.erfcinv(delta)), eps, SCALAR_OPS), _STEPS,
         )
