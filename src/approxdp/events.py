@@ -13,9 +13,10 @@ import math
 from dataclasses import dataclass, field
 
 from approxdp._validation import check_interval, check_probability
-from approxdp.errors import ParameterTypeError
+from approxdp.errors import ParameterTypeError, UnknownMethodError
 
 __all__ = [
+    "SAMPLINGS",
     "ComposedEvent",
     "DiscreteGaussianEvent",
     "EpsilonDeltaEvent",
@@ -129,13 +130,25 @@ class EpsilonDeltaEvent(PrivacyEvent):
         )
 
 
+SAMPLINGS = ("poisson", "without-replacement")
+
+
 @dataclass(frozen=True, slots=True)
 class SubsampledEvent(PrivacyEvent):
-    """``event`` run on a Poisson subsample that keeps each record with probability q."""
+    """``event`` run on a random subsample of the data.
+
+    ``sampling="poisson"`` (default): each record is kept independently with probability q;
+    neighbours differ by adding or removing one record. ``sampling="without-replacement"``: a
+    batch of fixed size m is drawn without replacement from n records (q = m/n); neighbours
+    differ by substituting one record, and the inner event's sensitivity must be the
+    substitution sensitivity (2C for a sum of vectors clipped to norm C). (Zhu, Dong, Wang 2022,
+    https://arxiv.org/abs/2106.08567, Thms 9 and 10.)
+    """
 
     event: PrivacyEvent
     q: float
     label: str = field(default="subsampled", compare=False)
+    sampling: str = "poisson"
 
     def __post_init__(self) -> None:
         if not isinstance(self.event, PrivacyEvent):
@@ -143,6 +156,10 @@ class SubsampledEvent(PrivacyEvent):
                 f"event must be a PrivacyEvent, got {type(self.event).__name__}"
             )
         object.__setattr__(self, "q", float(check_interval("q", self.q, 0.0, 1.0, low_open=True)))
+        if self.sampling not in SAMPLINGS:
+            raise UnknownMethodError(
+                f"sampling must be one of {SAMPLINGS}, got sampling={self.sampling!r}"
+            )
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,12 +39,16 @@ class Guarantee:
         delta: δ of the guarantee, same shape as ``epsilon``.
         kind: ``"exact"``, ``"upper bound"`` or ``"approximation"`` (may underestimate ε).
         rule: the theorem that produced the numbers, with its source.
+        bracket: for accountants that certify both sides (the PLD accountant): a
+            (lower, upper) pair that surely contains the true value of the quantity that was
+            solved for (ε when δ was given, δ when ε was given); None otherwise.
     """
 
     epsilon: FloatOrArray
     delta: FloatOrArray
     kind: Kind
     rule: str
+    bracket: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

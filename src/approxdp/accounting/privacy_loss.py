@@ -1,0 +1,268 @@
+"""Privacy-loss distributions of single mechanisms, as cumulative distribution functions.
+
+A mechanism's privacy is described by a *dominating pair* (P, Q) of distributions (Zhu, Dong,
+Wang 2022, https://arxiv.org/abs/2106.08567, Def. 7): its privacy profile is the hockey-stick
+divergence δ(ε) = sup_S P(S) − e^ε Q(S). The *privacy loss* is L = log(dP/dQ) under P
+(Koskela, Jälkö, Honkela 2020, https://arxiv.org/abs/1906.03049, Sec. 3); δ(ε) =
+E_P[(1 − e^(ε−L))₊] + P(L = ∞).
+
+Each source here answers one question, vectorized over sorted loss values e:
+``cdfs(e) -> LossCDF(FP, SP, FQ, SQ)``, with FP = P(L ≤ e), SP = P(L > e) and the same under
+Q. Both tails are returned because each is computed directly (never as 1 − the other), so
+interval masses in either tail keep their relative accuracy. That is all that the pessimistic
+discretization (:mod:`approxdp.accounting.pld`) needs.
+
+Sources:
+
+- :class:`GaussianLoss`: N(μ, 1) vs N(0, 1), μ = Δ/σ (loss μx − μ²/2; symmetric).
+- :class:`LaplaceLoss`: Lap(1, 1/ε₀) vs Lap(0, 1/ε₀) (loss in [−ε₀, ε₀]; symmetric).
+- :class:`DiscreteGaussianLoss`: N_Z(Δ, σ²) vs N_Z(0, σ²) for an integer Δ (Canonne, Kamath,
+  Steinke 2020, https://arxiv.org/abs/2004.00010).
+- :class:`EpsilonDeltaLoss`: the dominating pair of every (ε, δ)-DP mechanism (Kairouz, Oh,
+  Viswanath 2017, https://arxiv.org/abs/1311.0776, Thm 2.1's four-point distributions).
+- :class:`SubsampledLoss`: Poisson subsampling with rate q of a pair (A, B): the *remove*
+  direction (qA + (1−q)B, B) and the *add* direction (B, qA + (1−q)B) (Zhu, Dong, Wang 2022,
+  Thm 9); sampling without replacement under substitution uses the remove-direction pair alone
+  (ibid. Thm 10; Balle, Barthe, Gaboardi 2018, https://arxiv.org/abs/1807.01647, Thm 9).
+
+The outer loss of a subsampled pair is f(l) = log(1 − q + q e^l), a monotone function of the
+inner loss l, so its CDFs follow from the inner ones at l = f⁻¹(e).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+from scipy import special
+
+__all__ = [
+    "DiscreteGaussianLoss",
+    "EpsilonDeltaLoss",
+    "GaussianLoss",
+    "LaplaceLoss",
+    "LossCDF",
+    "LossSource",
+    "SubsampledLoss",
+]
+
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True, slots=True)
+class LossCDF:
+    """P(L ≤ e), P(L > e), Q(L ≤ e), Q(L > e) at each loss value e (arrays of one shape)."""
+
+    fp: FloatArray
+    sp: FloatArray
+    fq: FloatArray
+    sq: FloatArray
+
+
+class LossSource(Protocol):
+    """A privacy-loss distribution known through its CDFs under P and under Q."""
+
+    def cdfs(self, edges: FloatArray) -> LossCDF:
+        """The four tail functions at the sorted loss values ``edges`` (±inf allowed)."""
+        ...
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        """A hashable identity (for caching discretizations)."""
+        ...
+
+    def __hash__(self) -> int:
+        """Sources are frozen values: equal sources share cached discretizations."""
+        ...
+
+
+def _normal_tails(z: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Φ(z) and Φ(−z) = 1 − Φ(z), each computed directly (full relative accuracy)."""
+    return special.ndtr(z), special.ndtr(-z)
+
+
+@dataclass(frozen=True, slots=True)
+class GaussianLoss:
+    """N(μ, 1) vs N(0, 1): the Gaussian mechanism with μ = Δ/σ (Balle, Wang 2018,
+    https://arxiv.org/abs/1805.06530, Thm 8). The loss at x is μx − μ²/2, so L ~ N(μ²/2, μ²)
+    under P and N(−μ²/2, μ²) under Q."""
+
+    mu: float
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        return ("gaussian", self.mu)
+
+    def cdfs(self, edges: FloatArray) -> LossCDF:
+        mu = self.mu
+        with np.errstate(invalid="ignore"):
+            x = (edges + 0.5 * mu * mu) / mu  # ±inf edges stay ±inf
+        fp, sp = _normal_tails(x - mu)
+        fq, sq = _normal_tails(x)
+        return LossCDF(fp, sp, fq, sq)
+
+
+@dataclass(frozen=True, slots=True)
+class LaplaceLoss:
+    """Lap(1, b) vs Lap(0, b) with ε₀ = 1/b: the Laplace mechanism at ε₀ = Δ/b (Dwork, Roth
+    2014, https://doi.org/10.1561/0400000042, Thm 3.6). The loss is −ε₀ for x ≤ 0, ε₀(2x − 1)
+    on [0, 1] and ε₀ for x ≥ 1: atoms of mass ½e^(−ε₀) and ½ at the ends under P."""
+
+    epsilon: float
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        return ("laplace", self.epsilon)
+
+    def cdfs(self, edges: FloatArray) -> LossCDF:
+        e0 = self.epsilon
+        inside = (edges >= -e0) & (edges < e0)
+        below = edges < -e0
+        t = np.where(inside, edges, 0.0)
+        # inside: P(L <= e) = ½ e^((e − ε₀)/2), Q(L > e) = ½ e^(−(e + ε₀)/2)
+        fp_in = 0.5 * np.exp(0.5 * (t - e0))
+        sq_in = 0.5 * np.exp(-0.5 * (t + e0))
+        fp = np.where(inside, fp_in, np.where(below, 0.0, 1.0))
+        sp = np.where(inside, 1.0 - fp_in, np.where(below, 1.0, 0.0))
+        sq = np.where(inside, sq_in, np.where(below, 1.0, 0.0))
+        fq = np.where(inside, 1.0 - sq_in, np.where(below, 0.0, 1.0))
+        return LossCDF(fp, sp, fq, sq)
+
+
+@dataclass(frozen=True, slots=True)
+class EpsilonDeltaLoss:
+    """The dominating pair of all (ε, δ)-DP mechanisms (Kairouz, Oh, Viswanath 2017,
+    https://arxiv.org/abs/1311.0776, Thm 2.1; Zhu, Dong, Wang 2022, Prop. 11).
+
+    Under P: loss +∞ with mass δ, ε with (1−δ)e^ε/(1+e^ε), −ε with (1−δ)/(1+e^ε); Q is the
+    mirror image (mass δ at loss −∞)."""
+
+    epsilon: float
+    delta: float
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        return ("epsilon-delta", self.epsilon, self.delta)
+
+    def cdfs(self, edges: FloatArray) -> LossCDF:
+        eps, delta = self.epsilon, self.delta
+        hi = (1.0 - delta) / (1.0 + math.exp(-eps))  # P-mass at +ε
+        lo = (1.0 - delta) - hi  # P-mass at −ε
+        # Q-masses: at +ε: lo, at −ε: hi, at −∞: δ
+        fp = np.where(edges < -eps, 0.0, np.where(edges < eps, lo, lo + hi))
+        sp = np.where(edges < -eps, 1.0, np.where(edges < eps, hi + delta, delta))
+        fq = np.where(edges < -eps, delta, np.where(edges < eps, delta + hi, 1.0))
+        sq = np.where(edges < -eps, 1.0 - delta, np.where(edges < eps, lo, 0.0))
+        if eps == 0.0:  # the two atoms coincide at 0
+            fp = np.where(edges < 0.0, 0.0, 1.0 - delta)
+            sp = np.where(edges < 0.0, 1.0, delta)
+            fq = np.where(edges < 0.0, delta, 1.0)
+            sq = np.where(edges < 0.0, 1.0 - delta, 0.0)
+        return LossCDF(fp, sp, fq, sq)
+
+
+@dataclass(frozen=True, slots=True)
+class DiscreteGaussianLoss:
+    """N_Z(Δ, σ²) vs N_Z(0, σ²) for an integer Δ ≥ 1 (Canonne, Kamath, Steinke 2020,
+    https://arxiv.org/abs/2004.00010, Thm 7): atoms at the losses (2kΔ − Δ²)/(2σ²), k ∈ Z.
+
+    The support is enumerated over k within 40σ + Δ of the centres (the rest, below 1e-300,
+    is placed on the pessimistic side: at loss +∞ under P)."""
+
+    sigma: float
+    sensitivity: int
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        return ("discrete-gaussian", self.sigma, self.sensitivity)
+
+    def _table(self) -> tuple[FloatArray, FloatArray, FloatArray]:
+        sig, d = self.sigma, self.sensitivity
+        half = math.ceil(40.0 * sig) + 1
+        k = np.arange(-half, d + half + 1, dtype=np.float64)
+        logw_q = -(k * k) / (2.0 * sig * sig)
+        logw_p = -((k - d) ** 2) / (2.0 * sig * sig)
+        # both normalizers are the same sum over Z (shift by an integer); use Q's
+        log_z = float(special.logsumexp(logw_q))
+        return k, np.exp(logw_p - log_z), np.exp(logw_q - log_z)
+
+    def cdfs(self, edges: FloatArray) -> LossCDF:
+        sig, d = self.sigma, self.sensitivity
+        k, wp, wq = self._table()
+        losses = (2.0 * k * d - d * d) / (2.0 * sig * sig)
+        cum_p = np.concatenate(([0.0], np.cumsum(wp)))
+        cum_q = np.concatenate(([0.0], np.cumsum(wq)))
+        tail_p = np.concatenate((np.cumsum(wp[::-1])[::-1], [0.0]))
+        tail_q = np.concatenate((np.cumsum(wq[::-1])[::-1], [0.0]))
+        idx = np.searchsorted(losses, edges, side="right")  # atoms with loss <= e
+        missing_p = max(0.0, 1.0 - float(cum_p[-1]))
+        return LossCDF(cum_p[idx], tail_p[idx] + missing_p, cum_q[idx], tail_q[idx])
+
+
+@dataclass(frozen=True, slots=True)
+class SubsampledLoss:
+    """Poisson subsampling with rate q of an inner pair (A, B), one direction.
+
+    ``direction="remove"``: (qA + (1−q)B, B), loss f(l) = log(1 − q + q e^l) ≥ log(1 − q).
+    ``direction="add"``: (B, qA + (1−q)B), loss −f(l) ≤ −log(1 − q).
+    (Zhu, Dong, Wang 2022, https://arxiv.org/abs/2106.08567, Thm 9; Mironov, Talwar, Zhang
+    2019, https://arxiv.org/abs/1908.10530, Sec. 3.)
+    """
+
+    inner: LossSource
+    q: float
+    direction: str = "remove"
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        return ("subsampled", self.inner.key, self.q, self.direction)
+
+    def _inner_edges(self, e: FloatArray) -> FloatArray:
+        """f⁻¹(e) = log((e^e − 1 + q)/q), −inf at and below log(1 − q), stably."""
+        q = self.q
+        log1mq = math.log1p(-q)
+        t = np.asarray(e - log1mq, dtype=np.float64)  # e^e − (1−q) = (1−q)·expm1(t)
+        out = np.full(t.shape, -np.inf)
+        big = t > 1.0
+        small = (t > 0.0) & ~big
+        # log(expm1(t)): t + log(−expm1(−t)) above 1, the direct form below (both stable)
+        out[big] = t[big] + np.log(-np.expm1(-t[big]))
+        out[small] = np.log(np.expm1(t[small]))
+        finite = big | small
+        out[finite] += log1mq - math.log(q)
+        return out
+
+    def cdfs(self, edges: FloatArray) -> LossCDF:
+        q = self.q
+        log1mq = math.log1p(-q)
+        if self.direction == "remove":
+            g = self._inner_edges(edges)
+            c = self.inner.cdfs(g)
+            fp = q * c.fp + (1.0 - q) * c.fq
+            sp = q * c.sp + (1.0 - q) * c.sq
+            fq, sq = c.fq, c.sq
+            below = edges < log1mq  # every outer loss is >= log(1 − q)
+            return LossCDF(
+                np.where(below, 0.0, fp),
+                np.where(below, 1.0, sp),
+                np.where(below, 0.0, fq),
+                np.where(below, 1.0, sq),
+            )
+        # add: outer loss −f(l) <= e  <=>  l >= f⁻¹(−e). Atoms exactly on an edge fall on the
+        # same side under P and Q, which is all the discretization needs.
+        g = self._inner_edges(-edges)
+        c = self.inner.cdfs(g)
+        fp = c.sq
+        sp = c.fq
+        fq = q * c.sp + (1.0 - q) * c.sq
+        sq = q * c.fp + (1.0 - q) * c.fq
+        above = edges >= -log1mq  # every outer loss is <= −log(1 − q)
+        return LossCDF(
+            np.where(above, 1.0, fp),
+            np.where(above, 0.0, sp),
+            np.where(above, 1.0, fq),
+            np.where(above, 0.0, sq),
+        )
