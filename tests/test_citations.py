@@ -84,6 +84,25 @@ def test_the_paper_and_the_notes_are_named(path: Path) -> None:
         pytest.fail(f"{_rel(path)} says 'the notes' but never names them (Near & Abuah, ...)")
 
 
+#: An arXiv identifier or a DOI, as cited in code and docs (a link or "arXiv:…", "doi:…").
+IDENTIFIER = re.compile(r"arxiv\.org/(?:abs|pdf)/(\d{4}\.\d{4,5})|arXiv:(\d{4}\.\d{4,5})"
+                        r"|doi\.org/(10\.[^\s)\]>,;\"']+)|\bdoi:(10\.[^\s)\]>,;\"']+)")
+
+
+def _identifiers(text: str) -> set[str]:
+    return {next(g for g in m.groups() if g).rstrip(".") for m in IDENTIFIER.finditer(text)}
+
+
+CITED_IDS = _identifiers(BIBLIOGRAPHY.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("path", FILES, ids=_rel)
+def test_every_cited_paper_is_in_the_bibliography(path: Path) -> None:
+    """Each arXiv or DOI link in the code and docs is a source of the bibliography page."""
+    missing = sorted(_identifiers(path.read_text(encoding="utf-8")) - CITED_IDS)
+    assert not missing, f"{_rel(path)} cites sources docs/bibliography.md lacks: {missing}"
+
+
 def test_bibliography_entries_have_links() -> None:
     """Each key is followed, in its entry, by an arXiv, DOI or web link (the lecture notes of
     D. Wang and S. Wu have none: they are cited by author, title and course)."""
@@ -103,3 +122,5 @@ def test_the_checks_catch_what_they_are_for() -> None:
     assert KEY.findall("(Balle & Wang 2018; Zhao et al. 2019, Thm 2)") == [
         "Balle & Wang 2018", "Zhao et al. 2019"
     ]
+    cited = _identifiers("See https://arxiv.org/abs/1805.06530, Eq. (6); doi:10.1561/0400000042.")
+    assert cited == {"1805.06530", "10.1561/0400000042"}
