@@ -80,7 +80,7 @@ def subsampled_gaussian_delta(
 
     Example:
         >>> f"{subsampled_gaussian_delta(1.0, 1.0, 0.01):.4e}"
-        '2.5398e-06'
+        '2.7320e-09'
     """
     return math.exp(subsampled_gaussian_log_delta(epsilon, mu, q, direction))
 
