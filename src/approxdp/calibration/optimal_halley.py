@@ -384,7 +384,7 @@ def _erfinv_small(delta: float) -> float:
 def sigma_dp_halley_scalar(eps: float, delta: float) -> float | None:
     """:func:`sigma_dp_halley` for one point (Python floats); None if it did not converge."""
     try:
-        if lemma14_positive(eps, delta, erfcx_scalar):
+        if 1.0 - erfcx_scalar(math.sqrt(eps)) - 2.0 * delta > 0:  # lemma14_positive, inline
             return _scalar_pos(eps, delta)
         return iterate_by_side_scalar(
             eps, delta, (terms.dp_log2delta_scalar, terms.dp_log2comp_scalar), _exact_any,
