@@ -4,8 +4,9 @@ Usage: ``python benchmarks/calibration.py [--n 1000000] [--repeats 5] [--peers D
 (``make bench`` runs it). Reports medians over ``repeats`` of:
 
 * one scalar ``calibrate_gaussian(ε, δ)`` call (``method="optimal"``), per call, at
-  (1, 1e-5) and over 64 typical points (ε log-uniform in [0.01, 10], δ in [1e-12, 1e-3]),
-  with the fastest repeat beside the median (on a shared machine the closest to a quiet one);
+  (1, 1e-5) (over 3 × ``repeats``) and over 64 typical points (ε log-uniform in [0.01, 10],
+  δ in [1e-12, 1e-3]), with the fastest repeat beside the median, both of the same repeats (on
+  a shared machine the fastest is the closest to a quiet one);
 * ``n`` such pairs in one vectorized call (calibrations per second, wall and CPU time), and
   ``n`` pairs drawn from the whole contract domain (ε in [1e-12, 1e6], δ in [1e-300, 1));
 * when importable, in the same run, Google's python-dp
@@ -44,14 +45,13 @@ from approxdp import calibrate_gaussian, gaussian_delta
 POINTS = [(1.0, 1e-5), (0.1, 1e-10), (0.01, 1e-6), (10.0, 1e-5), (20.0, 1e-9), (2.0, 1e-100)]
 
 
-def per_call(fn: Callable[[], object], repeats: int, budget: float = 0.05) -> float:
-    """Median over ``repeats`` of the time per call, each repeat running ~``budget`` seconds."""
-    return statistics.median(_per_call_times(fn, repeats, budget))
-
-
-def best_per_call(fn: Callable[[], object], repeats: int, budget: float = 0.05) -> float:
-    """The fastest of ``repeats`` such timings: closest to a quiet machine on a shared one."""
-    return min(_per_call_times(fn, repeats, budget))
+def per_call(
+    fn: Callable[[], object], repeats: int, budget: float = 0.05
+) -> tuple[float, float]:
+    """(median, fastest) over ``repeats`` of the time per call, each repeat running
+    ~``budget`` seconds; both of the same repeats, so the fastest never exceeds the median."""
+    times = _per_call_times(fn, repeats, budget)
+    return statistics.median(times), min(times)
 
 
 def _per_call_times(fn: Callable[[], object], repeats: int, budget: float) -> list[float]:
@@ -133,17 +133,14 @@ def main() -> None:
     n, reps = args.n, args.repeats
     rng = np.random.default_rng(2026)
 
-    one = per_call(lambda: calibrate_gaussian(1.0, 1e-5), reps)
-    one_best = best_per_call(lambda: calibrate_gaussian(1.0, 1e-5), 3 * reps)
+    one, one_best = per_call(lambda: calibrate_gaussian(1.0, 1e-5), 3 * reps)
     typical = list(zip(10 ** rng.uniform(-2, 1, 64), 10 ** rng.uniform(-12, -3, 64), strict=True))
-    ours_typ = statistics.median(
+    typ_times = [
         per_call(lambda e=float(e), d=float(d): calibrate_gaussian(e, d), reps, 0.01)
         for e, d in typical
-    )
-    typ_best = statistics.median(
-        best_per_call(lambda e=float(e), d=float(d): calibrate_gaussian(e, d), reps, 0.01)
-        for e, d in typical
-    )
+    ]
+    ours_typ = statistics.median(t[0] for t in typ_times)
+    typ_best = statistics.median(t[1] for t in typ_times)
     print(
         f"scalar calibrate_gaussian(1, 1e-5): {one * 1e6:.2f} us per call (median; "
         f"fastest repeat {one_best * 1e6:.2f} us)"
@@ -170,10 +167,9 @@ def main() -> None:
 
     peers = load_peers(args.peers)
     for name, fn in peers.items():
-        t_one = per_call(lambda fn=fn: fn(1.0, 1e-5), reps)
-        t_best = best_per_call(lambda fn=fn: fn(1.0, 1e-5), 3 * reps)
+        t_one, t_best = per_call(lambda fn=fn: fn(1.0, 1e-5), 3 * reps)
         t_typ = statistics.median(
-            per_call(lambda e=float(e), d=float(d), fn=fn: fn(e, d), reps, 0.01)
+            per_call(lambda e=float(e), d=float(d), fn=fn: fn(e, d), reps, 0.01)[0]
             for e, d in typical[:16]
         )
         print(

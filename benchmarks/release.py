@@ -2,7 +2,7 @@
 
 Generates a 10^7-row synthetic Parquet table in a temporary directory (about 10 rows per
 privacy unit; two categorical group columns with 20 × 8 levels; a numeric value), then times,
-each in a fresh subprocess (so peak memory is per phase), best of ``--repeat``:
+each in a fresh subprocess (so peak memory is per phase), the median of ``--repeat`` runs:
 
 - ``plain``:    SELECT a, b, count(*), sum(clamp(v)) ... GROUP BY a, b  (not private)
 - ``private``:  PrivateTable.release([Histogram(a, b), Sum(v, by=(a, b))]) over the declared
@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -81,7 +82,7 @@ def _phase(name: str, path: str, repeat: int) -> dict[str, float]:
                           epsilon=1.0, delta=1e-6)
         times.append(time.perf_counter() - start)
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"seconds": min(times), "peak_rss_mib": peak_mib}
+    return {"seconds": statistics.median(times), "peak_rss_mib": peak_mib}
 
 
 def main() -> int:
@@ -101,7 +102,7 @@ def main() -> int:
         path = Path(tmp) / "synthetic.parquet"
         generate(path, args.rows)
         print(f"{args.rows:,} rows, {path.stat().st_size / 2**20:.0f} MiB Parquet; "
-              f"best of {args.repeat}", flush=True)
+              f"median of {args.repeat} runs", flush=True)
         chosen = [p for p in args.phases.split(",") if p and p != "plain"]
         phases = ["plain", *chosen] + (["naive"] if args.naive else [])
         results = {}

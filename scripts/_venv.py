@@ -23,7 +23,6 @@ VENV = ROOT / ".venv"
 ALL_EXTRAS = ("test", "data", "plots", "docs", "spark")
 NO_SPARK = os.environ.get("APPROXDP_NO_SPARK") == "1"
 EXTRAS = tuple(e for e in ALL_EXTRAS if not (NO_SPARK and e == "spark"))
-INSTALL_ATTEMPTS = 3
 
 
 def _python() -> Path:
@@ -59,21 +58,14 @@ def ensure_venv(quiet: bool = True) -> Path:
         if "spark" in EXTRAS:
             print("[approxdp] (first time: PySpark is built from a ~450 MB source package, "
                   "which takes a few minutes)", flush=True)
-        _pip_install(python, [*q, "--retries", "10", "-e", spec])
+        # --retries: pip retries a dropped connection itself (and resumes partial downloads),
+        # which matters for the large PySpark download on a fresh machine's first run
+        args = [*q, "--retries", "10", "-e", spec]
+        done = subprocess.run([str(python), "-m", "pip", "install", *args], cwd=ROOT)
+        if done.returncode != 0:
+            sys.exit(f"[approxdp] could not install the project's dependencies: pip install {args}")
         stamp.write_text(wanted)
     return python
-
-
-def _pip_install(python: Path, args: list[str]) -> None:
-    """``pip install args``, retried: a dropped connection during the large PySpark download
-    should not fail a fresh machine's first run (pip itself resumes partial downloads)."""
-    for attempt in range(1, INSTALL_ATTEMPTS + 1):
-        done = subprocess.run([str(python), "-m", "pip", "install", *args], cwd=ROOT)
-        if done.returncode == 0:
-            return
-        print(f"[approxdp] pip install failed (attempt {attempt}/{INSTALL_ATTEMPTS})",
-              flush=True)
-    sys.exit(f"[approxdp] could not install the project's dependencies: pip install {args}")
 
 
 def run(args: list[str], env: dict[str, str] | None = None) -> int:

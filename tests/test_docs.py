@@ -179,8 +179,8 @@ def test_command_table_check_warns_on_drift(caplog: pytest.LogCaptureFixture) ->
 
 
 def test_plot_and_reproduce_tables_list_the_registries() -> None:
-    from approxdp.experiments import FIGURE_FILES
     from approxdp.plots import PLOTS
+    from approxdp.reproduction import FIGURE_FILES
 
     hook = _hook()
     plots, files = hook.plot_list(), hook.reproduce_files()

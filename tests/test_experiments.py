@@ -1,4 +1,5 @@
-"""The paper's experiments as data: Table I/II, G(δ), Fig. 4/5, the notes' simulations.
+"""The experiments of Zhao et al. 2019 as data: Table I/II, G(δ), Fig. 4/5, and the simulations
+of the lecture notes (Near & Abuah, Wu's notes).
 
 Simulations use fixed seeds; each statistical assertion states its tolerance in standard
 errors, so that a wrong implementation fails while the false-failure rate with a correct one is
@@ -38,10 +39,10 @@ from approxdp.experiments import (
     recompute_table1,
     sigma_versus_delta,
 )
-from approxdp.experiments.html import markdown_to_html
 from approxdp.experiments.max_error import expected_max_abs_normal
 from approxdp.experiments.mean_estimation import expected_l2_norm
 from approxdp.experiments.table1 import agrees_to_published, naive_float_least_sigma
+from approxdp.reproduction.html import markdown_to_html
 
 
 # -- Table I ---------------------------------------------------------------------------------
@@ -65,8 +66,8 @@ def test_table1_verdicts_found_by_computation() -> None:
     flagged = {(r.use.paper, r.use.epsilon): (r.sigma_verdict, r.least_verdict)
                for r in recompute_table1()
                if (r.sigma_verdict, r.least_verdict) != ("ok", "ok")}
-    # SPEC §3: Wang et al. and Heikkilä et al. swapped, Heikkilä's 0.1976 is the naive-float
-    # value, Imtiaz-Sarwate's Dwork-2006 sigma 0.3325 should read 0.3255.
+    # Zhao et al. Table I: Wang et al. and Heikkilä et al. swapped, Heikkilä's 0.1976 is the
+    # naive-float value, Imtiaz-Sarwate's Dwork-2006 sigma 0.3325 should read 0.3255.
     assert flagged == {
         ("Wang et al. [14]", 8.87): ("ok", "swapped"),
         ("Wang et al. [14]", 9.59): ("ok", "swapped"),
@@ -106,7 +107,7 @@ def test_table2_checks_quick_grid() -> None:
                 "Thm 6, 8, 9", "Lemma 3", "Thm 3 (1)", "Thm 2 (ii), (iii)", "Thm 3 (2)",
                 "Thm 3 (3)", "Thm 7 (2)"):
         assert holds[src], src
-    # SPEC §3: Thm 7 (1) is off by a factor 2, and M1 is not "slightly" above DP-OPT
+    # Zhao et al. Thm 7 (1) is off by a factor 2, and M1 is not "slightly" above DP-OPT
     thm7 = by_source["Thm 7 (1)"][0]
     assert thm7.holds_at == 0 and "ratio 2 " in thm7.worst
     m1 = next(c for c in by_source["Table II"] if "M1 is slightly" in c.claim)
@@ -277,6 +278,6 @@ def test_markdown_to_html() -> None:
     assert "<h1>Title &lt;x&gt;</h1>" in page
     assert "<em>text</em>" in page and "<code>code</code>" in page
     assert "<strong>bold</strong>" in page
-    assert "<ul><li>one</li><li>two</li></ul>" in page
+    assert "<ul>\n<li>one</li>\n<li>two</li>\n</ul>" in page
     assert "<th>a</th>" in page and "<td>2</td>" in page
-    assert '<img src="fig1.png" alt="fig">' in page
+    assert '<img alt="fig" src="fig1.png">' in page

@@ -101,7 +101,7 @@ def test_zero_epsilon_and_thresholds() -> None:
         s0, 1 / (2 * math.sqrt(2) * float(mp.erfinv(mp.mpf("1e-5")))), rel_tol=1e-12
     )
     assert exact_profile(0.0, s0) <= 1e-5
-    # SPEC §3, checked at 60 digits: exact thresholds (the paper rounds them up).
+    # Zhao et al. Remark 2, checked at 60 digits: exact thresholds (the paper rounds them up).
     for d, g_dr, g_d6 in [
         (1e-3, 7.4635, 8.5124),
         (1e-4, 7.9910, 8.9927),
@@ -133,7 +133,7 @@ def test_orderings_and_round_trip(eps: float, log10_delta: float) -> None:
     opt = calibrate_gaussian(eps, d)
     m1 = calibrate_gaussian(eps, d, method="zhao-m1")
     m2 = calibrate_gaussian(eps, d, method="zhao-m2")
-    assert opt < m1 < m2  # paper Ineq. 6, 8
+    assert opt < m1 < m2  # Zhao et al. Ineq. 6, 8
     assert opt < calibrate_gaussian(0.0, d) * (1 + 1e-12)  # Thm 3 ①
     assert calibrate_gaussian(eps, d, method="pdp-optimal") >= opt
     if eps <= 1:  # Ineq. 10
@@ -156,7 +156,7 @@ def test_profile_decreasing(e1: float, e2: float, sigma: float) -> None:
 
 
 def test_paper_corner_m1_vs_opt() -> None:
-    # SPEC: Table II's "M1 slightly greater than DP-OPT" fails for small ε (M1/OPT ≈ 98).
+    # Zhao et al. Table II's "M1 slightly greater than DP-OPT" fails for small ε (M1/OPT ≈ 98).
     ratio = calibrate_gaussian(1e-3, 0.1, method="zhao-m1") / calibrate_gaussian(1e-3, 0.1)
     assert 90 < ratio < 110
 
@@ -387,3 +387,34 @@ def test_large_epsilon_tiny_delta_is_never_under_noised(method: str) -> None:
         for s in (s_vec, approxdp.calibrate_gaussian(e, d, method=method)):
             assert _mp_profile(e, s, notion) <= d, (e, d, s)
             assert _mp_profile(e, s * (1 - 1e-10), notion) > d, (e, d, s)  # still tight
+
+
+def test_root_finder_and_round_up_are_one_rule_on_arrays_and_floats() -> None:
+    """solve_decreasing and its float driver share one step; round_up is one loop for both."""
+    from approxdp._numerics import (
+        ARRAY_OPS,
+        SCALAR_OPS,
+        round_up,
+        solve_decreasing,
+        solve_decreasing_scalar,
+    )
+
+    c = np.array([0.5, 2.0, 7.0, 1e-8])  # g(x) = c - x³ - x, decreasing, root in (0, 2)
+
+    def fun(x: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return c[idx] - x**3 - x, -3.0 * x * x - 1.0
+
+    arr = solve_decreasing(fun, np.zeros(4), np.full(4, 2.0), np.full(4, 2.0),
+                           lambda x, idx: np.maximum(x, 1e-300))
+    for i, ci in enumerate(c):
+        one = solve_decreasing_scalar(lambda x, ci=ci: (ci - x**3 - x, -3.0 * x * x - 1.0),
+                                      0.0, 2.0, 2.0, lambda x: max(x, 1e-300))
+        assert one == arr[i]
+        assert abs(ci - one**3 - one) <= 1e-15 * max(ci, 1.0)
+    # round_up: grow until x >= c (bump 1e-13, doubling), the same on arrays and floats
+    up = round_up(arr, lambda x: x**3 + x >= c, ARRAY_OPS, bump=1e-13, tries=80)
+    for i, ci in enumerate(c):
+        assert up[i] ** 3 + up[i] >= ci
+        assert round_up(float(arr[i]), lambda x, ci=ci: x**3 + x >= ci, SCALAR_OPS,
+                        bump=1e-13, tries=80) == up[i]
+    assert round_up(0.0, lambda x: x > 0, SCALAR_OPS, bump=1e-13, tries=3) == 1e-300

@@ -92,7 +92,7 @@ def test_spark_equals_the_reference(spark_session: Any) -> None:
     )
     for seed in SEEDS[::2]:
         for kinds, cols in ((("text",), ("t",)), (("text", "integer"), ("t", "b"))):
-            ranked = with_rank(functions, df, cols, kinds, "integer", seed)
+            ranked = with_rank(df, cols, kinds, "integer", seed)
             rows = ranked.select(*cols, "__unit", "__rank").collect()
             for row in rows:
                 group: list[tuple[object, HashInput]] = [
@@ -100,7 +100,7 @@ def test_spark_equals_the_reference(spark_session: Any) -> None:
                 ]
                 assert row["__rank"] == reference_rank(seed, group, (row["__unit"], "integer"))
             assert len(rows) == len(cases)
-        ranked = with_rank(functions, df.withColumn("__unit", functions.col("t")), ("b",),
+        ranked = with_rank(df.withColumn("__unit", functions.col("t")), ("b",),
                            ("integer",), "text", seed)
         for row in ranked.select("b", "__unit", "__rank").collect():
             assert row["__rank"] == reference_rank(seed, [(row["b"], "integer")],

@@ -54,7 +54,7 @@ def test_two_gaussian_events_compose_exactly():
     acc = PrivacyAccountant(budget=(3.0, 1e-3))
     acc.spend(mech.event())
     acc.spend(mech.event())
-    # paper Lemma 15: two releases are one Gaussian with σ* = σ/√2 (Δ = 2).
+    # Zhao et al. Lemma 15: two releases are one Gaussian with σ* = σ/√2 (Δ = 2).
     expected = gaussian_delta(3.0, mech.sigma / math.sqrt(2.0), 2.0)
     assert acc.remaining().spent_delta == pytest.approx(expected, rel=1e-9)
 

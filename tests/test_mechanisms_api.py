@@ -125,7 +125,7 @@ def test_secure_gaussian_noise_is_at_least_continuous_multiplier():
 
 
 def test_zcdp_delta_bounds():
-    # ρ-zCDP at ε: the CKS20 bound is below the classic exp(−(ε−ρ)²/(4ρ)).
+    # ρ-zCDP at ε: the Canonne et al. 2020 bound is below the classic exp(−(ε−ρ)²/(4ρ)).
     for eps, rho in [(1.0, 0.05), (2.0, 0.2), (0.5, 0.01)]:
         assert zcdp_delta(eps, rho) <= math.exp(-((eps - rho) ** 2) / (4 * rho))
 

@@ -1,4 +1,5 @@
-"""Empirical privacy audits of every mechanism (SPEC §1 hockey-stick characterisation).
+"""Empirical privacy audits of every mechanism (the hockey-stick characterisation of Balle &
+Wang 2018, Thm 5: https://arxiv.org/abs/1805.06530).
 
 The audit: estimate the hockey-stick divergence of two output samples.
 
@@ -67,7 +68,8 @@ N = 200_000  # samples per neighbour; se of the estimate ≈ 0.004 at ε = 1
 
 
 def _optimal_sigma(eps, delta):
-    """Test oracle: least σ (Δ = 1) with Φ(1/(2σ) − εσ) − e^ε Φ(−1/(2σ) − εσ) ≤ δ (BW18 Thm 8)."""
+    """Test oracle: least σ (Δ = 1) with Φ(1/(2σ) − εσ) − e^ε Φ(−1/(2σ) − εσ) ≤ δ (Balle &
+    Wang 2018, Thm 8)."""
     from scipy import optimize, stats
 
     def gap(s):

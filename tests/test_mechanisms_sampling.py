@@ -1,4 +1,5 @@
-"""Distribution tests of the exact samplers and the mechanisms' noise (SPEC §4).
+"""Distribution tests of the exact samplers and the mechanisms' noise (Canonne et al. 2020,
+https://arxiv.org/abs/2004.00010, Algorithms 1-3).
 
 Every statistical check uses a fixed seed where the path can be seeded, and a rejection
 threshold at tail probability P_FAIL = 5e-8 (two-sided z = 5.45 for the moment checks). The
@@ -145,7 +146,7 @@ def test_discrete_gaussian_profile_matches_mpmath(eps, sigma, sens):
 
 
 def test_discrete_gaussian_profile_worst_shift_is_sensitivity():
-    # CKS20 Thm 7 covers all shifts ≤ Δ: check smaller shifts never give a larger δ.
+    # Canonne et al. 2020 Thm 7 covers all shifts ≤ Δ: check smaller shifts never give a larger δ.
     for eps in [0.1, 1.0, 3.0]:
         deltas = [discrete_gaussian_delta(eps, 2.5, k) for k in range(1, 6)]
         assert all(a <= b for a, b in itertools.pairwise(deltas))

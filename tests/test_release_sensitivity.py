@@ -37,7 +37,7 @@ UNIT = ContributionBounds("user", max_partitions=2, max_rows_per_partition=5)
         (Count(), "replace-one", ROW, 0.0, 0.0),  # n is public under bounded DP
         (Count(), "replace-one", UNIT, 4.0, 4.0),  # a unit counts 1..5 rows
         (Count(), "add-remove", UNIT, 5.0, 5.0),
-        (Histogram(("a",)), "add-remove", ROW, 1.0, 1.0),  # paper Fig. 5: Δ = 1
+        (Histogram(("a",)), "add-remove", ROW, 1.0, 1.0),  # Zhao et al. Fig. 5: Δ = 1
         (Histogram(("a",), {"a": [1]}), "replace-one", ROW, math.sqrt(2), 2.0),
         (Histogram(("a", "b")), "add-remove", UNIT, 5 * math.sqrt(2), 10.0),
         # sums are scaled by max|bound|: Δ in units of that scale
@@ -47,7 +47,7 @@ UNIT = ContributionBounds("user", max_partitions=2, max_rows_per_partition=5)
         # mean: centred sum (scale 5) and count, jointly
         (Mean("x", (0, 10)), "add-remove", ROW, math.sqrt(2), 2.0),
         (Mean("x", (0, 10)), "replace-one", ROW, math.sqrt(5), 3.0),
-        # k counting queries: Δ2 = √k, Δ1 = k (lecture-wu §2.2)
+        # k counting queries: Δ2 = √k, Δ1 = k (Wu's notes, §2.2)
         (
             LinearQueries(tuple(LinearQuery(where={"a": i}) for i in range(9))),
             "add-remove",

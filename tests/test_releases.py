@@ -13,12 +13,12 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from approxdp.cli.adult_demo import run_adult_demo
 from approxdp.data import load_adult
 from approxdp.errors import (
     DataError,
     ParameterTypeError,
 )
-from approxdp.releases.demo import run_adult_demo
 from approxdp.releases.session import PrivateTable
 from approxdp.releases.specs import (
     LinearQuery,

@@ -21,7 +21,7 @@ The blocks:
 - ``<!-- approxdp:plot-list -->``: the plots ``approxdp plot NAME`` draws
   (:data:`approxdp.plots.PLOTS`).
 - ``<!-- approxdp:reproduce-files -->``: the figure files ``approxdp reproduce`` writes
-  (:data:`approxdp.experiments.FIGURE_FILES`).
+  (:data:`approxdp.reproduction.FIGURE_FILES`).
 - ``<!-- approxdp:calibration-methods -->``: the Gaussian calibration methods, their
   formulas, sources and validity (:data:`approxdp.calibration.CALIBRATION_METHODS`).
 
@@ -175,7 +175,7 @@ def plot_list() -> str:
 
 def reproduce_files() -> str:
     """The figure files of ``approxdp reproduce`` as a Markdown table."""
-    from approxdp.experiments import FIGURE_FILES
+    from approxdp.reproduction import FIGURE_FILES
 
     rows = [f"| `{name}` | {_cell(what)} |" for name, what in FIGURE_FILES.items()]
     rows += [

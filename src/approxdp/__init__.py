@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from approxdp._version import __version__
 from approxdp.accounting import (
     COMPOSITION_RULES,
     DPSGD_ACCOUNTANTS,
@@ -88,8 +89,6 @@ from approxdp.releases import (
     ReleaseResult,
     Sum,
 )
-
-__version__ = "0.1.0"
 
 __all__ = [
     "CALIBRATION_METHODS",

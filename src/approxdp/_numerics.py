@@ -7,7 +7,7 @@ quantity is the difference of scaled complementary error functions,
     D(a, h) = erfcx(a) - erfcx(a + h),  a >= 0, h >= 0,  erfcx(x) = exp(x²) erfc(x),
 
 which is the whole Gaussian privacy profile once its factor exp(-a²) is taken out
-(paper Eq. 5: 2δ = erfc(a) - e^ε erfc(√(a²+ε)) = e^{-a²} D(a, √(a²+ε) - a) for a >= 0). When h
+(Zhao et al. Eq. 5: 2δ = erfc(a) - e^ε erfc(√(a²+ε)) = e^{-a²} D(a, √(a²+ε) - a) for a >= 0). When h
 is small compared with max(1, a) (small ε with tiny δ) the two erfcx values agree to many digits.
 There D is summed from the Taylor series of erfcx about the midpoint m = a + h/2,
 
@@ -19,13 +19,15 @@ The J_k obey 2(k+1) J_{k+1} = J_{k-1} - 2x J_k (A&S 7.2.5) with J_0 = erfcx, J_{
 run upward for m < 6, where it loses at most ~180 ulp; for m >= 6 the ratios ρ_k = J_k/J_{k-1}
 come from the same recurrence run downward, ρ_k = 1/(2m + 2(k+1)ρ_{k+1}) (a continued fraction,
 started at its fixed point 1/(m + √(m² + 2(k+1)))), which is stable there and gives J_0 too.
+
+See https://arxiv.org/abs/1911.12060 (Zhao et al. 2019), Eq. 5.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -33,6 +35,8 @@ from scipy import special
 from scipy.special import cython_special
 
 FloatArray = npt.NDArray[np.float64]
+#: One float or an array of them: what the formulas written against :class:`Ops` run on.
+Real = TypeVar("Real", float, FloatArray)
 
 __all__ = [
     "ARRAY_OPS",
@@ -45,7 +49,9 @@ __all__ = [
     "erfcx_diff",
     "erfcx_diff_scalar",
     "erfcx_scalar",
+    "round_up",
     "solve_decreasing",
+    "solve_decreasing_scalar",
 ]
 
 SQRT2 = math.sqrt(2.0)
@@ -198,6 +204,7 @@ class Ops(NamedTuple):
     minimum: Callable[[Any, Any], Any]
     where: Callable[[Any, Any, Any], Any]
     nextafter: Callable[[Any, Any], Any]
+    all: Callable[[Any], Any]
 
 
 ARRAY_OPS = Ops(
@@ -214,6 +221,7 @@ ARRAY_OPS = Ops(
     np.minimum,
     np.where,
     np.nextafter,
+    np.all,
 )
 SCALAR_OPS = Ops(
     math.exp,
@@ -229,9 +237,30 @@ SCALAR_OPS = Ops(
     min,
     _choose,
     math.nextafter,
+    bool,
 )
 
 Objective = Callable[[FloatArray, npt.NDArray[np.intp]], tuple[FloatArray, FloatArray]]
+
+
+def _newton_or_bisect(
+    x: Real, g: Real, dg: Real, lo: Real, hi: Real, scale: Callable[[Real], Real], rtol: float,
+    ops: Ops,
+) -> tuple[Real, Real, Real, Any]:
+    """One step of :func:`solve_decreasing` at points x with g = g(x), dg = g'(x), on arrays or
+    floats: (next x, lo, hi, converged).
+
+    The bracket keeps g(lo) >= 0 >= g(hi); the Newton step x - g/dg is taken inside it, else
+    the midpoint. Converged: g = 0 (then x stays), or the step or the bracket is within
+    ``rtol * scale(next x)``. On floats a zero dg raises ZeroDivisionError.
+    """
+    lo = ops.where(g > 0, x, lo)
+    hi = ops.where(g < 0, x, hi)
+    xn = x - g / dg
+    xn = ops.where((xn > lo) & (xn < hi), xn, 0.5 * (lo + hi))  # NaN and ±inf: bisect
+    tol = rtol * scale(xn)
+    done = (g == 0) | (abs(xn - x) <= tol) | ((hi - lo) <= tol)
+    return ops.where(g == 0, x, xn), lo, hi, done
 
 
 def solve_decreasing(
@@ -258,7 +287,10 @@ def solve_decreasing(
 
     Returns:
         The roots, to within a few units of ``rtol * scale``. Callers that need a one-sided
-        guarantee must verify and adjust the result themselves.
+        guarantee must verify and adjust the result themselves (:func:`round_up`).
+
+    The step is :func:`_newton_or_bisect`, shared with :func:`solve_decreasing_scalar`; only the
+    loop differs (here the converged points leave the active set).
     """
     lo = np.array(lo, dtype=np.float64)
     hi = np.array(hi, dtype=np.float64)
@@ -267,20 +299,63 @@ def solve_decreasing(
     for _ in range(max_iter):
         if active.size == 0:
             break
-        xa = x[active]
-        g, dg = fun(xa, active)
-        pos = g > 0
-        neg = g < 0
-        lo[active[pos]] = xa[pos]
-        hi[active[neg]] = xa[neg]
-        la, ha = lo[active], hi[active]
+        g, dg = fun(x[active], active)
+
+        def scale_active(xn: FloatArray, idx: npt.NDArray[np.intp] = active) -> FloatArray:
+            return scale(xn, idx)
+
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            step = g / dg
-            xn = xa - step
-        outside = ~np.isfinite(xn) | (xn <= la) | (xn >= ha)
-        xn = np.where(outside, 0.5 * (la + ha), xn)
-        tol = rtol * scale(xn, active)
-        done = (g == 0) | (np.abs(xn - xa) <= tol) | ((ha - la) <= tol)
-        x[active] = np.where(g == 0, xa, xn)
+            xn, lo[active], hi[active], done = _newton_or_bisect(
+                x[active], g, dg, lo[active], hi[active], scale_active, rtol, ARRAY_OPS
+            )
+        x[active] = xn
         active = active[~done]
     return x
+
+
+def solve_decreasing_scalar(
+    fun: Callable[[float], tuple[float, float]],
+    lo: float,
+    hi: float,
+    x0: float,
+    scale: Callable[[float], float],
+    *,
+    rtol: float = 2e-16,
+    max_iter: int = 200,
+) -> float:
+    """:func:`solve_decreasing` for one decreasing function of a Python float (``fun(x) ->
+    (g, dg)``, ``scale(x)``): the same step, in a loop that stops at convergence.
+
+    Raises:
+        ZeroDivisionError: where dg = 0 (the array version bisects there).
+    """
+    x = x0
+    for _ in range(max_iter):
+        g, dg = fun(x)
+        x, lo, hi, done = _newton_or_bisect(x, g, dg, lo, hi, scale, rtol, SCALAR_OPS)
+        if done:
+            break
+    return x
+
+
+def round_up(
+    x: Real, surely_within: Callable[[Real], Any], ops: Ops, *, bump: float, tries: int
+) -> Real:
+    """Increase x (arrays or floats) until ``surely_within(x)`` holds at every point.
+
+    The one-sided end of every search: a computed root can sit on the wrong side of the target
+    by its evaluation error, so each failing value grows by the factor 1 + ``bump`` (at least by
+    1e-300, for x = 0), the bump doubling each round, until the check passes.
+
+    Raises:
+        RuntimeError: not settled within ``tries`` rounds (never seen: the bump reaches
+            x itself within ~45 rounds from 1e-13).
+    """
+    all_true, where, maximum = ops.all, ops.where, ops.maximum
+    for _ in range(tries):
+        ok = surely_within(x)
+        if all_true(ok):
+            return x
+        x = where(ok, x, maximum(x * (1.0 + bump), x + 1e-300))
+        bump *= 2.0
+    raise RuntimeError("round-up to the private side did not converge")  # pragma: no cover

@@ -34,10 +34,10 @@ class PrivacyEvent:
 
 @dataclass(frozen=True, slots=True)
 class GaussianEvent(PrivacyEvent):
-    """One release of f(D) + N(0, σ² I) with ℓ2-sensitivity Δ (SPEC §2).
+    """One release of f(D) + N(0, σ² I) with ℓ2-sensitivity Δ (Zhao et al. 2019, Thm 2).
 
     Its exact privacy is that of a Gaussian with noise multiplier σ/Δ; several compose exactly
-    (paper Lemma 15).
+    (Zhao et al. Lemma 15).
     """
 
     sigma: float
@@ -60,7 +60,7 @@ class DiscreteGaussianEvent(PrivacyEvent):
     """One release of an integer query plus discrete Gaussian noise N_Z(0, σ²).
 
     ``epsilon``/``delta`` are the guarantee the mechanism was calibrated for with the discrete
-    profile (Canonne, Kamath, Steinke 2020); the accountant must not treat it as continuous.
+    profile (Canonne et al. 2020); the accountant must not treat it as continuous.
     """
 
     sigma: float

@@ -24,7 +24,7 @@ DPRIME = st.floats(min_value=1e-12, max_value=0.1)
 
 
 def mp_s(epsilon: float, k: int, eps_g: float) -> mpmath.mpf:
-    """KOV's S(ε_g) at 40 digits, summed term by term from the theorem."""
+    """Kairouz et al.'s S(ε_g) at 40 digits, summed term by term from the theorem."""
     with mpmath.workdps(40):
         e, g = mpmath.mpf(epsilon), mpmath.mpf(eps_g)
         total = mpmath.mpf(0)
@@ -72,7 +72,7 @@ def test_optimal_large_k_against_mpmath() -> None:
 
 
 def test_kov_breakpoints_against_mpmath() -> None:
-    """δ_i at ε_g = (k − 2i)ε equals KOV's closed form (δ = 0 per step)."""
+    """δ_i at ε_g = (k − 2i)ε equals Kairouz et al.'s closed form (δ = 0 per step)."""
     for i in (1, 3, 10):
         k, e = 40, 0.3
         value = kov_delta(e, 0.0, k, (k - 2 * i) * e)
@@ -135,7 +135,7 @@ def test_advanced_beats_basic_only_for_large_k() -> None:
 
 
 def test_notes_crossover_near_70() -> None:
-    """The notes' plot (ε = 1, δ = 10e-5): the simplified form beats basic from k = 74 on."""
+    """Near & Abuah's plot (ε = 1, δ = 10e-5): the simplified form beats basic from k = 74 on."""
     cross = next(
         k for k in range(1, 200) if simplified_advanced_composition(1.0, k, 1e-4).epsilon < k
     )

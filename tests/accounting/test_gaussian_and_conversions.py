@@ -55,7 +55,7 @@ def test_composed_profile_roundtrip() -> None:
     st.floats(min_value=0.05, max_value=1.0),
 )
 def test_exact_gaussian_beats_optimal(sigma: float, k: int, eps0: float) -> None:
-    """k Gaussian steps, each (eps0, δ0)-DP: the exact composition ≤ KOV's optimal."""
+    """k Gaussian steps, each (eps0, δ0)-DP: the exact composition ≤ Kairouz et al.'s optimal."""
     delta0 = float(gaussian_delta(eps0, sigma))
     if not 0 < delta0 < 1e-3:
         return

@@ -111,7 +111,8 @@ def test_laplace_one_and_many() -> None:
     exact = eps0 + 2 * math.log1p(-delta)
     g = pld_epsilon([(LaplaceEvent(scale=1 / eps0), 1)], delta)
     assert exact <= g.epsilon <= exact * (1 + TIGHT) + ABS
-    # k Laplace releases are no worse than k worst-case ε0-DP steps (KOV is exact for those)
+    # k Laplace releases are no worse than k worst-case ε0-DP steps (Kairouz et al. 2017 is
+    # exact for those)
     k, delta = 200, 1e-6
     kov = optimal_composition(0.1, 0.0, k, delta).epsilon
     g = pld_epsilon([(LaplaceEvent(scale=10.0), k)], delta)
@@ -121,7 +122,8 @@ def test_laplace_one_and_many() -> None:
 
 @pytest.mark.parametrize(("eps", "dlt", "k"), [(0.1, 0.0, 300), (0.5, 1e-7, 40), (1.0, 1e-6, 5)])
 def test_epsilon_delta_parts_match_optimal_composition(eps: float, dlt: float, k: int) -> None:
-    """The (ε, δ) dominating pair composed k times is exactly what KOV's theorem bounds."""
+    """The (ε, δ) dominating pair composed k times is exactly what Kairouz et al.'s theorem
+    bounds."""
     delta_prime = 1e-6
     kov = optimal_composition(eps, dlt, k, delta_prime)
     g = pld_epsilon([(EpsilonDeltaEvent(eps, dlt), k)], float(kov.delta))

@@ -13,7 +13,7 @@ import pytest
 
 import approxdp as dp
 from approxdp.cli import run_cli
-from approxdp.cli.app import _guarded, cli
+from approxdp.cli.app import CliState, _guarded, cli
 
 
 @pytest.mark.parametrize(
@@ -73,13 +73,16 @@ def test_unexpected_exception_is_one_line_with_status_1(
 def test_debug_shows_library_errors_with_their_type(run: Any) -> None:
     result = run("--debug", "calibrate", "-e", "0", "-d", "1e-5", "--notion", "pdp")
     assert isinstance(result.exception, dp.InvalidParameterError)
+    # the flag lives in the invocation's context object: the next invocation is not in debug
+    again = run("calibrate", "-e", "1", "-d", "2")
+    assert again.exit_code == 2 and not isinstance(again.exception, dp.InvalidParameterError)
 
 
 def test_warnings_print_as_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     def warn() -> None:
         warnings.warn("multi\nline warning", UserWarning, stacklevel=1)
 
-    assert _guarded(warn) == 0
+    assert _guarded(warn, CliState()) == 0
     assert capsys.readouterr().err == "warning: multi line warning\n"
 
 
@@ -93,9 +96,9 @@ def test_library_errors_map_to_exit_codes(capsys: pytest.CaptureFixture[str]) ->
     def abort() -> None:
         raise click.Abort()
 
-    assert _guarded(exceeded) == 3
-    assert _guarded(bad) == 2
-    assert _guarded(abort) == 1
+    assert _guarded(exceeded, CliState()) == 3
+    assert _guarded(bad, CliState()) == 2
+    assert _guarded(abort, CliState()) == 1
     err = capsys.readouterr().err.splitlines()
     assert err == ["error: privacy budget exceeded, nothing was spent: no more",
                    "error: column 'x' not found", "error: aborted"]
@@ -178,7 +181,7 @@ def test_demo_json(demo_runs: tuple[Any, Any]) -> None:
     labels = [r["label"] for r in data["releases"]]
     assert labels == ["complete records", "mean age", "income", "sex × race"]
     records = data["releases"][0]["cells"][0]
-    # 45,222 complete records (paper §VI); seeded, 6 std: false-failure rate about 2e-9.
+    # 45,222 complete records (Zhao et al. §VI); seeded, 6 std: false-failure rate about 2e-9.
     assert abs(records["value"] - 45_222) < 6 * records["std"]
     paper = data["paper_histogram"]
     assert paper["threshold"] is not None and len(paper["cells"]) > 10

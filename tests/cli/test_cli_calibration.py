@@ -67,7 +67,7 @@ def test_calibrate_method_filter_and_pdp_notion(run_json: Any) -> None:
     rows = {r["method"]: r for r in data["methods"]}
     assert list(rows) == ["optimal", "zhao-m3"]
     assert rows["optimal"]["private"] is False  # the DP optimum is not (10, 1e-5)-pDP
-    assert rows["zhao-m3"]["private"] is True  # Mechanism 3 targets pDP (paper Thm 8)
+    assert rows["zhao-m3"]["private"] is True  # Mechanism 3 targets pDP (Zhao et al. Thm 8)
     assert rows["zhao-m3"]["true_delta"] == pytest.approx(
         dp.gaussian_pdp_delta(10, rows["zhao-m3"]["sigma"]), rel=1e-9)
 
@@ -78,7 +78,7 @@ def test_calibrate_marks_methods_undefined_outside_their_domain(run_json: Any) -
     assert m2["defined"] is False and m2["sigma"] is None and "0.5" in m2["reason"]
     zero = run_json("calibrate", "-e", "0", "-d", "1e-5")
     defined = [r["method"] for r in zero["methods"] if r["defined"]]
-    assert defined == ["optimal"]  # ε = 0 only has the exact optimum (paper Thm 3)
+    assert defined == ["optimal"]  # ε = 0 only has the exact optimum (Zhao et al. Thm 3)
 
 
 def test_calibrate_zero_sensitivity_needs_no_noise(run_json: Any) -> None:

@@ -2,7 +2,8 @@
 
 Run: ``.venv/bin/python tests/reference/make_gaussian_reference.py`` (about a minute). Writes
 ``gaussian_profile.csv`` and ``gaussian_calibration.csv`` beside this script, computed with
-mpmath at 400 significant digits from the defining formulas (SPEC §2-3), independently of
+mpmath at 400 significant digits from the defining formulas (Zhao et al. 2019, Thm 2 and 6,
+https://arxiv.org/abs/1911.12060), independently of
 approxdp's code. Inputs are exact binary floats (written with ``repr``), so the tables test the
 library at exactly the points it is given.
 """

@@ -38,6 +38,7 @@ from approxdp.accounting.ledger import SpendRecord
 from approxdp.accounting.mixed_composition import COMPOSITION_RULES
 from approxdp.accounting.optimal import optimal_composition
 from approxdp.accounting.pld_accounting import pld_delta, pld_epsilon
+from approxdp.accounting.protocols import Accountant
 from approxdp.accounting.rdp import (
     DEFAULT_RDP_ORDERS,
     rdp_dpsgd_delta,
@@ -59,6 +60,7 @@ __all__ = [
     "DEFAULT_RDP_ORDERS",
     "DPSGD_ACCOUNTANTS",
     "SPLIT_RULES",
+    "Accountant",
     "AccountantResult",
     "BudgetSplit",
     "BudgetStatus",

@@ -1,7 +1,7 @@
 """PrivacyAccountant: a total (ε, δ) budget that spends can never take past its limit.
 
 The accountant consumes the mechanisms' events (:mod:`approxdp.events`). Gaussian releases
-compose exactly through σ* (paper Lemma 15); everything else composes by the tightest valid
+compose exactly through σ* (Zhao et al. Lemma 15); everything else composes by the tightest valid
 rule (``composition="auto"``: the better of basic and optimal composition, see
 :mod:`approxdp.accounting.mixed_composition`). Every spend is checked and recorded atomically
 *before* the caller draws noise; a refused spend raises :class:`BudgetExceededError` and
@@ -92,7 +92,7 @@ class PrivacyAccountant:
             absent; shared safely by threads and processes; must have been created with the
             same budget and composition).
         composition: "auto" (default), "basic", "advanced" or "optimal": the rule for the
-            non-Gaussian events. Gaussian events always compose exactly (paper Lemma 15).
+            non-Gaussian events. Gaussian events always compose exactly (Zhao et al. Lemma 15).
 
     Raises:
         InvalidParameterError, UnknownMethodError: on a bad budget or composition.
@@ -101,7 +101,7 @@ class PrivacyAccountant:
 
     def __init__(
         self,
-        budget: Any,
+        budget: tuple[float, float],
         ledger: str | os.PathLike[str] | None = None,
         composition: str = "auto",
     ) -> None:

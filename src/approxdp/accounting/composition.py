@@ -1,9 +1,11 @@
-"""Generic composition theorems for (ε, δ)-DP: basic and advanced (Dwork–Roth Thm 3.20).
+"""Generic composition theorems for (ε, δ)-DP: basic and advanced (Dwork & Roth 2014, Thm 3.20).
 
 These hold for *any* (ε, δ)-DP mechanisms, composed adaptively. For Gaussian releases the
 exact composition (:func:`approxdp.accounting.gaussian_composition.compose_gaussian`) is
 always tighter; for k identical (ε, δ)-DP steps the optimal composition
 (:func:`approxdp.accounting.optimal.optimal_composition`) is the tightest possible.
+
+See https://doi.org/10.1561/0400000042 (Dwork & Roth 2014), Thm 3.16 and 3.20.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ import math
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
+from approxdp._numerics import FloatArray
 from approxdp._validation import as_float_array, check_interval, check_probability
 from approxdp.accounting.guarantees import FloatOrArray, Guarantee, to_output
 from approxdp.errors import InvalidParameterError, ParameterTypeError
@@ -37,10 +41,10 @@ def check_steps(name: str, value: Any) -> int:
     return k
 
 
-def basic_composition(budgets: Any) -> Guarantee:
+def basic_composition(budgets: npt.ArrayLike) -> Guarantee:
     """Basic (sequential) composition: (ε₁, δ₁), …, (ε_k, δ_k) compose to (Σ εᵢ, Σ δᵢ).
 
-    Holds under adaptive composition (lecture-wang Lemma 5.3; Dwork–Roth Thm 3.16).
+    Holds under adaptive composition (D. Wang's notes, Lemma 5.3; Dwork & Roth 2014, Thm 3.16).
 
     Args:
         budgets: a sequence of (ε, δ) pairs, or an array of shape (k, 2). ε ≥ 0, δ ∈ [0, 1).
@@ -76,7 +80,9 @@ def _fsum_or_inf(values: list[float]) -> float:
         return math.inf
 
 
-def _check_common(epsilon: Any, delta: Any, k: Any, delta_prime: Any) -> tuple[Any, ...]:
+def _check_common(
+    epsilon: npt.ArrayLike, delta: npt.ArrayLike, k: int, delta_prime: npt.ArrayLike
+) -> tuple[FloatArray, FloatArray, int, FloatArray]:
     eps = check_interval("epsilon", epsilon, 0.0, math.inf, high_open=True)
     dlt = check_probability("delta", delta, allow_zero=True)
     steps = check_steps("k", k)
@@ -84,11 +90,13 @@ def _check_common(epsilon: Any, delta: Any, k: Any, delta_prime: Any) -> tuple[A
     return eps, dlt, steps, dp
 
 
-def advanced_composition(epsilon: Any, delta: Any, k: Any, delta_prime: Any) -> Guarantee:
-    """Advanced composition of k adaptive (ε, δ)-DP steps (Dwork–Roth Thm 3.20).
+def advanced_composition(
+    epsilon: npt.ArrayLike, delta: npt.ArrayLike, k: int, delta_prime: npt.ArrayLike
+) -> Guarantee:
+    """Advanced composition of k adaptive (ε, δ)-DP steps (Dwork & Roth 2014, Thm 3.20).
 
     ε' = √(2k ln(1/δ')) ε + k ε (e^ε − 1),   δ' _total = k δ + δ'
-    (seed lecture-ziani Thm 5; SPEC §5). Vectorized over ``epsilon``, ``delta``, ``delta_prime``.
+    (Ziani's notes, Thm 5). Vectorized over ``epsilon``, ``delta``, ``delta_prime``.
 
     At ε = 1 it never beats basic composition (k ε (e − 1) > k ε alone); it beats basic
     composition only for k > 2 ln(1/δ') / (2 − e^ε)² and ε < ln 2.
@@ -118,14 +126,16 @@ def advanced_composition(epsilon: Any, delta: Any, k: Any, delta_prime: Any) -> 
     )
 
 
-def simplified_advanced_composition(epsilon: Any, k: Any, delta_prime: Any) -> Guarantee:
+def simplified_advanced_composition(
+    epsilon: npt.ArrayLike, k: int, delta_prime: npt.ArrayLike
+) -> Guarantee:
     """The notes' simplified advanced composition ε' = 2 ε √(2k ln(1/δ')) — an APPROXIMATION.
 
-    From the seed notes ("Advanced Composition", ε-DP steps). It is an upper bound only when
-    it dominates Thm 3.20, i.e. when √k (e^ε − 1) ≤ √(2 ln(1/δ')); elsewhere (e.g. ε = 1 and
-    k ≥ 7 at δ' = 1e-4) it UNDERESTIMATES the privacy loss and must not be used to account.
-    The returned kind says which case applies (``"upper bound"`` only if the condition holds
-    for every element).
+    From Near & Abuah ("Advanced Composition", ε-DP steps; https://programming-dp.com/ch6.html). It
+    is an upper bound only when it dominates Thm 3.20, i.e. when √k (e^ε − 1) ≤ √(2 ln(1/δ'));
+    elsewhere (e.g. ε = 1 and k ≥ 7 at δ' = 1e-4) it UNDERESTIMATES the privacy loss and must not be
+    used to account. The returned kind says which case applies (``"upper bound"`` only if the
+    condition holds for every element).
 
     Args:
         epsilon: per-step ε ≥ 0 of pure ε-DP steps.
@@ -147,5 +157,5 @@ def simplified_advanced_composition(epsilon: Any, k: Any, delta_prime: Any) -> G
         to_output(eps_total),
         dp_out,
         "upper bound" if valid else "approximation",
-        "simplified advanced composition 2ε√(2k ln(1/δ')) (seed notes; looser than Thm 3.20)",
+        "simplified advanced composition 2ε√(2k ln(1/δ')) (Near & Abuah; looser than Thm 3.20)",
     )

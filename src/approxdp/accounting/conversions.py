@@ -1,4 +1,9 @@
-"""Conversions of a guarantee: subsampling, group privacy, DP ⇒ pDP, zCDP ⇒ DP (SPEC §1, §5).
+"""Conversions of a guarantee: subsampling, group privacy, DP ⇒ pDP, zCDP ⇒ DP.
+
+Sources: D. Wang's notes (subsampling, Thm 5.4), Dwork & Roth 2014 (group privacy, Thm 2.2;
+https://doi.org/10.1561/0400000042), Zhao et al. 2019 (DP ⇒ pDP, Lemma 4;
+https://arxiv.org/abs/1911.12060), Bun & Steinke 2016 (zCDP ⇒ DP, Prop. 1.3;
+https://arxiv.org/abs/1605.02065); see the bibliography of the documentation.
 
 All are closed forms, vectorized over their arguments, and return an upper bound. Each is
 evaluated without intermediate overflow (e^ε overflows float64 above ε ≈ 709.8): a result is
@@ -8,9 +13,9 @@ evaluated without intermediate overflow (e^ε overflows float64 above ε ≈ 709
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from approxdp._validation import check_interval, check_probability
 from approxdp.accounting.composition import check_steps
@@ -19,8 +24,10 @@ from approxdp.accounting.guarantees import Guarantee, to_output
 __all__ = ["amplify_by_subsampling", "dp_to_pdp", "group_privacy", "zcdp_to_dp"]
 
 
-def amplify_by_subsampling(epsilon: Any, delta: Any, q: Any) -> Guarantee:
-    """Privacy amplification by Poisson subsampling (lecture-wang Thm 5.4).
+def amplify_by_subsampling(
+    epsilon: npt.ArrayLike, delta: npt.ArrayLike, q: npt.ArrayLike
+) -> Guarantee:
+    """Privacy amplification by Poisson subsampling (D. Wang's notes, Thm 5.4).
 
     Running an (ε, δ)-DP algorithm on a subsample that keeps each record independently with
     probability q gives (ln(1 + q(e^ε − 1)), qδ)-DP, for add/remove neighbours.
@@ -48,11 +55,11 @@ def amplify_by_subsampling(epsilon: Any, delta: Any, q: Any) -> Guarantee:
         to_output(_log1p_q_expm1(eps, rate)),
         to_output(rate * dlt),
         "upper bound",
-        "Poisson subsampling amplification (lecture-wang Thm 5.4)",
+        "Poisson subsampling amplification (D. Wang's notes, Thm 5.4)",
     )
 
 
-def _log1p_q_expm1(eps: Any, rate: Any) -> Any:
+def _log1p_q_expm1(eps: npt.ArrayLike, rate: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """log(1 + q(e^ε − 1)) for ε ≥ 0, q ∈ (0, 1], without overflow, rounded up.
 
     Up to ε = 700 the direct log1p(q·expm1(ε)) is exact to a few ulps (rounded up by 4). Above,
@@ -74,10 +81,10 @@ def _log1p_q_expm1(eps: Any, rate: Any) -> Any:
 _DIRECT_MAX = 700.0  # e^700 ≈ 1e304: q·expm1(ε) is still finite
 
 
-def group_privacy(epsilon: Any, delta: Any, k: Any) -> Guarantee:
+def group_privacy(epsilon: npt.ArrayLike, delta: npt.ArrayLike, k: int) -> Guarantee:
     """Group privacy: (ε, δ)-DP gives (kε, k e^((k−1)ε) δ)-DP for groups of k records.
 
-    (SPEC §5; Dwork–Roth Thm 2.2 and its (ε, δ) extension.) δ is capped at 1 (a vacuous but
+    (Dwork & Roth 2014, Thm 2.2, and its (ε, δ) extension.) δ is capped at 1 (a vacuous but
     true statement).
 
     Args:
@@ -104,14 +111,16 @@ def group_privacy(epsilon: Any, delta: Any, k: Any) -> Guarantee:
         to_output(group_eps),
         to_output(new_delta),
         "upper bound",
-        "group privacy (Dwork-Roth Thm 2.2; SPEC §5)",
+        "group privacy (Dwork-Roth Thm 2.2)",
     )
 
 
-def dp_to_pdp(epsilon: Any, delta: Any, epsilon_star: Any) -> Guarantee:
-    """(ε, δ)-DP ⇒ (ε*, δ(1 + e^(−ε*)) / (1 − e^(ε − ε*)))-pDP for ε* > ε (paper Lemma 4).
+def dp_to_pdp(
+    epsilon: npt.ArrayLike, delta: npt.ArrayLike, epsilon_star: npt.ArrayLike
+) -> Guarantee:
+    """(ε, δ)-DP ⇒ (ε*, δ(1 + e^(−ε*)) / (1 − e^(ε − ε*)))-pDP for ε* > ε (Zhao et al. Lemma 4).
 
-    The converse, pDP ⇒ DP with the same (ε, δ), is paper Lemma 3 (no conversion needed).
+    The converse, pDP ⇒ DP with the same (ε, δ), is Zhao et al. Lemma 3 (no conversion needed).
 
     Args:
         epsilon: ε ≥ 0 of the DP guarantee.
@@ -141,11 +150,11 @@ def dp_to_pdp(epsilon: Any, delta: Any, epsilon_star: Any) -> Guarantee:
         to_output(np.broadcast_to(star, pdp_delta.shape).astype(np.float64)),
         to_output(np.minimum(1.0, pdp_delta)),
         "upper bound",
-        "DP implies pDP (paper Lemma 4)",
+        "DP implies pDP (Zhao et al. Lemma 4)",
     )
 
 
-def zcdp_to_dp(rho: Any, delta: Any) -> Guarantee:
+def zcdp_to_dp(rho: npt.ArrayLike, delta: npt.ArrayLike) -> Guarantee:
     """ρ-zCDP ⇒ (ρ + 2√(ρ ln(1/δ)), δ)-DP (Bun & Steinke 2016, Prop. 1.3).
 
     A Gaussian release with sensitivity Δ and noise σ is ρ = Δ²/(2σ²)-zCDP; for Gaussians the

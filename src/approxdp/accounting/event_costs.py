@@ -1,11 +1,12 @@
 """What an event costs: its Gaussian part (Σ Δ²/σ²) and its (ε, δ) parts.
 
-Dispatch is by event type (``functools.singledispatch``; SPEC §5, STYLE item 4):
+Dispatch is by event type (``functools.singledispatch``: a mechanism describes its release as an
+event; only this module knows what each kind of event costs):
 
-- ``GaussianEvent``: exact, contributes ρ = Δ²/σ² to the Gaussian part (paper Lemma 15).
+- ``GaussianEvent``: exact, contributes ρ = Δ²/σ² to the Gaussian part (Zhao et al. Lemma 15).
 - ``LaplaceEvent``: (Δ/b, 0).  ``EpsilonDeltaEvent`` / ``DiscreteGaussianEvent``: their (ε, δ).
 - ``SubsampledEvent``: the inner (ε, δ) (basic-composed if several) amplified by Poisson
-  subsampling (lecture-wang Thm 5.4). A subsampled *Gaussian* has no (ε, δ) of its own;
+  subsampling (D. Wang's notes, Thm 5.4). A subsampled *Gaussian* has no (ε, δ) of its own;
   wrap an ``EpsilonDeltaEvent`` carrying the point of its profile you want to account.
 - ``ComposedEvent``: the sum of its parts.
 

@@ -1,23 +1,25 @@
-"""Exact composition of Gaussian releases (paper Lemma 15).
+"""Exact composition of Gaussian releases (Zhao et al. Lemma 15).
 
 m releases f_i(D) + N(0, σᵢ² I) with ℓ2-sensitivities Δᵢ have a privacy loss that is the sum
 of independent N(Δᵢ²/(2σᵢ²), Δᵢ²/σᵢ²) variables, i.e. exactly the loss of ONE Gaussian release
 with sensitivity 1 and
 
-    σ* = (Σᵢ Δᵢ² / σᵢ²)^(−1/2)                     (paper Lemma 15, Eq. 104).
+    σ* = (Σᵢ Δᵢ² / σᵢ²)^(−1/2)                     (Zhao et al. Lemma 15, Eq. 104).
 
 Its exact DP and pDP profiles are then those of a single Gaussian
 (:mod:`approxdp.profiles.gaussian`), with no PLD or RDP approximation. 10⁴ releases compose in
 well under a millisecond.
+
+See https://arxiv.org/abs/1911.12060 (Zhao et al. 2019), Lemma 15.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from approxdp._validation import as_float_array, check_interval
 from approxdp.accounting.composition import check_steps
@@ -26,10 +28,10 @@ from approxdp.errors import InvalidParameterError
 
 __all__ = ["ComposedGaussian", "compose_gaussian", "sigma_from_rho", "total_rho"]
 
-RULE = "exact Gaussian composition (paper Lemma 15)"
+RULE = "exact Gaussian composition (Zhao et al. Lemma 15)"
 
 
-def total_rho(ratios_squared: Any) -> float:
+def total_rho(ratios_squared: npt.ArrayLike) -> float:
     """Σ Δᵢ²/σᵢ² given the squared ratios, summed exactly (``math.fsum``) then rounded up."""
     total = math.fsum(float(x) for x in np.asarray(ratios_squared, dtype=np.float64).ravel())
     return math.nextafter(total, math.inf) if total > 0 else 0.0
@@ -47,7 +49,7 @@ class ComposedGaussian:
     """One Gaussian release with sensitivity 1 and noise ``sigma`` equivalent to a composition.
 
     Attributes:
-        sigma: σ* of paper Lemma 15 (``inf`` if every sensitivity is 0).
+        sigma: σ* of Zhao et al. Lemma 15 (``inf`` if every sensitivity is 0).
         count: how many releases were composed.
     """
 
@@ -60,8 +62,8 @@ class ComposedGaussian:
         if self.count < 1:
             raise InvalidParameterError(f"count must be >= 1, got count={self.count}")
 
-    def delta(self, epsilon: Any) -> FloatOrArray:
-        """Exact δ(ε) of the composition (paper Thm 2 at σ*, Δ = 1). Vectorized in ε."""
+    def delta(self, epsilon: npt.ArrayLike) -> FloatOrArray:
+        """Exact δ(ε) of the composition (Zhao et al. Thm 2 at σ*, Δ = 1). Vectorized in ε."""
         from approxdp.profiles.gaussian import gaussian_delta
 
         if math.isinf(self.sigma):
@@ -70,7 +72,7 @@ class ComposedGaussian:
         result: FloatOrArray = gaussian_delta(epsilon, self.sigma, 1.0)
         return result
 
-    def epsilon(self, delta: Any) -> FloatOrArray:
+    def epsilon(self, delta: npt.ArrayLike) -> FloatOrArray:
         """Exact least ε(δ) of the composition (inverse of :meth:`delta`). Vectorized in δ."""
         from approxdp.profiles.gaussian import gaussian_epsilon
 
@@ -80,8 +82,8 @@ class ComposedGaussian:
         result: FloatOrArray = gaussian_epsilon(self.sigma, delta, 1.0)
         return result
 
-    def pdp_delta(self, epsilon: Any) -> FloatOrArray:
-        """Exact pDP δ(ε) of the composition (paper Lemma 15 ii, Thm 6)."""
+    def pdp_delta(self, epsilon: npt.ArrayLike) -> FloatOrArray:
+        """Exact pDP δ(ε) of the composition (Zhao et al. Lemma 15 ii, Thm 6)."""
         from approxdp.profiles.gaussian import gaussian_pdp_delta
 
         if math.isinf(self.sigma):
@@ -100,9 +102,11 @@ class ComposedGaussian:
 
 
 def compose_gaussian(
-    sigmas: Any, sensitivities: Any = None, counts: Any = None
+    sigmas: npt.ArrayLike,
+    sensitivities: npt.ArrayLike | None = None,
+    counts: npt.ArrayLike | None = None,
 ) -> ComposedGaussian:
-    """Compose Gaussian releases exactly: σ* = (Σ cᵢ Δᵢ²/σᵢ²)^(−1/2) (paper Lemma 15).
+    """Compose Gaussian releases exactly: σ* = (Σ cᵢ Δᵢ²/σᵢ²)^(−1/2) (Zhao et al. Lemma 15).
 
     Args:
         sigmas: noise standard deviations σᵢ > 0 (``inf`` allowed: such a release costs
@@ -162,7 +166,7 @@ def compose_gaussian(
     return ComposedGaussian(sigma, total)
 
 
-def _counts(counts: Any, size: int) -> list[int]:
+def _counts(counts: npt.ArrayLike | None, size: int) -> list[int]:
     """Repetition counts of :func:`compose_gaussian`, one per release (integers ≥ 1)."""
     if counts is None:
         return [1] * size

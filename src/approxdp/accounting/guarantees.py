@@ -1,9 +1,9 @@
 """The labelled result of every accounting function: an (ε, δ) pair that says what it is.
 
 A composition theorem gives an *upper bound* on the privacy of the composed mechanism; the
-exact Gaussian composition (paper Lemma 15) and the optimal composition of Kairouz, Oh and
+exact Gaussian composition (Zhao et al. Lemma 15) and the optimal composition of Kairouz, Oh and
 Viswanath (2017) give the *exact* value (the latter exact over the class of all (ε, δ)-DP
-mechanisms); the notes' simplified advanced composition is an *approximation* that can
+mechanisms); Near & Abuah's simplified advanced composition is an *approximation* that can
 underestimate ε outside its validity range. Nothing in approxdp returns an approximation
 unless asked for by name.
 """

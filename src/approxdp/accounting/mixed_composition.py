@@ -1,6 +1,6 @@
 """Privacy of a whole history: exact Gaussian part plus (ε, δ) parts under a chosen rule.
 
-For a history with Gaussian part ρ (σ* = ρ^(−1/2), paper Lemma 15) and (ε, δ) parts composed
+For a history with Gaussian part ρ (σ* = ρ^(−1/2), Zhao et al. Lemma 15) and (ε, δ) parts composed
 into a profile δ_N(x), the whole history is (ε, δ)-DP with
 
     δ(ε) = min over x ∈ [0, ε] of δ_N(x) + δ_G(ε − x)
@@ -9,8 +9,8 @@ into a profile δ_N(x), the whole history is (ε, δ)-DP with
 tightens it). δ_N is one of
 
 - ``basic``: Σδᵢ once x ≥ Σεᵢ (else 1);
-- ``advanced``: Dwork–Roth Thm 3.20 for n steps of (max εᵢ, max δᵢ);
-- ``optimal``: Kairouz–Oh–Viswanath 2017 for n steps of (max εᵢ, max δᵢ), exact for that class;
+- ``advanced``: Dwork & Roth 2014, Thm 3.20 for n steps of (max εᵢ, max δᵢ);
+- ``optimal``: Kairouz et al. 2017 for n steps of (max εᵢ, max δᵢ), exact for that class;
 - ``auto``: the smaller of basic and optimal (optimal dominates advanced).
 
 The optimal rule costs O(n) per evaluation; above
@@ -39,7 +39,7 @@ __all__ = ["COMPOSITION_RULES", "CompositionRule", "delta_at", "epsilon_at"]
 CompositionRule: TypeAlias = Literal["auto", "basic", "advanced", "optimal"]
 COMPOSITION_RULES: tuple[CompositionRule, ...] = ("auto", "basic", "advanced", "optimal")
 
-GAUSS = "exact Gaussian (paper Lemma 15)"
+GAUSS = "exact Gaussian (Zhao et al. Lemma 15)"
 NAMES = {
     "basic": "basic (Dwork-Roth Thm 3.16)",
     "advanced": "advanced (Dwork-Roth Thm 3.20)",

@@ -1,14 +1,14 @@
-"""Optimal homogeneous composition of k (ε, δ)-DP mechanisms (Kairouz, Oh, Viswanath 2017).
+"""Optimal homogeneous composition of k (ε, δ)-DP mechanisms (Kairouz et al. 2017).
 
-KOV (ICML 2015 / IEEE Trans. Inf. Theory 2017, Thm 3.3 and its proof) show that the k-fold
-adaptive composition of (ε, δ)-DP mechanisms is (ε_g, δ_g)-DP **iff**
+Kairouz et al. 2017 (ICML 2015 / IEEE Trans. Inf. Theory 2017, Thm 3.3 and its proof) show that the
+k-fold adaptive composition of (ε, δ)-DP mechanisms is (ε_g, δ_g)-DP **iff**
 
     δ_g ≥ 1 − (1 − δ)^k (1 − S(ε_g)),
     S(ε_g) = (1 + e^ε)^(−k) Σ_{l=0}^{k} C(k, l) [e^((k−l)ε) − e^(ε_g) e^(lε)]₊ ,
 
 and the bound is attained by composing randomized response, so it is exact over the class of
-(ε, δ)-DP mechanisms (cited by the paper as [4]). At the breakpoints ε_g = (k − 2i)ε this is
-KOV's δ_i = Σ_{l<i} C(k, l)(e^((k−l)ε) − e^((k−2i+l)ε)) / (1 + e^ε)^k.
+(ε, δ)-DP mechanisms (cited by Zhao et al. 2019 as [4]). At the breakpoints ε_g = (k − 2i)ε this is
+Kairouz et al.'s δ_i = Σ_{l<i} C(k, l)(e^((k−l)ε) − e^((k−2i+l)ε)) / (1 + e^ε)^k.
 
 Every sum is evaluated in log space (``logsumexp`` of log-binomials), so k = 10⁴ and ε up to
 hundreds work in float64; the breakpoint is found by binary search (O(k log k)) and ε_g
@@ -20,13 +20,14 @@ tens of MB at k = 10⁶). :data:`OPTIMAL_MAX_STEPS` bounds k: above it
 :func:`optimal_composition` refuses with a typed error rather than run for minutes, and the
 accountant's rules fall back to bounds that cost O(1) in k
 (:mod:`approxdp.accounting.mixed_composition`).
+
+See https://arxiv.org/abs/1311.0776 (Kairouz et al. 2017), Thm 3.3.
 """
 
 from __future__ import annotations
 
 import math
 from functools import lru_cache
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -76,7 +77,7 @@ def _log_terms(epsilon: float, k: int) -> tuple[FloatArray, FloatArray]:
 
 
 def _log_s(epsilon: float, k: int, eps_g: float) -> float:
-    """log S(ε_g) (−inf when S = 0): the δ of the pure part, KOV's hockey-stick sum."""
+    """log S(ε_g) (−inf when S = 0): the δ of the pure part, Kairouz et al.'s hockey-stick sum."""
     if epsilon == 0.0:
         return -math.inf
     high, _ = _log_terms(epsilon, k)
@@ -92,7 +93,8 @@ def _log_s(epsilon: float, k: int, eps_g: float) -> float:
 
 
 def kov_delta(epsilon: float, delta: float, k: int, eps_g: float) -> float:
-    """Exact δ_g(ε_g) = 1 − (1 − δ)^k (1 − S(ε_g)) of k composed (ε, δ)-DP steps (KOV 2017).
+    """Exact δ_g(ε_g) = 1 − (1 − δ)^k (1 − S(ε_g)) of k composed (ε, δ)-DP steps
+    (Kairouz et al. 2017).
 
     Args:
         epsilon: per-step ε ≥ 0. delta: per-step δ ∈ [0, 1). k: steps ≥ 1.
@@ -109,7 +111,7 @@ def kov_delta(epsilon: float, delta: float, k: int, eps_g: float) -> float:
 
 
 def optimal_epsilon(epsilon: float, k: int, delta_prime: float) -> float:
-    """Least ε_g ≥ 0 with S(ε_g) ≤ δ' (the pure part of KOV's bound), rounded up.
+    """Least ε_g ≥ 0 with S(ε_g) ≤ δ' (the pure part of Kairouz et al.'s bound), rounded up.
 
     Binary search over the breakpoints ε_i = (k − 2i)ε, then on the segment
     [ε_{i+1}, ε_i] (active terms l ≤ i) S(ε_i − t) = S(ε_i) + (1 − e^(−t)) B_i with
@@ -149,8 +151,10 @@ def optimal_epsilon(epsilon: float, k: int, delta_prime: float) -> float:
     return eps_g
 
 
-def optimal_composition(epsilon: Any, delta: Any, k: Any, delta_prime: Any) -> Guarantee:
-    """Optimal composition of k adaptive (ε, δ)-DP steps (Kairouz–Oh–Viswanath 2017, Thm 3.3).
+def optimal_composition(
+    epsilon: npt.ArrayLike, delta: npt.ArrayLike, k: int, delta_prime: npt.ArrayLike
+) -> Guarantee:
+    """Optimal composition of k adaptive (ε, δ)-DP steps (Kairouz et al. 2017, Thm 3.3).
 
     Returns the least ε_g such that the composition is (ε_g, δ_g)-DP with
     δ_g = 1 − (1 − δ)^k (1 − δ') ≤ kδ + δ' — the same δ budget as advanced composition's

@@ -15,7 +15,7 @@ every step of which is on the private side:
    error in the split is bounded and moved up the grid (never down). Mass below the lowest
    grid point is moved up to it; mass above the highest goes to loss +∞.
 2. **Composition in the Fourier domain.** The T-fold sum of m kinds of steps is
-   irfft(∏ rfft(p_j)^{T_j}) (Koskela et al. 2021, https://arxiv.org/abs/2006.06614, Sec. 4),
+   irfft(∏ rfft(p_j)^{T_j}) (Koskela et al. 2021, https://arxiv.org/abs/2006.07134, Sec. 4),
    one FFT per kind, whatever T. The FFT is circular: a window [a, b) of the sum is chosen
    by Chernoff bounds on the discretized distributions, mass above b aliases *down* (its
    bound is added to δ), mass below a aliases *up* (harmless for an upper bound).

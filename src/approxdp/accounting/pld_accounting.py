@@ -66,7 +66,7 @@ __all__ = [
 
 PLD_RULE = (
     "privacy loss distribution: connect-the-dots discretization, FFT composition "
-    "(Doroshenko et al. 2022, arXiv:2207.04380; Koskela et al. 2021, arXiv:2006.06614)"
+    "(Doroshenko et al. 2022, arXiv:2207.04380; Koskela et al. 2021, arXiv:2006.07134)"
 )
 DEFAULT_PRECISION = 1e-3
 _COARSE_POINTS = 4096

@@ -7,7 +7,7 @@ order α is (Mironov, Talwar, Zhang 2019, https://arxiv.org/abs/1908.10530, §3)
 
     ε(α) = log A_α / (α - 1),   A_α = E_{z~μ₀}[(μ(z)/μ₀(z))^α],
 
-and A_α >= B_α = E_{z~μ}[(μ₀(z)/μ(z))^α] (shown in the paper, and confirmed with mpmath at
+and A_α >= B_α = E_{z~μ}[(μ₀(z)/μ(z))^α] (shown in Mironov et al. 2019, and confirmed with mpmath at
 every point of the tests' reference table), so ε(α) covers both directions. Composition over T
 steps adds RDP: T·ε(α).
 
@@ -550,7 +550,7 @@ def _rdp_wor(q: float, sigma: float, orders: FloatArray) -> FloatArray:
 
 
 def _epsilons(rdp: FloatArray, orders: FloatArray, delta: float) -> FloatArray:
-    """ε at each order (BBGHS20 Thm 21 / CKS20 Prop. 12), 0 where the KL bound gives (0, δ),
+    """ε at each order (BBGHS20 Thm 21 / Canonne et al. 2020 Prop. 12), 0 where the KL bound gives (0, δ),
     rounded up by the evaluation error; ``inf`` where the RDP is infinite."""
     log_d = math.log(delta)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -614,7 +614,7 @@ def rdp_to_delta(rdp: Any, orders: Any, epsilon: Any) -> tuple[float, float]:
     """The least δ over the orders for which an RDP curve implies (ε, δ)-DP.
 
     δ = min_α min(exp((α - 1)(ε_RDP(α) - ε + log1p(-1/α)) - log α), sqrt(1 - e^{-ε_RDP(α)}))
-    (the inverse of :func:`rdp_to_epsilon`: BBGHS20 Thm 21 / CKS20 Prop. 12, and the
+    (the inverse of :func:`rdp_to_epsilon`: BBGHS20 Thm 21 / Canonne et al. 2020 Prop. 12, and the
     Bretagnolle–Huber bound on total variation), capped at 1 and rounded up.
 
     Args:

@@ -1,8 +1,8 @@
 """Budget splitting: the per-step budget that makes k steps compose to a total (ε, δ).
 
-The inverse of composition (seed lecture-ziani §2). For generic (ε, δ)-DP steps the split
+The inverse of composition (Ziani's notes, §2). For generic (ε, δ)-DP steps the split
 follows basic, advanced or optimal composition; for Gaussian steps the exact composition
-(paper Lemma 15) makes the split exact: k steps of noise σ compose to one release with
+(Zhao et al. Lemma 15) makes the split exact: k steps of noise σ compose to one release with
 σ/√k, so the per-step σ is √k · σ_opt(ε, δ) — strictly less noise than the seed's rule of
 per-step ε/(2√(2k ln(1/δ'))) with the classical Gaussian calibration.
 
@@ -13,8 +13,9 @@ checked against the total with no tolerance.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias
+from typing import Literal, TypeAlias
 
 from approxdp._validation import check_interval, check_probability
 from approxdp.accounting.composition import advanced_composition, check_steps
@@ -50,7 +51,9 @@ class BudgetSplit:
     total: Guarantee
 
 
-def _bisect_largest(pred: Any, lo: float, hi: float, iters: int = 200) -> float:
+def _bisect_largest(
+    pred: Callable[[float], bool], lo: float, hi: float, iters: int = 200
+) -> float:
     """Largest x in [lo, hi] (to float resolution) with pred(x) true, given pred(lo) true."""
     for _ in range(iters):
         mid = 0.5 * (lo + hi)
@@ -64,22 +67,22 @@ def _bisect_largest(pred: Any, lo: float, hi: float, iters: int = 200) -> float:
 
 
 def split_budget(
-    epsilon: Any,
-    delta: Any,
-    k: Any,
+    epsilon: float,
+    delta: float,
+    k: int,
     *,
     composition: str = "optimal",
-    delta_prime: Any = None,
-    sensitivity: Any = 1.0,
+    delta_prime: float | None = None,
+    sensitivity: float = 1.0,
 ) -> BudgetSplit:
     """Per-step budget so that k adaptive steps compose to at most (ε, δ).
 
     - ``basic``: (ε/k, δ/k).
-    - ``advanced`` (Dwork–Roth Thm 3.20): δ' = ``delta_prime`` (default δ/2), per-step
+    - ``advanced`` (Dwork & Roth 2014, Thm 3.20): δ' = ``delta_prime`` (default δ/2), per-step
       δ = (δ − δ')/k and the largest per-step ε with √(2k ln(1/δ'))ε₀ + kε₀(e^ε₀ − 1) ≤ ε.
-    - ``optimal`` (KOV 2017): δ' = ``delta_prime`` (default δ/2), per-step δ₀ with
+    - ``optimal`` (Kairouz et al. 2017): δ' = ``delta_prime`` (default δ/2), per-step δ₀ with
       1 − (1 − δ₀)^k (1 − δ') = δ, and the largest ε₀ whose optimal composition is ≤ ε.
-    - ``gaussian``: per-step σ = √k · σ_opt(ε, δ, Δ) — exact (paper Lemma 15), no δ' slack.
+    - ``gaussian``: per-step σ = √k · σ_opt(ε, δ, Δ) — exact (Zhao et al. Lemma 15), no δ' slack.
 
     Args:
         epsilon: total ε > 0 (finite). delta: total δ ∈ (0, 1).
@@ -156,7 +159,7 @@ def split_budget(
     return BudgetSplit("optimal", steps, e0, d0, None, total)
 
 
-def _split_gaussian(eps: float, dlt: float, steps: int, sensitivity: Any) -> BudgetSplit:
+def _split_gaussian(eps: float, dlt: float, steps: int, sensitivity: float) -> BudgetSplit:
     from approxdp.calibration import calibrate_gaussian
 
     sens = float(check_interval("sensitivity", sensitivity, 0.0, math.inf, low_open=True,
@@ -168,17 +171,17 @@ def _split_gaussian(eps: float, dlt: float, steps: int, sensitivity: Any) -> Bud
         sigma = math.nextafter(sigma, math.inf) * (1 + 1e-15)
         composed = compose_gaussian(sigma, sens, counts=steps)
     total = Guarantee(eps, float(composed.delta(eps)), "exact",
-                      "exact Gaussian composition (paper Lemma 15)")
+                      "exact Gaussian composition (Zhao et al. Lemma 15)")
     return BudgetSplit("gaussian", steps, math.nan, math.nan, sigma, total)
 
 
 def seed_gaussian_split(
     epsilon: float, delta: float, k: int, sensitivity: float = 1.0
 ) -> tuple[float, float, float]:
-    """The seed's rule (lecture-ziani §2), for comparison only: (ε₀, δ₀, σ₀).
+    """The seed's rule (Ziani's notes, §2), for comparison only: (ε₀, δ₀, σ₀).
 
     δ' = δ/2, δ₀ = δ/(2k), ε₀ = ε/(2√(2k ln(1/δ'))), and the classical Gaussian
-    σ₀ = Δ√(2 ln(1.25/δ₀))/ε₀ (Dwork–Roth Thm A.1, valid as ε₀ < 1).
+    σ₀ = Δ√(2 ln(1.25/δ₀))/ε₀ (Dwork & Roth 2014, Thm A.1, valid as ε₀ < 1).
     """
     dp = delta / 2.0
     d0 = delta / (2.0 * k)

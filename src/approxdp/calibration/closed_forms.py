@@ -1,8 +1,9 @@
-"""Closed-form Gaussian calibrations: the classical formulas and the paper's Mechanisms 1-4.
+"""Closed-form Gaussian calibrations: the classical formulas and Zhao et al.'s Mechanisms 1-4.
 
 Each function takes flat float arrays of ε > 0 and δ in (0, 1) and returns σ/Δ (σ scales
 linearly in Δ). None of them checks privacy: :func:`approxdp.calibration.calibrate_gaussian`
-does that against the exact profile. Written to avoid the float64 traps of SPEC §3:
+does that against the exact profile. Written to avoid the float64 traps of the formulas as
+printed (Zhao et al. 2019, https://arxiv.org/abs/1911.12060):
 √(16δ + 1) - 1 becomes 16δ/(√(16δ + 1) + 1); (p + √(p² + ε))/(ε√2) is evaluated as
 1/(√2(√(p² + ε) - p)) when p < 0.
 """
@@ -10,11 +11,12 @@ does that against the exact profile. Written to avoid the float64 traps of SPEC 
 from __future__ import annotations
 
 import math
+from typing import Any, overload
 
 import numpy as np
 from scipy import special
 
-from approxdp._numerics import LOG2, SQRT2, FloatArray, erfcx_diff
+from approxdp._numerics import ARRAY_OPS, LOG2, SQRT2, FloatArray, Ops, erfcx_diff
 
 __all__ = [
     "sigma_dwork_2006",
@@ -29,31 +31,39 @@ __all__ = [
 ]
 
 
-def sigma_from_parameter(p: FloatArray, eps: FloatArray) -> FloatArray:
-    """σ/Δ = (p + √(p² + ε)) / (ε√2), the common form of paper Eq. 5, 7b, 9, 14, 15."""
-    root = np.sqrt(p * p + eps)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out: FloatArray = np.where(p >= 0, (p + root) / (eps * SQRT2), 1.0 / (SQRT2 * (root - p)))
-    return out
+@overload
+def sigma_from_parameter(p: FloatArray, eps: FloatArray, ops: Ops = ...) -> FloatArray: ...
+@overload
+def sigma_from_parameter(p: float, eps: float, ops: Ops) -> float: ...
+
+
+def sigma_from_parameter(p: Any, eps: Any, ops: Ops = ARRAY_OPS) -> Any:
+    """σ/Δ = (p + √(p² + ε)) / (ε√2), the common form of Zhao et al. Eq. 5, 7b, 9, 14, 15 (ε > 0).
+
+    Written without cancellation: with q = √(p² + ε) + |p|, σ/Δ = q/(ε√2) for p >= 0 and
+    1/(√2 q) for p < 0 (= 1/(√2 (√(p² + ε) - p))). Arrays, or floats with ``SCALAR_OPS``.
+    """
+    q = ops.sqrt(p * p + eps) + abs(p)
+    return ops.where(p >= 0, q / (eps * SQRT2), 1.0 / (SQRT2 * q))
 
 
 def sigma_dwork_2006(eps: FloatArray, delta: FloatArray) -> FloatArray:
-    """σ/Δ = √(2 ln(2/δ)) / ε (Dwork et al. 2006; paper Eq. 1; lecture-wu Eq. 17)."""
+    """σ/Δ = √(2 ln(2/δ)) / ε (Dwork et al. 2006; Zhao et al. Eq. 1; Wu's notes, Eq. 17)."""
     return np.sqrt(2.0 * (LOG2 - np.log(delta))) / eps
 
 
 def sigma_dwork_roth_2014(eps: FloatArray, delta: FloatArray) -> FloatArray:
-    """σ/Δ = √(2 ln(1.25/δ)) / ε (Dwork & Roth 2014, Thm A.1; paper Eq. 2)."""
+    """σ/Δ = √(2 ln(1.25/δ)) / ε (Dwork & Roth 2014, Thm A.1; Zhao et al. Eq. 2)."""
     return np.sqrt(2.0 * (math.log(1.25) - np.log(delta))) / eps
 
 
 def sigma_wang_lecture(eps: FloatArray, delta: FloatArray) -> FloatArray:
-    """σ/Δ = √(32 ln(2/δ) / 9) / ε (lecture-wang Thm 5.7)."""
+    """σ/Δ = √(32 ln(2/δ) / 9) / ε (D. Wang's notes, Thm 5.7)."""
     return np.sqrt(32.0 * (LOG2 - np.log(delta)) / 9.0) / eps
 
 
 def sigma_zcdp(eps: FloatArray, delta: FloatArray) -> FloatArray:
-    """σ/Δ = (√ln(1/δ) + √(ln(1/δ) + ε)) / (√2 ε), via zCDP/RDP (paper §VII)."""
+    """σ/Δ = (√ln(1/δ) + √(ln(1/δ) + ε)) / (√2 ε), via zCDP/RDP (Zhao et al. §VII)."""
     lg = -np.log(delta)
     return (np.sqrt(lg) + np.sqrt(lg + eps)) / (SQRT2 * eps)
 
@@ -65,22 +75,22 @@ def _m2_parameter(delta: FloatArray, k: float) -> FloatArray:
 
 
 def sigma_zhao_m2(eps: FloatArray, delta: FloatArray) -> FloatArray:
-    """Mechanism 2 (paper Thm 5, Eq. 9): c = √(ln(2/(√(16δ + 1) - 1))); defined for δ < 1/2."""
+    """Mechanism 2 (Zhao et al. Thm 5, Eq. 9): c = √(ln(2/(√(16δ + 1) - 1))), for δ < 1/2."""
     return sigma_from_parameter(_m2_parameter(delta, 16.0), eps)
 
 
 def sigma_zhao_m3(eps: FloatArray, delta: FloatArray) -> FloatArray:
-    """Mechanism 3, for pDP (paper Thm 8, Eq. 14): f = inverfc(δ)."""
+    """Mechanism 3, for pDP (Zhao et al. Thm 8, Eq. 14): f = inverfc(δ)."""
     return sigma_from_parameter(special.erfcinv(delta), eps)
 
 
 def sigma_zhao_m4(eps: FloatArray, delta: FloatArray) -> FloatArray:
-    """Mechanism 4, for pDP (paper Thm 9, Eq. 15): g = √(ln(2/(√(8δ + 1) - 1)))."""
+    """Mechanism 4, for pDP (Zhao et al. Thm 9, Eq. 15): g = √(ln(2/(√(8δ + 1) - 1)))."""
     return sigma_from_parameter(_m2_parameter(delta, 8.0), eps)
 
 
 def sigma_zhao_m1(eps: FloatArray, delta: FloatArray) -> FloatArray:
-    """Mechanism 1 (paper Thm 4, Eq. 7a-7b).
+    """Mechanism 1 (Zhao et al. Thm 4, Eq. 7a-7b).
 
     b = inverfc(y), y = 2δ / (1 - e^ε erfc(√(t² + ε)) / (2δ + e^ε erfc(√ε))), with
     t = inverfc(2δ + e^ε erfc(√ε)) when 2 - e^ε erfc(√ε) > 2δ, else b = 0.

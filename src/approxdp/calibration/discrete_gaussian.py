@@ -1,13 +1,15 @@
-"""Calibration of the discrete Gaussian mechanism with its own profile (SPEC §4).
+"""Calibration of the discrete Gaussian mechanism with its own profile (Canonne et al. 2020).
+
+See https://arxiv.org/abs/2004.00010, Thm 7 (the profile), Prop. 5 and Cor. 13 (zCDP).
 
 ``calibrate_discrete_gaussian(ε, δ, Δ, dimension=d)`` returns the least σ (up to a relative
 bracket width of 1e-9) such that N_Z(0, σ²) noise on each of d coordinates is (ε, δ)-DP for
 integer queries whose neighbouring answers differ by an integer vector of ℓ2-norm ≤ Δ:
 
-* d = 1: the exact profile of CKS20 Thm 7 at the integer shift ⌊Δ⌋;
+* d = 1: the exact profile of Canonne et al. 2020 Thm 7 at the integer shift ⌊Δ⌋;
 * d > 1: the smaller of the smoothing bound (the discrete Gaussian is a post-processed
   continuous Gaussian up to a factor e^(±ζ), :mod:`approxdp.profiles.discrete_gaussian_smoothing`)
-  and the ρ-zCDP bound of CKS20 Prop. 5 / Cor. 13
+  and the ρ-zCDP bound of Canonne et al. 2020 Prop. 5 / Cor. 13
   (:func:`approxdp.profiles.discrete_gaussian.discrete_gaussian_vector_log_delta`).
 
 It errs on the private side: the bisection keeps the upper end of the bracket, and the returned
@@ -23,6 +25,7 @@ import math
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from approxdp._validation import check_interval, check_probability
 from approxdp.errors import InvalidParameterError, NotPrivateError, ParameterTypeError
@@ -63,7 +66,8 @@ def discrete_gaussian_satisfies(
 
 
 def calibrate_discrete_gaussian(
-    epsilon: Any, delta: Any, sensitivity: Any = 1.0, *, dimension: int = 1
+    epsilon: npt.ArrayLike, delta: npt.ArrayLike, sensitivity: npt.ArrayLike = 1.0, *,
+    dimension: int = 1,
 ) -> float:
     """Least σ with which the discrete Gaussian mechanism is (ε, δ)-DP (module docstring).
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any
+from typing import overload
 
 import numpy as np
+import numpy.typing as npt
 
 from approxdp._numerics import FloatArray
 from approxdp._validation import check_interval, check_probability, is_scalar, plain_floats
@@ -60,20 +61,40 @@ def _fmt(x: float) -> str:
     return f"{x:.6g}"
 
 
+@overload
 def calibrate_gaussian(
-    epsilon: Any,
-    delta: Any,
-    sensitivity: Any = 1.0,
+    epsilon: float,
+    delta: float,
+    sensitivity: float = ...,
+    method: str = ...,
+    *,
+    allow_non_private: bool = ...,
+) -> float: ...
+@overload
+def calibrate_gaussian(
+    epsilon: npt.ArrayLike,
+    delta: npt.ArrayLike,
+    sensitivity: npt.ArrayLike = ...,
+    method: str = ...,
+    *,
+    allow_non_private: bool = ...,
+) -> FloatArray: ...
+
+
+def calibrate_gaussian(
+    epsilon: npt.ArrayLike,
+    delta: npt.ArrayLike,
+    sensitivity: npt.ArrayLike = 1.0,
     method: str = "optimal",
     *,
     allow_non_private: bool = False,
-) -> Any:
+) -> float | FloatArray:
     """Standard deviation σ of Gaussian noise for (ε, δ)-differential privacy.
 
     With ``method="optimal"`` (the default) this is the least σ whose exact privacy profile
-    (paper Thm 2) is at most δ: δ_DP(ε; σ, Δ) <= δ, verified for the returned float and
+    (Zhao et al. Thm 2) is at most δ: δ_DP(ε; σ, Δ) <= δ, verified for the returned float and
     within about 1e-12 (relative) of the exact optimum. ``epsilon=0`` gives the (0, δ)-DP
-    optimum Δ/(2√2 inverf(δ)) (paper Thm 3). Other methods: see
+    optimum Δ/(2√2 inverf(δ)) (Zhao et al. Thm 3). Other methods: see
     :data:`~approxdp.calibration.CALIBRATION_METHODS`.
 
     Every closed-form result is checked against the exact profile at the requested point: if
@@ -150,7 +171,9 @@ def calibrate_gaussian(
     return float(res.reshape(())) if scalar else res
 
 
-def _optimal_scalar(epsilon: Any, delta: Any, sensitivity: Any, method: str) -> float | None:
+def _optimal_scalar(
+    epsilon: object, delta: object, sensitivity: object, method: str
+) -> float | None:
     """The scalar fast path of the two optimal methods: σ, or None to take the validating path.
 
     Same formulas, aim, verification and final rounding as the array path.

@@ -20,7 +20,7 @@ class CalibrationMethod:
     Attributes:
         name: the ``method=`` string.
         notion: ``"dp"`` if it targets (ε, δ)-DP, ``"pdp"`` if it targets (ε, δ)-pDP (which
-            implies DP, paper Lemma 3).
+            implies DP, Zhao et al. Lemma 3).
         source: where the formula comes from (paper and equation).
         closed_form: True for a formula, False for a numerical root search.
         validity: the domain on which the source proves the guarantee, in words.
@@ -101,7 +101,7 @@ CALIBRATION_METHODS: dict[str, CalibrationMethod] = {
         CalibrationMethod(
             "dwork-2006",
             "dp",
-            "Dwork et al. 2006; Zhao et al. Eq. 1; lecture-wu Eq. 17",
+            "Dwork et al. 2006; Zhao et al. Eq. 1; Wu's notes, Eq. 17",
             True,
             "proven for ε <= 1; not DP above G#(δ) (≈ 9.39 at δ = 1e-5)",
             "√(2 ln(2/δ)) Δ/ε",
@@ -121,7 +121,7 @@ CALIBRATION_METHODS: dict[str, CalibrationMethod] = {
         CalibrationMethod(
             "wang-lecture",
             "dp",
-            "lecture-wang Thm 5.7",
+            "D. Wang's notes, Thm 5.7",
             True,
             "proven for ε <= 1",
             "√(32 ln(2/δ)/9) Δ/ε",

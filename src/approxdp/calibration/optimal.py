@@ -1,13 +1,13 @@
 """The least Gaussian noise for (ε, δ)-DP and for (ε, δ)-pDP, computed to the private side.
 
-DP-OPT (paper Thm 2, Alg. 1; Balle & Wang 2018): σ = (a + √(a² + ε)) Δ / (ε√2) where a solves
-erfc(a) - e^ε erfc(√(a² + ε)) = 2δ (Eq. 5). pDP-OPT (paper Thm 6): the same with
+DP-OPT (Zhao et al. Thm 2, Alg. 1; Balle & Wang 2018): σ = (a + √(a² + ε)) Δ / (ε√2) where a solves
+erfc(a) - e^ε erfc(√(a² + ε)) = 2δ (Eq. 5). pDP-OPT (Zhao et al. Thm 6): the same with
 erfc(d) + erfc(√(d² + ε)) = 2δ (Eq. 13a). (0, δ)-DP: σ = Δ / (2√2 inverf(δ)) (Thm 3 ①).
 
 Both are solved by Halley's method in log σ (:mod:`approxdp.calibration.optimal_halley`,
 :mod:`approxdp.calibration.pdp_halley`), vectorized in cache-sized chunks, with scalar twins
 for single points. Kept as a safety net, for any point those do not settle: the root in a
-bracketed as in the paper's Lemma 14 (0 < a < c of Mechanism 2 when 1 - e^ε erfc(√ε) > 2δ,
+bracketed as in Zhao et al.'s Lemma 14 (0 < a < c of Mechanism 2 when 1 - e^ε erfc(√ε) > 2δ,
 else -inverfc((2 - 2δ)/(e^ε + 1)) < a <= 0) and, for pDP, by inverfc(2δ) < d < inverfc(δ)
 (Appendix M), then found by safeguarded Newton in log space. When δ > 1/2 the equation is
 solved for 1 - δ instead, which has no cancellation there.
@@ -17,6 +17,9 @@ here is aimed at a δ slightly *below* the target (by more than the profile's ev
 then checked through the σ-parametrised profile at the returned float, and increased until
 that check passes: the σ returned is never below the exact optimum, and exceeds it by about
 1e-12 relative at most.
+
+See https://arxiv.org/abs/1911.12060 (Zhao et al. 2019), Thm 2, Thm 3, Thm 6, Alg. 1,
+Lemma 14, Appendix M, and https://arxiv.org/abs/1805.06530 (Balle & Wang 2018).
 """
 
 from __future__ import annotations
@@ -30,11 +33,22 @@ import numpy.typing as npt
 from scipy import special
 from scipy.special import cython_special
 
-from approxdp._numerics import LOG2, SQRT2, FloatArray, Objective, solve_decreasing
+from approxdp._numerics import (
+    ARRAY_OPS,
+    LOG2,
+    SCALAR_OPS,
+    SQRT2,
+    FloatArray,
+    Objective,
+    round_up,
+    solve_decreasing,
+)
+from approxdp.calibration.closed_forms import sigma_from_parameter
 from approxdp.calibration.optimal_halley import sigma_dp_halley, sigma_dp_halley_scalar
 from approxdp.calibration.pdp_halley import sigma_pdp_halley, sigma_pdp_halley_scalar
 from approxdp.profiles import _gaussian_terms as terms
 from approxdp.profiles.gaussian import (
+    Notion,
     log_margin,
     log_profile_scalar,
     profile_surely_within,
@@ -42,7 +56,6 @@ from approxdp.profiles.gaussian import (
 )
 
 __all__ = [
-    "sigma_from_a",
     "sigma_optimal_dp",
     "sigma_optimal_dp_scalar",
     "sigma_optimal_pdp",
@@ -55,13 +68,9 @@ __all__ = [
 _CHUNK = 1 << 15
 # Lower end for a bracket: 2δ(a) at a = -40 differs from 2 by e^{-1600}, beyond any δ < 1.
 _A_FLOOR = -40.0
-
-
-def sigma_from_a(a: FloatArray, eps: FloatArray) -> FloatArray:
-    """σ/Δ = (a + √(a² + ε)) / (ε√2) = 1 / (√2 (√(a² + ε) - a)) (paper Eq. 5), stably."""
-    b = np.sqrt(a * a + eps)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(a >= 0, (a + b) / (eps * SQRT2), 1.0 / (SQRT2 * (b - a)))
+# σ ends by :func:`~approxdp._numerics.round_up` from its next float: first bump 1e-14 relative.
+_SIGMA_BUMP = 1e-14
+_ROUND_UP_TRIES = 90
 
 
 class _Terms(NamedTuple):
@@ -147,22 +156,18 @@ def _expand(fun: Objective, lo: FloatArray, hi: FloatArray) -> tuple[FloatArray,
 
 
 def round_up_sigma(
-    sigma: FloatArray, eps: FloatArray, delta: FloatArray, notion: str
+    sigma: FloatArray, eps: FloatArray, delta: FloatArray, notion: Notion
 ) -> FloatArray:
     """Smallest bump of σ (Δ = 1) after which the computed profile is surely <= δ.
 
     The check is :func:`~approxdp.profiles.gaussian.profile_surely_within` (on 1 - δ for
     δ > 1/2).
     """
-    sigma = np.nextafter(sigma, np.inf)
-    bump = 1e-14
-    for _ in range(90):
-        ok = profile_surely_within(eps, 1.0 / sigma, delta, notion)[0]  # type: ignore[arg-type]
-        if np.all(ok):
-            return sigma
-        sigma = np.where(ok, sigma, sigma * (1.0 + bump))
-        bump *= 2.0
-    raise RuntimeError("sigma round-up did not converge")  # pragma: no cover
+    return round_up(
+        np.nextafter(sigma, np.inf),
+        lambda s: profile_surely_within(eps, 1.0 / s, delta, notion)[0],
+        ARRAY_OPS, bump=_SIGMA_BUMP, tries=_ROUND_UP_TRIES,
+    )
 
 
 def _halley_then_bracketed(
@@ -201,7 +206,7 @@ def _halley_then_bracketed_scalar(
 
 
 def sigma_optimal_dp(eps: FloatArray, delta: FloatArray) -> FloatArray:
-    """DP-OPT σ/Δ for flat arrays of ε > 0 and δ in (0, 1) (paper Thm 2).
+    """DP-OPT σ/Δ for flat arrays of ε > 0 and δ in (0, 1) (Zhao et al. Thm 2).
 
     Halley's method (:mod:`approxdp.calibration.optimal_halley`), in chunks that keep the
     temporaries in cache; any point it does not settle goes to the bracketed search.
@@ -235,11 +240,11 @@ def _sigma_optimal_dp_bracketed(eps: FloatArray, delta: FloatArray) -> FloatArra
     hi = np.where(pos, c * (1 + 1e-9) + 1e-12, 0.0)
     lo, hi = _expand(fun, lo, hi)
     a = solve_decreasing(fun, lo, hi, hi.copy(), lambda x, idx: np.sqrt(x * x + eps[idx]))
-    return round_up_sigma(sigma_from_a(a, eps), eps, delta, "dp")
+    return round_up_sigma(sigma_from_parameter(a, eps), eps, delta, "dp")
 
 
 def sigma_optimal_pdp(eps: FloatArray, delta: FloatArray) -> FloatArray:
-    """pDP-OPT σ/Δ for flat arrays of ε > 0 and δ in (0, 1) (paper Thm 6).
+    """pDP-OPT σ/Δ for flat arrays of ε > 0 and δ in (0, 1) (Zhao et al. Thm 6).
 
     Halley's method (:mod:`approxdp.calibration.pdp_halley`) in chunks; any point it does not
     settle goes to the bracketed search.
@@ -257,7 +262,7 @@ def sigma_optimal_pdp_scalar(eps: float, delta: float) -> float:
 def _sigma_optimal_pdp_bracketed(eps: FloatArray, delta: FloatArray) -> FloatArray:
     """pDP-OPT σ/Δ by safeguarded Newton in a inside the brackets of Appendix M.
 
-    The root d of Eq. (13a) lies in (inverfc(2δ), inverfc(δ)) (paper Appendix M).
+    The root d of Eq. (13a) lies in (inverfc(2δ), inverfc(δ)) (Zhao et al. Appendix M).
     """
     target, comp = _targets(delta, eps)
     fun = _objective(eps, target, comp, "pdp")
@@ -268,7 +273,7 @@ def _sigma_optimal_pdp_bracketed(eps: FloatArray, delta: FloatArray) -> FloatArr
     hi = hi + 1e-9 * np.abs(hi) + 1e-12
     lo, hi = _expand(fun, lo, hi)
     a = solve_decreasing(fun, lo, hi, hi.copy(), lambda x, idx: np.sqrt(x * x + eps[idx]))
-    return round_up_sigma(sigma_from_a(a, eps), eps, delta, "pdp")
+    return round_up_sigma(sigma_from_parameter(a, eps), eps, delta, "pdp")
 
 
 def sigma_zero_epsilon_scalar(delta: float) -> float:
@@ -278,16 +283,14 @@ def sigma_zero_epsilon_scalar(delta: float) -> float:
         return float(sigma_zero_epsilon(np.array([delta]))[0])
     sigma = math.nextafter(1.0 / (2.0 * SQRT2 * float(cython_special.erfinv(delta))), math.inf)
     log_d = math.log(delta)
-    bump = 1e-14
-    for _ in range(90):
-        if within_margin(log_profile_scalar(0.0, 1.0 / sigma, "dp"), log_d, False):
-            return sigma
-        sigma *= 1.0 + bump
-        bump *= 2.0
-    raise RuntimeError("sigma round-up did not converge")  # pragma: no cover
+    return float(round_up(
+        sigma, lambda s: within_margin(log_profile_scalar(0.0, 1.0 / s, "dp"), log_d, False),
+        SCALAR_OPS, bump=_SIGMA_BUMP, tries=_ROUND_UP_TRIES,
+    ))
 
 
 def sigma_zero_epsilon(delta: FloatArray) -> FloatArray:
-    """(0, δ)-DP optimum σ/Δ = 1/(2√2 inverf(δ)) (paper Thm 3 ①), rounded to the private side."""
+    """(0, δ)-DP optimum σ/Δ = 1/(2√2 inverf(δ)) (Zhao et al. Thm 3 ①), rounded up (private
+    side)."""
     sigma = 1.0 / (2.0 * SQRT2 * special.erfinv(delta))
     return round_up_sigma(sigma, np.zeros_like(delta), delta, "dp")

@@ -1,7 +1,7 @@
 """pDP-OPT by Halley's method in log σ, on arrays and on floats.
 
-The least σ with P[|L| > ε] <= δ (paper Thm 6, Eq. 13a: 2δ = erfc(d) + erfc(√(d² + ε))) solves
-log 2δ_pDP(σ) = log 2δ. Its root d lies in (inverfc(2δ), inverfc(δ)) (paper Appendix M), so
+The least σ with P[|L| > ε] <= δ (Zhao et al. Thm 6, Eq. 13a: 2δ = erfc(d) + erfc(√(d² + ε))) solves
+log 2δ_pDP(σ) = log 2δ. Its root d lies in (inverfc(2δ), inverfc(δ)) (Zhao et al. Appendix M), so
 Mechanism 3's σ (d = inverfc(δ), Eq. 14) is above the optimum and serves as the start. Exact
 Halley steps in t = log σ follow (derivatives in closed form,
 :func:`~approxdp.profiles._gaussian_terms.pdp_log2delta_log_sigma_derivatives`), each evaluated
@@ -10,11 +10,12 @@ margin below δ), verification and acceptance as DP-OPT
 (:mod:`approxdp.calibration.optimal_halley`). Where δ > 1/2 the equation is solved for
 2(1 - δ), with the complement computed directly. Points that do not settle go to the bracketed
 search of :mod:`approxdp.calibration.optimal`.
+
+See https://arxiv.org/abs/1911.12060 (Zhao et al. 2019), Thm 6, Eq. 13a, 14, Appendix M.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -22,15 +23,12 @@ import numpy.typing as npt
 from scipy import special
 from scipy.special import cython_special
 
-from approxdp._numerics import ARRAY_OPS, SCALAR_OPS, FloatArray, Ops
+from approxdp._numerics import ARRAY_OPS, SCALAR_OPS, FloatArray
 from approxdp.calibration.closed_forms import sigma_from_parameter
 from approxdp.calibration.optimal_halley import (
-    ACCEPT_STEP,
-    accepts,
-    geometry,
     halley_from_derivatives,
     iterate_by_side,
-    targets,
+    iterate_by_side_scalar,
 )
 from approxdp.profiles import _gaussian_terms as terms
 
@@ -39,8 +37,10 @@ __all__ = ["sigma_pdp_halley", "sigma_pdp_halley_scalar"]
 _STEPS = 16
 
 
-def _step(value: Any, a: Any, b: Any, eps: Any, target: Any, comp: bool, ops: Ops) -> Any:
-    """Halley step toward ``target`` from log 2δ (or, where ``comp``, log 2(1 - δ)) = ``value``."""
+def _step(value: Any, a: Any, b: Any, h: Any, eps: Any, target: Any, comp: bool) -> Any:
+    """Halley step toward ``target`` from log 2δ (or, where ``comp``, log 2(1 - δ)) = ``value``
+    (arrays or floats; ``h`` is unused: the pDP derivatives need ε instead)."""
+    ops = ARRAY_OPS if isinstance(value, np.ndarray) else SCALAR_OPS
     diff = ops.exp(value + a * a)
     lt, ltt = terms.pdp_log2delta_log_sigma_derivatives(a, b, eps, -diff if comp else diff, ops.exp)
     return halley_from_derivatives(value - target, lt, ltt, ops)
@@ -54,7 +54,7 @@ def sigma_pdp_halley(
     done = np.zeros(eps.shape, dtype=bool)
     iterate_by_side(
         eps, delta, np.ones(eps.shape, dtype=bool), (terms.pdp_log2delta, terms.pdp_log2comp),
-        lambda value, a, b, h, e, target, comp: _step(value, a, b, e, target, comp, ARRAY_OPS),
+        _step,
         # Mechanism 3, above the optimum
         lambda e, d, grp: sigma_from_parameter(special.erfcinv(d), e),
         _STEPS, sigma, done,
@@ -64,22 +64,12 @@ def sigma_pdp_halley(
 
 def sigma_pdp_halley_scalar(eps: float, delta: float) -> float | None:
     """:func:`sigma_pdp_halley` for one point (Python floats); None if it did not settle."""
-    comp = delta > 0.5
-    target, log_side = targets(delta, comp, SCALAR_OPS, eps)
-    profile = terms.pdp_log2comp_scalar if comp else terms.pdp_log2delta_scalar
-    f = float(cython_special.erfcinv(delta))
-    root = math.sqrt(f * f + eps)
-    sigma = (f + root) / (eps * math.sqrt(2.0)) if f >= 0 else 1.0 / (math.sqrt(2.0) * (root - f))
     try:
-        for _ in range(_STEPS):
-            a, b, h = geometry(sigma, eps)
-            value = profile(a, b, h, eps)
-            step = _step(value, a, b, eps, target, comp, SCALAR_OPS)
-            ok = accepts(value, log_side, comp, eps)
-            if ok and step >= -ACCEPT_STEP:
-                return float(sigma)
-            moved = sigma * math.exp(step)
-            sigma = moved if ok else max(moved, math.nextafter(sigma, math.inf))
+        return iterate_by_side_scalar(
+            eps, delta, (terms.pdp_log2delta_scalar, terms.pdp_log2comp_scalar),
+            _step,
+            # Mechanism 3, above the optimum
+            sigma_from_parameter(float(cython_special.erfcinv(delta)), eps, SCALAR_OPS), _STEPS,
+        )
     except (ValueError, OverflowError, ZeroDivisionError):
         return None
-    return None

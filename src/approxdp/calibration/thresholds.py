@@ -1,4 +1,7 @@
-"""Where the classical Gaussian formulas stop being private (paper Remark 2, Fig. 1 and 3)."""
+"""Where the classical Gaussian formulas stop being private (Zhao et al. Remark 2, Fig. 1 and 3).
+
+See https://arxiv.org/abs/1911.12060 (Zhao et al. 2019), Remark 2, Fig. 1 and 3.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +9,7 @@ import math
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from approxdp._validation import check_probability, is_scalar
 from approxdp.calibration.methods import CALIBRATION_METHODS
@@ -27,7 +31,7 @@ def _gap(method: str, eps: np.ndarray, delta: float, notion: str) -> np.ndarray:
 
 
 def classical_failure_threshold(
-    delta: Any, method: str = "dwork-roth-2014", notion: str = "dp"
+    delta: npt.ArrayLike, method: str = "dwork-roth-2014", notion: str = "dp"
 ) -> Any:
     """The ε above which a classical σ stops being (ε, δ)-DP: the paper's G*(δ) (Remark 2).
 
@@ -40,7 +44,7 @@ def classical_failure_threshold(
     Args:
         delta: δ in (0, 1); scalar or array.
         method: ``"dwork-roth-2014"``, ``"dwork-2006"`` or ``"wang-lecture"``.
-        notion: ``"dp"`` or ``"pdp"`` (where it fails (ε, δ)-pDP, paper Fig. 3).
+        notion: ``"dp"`` or ``"pdp"`` (where it fails (ε, δ)-pDP, Zhao et al. Fig. 3).
 
     Example:
         >>> round(classical_failure_threshold(1e-5), 4)

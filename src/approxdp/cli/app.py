@@ -12,11 +12,12 @@ from __future__ import annotations
 import sys
 import warnings
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 import click
 
-from approxdp import __version__
+from approxdp._version import __version__
 from approxdp.cli.calibration_commands import calibrate_command, epsilon_command, profile_command
 from approxdp.cli.composition_commands import compose_command
 from approxdp.cli.demo_command import demo_command
@@ -32,7 +33,7 @@ from approxdp.cli.output import (
 from approxdp.cli.release_commands import ledger_command, release_command
 from approxdp.errors import ApproxDPError, BudgetExceededError
 
-__all__ = ["ApproxDPGroup", "cli"]
+__all__ = ["ApproxDPGroup", "CliState", "cli"]
 
 
 # Click >= 8.2 signals "no arguments: show the help" with this UsageError subclass.
@@ -45,10 +46,15 @@ _NO_ARGS_IS_HELP: type[Exception] = getattr(
 )
 
 
+@dataclass
+class CliState:
+    """The state of one invocation, kept as Click's context object (``ctx.obj``)."""
+
+    debug: bool = False  # ``--debug``: let exceptions through with their tracebacks
+
+
 class ApproxDPGroup(click.Group):
     """A Click group whose errors are one line on stderr with a meaningful exit status."""
-
-    debug = False  # set by ``--debug`` for the current invocation
 
     def main(
         self,
@@ -58,16 +64,19 @@ class ApproxDPGroup(click.Group):
         standalone_mode: bool = True,
         **extra: Any,
     ) -> Any:
-        """Run the application; with ``standalone_mode`` exit the process with its status."""
-        ApproxDPGroup.debug = False
-        try:
-            code = _guarded(
-                lambda: super(ApproxDPGroup, self).main(
-                    args, prog_name or "approxdp", complete_var, standalone_mode=False, **extra
-                )
-            )
-        finally:
-            ApproxDPGroup.debug = False  # never leaks into the next invocation
+        """Run the application; with ``standalone_mode`` exit the process with its status.
+
+        Each invocation gets a fresh :class:`CliState` as Click's context object, which
+        ``--debug`` sets and the error handling reads once the command has ended.
+        """
+        state = CliState()
+        code = _guarded(
+            lambda: super(ApproxDPGroup, self).main(
+                args, prog_name or "approxdp", complete_var, standalone_mode=False,
+                obj=state, **extra,
+            ),
+            state,
+        )
         if standalone_mode:
             sys.exit(code)
         return code
@@ -80,7 +89,7 @@ def _show_warning(
     error_line(cli_wording(str(message)), prefix="warning")
 
 
-def _guarded(run: Callable[[], Any]) -> int:
+def _guarded(run: Callable[[], Any], state: CliState) -> int:
     """Call ``run`` and turn its outcome into an exit status, printing errors as one line."""
     with warnings.catch_warnings():
         warnings.showwarning = _show_warning
@@ -100,23 +109,23 @@ def _guarded(run: Callable[[], Any]) -> int:
             error_line(exc.format_message() + where)
             return EXIT_BAD_INPUT if exc.exit_code in (1, 2) else int(exc.exit_code)
         except BudgetExceededError as exc:
-            if ApproxDPGroup.debug:
+            if state.debug:
                 raise
             error_line(f"privacy budget exceeded, nothing was spent: {cli_wording(str(exc))}")
             return EXIT_BUDGET_EXCEEDED
         except ApproxDPError as exc:
-            if ApproxDPGroup.debug:
+            if state.debug:
                 raise
             error_line(cli_wording(str(exc)))
             return EXIT_BAD_INPUT
         except OSError as exc:
-            if ApproxDPGroup.debug:
+            if state.debug:
                 raise
             where = f": {exc.filename}" if exc.filename else ""
             error_line(f"{exc.strerror or exc}{where}")
             return EXIT_BAD_INPUT
         except Exception as exc:
-            if ApproxDPGroup.debug:
+            if state.debug:
                 raise
             error_line(
                 f"internal error ({type(exc).__name__}: {exc}); rerun with 'approxdp --debug "
@@ -128,7 +137,7 @@ def _guarded(run: Callable[[], Any]) -> int:
 
 def _set_debug(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
     if value:
-        ApproxDPGroup.debug = True
+        ctx.ensure_object(CliState).debug = True
     return value
 
 

@@ -1,7 +1,8 @@
 """``calibrate``, ``profile`` and ``epsilon``: the Gaussian mechanism's noise and privacy.
 
 - ``calibrate``: σ for (ε, δ, Δ) under every calibration method, whether that σ is really
-  (ε, δ)-DP (or -pDP) by the exact profile (paper Thm 2, Thm 6), and its excess over the optimum.
+  (ε, δ)-DP (or -pDP) by the exact profile (Zhao et al. Thm 2, Thm 6), and its excess over the
+  optimum.
 - ``profile``: the exact privacy profile δ(ε) of a given σ over a range of ε.
 - ``epsilon``: the least ε for a σ at one or more δ (inverse of the profile).
 """
@@ -135,7 +136,7 @@ def render_calibration(console: Console, report: dict[str, Any]) -> None:
             f"sensitivity Δ = {report['sensitivity']:g}"
         ),
         caption=(
-            f"true δ: the exact {notion} profile of that σ at ε (paper Thm 2/6); "
+            f"true δ: the exact {notion} profile of that σ at ε (Zhao et al. Thm 2/6); "
             f"× {report['reference_method']}: σ relative to the least σ that is {notion}."
         ),
     )
@@ -299,7 +300,7 @@ def profile_command(
     sigma: float, sensitivity: float, notion: Notion, epsilons: tuple[float, ...],
     eps_max: float | None, points: int, as_json: bool,
 ) -> None:
-    """The exact privacy profile δ(ε) of Gaussian noise σ (paper Thm 2; pDP: Thm 6).
+    """The exact privacy profile δ(ε) of Gaussian noise σ (Zhao et al. Thm 2; pDP: Thm 6).
 
     Computed in log space, so δ far below 1e-300 keeps its digits (log δ is shown too).
 

@@ -9,9 +9,10 @@ Releases are written as tokens, each optionally repeated with a ``K x`` prefix:
 
 For a total δ the command reports the least total ε each rule can certify:
 
-- ``exact-gaussian``: the Gaussian releases compose exactly into one Gaussian (paper Lemma 15);
+- ``exact-gaussian``: the Gaussian releases compose exactly into one Gaussian (Zhao et al.
+  Lemma 15);
   other steps join by the accountant's best rule (:mod:`approxdp.accounting.mixed_composition`).
-- ``optimal`` (Kairouz–Oh–Viswanath 2017), ``advanced`` (Dwork–Roth Thm 3.20), ``basic``
+- ``optimal`` (Kairouz et al. 2017), ``advanced`` (Dwork & Roth 2014, Thm 3.20), ``basic``
   (Thm 3.16): each Gaussian is first converted to (ε₀, δ₀)-DP at a per-release δ₀, and the
   steps compose as generic (ε, δ)-DP mechanisms (optimal and advanced with the largest step's
   (ε, δ) when steps differ). Every δ₀ gives a valid bound; the command searches a grid of

@@ -1,6 +1,6 @@
 """``demo``: the main job — the calibration table, then private releases on the Adult data.
 
-The releases come from :func:`approxdp.releases.demo.run_adult_demo` (half the budget on the
+The releases come from :func:`approxdp.cli.adult_demo.run_adult_demo` (half the budget on the
 number of complete records, the mean age and two small histograms; half on the paper's
 histogram over all nine categorical attributes, Zhao et al. §VI).
 """
@@ -124,7 +124,7 @@ def demo_command(
         "comparisons": None,
     }
     if not no_releases:
-        from approxdp.releases.demo import run_adult_demo
+        from approxdp.cli.adult_demo import run_adult_demo
 
         with progress("Releasing private statistics of the Adult data"):
             demo = run_adult_demo(epsilon=epsilon, delta=delta, seed=seed)

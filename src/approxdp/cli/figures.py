@@ -50,7 +50,8 @@ def plot_command(
     name: str | None, out: str | None, epsilon: float | None, delta: float | None,
     sigma: tuple[float, ...], seed: int | None, quick: bool, dpi: int, list_plots: bool,
 ) -> None:
-    """Draw one figure by NAME (see --list): the paper's fig1-fig5 or the notes' plots."""
+    """Draw one figure by NAME (see --list): Zhao et al.'s fig1-fig5 or a plot of the lecture
+    notes (Near & Abuah; Wu's notes)."""
     from rich.console import Console
     from rich.table import Table
 
@@ -85,11 +86,11 @@ def plot_command(
 @click.option("--quick", is_flag=True, help="Tiny grids and few repetitions (seconds).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the simulations.")
 def reproduce_command(out: str, quick: bool, seed: int) -> None:
-    """Regenerate the paper's results: every figure, Table I/II, G(delta), the experiments."""
+    """Regenerate Zhao et al.'s results: every figure, Table I/II, G(delta), the experiments."""
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from approxdp.experiments import reproduce
+    from approxdp.reproduction import reproduce
 
     console = Console()
     with Progress(

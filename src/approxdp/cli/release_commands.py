@@ -234,7 +234,7 @@ def _run_release(table: Any, kind: str, columns: Sequence[str], options: dict[st
               show_default=True, help="Gaussian calibration method.")
 @click.option("--cast", "cast_specs", multiple=True, metavar="COLUMN=double",
               help="Convert a value column to numbers before anything else; values that are "
-                   "not numbers become missing (counted, with examples, in the notes). "
+                   "not numbers become missing (counted, with examples, in the result notes). "
                    "Repeatable.")
 @click.option("--seed", type=int, default=None,
               help="Seed the noise (tests and demos only: seeded noise is NOT secure).")

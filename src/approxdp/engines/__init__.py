@@ -42,13 +42,17 @@ __all__ = [
 ENGINES = ("auto", "duckdb", "spark")
 
 
-def engine_for(source: Any, engine: str | Engine = "auto") -> Engine:
+def engine_for(source: object, engine: str | Engine[Any] = "auto") -> Engine[Any]:
     """Return an engine instance able to read ``source``.
 
     Args:
         source: The data; with ``engine="auto"`` a PySpark DataFrame selects the Spark engine
             (on the DataFrame's own session) and anything else DuckDB.
         engine: An engine name from :data:`ENGINES` or an object implementing :class:`Engine`.
+
+    Returns:
+        The engine, over whichever table handle it uses (``Engine[Any]``: the choice is made
+        at run time; the handle its ``load`` returns goes back only to it).
 
     Raises:
         UnknownMethodError: ``engine`` is not a known name.

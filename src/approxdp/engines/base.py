@@ -1,7 +1,8 @@
 """The engine protocol: a few collection primitives over a table, knowing nothing about privacy.
 
 Releases (``approxdp.releases``) are written once against :class:`Engine`; each engine
-(DuckDB here, Spark later) implements every primitive, and one conformance test suite
+(:mod:`~approxdp.engines.duckdb`, :mod:`~approxdp.engines.spark`) implements every primitive
+over its own table handle, and one conformance test suite
 (``tests/test_engine_conformance.py``) runs against each. The model is PipelineDP's
 ``PipelineBackend``, but coarser: SQL engines plan a whole bounded aggregation best as one
 query, so the central primitive, :meth:`Engine.aggregate`, takes a declarative
@@ -33,12 +34,15 @@ import enum
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
 from approxdp.errors import DataError, InvalidParameterError, ParameterTypeError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = [
     "RESERVED_PREFIX",
@@ -52,6 +56,7 @@ __all__ = [
     "Engine",
     "Membership",
     "PerKeyLimit",
+    "TableT",
     "aggregate_result",
     "check_columns",
     "check_condition_column",
@@ -60,6 +65,11 @@ __all__ = [
 
 #: A value that may appear in a key column (``None`` stands for SQL NULL).
 KeyValue = str | int | float | bool | None
+
+#: An engine's own table handle (:class:`~approxdp.engines.duckdb.DuckDBTable`,
+#: :class:`~approxdp.engines.spark.SparkTable`): made by its :meth:`Engine.load`, only ever
+#: handed back to the same engine.
+TableT = TypeVar("TableT")
 
 
 class ColumnKind(enum.Enum):
@@ -187,7 +197,7 @@ class AggregateResult:
     ``rows_used`` is the number of rows that reached the grouping (after ``keep`` and sampling).
     """
 
-    keys: Mapping[str, npt.NDArray[Any]]
+    keys: Mapping[str, npt.NDArray[np.object_]]
     values: Mapping[str, npt.NDArray[np.float64]]
     rows_used: int
     group_rows: npt.NDArray[np.int64] = field(repr=False)
@@ -216,7 +226,7 @@ class CellMapRequest:
 
     aggregate: AggregateRequest
     grid: tuple[tuple[str, tuple[KeyValue, ...]], ...]
-    function: Callable[[Any], Any]
+    function: Callable[[pa.RecordBatch], pa.RecordBatch]
     outputs: tuple[str, ...]
     path: str | None = None
 
@@ -256,12 +266,12 @@ class CellMapResult:
     rows that reached the aggregation.
     """
 
-    table: Any
+    table: object
     path: str | None
     n_cells: int
     rows_used: int
 
-    def to_arrow(self) -> Any:
+    def to_arrow(self) -> pa.Table:
         """Collect the whole result into this process as a ``pyarrow.Table`` (it may be big)."""
         for method in ("toArrow", "to_arrow_table", "fetch_arrow_table", "arrow"):
             fetch = getattr(self.table, method, None)
@@ -273,50 +283,54 @@ class CellMapResult:
 
 
 @runtime_checkable
-class Engine(Protocol):
-    """Collection primitives every engine implements. ``T`` is the engine's table handle."""
+class Engine(Protocol[TableT]):
+    """Collection primitives every engine implements, over its own table handle ``TableT``.
+
+    :meth:`load` makes the handle; every other primitive takes one made by the same engine
+    (``Engine[DuckDBTable]``, ``Engine[SparkTable]``).
+    """
 
     name: str
 
-    def load(self, source: Any) -> Any:
+    def load(self, source: object) -> TableT:
         """Wrap ``source`` (a path or an in-memory table of a kind the engine accepts)."""
         ...
 
-    def accepts(self, source: Any) -> bool:
+    def accepts(self, source: object) -> bool:
         """Whether :meth:`load` can take ``source``."""
         ...
 
-    def schema(self, table: Any) -> Mapping[str, ColumnKind]:
+    def schema(self, table: TableT) -> Mapping[str, ColumnKind]:
         """Column names, in order, with their kinds."""
         ...
 
-    def count_rows(self, table: Any) -> int:
+    def count_rows(self, table: TableT) -> int:
         """Number of rows."""
         ...
 
     def count_outside(
-        self, table: Any, condition: Membership, limit: int = 3
+        self, table: TableT, condition: Membership, limit: int = 3
     ) -> tuple[int, tuple[KeyValue, ...]]:
         """Rows NOT meeting ``condition``, and up to ``limit`` distinct offending values."""
         ...
 
     def count_unconvertible(
-        self, table: Any, column: str, limit: int = 3
+        self, table: TableT, column: str, limit: int = 3
     ) -> tuple[int, tuple[str, ...]]:
         """Rows whose ``column`` holds a value (not NULL) that does not convert to a number,
         and up to ``limit`` distinct such values as text (0 and () for a numeric column)."""
         ...
 
-    def cast_to_double(self, table: Any, column: str) -> Any:
+    def cast_to_double(self, table: TableT, column: str) -> TableT:
         """``table`` with ``column`` converted to float64, every value that does not convert
         (see :meth:`count_unconvertible`) becoming NULL; the other columns unchanged."""
         ...
 
-    def aggregate(self, table: Any, request: AggregateRequest) -> AggregateResult:
+    def aggregate(self, table: TableT, request: AggregateRequest) -> AggregateResult:
         """Run ``request`` on ``table`` (see the module docstring for the steps)."""
         ...
 
-    def map_cells(self, table: Any, request: CellMapRequest) -> CellMapResult:
+    def map_cells(self, table: TableT, request: CellMapRequest) -> CellMapResult:
         """Aggregate, left-join onto the grid, map batches where the data lives; materialise."""
         ...
 
@@ -381,7 +395,7 @@ def check_condition_column(schema: Mapping[str, ColumnKind], condition: Membersh
     check_values(schema, condition, "domain")
 
 
-def aggregate_result(table: Any, request: AggregateRequest) -> AggregateResult:
+def aggregate_result(table: pa.Table, request: AggregateRequest) -> AggregateResult:
     """The :class:`AggregateResult` of an Arrow table with the columns ``by...``, one per
     aggregation and ``__rows``, in the order the engine returned them (sorted, NULL last)."""
     keys = {c: np.asarray(table.column(c).to_pylist(), dtype=object) for c in request.by}
@@ -402,7 +416,7 @@ class CellBatchMapper:
     the key columns and ``function``'s float64 outputs, and never the aggregations.
     """
 
-    function: Callable[[Any], Any]
+    function: Callable[[pa.RecordBatch], pa.RecordBatch]
     keys: tuple[str, ...]
     names: tuple[str, ...]
     outputs: tuple[str, ...]
@@ -413,7 +427,7 @@ class CellBatchMapper:
         names = tuple(a.name for a in request.aggregate.aggregations)
         return cls(request.function, request.aggregate.by, names, request.outputs)
 
-    def __call__(self, batch: Any) -> Any:
+    def __call__(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         """Map one ``pyarrow.RecordBatch``."""
         import pyarrow as pa
 
@@ -431,7 +445,7 @@ class CellBatchMapper:
         cols += [out.column(o).cast(pa.float64()) for o in self.outputs]
         return pa.RecordBatch.from_arrays(cols, names=[*self.keys, *self.outputs])
 
-    def map_batches(self, batches: Iterable[Any]) -> Iterator[Any]:
+    def map_batches(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """Map an iterator of batches (the shape Spark's ``mapInArrow`` calls)."""
         for batch in batches:
             yield self(batch)

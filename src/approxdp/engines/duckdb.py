@@ -41,7 +41,8 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from approxdp.engines.base import (
     AggregateRequest,
@@ -50,6 +51,7 @@ from approxdp.engines.base import (
     CellMapRequest,
     CellMapResult,
     ColumnKind,
+    Engine,
     KeyValue,
     Membership,
     aggregate_result,
@@ -66,6 +68,10 @@ from approxdp.engines.duckdb_sql import (
 )
 from approxdp.errors import DataError, MissingDependencyError, ParameterTypeError
 
+if TYPE_CHECKING:
+    import duckdb
+    import pyarrow as pa
+
 __all__ = ["DuckDBEngine", "DuckDBTable"]
 
 _CSV_SUFFIXES = (".csv", ".csv.gz", ".tsv", ".tsv.gz", ".txt")
@@ -77,10 +83,10 @@ _NUMERIC_PREFIXES = (
 _counter = itertools.count()
 _INLINE_VALUES = 2000  # longer membership lists become semi-joins on registered tables
 #: One in-memory DuckDB database per (process, settings), shared by engines through cursors.
-_DATABASES: dict[tuple[Any, ...], Any] = {}
+_DATABASES: dict[tuple[object, ...], duckdb.DuckDBPyConnection] = {}
 
 
-def _import_duckdb() -> Any:
+def _import_duckdb() -> ModuleType:
     try:
         import duckdb
     except ImportError as exc:  # pragma: no cover - duckdb is a runtime dependency
@@ -97,26 +103,28 @@ class DuckDBTable:
     Its schema is read once, on first use, and kept in ``columns``.
     """
 
-    connection: Any | None
-    relation: Any | None
+    connection: duckdb.DuckDBPyConnection | None
+    relation: duckdb.DuckDBPyRelation | None
     description: str
     own: bool = False  # the relation lives on the engine's own connection
     columns: dict[str, ColumnKind] = field(default_factory=dict, compare=False, repr=False)
 
-    def run(self, sql: str) -> Any:
+    def run(self, sql: str) -> duckdb.DuckDBPyRelation:
         """Execute ``sql`` (referring to the table as ``__approxdp_source``); return a relation."""
         if self.relation is not None:
-            return self.relation.query(_SOURCE, sql)
-        if self.connection is None:
-            raise DataError(f"table handle {self.description!r} has no relation or connection")
-        return self.connection.sql(sql)
+            rel = self.relation.query(_SOURCE, sql)
+        else:
+            rel = self.connection.sql(sql) if self.connection is not None else None
+        if rel is None:  # a SELECT always gives a relation
+            raise DataError(f"table handle {self.description!r} gave no result for {sql!r}")
+        return rel
 
     def rows(self, sql: str) -> list[tuple[Any, ...]]:
         """Run ``sql`` and fetch its rows; unreadable data raises :class:`DataError`."""
         with _data_errors(self.description):
             return list(self.run(sql).fetchall())
 
-    def arrow(self, sql: str) -> Any:
+    def arrow(self, sql: str) -> pa.Table:
         """Run ``sql`` and fetch it as a PyArrow table; unreadable data raises ``DataError``."""
         with _data_errors(self.description):
             return _arrow(self.run(sql))
@@ -134,7 +142,7 @@ def _data_errors(description: str) -> Iterator[None]:
         raise DataError(f"cannot read {description}: {first}") from exc
 
 
-def _arrow(rel: Any) -> Any:
+def _arrow(rel: duckdb.DuckDBPyRelation) -> pa.Table:
     method = getattr(rel, "to_arrow_table", None) or rel.fetch_arrow_table
     return method()
 
@@ -156,7 +164,7 @@ class DuckDBEngine:
         progress_bar: bool = False,
     ) -> None:
         self._duckdb = _import_duckdb()
-        config: dict[str, Any] = {}
+        config: dict[str, str | int] = {}
         if threads is not None:
             config["threads"] = int(threads)
         if memory_limit is not None:
@@ -173,7 +181,7 @@ class DuckDBEngine:
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
 
     # -- loading ---------------------------------------------------------------------------
-    def accepts(self, source: Any) -> bool:
+    def accepts(self, source: object) -> bool:
         """True for paths and for the in-memory table kinds listed in the module docstring."""
         if isinstance(source, str | os.PathLike):
             return True
@@ -182,7 +190,7 @@ class DuckDBEngine:
         module = type(source).__module__.split(".")[0]
         return module in ("pandas", "polars", "pyarrow")
 
-    def load(self, source: Any) -> DuckDBTable:
+    def load(self, source: object) -> DuckDBTable:
         """Wrap a path, DataFrame, Arrow table or DuckDB relation (see the module docstring)."""
         if isinstance(source, self._duckdb.DuckDBPyRelation):
             return DuckDBTable(None, source, "DuckDB relation")
@@ -195,12 +203,14 @@ class DuckDBEngine:
                 f"or a DuckDB relation, got {type(source).__module__}.{type(source).__name__}"
                 " (a Spark DataFrame runs on engine='spark')"
             )
+        # a pandas/Polars/PyArrow object, told apart by its module (none is imported here)
+        data: Any = source
         if module == "polars":
-            source = source.to_arrow()
+            data = data.to_arrow()
         name = f"__approxdp_input_{next(_counter)}"
-        self._connection.register(name, source)
+        self._connection.register(name, data)
         view = self._connection.sql(f"SELECT * FROM {quote_identifier(name)}")
-        return DuckDBTable(None, view, f"{module} {type(source).__name__}", own=True)
+        return DuckDBTable(None, view, f"{module} {type(data).__name__}", own=True)
 
     def _load_path(self, path: Path) -> DuckDBTable:
         if not path.exists():
@@ -320,7 +330,7 @@ class DuckDBEngine:
 
     def _aggregate_arrow(
         self, table: DuckDBTable, request: AggregateRequest, *, ties: bool = False
-    ) -> Any:
+    ) -> pa.Table:
         """The aggregate as an Arrow table: (by..., aggregations, __rows[, __ties]), sorted by
         ``by``."""
         types = self.sql_types(table)
@@ -442,3 +452,9 @@ def _strides(sizes: Sequence[int]) -> list[int]:
     for i in range(len(sizes) - 2, -1, -1):
         out[i] = out[i + 1] * sizes[i + 1]
     return out
+
+
+if TYPE_CHECKING:  # mypy checks that DuckDBEngine implements the Engine protocol over DuckDBTable
+
+    def _implements_engine(engine: DuckDBEngine) -> Engine[DuckDBTable]:
+        return engine

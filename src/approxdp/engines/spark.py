@@ -29,7 +29,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from approxdp.engines.base import (
     AggregateRequest,
@@ -39,6 +39,7 @@ from approxdp.engines.base import (
     CellMapRequest,
     CellMapResult,
     ColumnKind,
+    Engine,
     KeyValue,
     Membership,
     aggregate_result,
@@ -49,6 +50,10 @@ from approxdp.engines.keyed_hash import HashInput
 from approxdp.engines.spark_hash import quote_column as _q
 from approxdp.engines.spark_hash import with_rank
 from approxdp.errors import DataError, MissingDependencyError, ParameterTypeError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 __all__ = ["SparkEngine", "SparkTable", "is_spark_dataframe"]
 
@@ -62,17 +67,16 @@ _INLINE_VALUES = 2000  # longer membership lists become (broadcast) semi-joins
 _counter = itertools.count()
 
 
-def _import_pyspark() -> Any:
+def _require_pyspark() -> None:
     try:
-        import pyspark.sql
+        import pyspark.sql  # noqa: F401
     except ImportError as exc:
         raise MissingDependencyError(
             f"the Spark engine needs PySpark, which is not installed: {INSTALL_HINT}"
         ) from exc
-    return pyspark.sql
 
 
-def is_spark_dataframe(source: Any) -> bool:
+def is_spark_dataframe(source: object) -> TypeGuard[DataFrame]:
     """Whether ``source`` is a PySpark DataFrame (checked without importing PySpark)."""
     return any(
         cls.__module__.startswith("pyspark.sql") and cls.__name__ == "DataFrame"
@@ -84,11 +88,11 @@ def is_spark_dataframe(source: Any) -> bool:
 class SparkTable:
     """A Spark-backed table handle: a DataFrame and where it came from."""
 
-    df: Any
+    df: DataFrame
     description: str
 
 
-def _type_name(data_type: Any) -> str:
+def _type_name(data_type: object) -> str:
     return type(data_type).__name__
 
 
@@ -102,33 +106,31 @@ class SparkEngine:
 
     name = "spark"
 
-    def __init__(self, spark: Any = None) -> None:
-        self._sql = _import_pyspark()
-        from pyspark.sql import functions
-
-        self._F = functions
+    def __init__(self, spark: SparkSession | None = None) -> None:
+        _require_pyspark()
         self._spark = spark
 
     @property
-    def spark(self) -> Any:
+    def spark(self) -> SparkSession:
         """The SparkSession for paths and in-memory inputs (created on first use)."""
         if self._spark is None:
-            session = self._sql.SparkSession
-            active = session.getActiveSession()
+            from pyspark.sql import SparkSession
+
+            active = SparkSession.getActiveSession()
             if active is None:  # a new local session: workers run this interpreter
                 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-                active = session.builder.appName("approxdp").getOrCreate()
+                active = SparkSession.builder.appName("approxdp").getOrCreate()
             self._spark = active
         return self._spark
 
     # -- loading ---------------------------------------------------------------------------
-    def accepts(self, source: Any) -> bool:
+    def accepts(self, source: object) -> bool:
         """True for Spark DataFrames, paths, and pandas/Polars/PyArrow tables."""
         if is_spark_dataframe(source) or isinstance(source, str | os.PathLike):
             return True
         return type(source).__module__.split(".")[0] in ("pandas", "polars", "pyarrow")
 
-    def load(self, source: Any) -> SparkTable:
+    def load(self, source: object) -> SparkTable:
         """Wrap a DataFrame, read a path, or convert an in-memory table (module docstring)."""
         if is_spark_dataframe(source):
             return SparkTable(source, "Spark DataFrame")
@@ -143,14 +145,16 @@ class SparkEngine:
             )
         import pyarrow as pa
 
+        # a pandas/Polars/PyArrow object, told apart by its module (none is imported here)
+        table: Any = source
         if module == "polars":
-            source = source.to_arrow()
+            table = table.to_arrow()
         elif module == "pandas":  # via Arrow: Spark's own pandas path converts row by row
-            source = pa.Table.from_pandas(source, preserve_index=False)
-        if isinstance(source, pa.RecordBatchReader):
-            source = source.read_all()
-        source = _arrow_for_spark(source)
-        return SparkTable(_create(self.spark, source), f"{module} {type(source).__name__}")
+            table = pa.Table.from_pandas(table, preserve_index=False)
+        if isinstance(table, pa.RecordBatchReader):
+            table = table.read_all()
+        table = _arrow_for_spark(table)
+        return SparkTable(_create(self.spark, table), f"{module} {type(table).__name__}")
 
     def _load_path(self, path: str) -> SparkTable:
         lower = path.lower()
@@ -201,7 +205,8 @@ class SparkEngine:
     ) -> tuple[int, tuple[KeyValue, ...]]:
         """Rows whose ``condition.column`` is not in ``condition.values``, with examples."""
         check_condition_column(self.schema(table), condition)
-        F = self._F
+        from pyspark.sql import functions as F
+
         outside = self._filter(table.df, (condition,), keep=False)
         n = int(outside.count())
         if n == 0:
@@ -219,7 +224,8 @@ class SparkEngine:
             raise DataError(f"column {column!r} not found; the table has columns {list(schema)}")
         if schema[column] is ColumnKind.NUMERIC:
             return 0, ()
-        F = self._F
+        from pyspark.sql import functions as F
+
         text = F.col(_q(column)).cast("string")
         bad = table.df.filter(text.isNotNull() & _try_double(F, column).isNull())
         n = int(bad.count())
@@ -233,18 +239,23 @@ class SparkEngine:
         schema = self.schema(table)
         if column not in schema:
             raise DataError(f"column {column!r} not found; the table has columns {list(schema)}")
-        value = (self._F.col(_q(column)).cast("double") if schema[column] is ColumnKind.NUMERIC
-                 else _try_double(self._F, column))
+        from pyspark.sql import functions as F
+
+        value = (F.col(_q(column)).cast("double") if schema[column] is ColumnKind.NUMERIC
+                 else _try_double(F, column))
         return SparkTable(table.df.withColumn(column, value), table.description)
 
-    def _filter(self, df: Any, conds: Sequence[Membership], keep: bool = True) -> Any:
+    def _filter(
+        self, df: DataFrame, conds: Sequence[Membership], keep: bool = True
+    ) -> DataFrame:
         """Rows meeting every condition (``keep``), or rows failing the single condition."""
-        F = self._F
+        from pyspark.sql import functions as F
+
         for cond in conds:
             col = df[_q(cond.column)]
             present = [v for v in cond.values if v is not None]
             if len(present) <= _INLINE_VALUES:
-                inside = _membership_column(F, col, cond)
+                inside = _membership_column(col, cond)
                 df = df.filter(inside if keep else ~F.coalesce(inside, F.lit(False)))
                 continue
             listed = [*present, None] if None in cond.values else present
@@ -253,10 +264,14 @@ class SparkEngine:
             df = df.join(F.broadcast(values), match, "left_semi" if keep else "left_anti")
         return df
 
-    def _values_frame(self, df: Any, column: str, values: Sequence[KeyValue]) -> Any:
+    def _values_frame(
+        self, df: DataFrame, column: str, values: Sequence[KeyValue]
+    ) -> DataFrame:
         """A one-column DataFrame ``__v`` of ``values``, typed like ``df[column]`` (via Arrow)."""
+        from pyspark.sql import functions as F
+
         return _arrow_frame(df.sparkSession, {"__v": values}, column).select(
-            self._F.col("__v").cast(df.schema[column].dataType).alias("__v")
+            F.col("__v").cast(df.schema[column].dataType).alias("__v")
         )
 
     # -- aggregation -----------------------------------------------------------------------
@@ -268,9 +283,10 @@ class SparkEngine:
             result = _sort_nulls_last(result, request.by)
         return aggregate_result(result, request)
 
-    def _aggregate_frame(self, table: SparkTable, request: AggregateRequest) -> Any:
+    def _aggregate_frame(self, table: SparkTable, request: AggregateRequest) -> DataFrame:
         """The aggregate as a lazy DataFrame: (by..., aggregations, __rows)."""
-        F = self._F
+        from pyspark.sql import functions as F
+
         check_columns(self.schema(table), request)
         df = self._filter(table.df, request.keep)
         by = [F.col(_q(c)).alias(c) for c in request.by]
@@ -280,7 +296,7 @@ class SparkEngine:
         if request.sample is None:
             rows = df.select(*by, *values)  # (by..., __v_i)
             parts = [
-                F.coalesce(_agg(F, a, F.col(f"__v{i}")), F.lit(0.0)).alias(a.name)
+                F.coalesce(_agg(a, F.col(f"__v{i}")), F.lit(0.0)).alias(a.name)
                 for i, a in enumerate(aggs)
             ]
             grouped = rows.groupBy(*group_cols) if request.by else rows
@@ -291,17 +307,19 @@ class SparkEngine:
         # pairs: (unit, by..., n, partial per aggregation)
         pairs = rows.groupBy(F.col("__unit"), *group_cols).agg(
             F.count(F.lit(1)).alias("__n"),
-            *(_agg(F, a, F.col(f"__v{i}")).alias(f"__p{i}") for i, a in enumerate(aggs)),
+            *(_agg(a, F.col(f"__v{i}")).alias(f"__p{i}") for i, a in enumerate(aggs)),
         )
         if request.by:  # ≤ max_groups pairs per unit, smallest keyed rank first
             kinds = self._hash_inputs(table)
             floats = {f.name for f in table.df.schema.fields
                       if _type_name(f.dataType) in ("FloatType", "DoubleType")}
-            pairs = with_rank(F, pairs, request.by, [kinds[c] for c in request.by],
+            pairs = with_rank(pairs, request.by, [kinds[c] for c in request.by],
                                kinds[s.key], s.seed,
                                floats={*(c for c in request.by if c in floats),
                                        *(("__unit",) if s.key in floats else ())})
-            window = self._sql.Window.partitionBy("__unit").orderBy(
+            from pyspark.sql import Window
+
+            window = Window.partitionBy("__unit").orderBy(
                 F.col("__rank").asc(), *(F.col(_q(c)).asc_nulls_last() for c in request.by)
             )
             pairs = pairs.withColumn("__rn", F.row_number().over(window))
@@ -319,10 +337,11 @@ class SparkEngine:
         grouped = pairs.groupBy(*group_cols) if request.by else pairs
         return grouped.agg(*finals, used)
 
-    def _value(self, df: Any, agg: Aggregation) -> Any:
+    def _value(self, df: DataFrame, agg: Aggregation) -> Column:
         """Per-row contribution of ``agg`` (NULL when it contributes nothing)."""
-        F = self._F
-        conds = [_membership_column(F, df[_q(m.column)], m) for m in agg.where]
+        from pyspark.sql import functions as F
+
+        conds = [_membership_column(df[_q(m.column)], m) for m in agg.where]
         if agg.column is not None:
             col = df[_q(agg.column)].cast("double")
             conds.append(col.isNotNull() & ~F.isnan(col))
@@ -350,8 +369,8 @@ class SparkEngine:
         (``localCheckpoint``: lost blocks raise rather than recompute, so the function never
         runs twice for a cell).
         """
-        F = self._F
-        types = self._sql.types
+        from pyspark.sql import functions as F
+        from pyspark.sql import types
         by = request.aggregate.by
         if request.path is not None and "://" not in request.path and Path(request.path).exists():
             raise DataError(f"output path {request.path!r} already exists; choose a new path")
@@ -391,7 +410,7 @@ class SparkEngine:
             agg.unpersist()
         return CellMapResult(out, request.path, request.n_cells, rows_used)
 
-    def _grid(self, table: SparkTable, request: CellMapRequest) -> Any:
+    def _grid(self, table: SparkTable, request: CellMapRequest) -> DataFrame:
         """The grid's cells on the executors: (key..., __cell), row-major cell index.
 
         One small DataFrame per column, (value, position · stride); the longest is spread over
@@ -399,7 +418,8 @@ class SparkEngine:
         cells (and the function over them) are generated in parallel. The join order does not
         change a cell's index.
         """
-        F = self._F
+        from pyspark.sql import functions as F
+
         session = table.df.sparkSession
         sizes = [len(v) for _, v in request.grid]
         strides = [math.prod(sizes[i + 1 :]) for i in range(len(sizes))]
@@ -424,7 +444,9 @@ def _try_double(F: Any, column: str) -> Any:
     return F.expr(f"try_cast(cast({_q(column)} AS string) AS double)")
 
 
-def _arrow_frame(session: Any, columns: dict[str, Any], column: str) -> Any:
+def _arrow_frame(
+    session: SparkSession, columns: dict[str, Sequence[KeyValue] | range], column: str
+) -> DataFrame:
     """A Spark DataFrame from Python value lists, sent as Arrow (fast for long lists)."""
     import pyarrow as pa
 
@@ -435,7 +457,7 @@ def _arrow_frame(session: Any, columns: dict[str, Any], column: str) -> Any:
     return _create(session, table)
 
 
-def _create(session: Any, table: Any) -> Any:
+def _create(session: SparkSession, table: pa.Table) -> DataFrame:
     """``createDataFrame`` from a PyArrow table (PySpark >= 4; older ones go via pandas)."""
     try:
         return session.createDataFrame(table)
@@ -443,8 +465,10 @@ def _create(session: Any, table: Any) -> Any:
         return session.createDataFrame(table.to_pandas())
 
 
-def _membership_column(F: Any, col: Any, cond: Membership) -> Any:
+def _membership_column(col: Column, cond: Membership) -> Column:
     """``col IN values`` with NULL matching when ``None`` is listed (NULL otherwise → no match)."""
+    from pyspark.sql import functions as F
+
     present = [v for v in cond.values if v is not None]
     parts = []
     if present:
@@ -459,11 +483,13 @@ def _membership_column(F: Any, col: Any, cond: Membership) -> Any:
     return out
 
 
-def _agg(F: Any, agg: Aggregation, col: Any) -> Any:
+def _agg(agg: Aggregation, col: Column) -> Column:
+    from pyspark.sql import functions as F
+
     return F.count(col).cast("double") if agg.function == "count" else F.sum(col)
 
 
-def _collect_arrow(df: Any) -> Any:
+def _collect_arrow(df: DataFrame) -> pa.Table:
     """A small DataFrame on the driver as a PyArrow table."""
     if hasattr(df, "toArrow"):
         return df.toArrow()
@@ -473,7 +499,7 @@ def _collect_arrow(df: Any) -> Any:
     return pa.table({c: [r[i] for r in rows] for i, c in enumerate(df.columns)})
 
 
-def _sort_nulls_last(table: Any, by: Sequence[str]) -> Any:
+def _sort_nulls_last(table: pa.Table, by: Sequence[str]) -> pa.Table:
     """Sort an Arrow table by ``by`` ascending, NULLs last (as DuckDB's ORDER BY ... NULLS LAST)."""
     try:  # PyArrow >= 20: null placement per sort key
         return table.sort_by([(c, "ascending", "at_end") for c in by])
@@ -481,7 +507,7 @@ def _sort_nulls_last(table: Any, by: Sequence[str]) -> Any:
         return table.sort_by([(c, "ascending") for c in by], null_placement="at_end")
 
 
-def _arrow_for_spark(table: Any) -> Any:
+def _arrow_for_spark(table: pa.Table) -> pa.Table:
     """Spark reads plain strings best: large/view strings become ``pa.string()``."""
     import pyarrow as pa
 
@@ -492,3 +518,9 @@ def _arrow_for_spark(table: Any) -> Any:
         else:
             fields.append(f)
     return table.cast(pa.schema(fields))
+
+
+if TYPE_CHECKING:  # mypy checks that SparkEngine implements the Engine protocol over SparkTable
+
+    def _implements_engine(engine: SparkEngine) -> Engine[SparkTable]:
+        return engine

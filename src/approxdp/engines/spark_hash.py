@@ -8,7 +8,7 @@ checks this rendering against both (and against DuckDB's).
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from approxdp.engines.keyed_hash import (
     FMIX_MULTIPLIER,
@@ -19,6 +19,9 @@ from approxdp.engines.keyed_hash import (
     seed_state,
 )
 
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
 __all__ = ["quote_column", "with_rank"]
 
 
@@ -28,9 +31,9 @@ def quote_column(name: str) -> str:
 
 
 def with_rank(
-    F: Any, pairs: Any, by: Sequence[str], kinds: Sequence[HashInput], unit_kind: HashInput,
+    pairs: DataFrame, by: Sequence[str], kinds: Sequence[HashInput], unit_kind: HashInput,
     seed: int, floats: Collection[str] = (),
-) -> Any:
+) -> DataFrame:
     """Add ``__rank``: the keyed hash of :mod:`approxdp.engines.keyed_hash`.
 
     The group part is computed once per distinct group (a small dictionary, broadcast back)
@@ -40,6 +43,8 @@ def with_rank(
     columns (``__unit`` for the unit) of float type, whose NaN and infinities Java prints
     unlike DuckDB and Python (``NaN``, ``Infinity``): they are hashed as ``nan``, ``inf``.
     """
+    from pyspark.sql import functions as F
+
     groups = pairs.select(*(F.col(quote_column(c)) for c in by))
     text = "text" in kinds
     if text:  # distinct groups; reuses the pairs' shuffle

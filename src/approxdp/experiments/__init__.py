@@ -1,13 +1,16 @@
-"""The paper's experiments as plain functions returning data (no plotting), and ``reproduce``.
+"""The experiments of Zhao et al. 2019 (https://arxiv.org/abs/1911.12060) and of the lecture
+notes (Near & Abuah, Wu's notes) as plain functions returning data (no plotting).
 
-- :func:`recompute_table1` — paper Table I with verdicts computed from the library;
+- :func:`recompute_table1` — Zhao et al. Table I with verdicts computed from the library;
 - :func:`check_table2` — Tables II/III and Theorems 2, 3, 7 checked on grids;
 - :func:`failure_region`, :func:`failure_thresholds` — Fig. 1, Fig. 3, Remark 2's G(δ);
 - :func:`sigma_versus_delta`, :func:`privacy_profiles` — Fig. 2 and δ(ε) curves;
 - :func:`mean_estimation` (Fig. 4), :func:`adult_histogram` (Fig. 5);
 - :func:`noise_samples`, :func:`composition_curves`, :func:`averaging_attack`,
-  :func:`max_error_experiment` — the lecture notes' experiments;
-- :func:`reproduce` — all of the above, with figures and a report, into a folder.
+  :func:`max_error_experiment` — the lecture notes' experiments.
+
+Figures of these data are drawn by :mod:`approxdp.plots`; :func:`approxdp.reproduction.reproduce`
+runs all of them, with figures and a report, into a folder. This package imports neither.
 """
 
 from __future__ import annotations
@@ -36,13 +39,11 @@ from approxdp.experiments.noise_curves import (
     sigma_versus_delta,
 )
 from approxdp.experiments.noise_samples import NoiseSamples, noise_samples
-from approxdp.experiments.reproduce import FIGURE_FILES, Reproduction, reproduce
 from approxdp.experiments.table1 import TABLE_I, PublishedUse, Table1Row, recompute_table1
 from approxdp.experiments.table2 import PropertyCheck, check_table2
 from approxdp.experiments.utility import UtilityCurves
 
 __all__ = [
-    "FIGURE_FILES",
     "FIGURE_METHODS",
     "LABELS",
     "PUBLISHED_G",
@@ -55,7 +56,6 @@ __all__ = [
     "PrivacyProfiles",
     "PropertyCheck",
     "PublishedUse",
-    "Reproduction",
     "SigmaCurves",
     "Table1Row",
     "ThresholdRow",
@@ -73,6 +73,5 @@ __all__ = [
     "noise_samples",
     "privacy_profiles",
     "recompute_table1",
-    "reproduce",
     "sigma_versus_delta",
 ]

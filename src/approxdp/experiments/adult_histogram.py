@@ -1,4 +1,4 @@
-"""Paper Fig. 5: a private histogram of the Adult data (paper §VIII-B).
+"""Paper Fig. 5: a private histogram of the Adult data (Zhao et al. §VIII-B).
 
 The 45,222 complete records, counted over the combination of all categorical attributes
 (:data:`approxdp.data.ADULT_CATEGORICAL`); add/remove neighbours, so the count vector has
@@ -64,7 +64,7 @@ def adult_histogram(
     methods: tuple[str, ...] = FIGURE_METHODS,
     seed: int = 0,
 ) -> UtilityCurves:
-    """MSE of the private Adult histogram for each calibration (paper Fig. 5).
+    """MSE of the private Adult histogram for each calibration (Zhao et al. Fig. 5).
 
     Args:
         parameter: ``"epsilon"`` (Fig. 5a, δ fixed) or ``"delta"`` (Fig. 5b, ε fixed).

@@ -1,10 +1,11 @@
 """Composition as k grows (the notes' plot, improved) and the notes' averaging attack.
 
-The notes compare sequential composition (kε) with the simplified advanced composition
-2ε√(2k ln(1/δ)) for ε = 1 and conclude that the latter wins above k ≈ 70. We add Dwork–Roth's
-full advanced composition (Thm 3.20), the optimal composition of Kairouz–Oh–Viswanath (exact
-over all ε-DP mechanisms) and the exact composition of Gaussian releases (paper Lemma 15), all
-from :mod:`approxdp.accounting`, and mark where the simplified form is not a valid bound.
+The notes (Near & Abuah, https://programming-dp.com/ch6.html) compare sequential composition (kε)
+with the simplified advanced composition 2ε√(2k ln(1/δ)) for ε = 1 and conclude that the latter wins
+above k ≈ 70. We add the full advanced composition of Dwork & Roth 2014 (Thm 3.20), the optimal
+composition of Kairouz et al. 2017 (exact over all ε-DP mechanisms) and the exact composition of
+Gaussian releases (Zhao et al. Lemma 15), all from :mod:`approxdp.accounting`, and mark where the
+simplified form is not a valid bound.
 
 The averaging attack (notes, "Advanced Composition"): ask the same sensitivity-1 query k times
 and average the noisy answers; the error falls as 1/√k while the privacy cost grows with k
@@ -51,14 +52,14 @@ class CompositionCurves:
         epsilon: per-step ε (pure ε-DP steps for basic/advanced/simplified/optimal).
         delta: the total δ at which ε is reported (δ' of the advanced theorems).
         ks: numbers of steps.
-        basic: kε (Dwork–Roth Thm 3.16).
-        advanced: √(2k ln(1/δ))ε + kε(e^ε − 1) (Dwork–Roth Thm 3.20).
+        basic: kε (Dwork & Roth 2014, Thm 3.16).
+        advanced: √(2k ln(1/δ))ε + kε(e^ε − 1) (Dwork & Roth 2014, Thm 3.20).
         simplified: the notes' 2ε√(2k ln(1/δ)).
         simplified_valid: True where the simplified form is an upper bound (else it
             underestimates; see :func:`approxdp.accounting.simplified_advanced_composition`).
-        optimal: least ε of Kairouz–Oh–Viswanath (exact over all ε-DP mechanisms).
+        optimal: least ε of Kairouz et al. 2017 (exact over all ε-DP mechanisms).
         gaussian_sigma: σ of one Gaussian step that is exactly (ε, δ)-DP (DP-OPT).
-        gaussian: exact ε at δ of k such Gaussian steps (paper Lemma 15).
+        gaussian: exact ε at δ of k such Gaussian steps (Zhao et al. Lemma 15).
         simplified_below_basic_from: least k from which the notes' form is below kε.
         simplified_below_optimal_from: least k (up to max(ks)) from which the notes' form is
             below the exact optimum, i.e. understates the privacy loss; None if it never is.
@@ -108,7 +109,7 @@ def composition_curves(
     valid = np.array([g.kind == "upper bound" for g in simp])
     optimal = np.array([optimal_composition(eps, 0.0, int(k), dlt).epsilon for k in steps])
     sigma = float(calibrate_gaussian(eps, dlt))
-    # σ* of k composed steps (paper Lemma 15), then one vectorized inversion ε(σ*, δ).
+    # σ* of k composed steps (Zhao et al. Lemma 15), then one vectorized inversion ε(σ*, δ).
     sigma_star = np.array([compose_gaussian(np.full(int(k), sigma)).sigma for k in steps])
     gaussian = np.asarray(gaussian_epsilon(sigma_star, dlt), dtype=np.float64)
     k_top = int(steps[-1])

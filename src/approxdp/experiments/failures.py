@@ -1,10 +1,12 @@
-"""Where the classical formulas fail: paper Fig. 1 (DP), Fig. 3 (pDP) and Remark 2's G(δ).
+"""Where the classical formulas fail: Zhao et al. Fig. 1 (DP), Fig. 3 (pDP) and Remark 2's G(δ).
 
 For a classical σ = F(δ)Δ/ε (Dwork-2006: F = √(2 ln(2/δ)); Dwork-2014: F = √(2 ln(1.25/δ))),
-the mechanism is (ε, δ)-DP iff its exact profile δ_DP(ε; σ, Δ) <= δ (paper Thm 2), and
+the mechanism is (ε, δ)-DP iff its exact profile δ_DP(ε; σ, Δ) <= δ (Zhao et al. Thm 2), and
 (ε, δ)-pDP iff P[|L| > ε] <= δ (Thm 6). Paper Thm 1: for every δ there is G(δ) above which it
 fails. We compute the failing set on a grid (no assumption that it is an interval) and G(δ)
 with :func:`approxdp.calibration.classical_failure_threshold`.
+
+See https://arxiv.org/abs/1911.12060 (Zhao et al. 2019), Thm 2, Remark 2, Fig. 1 and 3.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ PUBLISHED_G: dict[str, dict[float, float]] = {
 
 @dataclass(frozen=True, slots=True, eq=False)
 class FailureRegion:
-    """The (ε, δ) grid points where a classical σ is not private (paper Fig. 1 or 3).
+    """The (ε, δ) grid points where a classical σ is not private (Zhao et al. Fig. 1 or 3).
 
     Attributes:
         method: ``"dwork-roth-2014"`` or ``"dwork-2006"``.
@@ -87,8 +89,8 @@ def failure_region(
     """Grid of where ``method``'s σ fails (ε, δ)-DP (``notion="dp"``) or -pDP, and G(δ).
 
     Args:
-        method: ``"dwork-roth-2014"`` (paper Eq. 2) or ``"dwork-2006"`` (Eq. 1).
-        notion: ``"dp"`` (paper Fig. 1) or ``"pdp"`` (paper Fig. 3).
+        method: ``"dwork-roth-2014"`` (Zhao et al. Eq. 2) or ``"dwork-2006"`` (Eq. 1).
+        notion: ``"dp"`` (Zhao et al. Fig. 1) or ``"pdp"`` (Zhao et al. Fig. 3).
         epsilon_max: top of the ε axis (linear from 0).
         delta_min: left end of the δ axis (log-spaced up to 0.99).
         resolution: grid points per axis.
@@ -113,7 +115,7 @@ class ThresholdRow:
     Attributes:
         method, notion, delta: what was computed.
         exact: the least ε at which the formula is not private (to ~1e-12).
-        published: the value of paper Remark 2 (DP only), or None.
+        published: the value of Zhao et al. Remark 2 (DP only), or None.
     """
 
     method: str
@@ -126,7 +128,7 @@ class ThresholdRow:
     def claim_holds(self) -> bool | None:
         """Is the paper's "fails for every ε > G" true with its G? (None: no published G.)
 
-        The failing set is [G_exact, ∞) for δ < 1/2 (paper Thm 1 and our grid), so the claim
+        The failing set is [G_exact, ∞) for δ < 1/2 (Zhao et al. Thm 1 and our grid), so the claim
         holds iff the published G is at least the exact one.
         """
         if self.published is None:
@@ -137,7 +139,7 @@ class ThresholdRow:
 def failure_thresholds(
     deltas: tuple[float, ...] = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-8, 1e-10, 1e-15),
 ) -> list[ThresholdRow]:
-    """G(δ) for Dwork-2014 and Dwork-2006 under DP and pDP, beside the paper's Remark 2."""
+    """G(δ) for Dwork-2014 and Dwork-2006 under DP and pDP, beside Zhao et al.'s Remark 2."""
     rows = []
     for method in CLASSICAL:
         for notion in ("dp", "pdp"):

@@ -1,6 +1,6 @@
 """Expected maximum error of k counting queries: Laplace (ℓ1) versus Gaussian (ℓ2).
 
-lecture-wu §2.2.3: k counting queries have Δ₁ = k and Δ₂ = √k. Laplace noise of scale
+Wu's notes, §2.2.3: k counting queries have Δ₁ = k and Δ₂ = √k. Laplace noise of scale
 Δ₁/ε per answer gives E max_j |error_j| = O(k log k / ε) (Eq. 36); Gaussian noise of σ ∝ Δ₂
 gives O(√(k log k log(1/δ)) / ε) (Eq. 37) — better once k log k ≳ log(1/δ).
 
@@ -43,12 +43,12 @@ class MaxErrorResult:
         reps: simulated releases per k.
         laplace_measured: mean over releases of the maximum error, Laplace(k/ε) noise.
         laplace_exact: (k/ε) H_k.
-        laplace_bound: (k/ε)(1 + ln k) (lecture-wu Eq. 36 with its constant).
+        laplace_bound: (k/ε)(1 + ln k) (Wu's notes, Eq. 36 with its constant).
         gaussian_methods: calibrations simulated (``"optimal"``, ``"dwork-2006"``).
         gaussian_measured: shape (len(gaussian_methods), len(ks)); NaN where the method is
             not (ε, δ)-DP (Dwork-2006 at large ε) and therefore not run.
         gaussian_exact: σ ∫(1 − erf(t/√2)^k) dt per method, same shape.
-        gaussian_bound: 2√(k ln(2k) ln(2/δ))/ε (lecture-wu Eq. 37 with its constants).
+        gaussian_bound: 2√(k ln(2k) ln(2/δ))/ε (Wu's notes, Eq. 37 with its constants).
         crossover_measured: smallest k of the grid from which DP-OPT Gaussian beats Laplace.
         crossover_exact: the same from the exact expectations, over every integer k.
         crossover_bound: the same for the two bounds.

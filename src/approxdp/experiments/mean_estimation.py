@@ -1,4 +1,4 @@
-"""Paper Fig. 4: private mean estimation on synthetic data (paper §VIII-A).
+"""Paper Fig. 4: private mean estimation on synthetic data (Zhao et al. §VIII-A).
 
 n = 1000 points in R^d: x₀ ~ N(0, I_d), xᵢ = x₀ + ξᵢ with ξᵢ uniform on [−1/2, 1/2]^d. The
 query is the mean; under replace-one neighbours its ℓ2-sensitivity is √d/n (every coordinate
@@ -68,7 +68,7 @@ def mean_estimation(
     methods: tuple[str, ...] = FIGURE_METHODS,
     seed: int = 0,
 ) -> UtilityCurves:
-    """ℓ2 error of private mean estimation for each calibration (paper Fig. 4).
+    """ℓ2 error of private mean estimation for each calibration (Zhao et al. Fig. 4).
 
     Args:
         parameter: which parameter varies: ``"epsilon"`` (Fig. 4a), ``"delta"`` (4b) or

@@ -3,7 +3,7 @@
 The paper's figures draw the classical formulas (Dwork-2006, Dwork-2014) also where they are
 *not* (ε, δ)-DP — that is the point of Fig. 1–3. :func:`noise_amounts` therefore asks
 :func:`approxdp.calibration.calibrate_gaussian` for σ with ``allow_non_private=True`` and
-returns, next to σ, whether the exact profile (paper Thm 2) really is at most δ there.
+returns, next to σ, whether the exact profile (Zhao et al. Thm 2) really is at most δ there.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ __all__ = [
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
-#: The eight mechanisms of the paper's Fig. 2 (and of Fig. 4, 5), in the legend's order.
+#: The eight mechanisms of Zhao et al.'s Fig. 2 (and of Fig. 4, 5), in the legend's order.
 FIGURE_METHODS: tuple[str, ...] = (
     "pdp-optimal",
     "optimal",
@@ -77,7 +77,7 @@ def check_methods(methods: Any) -> tuple[str, ...]:
 
 
 def noise_amounts(
-    method: str, epsilon: Any, delta: Any, sensitivity: float = 1.0
+    method: str, epsilon: npt.ArrayLike, delta: npt.ArrayLike, sensitivity: float = 1.0
 ) -> tuple[FloatArray, BoolArray]:
     """σ of ``method`` at (ε, δ) — also where it is not private — and whether it is DP there.
 
@@ -89,8 +89,8 @@ def noise_amounts(
 
     Returns:
         ``(sigma, private)`` arrays of the broadcast shape. σ is NaN where the method is not
-        defined (Mechanism 2 for δ >= 1/2, paper Thm 5); ``private`` is True where the exact
-        DP profile δ_DP(ε; σ, Δ) (paper Thm 2) is at most δ.
+        defined (Mechanism 2 for δ >= 1/2, Zhao et al. Thm 5); ``private`` is True where the exact
+        DP profile δ_DP(ε; σ, Δ) (Zhao et al. Thm 2) is at most δ.
     """
     check_methods((method,))
     eps, dlt = np.broadcast_arrays(
@@ -112,6 +112,8 @@ def noise_amounts(
     return sigma, private
 
 
-def pdp_private(epsilon: Any, delta: Any, sigma: Any, sensitivity: float = 1.0) -> BoolArray:
-    """True where σ gives (ε, δ)-pDP: P[|L| > ε] <= δ (paper Def. 2, Thm 6)."""
-    return np.asarray(gaussian_pdp_delta(epsilon, sigma, sensitivity) <= delta)
+def pdp_private(
+    epsilon: npt.ArrayLike, delta: npt.ArrayLike, sigma: npt.ArrayLike, sensitivity: float = 1.0
+) -> BoolArray:
+    """True where σ gives (ε, δ)-pDP: P[|L| > ε] <= δ (Zhao et al. Def. 2, Thm 6)."""
+    return np.asarray(gaussian_pdp_delta(epsilon, sigma, sensitivity) <= np.asarray(delta))

@@ -1,8 +1,8 @@
-"""σ versus δ for every mechanism (paper Fig. 2) and exact privacy profiles δ(ε).
+"""σ versus δ for every mechanism (Zhao et al. Fig. 2) and exact privacy profiles δ(ε).
 
 Fig. 2 plots the noise amounts of pDP-OPT, DP-OPT, Dwork-2006, Dwork-2014 and Mechanisms 1–4
 against δ for ε ∈ {0.1, 1, 5, 10, 15, 20}, Δ = 1. We add, for each point, whether the σ is
-really (ε, δ)-DP by the exact profile (paper Thm 2): the classical curves cross below DP-OPT
+really (ε, δ)-DP by the exact profile (Zhao et al. Thm 2): the classical curves cross below DP-OPT
 exactly where they stop being private (Fig. 1).
 """
 
@@ -29,13 +29,13 @@ __all__ = [
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
-#: The six panels of paper Fig. 2.
+#: The six panels of Zhao et al. Fig. 2.
 FIG2_EPSILONS: tuple[float, ...] = (0.1, 1.0, 5.0, 10.0, 15.0, 20.0)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class SigmaCurves:
-    """Noise amounts σ/Δ per ε, method and δ (paper Fig. 2).
+    """Noise amounts σ/Δ per ε, method and δ (Zhao et al. Fig. 2).
 
     Attributes:
         epsilons: one panel per ε.
@@ -60,7 +60,7 @@ def sigma_versus_delta(
     delta_max: float = 0.1,
     points: int = 60,
 ) -> SigmaCurves:
-    """σ/Δ of each method against δ, for each ε (paper Fig. 2).
+    """σ/Δ of each method against δ, for each ε (Zhao et al. Fig. 2).
 
     Args:
         epsilons: the ε of each panel (> 0).
@@ -91,8 +91,8 @@ class PrivacyProfiles:
         sigmas: the noise levels.
         sensitivity: Δ.
         epsilons: the ε axis.
-        dp: δ_DP(ε; σ, Δ) (paper Thm 2), shape (len(sigmas), len(epsilons)).
-        pdp: δ_pDP(ε; σ, Δ) = P[|L| > ε] (paper Thm 6), same shape.
+        dp: δ_DP(ε; σ, Δ) (Zhao et al. Thm 2), shape (len(sigmas), len(epsilons)).
+        pdp: δ_pDP(ε; σ, Δ) = P[|L| > ε] (Zhao et al. Thm 6), same shape.
     """
 
     sigmas: tuple[float, ...]

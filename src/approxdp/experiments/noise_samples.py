@@ -1,9 +1,9 @@
 """Laplace versus Gaussian noise at ε = 1 (the notes' histogram, with equal sample sizes).
 
-The notes draw 100 Laplace(1/ε) values against 100,000 Gaussian values with the classical
-σ = √(2 ln(1.25/δ))/ε and write δ = 10e-5 (which is 1e-4, not the 1e-5 of their text). We
-draw the same number from each, add the exactly calibrated Gaussian (DP-OPT), and give the
-exact tail probabilities next to the empirical ones.
+The notes (Near & Abuah, https://programming-dp.com/ch6.html) draw 100 Laplace(1/ε) values against
+100,000 Gaussian values with the classical σ = √(2 ln(1.25/δ))/ε and write δ = 10e-5 (which is 1e-4,
+not the 1e-5 of their text). We draw the same number from each, add the exactly calibrated Gaussian
+(DP-OPT), and give the exact tail probabilities next to the empirical ones.
 """
 
 from __future__ import annotations
@@ -33,11 +33,11 @@ class NoiseSamples:
         epsilon, delta: privacy parameters (δ for the Gaussians).
         laplace_scale: b = 1/ε.
         sigma_classical: Dwork-2014 σ = √(2 ln(1.25/δ))/ε (the notes' formula).
-        sigma_optimal: DP-OPT σ (paper Thm 2).
+        sigma_optimal: DP-OPT σ (Zhao et al. Thm 2).
         laplace, classical, optimal: the samples (same size).
         thresholds: t at which tail probabilities are given.
         tails: exact P[|noise| > t], shape (3, len(thresholds)) in the order above.
-        classical_private: whether the Dwork-2014 σ is (ε, δ)-DP here (paper Fig. 1); if
+        classical_private: whether the Dwork-2014 σ is (ε, δ)-DP here (Zhao et al. Fig. 1); if
             not, its samples show what the formula adds, not a mechanism approxdp offers.
     """
 

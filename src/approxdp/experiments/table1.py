@@ -2,13 +2,13 @@
 
 Each entry of the table is one (paper, ε, δ): the classical σ the paper used and the least σ
 that would have been (ε, δ)-DP, as Zhao et al. publish them (for sensitivity Δ = 1). We
-recompute both with the library — the classical σ from its formula (paper Eq. 1, 2), the least
-σ as DP-OPT (paper Thm 2) — and compare with the published digits.
+recompute both with the library — the classical σ from its formula (Zhao et al. Eq. 1, 2), the least
+σ as DP-OPT (Zhao et al. Thm 2) — and compare with the published digits.
 
 Where a published least σ disagrees, we look for where it came from, by computation only:
 the exact least σ of another ε of the same row (the values were *swapped*), or what a naive
-float64 evaluation of the profile with Φ(x) = (1 + erf(x/√2))/2 gives (SPEC §3: that Φ cannot
-resolve e^ε Φ(−…) at large ε, and under-noises). The verdicts are therefore outputs of this
+float64 evaluation of the profile with Φ(x) = (1 + erf(x/√2))/2 gives (that Φ cannot resolve
+e^ε Φ(−…) at large ε, and under-noises). The verdicts are therefore outputs of this
 module, not inputs.
 """
 
@@ -35,7 +35,7 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class PublishedUse:
-    """One (ε, δ) entry of paper Table I, with the values exactly as published.
+    """One (ε, δ) entry of Zhao et al. Table I, with the values exactly as published.
 
     Attributes:
         paper: the cited work, as the table names it.
@@ -97,7 +97,7 @@ class Table1Row:
     Attributes:
         use: the published entry.
         sigma: the classical σ/Δ recomputed from its formula.
-        least: the exact least σ/Δ for (ε, δ)-DP (DP-OPT, paper Thm 2), from the library.
+        least: the exact least σ/Δ for (ε, δ)-DP (DP-OPT, Zhao et al. Thm 2), from the library.
         naive_least: the least σ/Δ found with a naive float64 Φ = (1 + erf)/2 (for reference).
         true_delta: the δ the classical σ really gives at ε (exact profile).
         true_epsilon: the least ε at which the classical σ is DP at the claimed δ.
@@ -126,7 +126,7 @@ def agrees_to_published(value: float, published: float, decimals: int = 4) -> bo
 
 
 def _naive_profile(sigma: float, epsilon: float) -> float:
-    """δ_DP with Φ(x) = (1 + erf(x/√2))/2 in float64 — the evaluation SPEC §3 warns about."""
+    """δ_DP with Φ(x) = (1 + erf(x/√2))/2 in float64: an evaluation that under-noises at large ε."""
 
     def phi(x: float) -> float:
         return 0.5 * (1.0 + float(special.erf(x / math.sqrt(2.0))))
@@ -188,7 +188,7 @@ def _explain(
 
 
 def recompute_table1(uses: tuple[PublishedUse, ...] = TABLE_I) -> list[Table1Row]:
-    """Recompute every entry of paper Table I with the library and explain the differences.
+    """Recompute every entry of Zhao et al. Table I with the library and explain the differences.
 
     Returns:
         One :class:`Table1Row` per published entry, in the table's order.

@@ -117,7 +117,7 @@ def _limit(
 
 
 def check_table2(quick: bool = False) -> list[PropertyCheck]:
-    """Check the claims of paper Tables II–III, Ineq. 6/8/10 and Theorems 2, 3, 7 on grids.
+    """Check the claims of Zhao et al. Tables II–III, Ineq. 6/8/10 and Theorems 2, 3, 7 on grids.
 
     Args:
         quick: a coarse grid (for tests); the full grid has 80 × 50 (ε, δ) points.

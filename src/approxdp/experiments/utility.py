@@ -1,4 +1,4 @@
-"""The result of a utility experiment (paper Fig. 4 and 5): error per method and parameter."""
+"""The result of a utility experiment (Zhao et al. Fig. 4 and 5): error per method and parameter."""
 
 from __future__ import annotations
 

@@ -58,7 +58,9 @@ def check_alpha(alpha: Any) -> float:
     return float(check_probability("alpha", alpha))
 
 
-def choose_path(rng: Any, secure: bool | None) -> tuple[Path, np.random.Generator | None]:
+def choose_path(
+    rng: np.random.Generator | None, secure: bool | None
+) -> tuple[Path, np.random.Generator | None]:
     """Resolve ``rng``/``secure`` into a noise path and, for simulation paths, a Generator.
 
     Raises:

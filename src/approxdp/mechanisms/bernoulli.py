@@ -1,8 +1,8 @@
 """Exact Bernoulli(exp(-γ)) trials for rational γ, vectorized over NumPy integer arrays.
 
-Canonne, Kamath, Steinke 2020 ("CKS20"), Algorithm 1 (von Neumann 1951; Forsythe 1972): for
-γ = r/D ∈ [0, 1], draw A_K ~ Bernoulli(γ/K) for K = 1, 2, ... until the first A_K = 0; then
-P[K odd] = Σ_{n odd} (γ^(n-1)/(n-1)! − γ^n/n!) = e^(−γ). For γ > 1 write γ = q + r/D and
+Canonne et al. 2020 (https://arxiv.org/abs/2004.00010), Algorithm 1 (von Neumann 1951; Forsythe
+1972): for γ = r/D ∈ [0, 1], draw A_K ~ Bernoulli(γ/K) for K = 1, 2, ... until the first A_K = 0;
+then P[K odd] = Σ_{n odd} (γ^(n-1)/(n-1)! − γ^n/n!) = e^(−γ). For γ > 1 write γ = q + r/D and
 multiply q independent Bernoulli(e^(−1)) trials with one Bernoulli(e^(−r/D)) trial.
 
 Exactness: Bernoulli(γ/K) = Bernoulli(r/D) · Bernoulli(1/K) for independent trials, and
@@ -43,7 +43,8 @@ _FACT_N = 12
 
 
 def bernoulli_exp_fraction(source: RandomBits, r: IntArray, d: int) -> BoolArray:
-    """Independent Bernoulli(exp(−r_i/d)) trials for integers 0 ≤ r_i ≤ d ≤ 2**62 (CKS20 Alg. 1)."""
+    """Independent Bernoulli(exp(−r_i/d)) trials for integers 0 ≤ r_i ≤ d ≤ 2**62 (Canonne et al.
+    2020, Alg. 1)."""
     a = bernoulli_ratio(source, r, d)  # round K = 1, on the whole array
     result = ~a
     idx = np.flatnonzero(a)
@@ -100,7 +101,7 @@ def bernoulli_exp_integer(source: RandomBits, q: IntArray) -> BoolArray:
 
 def geometric_exp1(source: RandomBits, n: int) -> IntArray:
     """``n`` draws of V with P[V = v] = (1 − e^(−1)) e^(−v): successes of Bernoulli(e^(−1))
-    before the first failure (CKS20 Alg. 2, step for V)."""
+    before the first failure (Canonne et al. 2020 Alg. 2, step for V)."""
     v = np.zeros(n, dtype=np.int64)
     idx = np.arange(n)
     while idx.size:

@@ -1,12 +1,13 @@
-"""The discrete Gaussian mechanism q(D) + N_Z(0, σ²) for integer-valued queries (CKS20).
+"""The discrete Gaussian mechanism q(D) + N_Z(0, σ²) for integer-valued queries.
 
 σ is the least value (to 1e-9 relative) that
 :func:`~approxdp.calibration.calibrate_discrete_gaussian` proves (ε, δ)-DP with the discrete
 Gaussian's own profile — not the continuous calibration — then rounded up onto the exact
 sampler's grid σ² = t·c/L and re-verified. A scalar release uses the exact profile
-(CKS20 Thm 7, SPEC §4); a vector release of d coordinates (integer difference vectors of
-ℓ2-norm ≤ Δ) uses the smaller of the smoothing bound (within about b²/(2σ²) of the continuous
-Gaussian's exact profile) and the ρ-zCDP bound (CKS20 Prop. 5 / Cor. 13).
+(Canonne et al. 2020, Thm 7; https://arxiv.org/abs/2004.00010); a vector release of d
+coordinates (integer difference vectors of ℓ2-norm ≤ Δ) uses the smaller of the smoothing bound
+(within about b²/(2σ²) of the continuous Gaussian's exact profile) and the ρ-zCDP bound
+(Canonne et al. 2020, Prop. 5 / Cor. 13).
 Noise is drawn exactly (:class:`~approxdp.mechanisms.exact_sampling.DiscreteGaussianSampler`)
 from the OS CSPRNG; with ``rng=np.random.Generator`` the same exact sampler is fed by that
 generator's bits and the output is marked as a simulation.
@@ -20,6 +21,7 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from approxdp._validation import as_float_array, check_interval
 from approxdp.calibration.discrete_gaussian import (
@@ -71,7 +73,7 @@ def _check_sensitivity(sensitivity: Any) -> float:
 
 @dataclass(frozen=True, slots=True)
 class DiscreteGaussianMechanism:
-    """q(D) + N_Z(0, σ²) per coordinate for integer-valued queries, (ε, δ)-DP (CKS20).
+    """q(D) + N_Z(0, σ²) per coordinate for integer-valued queries, (ε, δ)-DP (Canonne et al. 2020).
 
     Args:
         epsilon: ε > 0.
@@ -110,9 +112,9 @@ class DiscreteGaussianMechanism:
         d = check_dimension(dimension)
         return _sampler(self.epsilon, self.delta, self.sensitivity, d)
 
-    def privacy_profile(self, epsilon: Any, *, dimension: int = 1) -> Any:
-        """δ(ε) of a release of ``dimension`` coordinates: exact for a scalar (CKS20 Thm 7 at
-        ⌊Δ⌋, SPEC §4); for vectors the proven upper bound the calibration uses (smaller of
+    def privacy_profile(self, epsilon: npt.ArrayLike, *, dimension: int = 1) -> Any:
+        """δ(ε) of a release of ``dimension`` coordinates: exact for a scalar (Canonne et al.
+        2020, Thm 7 at ⌊Δ⌋); for vectors the proven upper bound the calibration uses (smaller of
         the smoothing and zCDP bounds).
 
         >>> m = DiscreteGaussianMechanism(1.0, 1e-5, 2.0)
@@ -150,7 +152,10 @@ class DiscreteGaussianMechanism:
             sigma=self.sigma, sensitivity=self.sensitivity, epsilon=self.epsilon, delta=self.delta
         )
 
-    def release(self, value: Any, rng: Any = None, *, secure: bool | None = None) -> Any:
+    def release(
+        self, value: npt.ArrayLike, rng: np.random.Generator | None = None, *,
+        secure: bool | None = None,
+    ) -> Any:
         """Release an integer ``value`` (scalar or any-shape array) with exact noise.
 
         Returns:

@@ -1,17 +1,18 @@
 """Exact, vectorized samplers of the discrete Gaussian and discrete Laplace distributions.
 
-Both follow Canonne, Kamath, Steinke 2020 ("CKS20", Algorithms 2 and 3) but run the rejection
-steps over whole NumPy int64 arrays at once instead of one Python loop per sample. Requests of
-at most ``SMALL_BATCH`` values (scalar releases) run the same algorithm with Python integers,
-one sample at a time, which avoids hundreds of tiny NumPy calls (about 30x faster for one value).
+Both follow Canonne et al. 2020 (https://arxiv.org/abs/2004.00010, Algorithms 2 and 3) but run
+the rejection steps over whole NumPy int64 arrays at once instead of one Python loop per sample.
+Requests of at most ``SMALL_BATCH`` values (scalar releases) run the same algorithm with Python
+integers, one sample at a time, which avoids hundreds of tiny NumPy calls (about 30x faster for
+one value).
 
-Discrete Gaussian N_Z(0, σ²), P[Y = y] ∝ exp(−y²/(2σ²)) (CKS20 Alg. 3, merged proposal)
+Discrete Gaussian N_Z(0, σ²), P[Y = y] ∝ exp(−y²/(2σ²)) (Canonne et al., Alg. 3, merged)
     σ² is represented exactly as σ² = t·c/L with integers t ≥ 1, c ≥ 1 and L = 2^k. Propose
     U uniform on {0..t−1}, V with P[V = v] ∝ e^(−v), a fair sign S, and |Y| = tV + U; reject
     (S = −, |Y| = 0). Accept with probability exp(−(U/t + γ)), γ = (|Y| − σ²/t)²/(2σ²).
     Proposal × acceptance ∝ e^(−V − U/t − γ) = e^(−|y|/t − γ) = e^(−y²/(2σ²) − σ²/(2t²)), so
-    accepted values are exactly N_Z(0, σ²) (the CKS20 identity; folding CKS20's Bernoulli(e^(−U/t))
-    into the final test saves one round). In integers, U/t + γ = N/D with
+    accepted values are exactly N_Z(0, σ²) (their identity; folding their Bernoulli(e^(−U/t)) into
+    the final test saves one round). In integers, U/t + γ = N/D with
         D = 2·L·t·c,   N = (|Y|·L − c)² + 2·U·L·c,
     and Bernoulli(e^(−N/D)) is :func:`~approxdp.mechanisms.bernoulli.bernoulli_exp_integer`
     (⌊N/D⌋ trials of e^(−1)) times :func:`~approxdp.mechanisms.bernoulli.bernoulli_exp_fraction`
@@ -21,7 +22,7 @@ Discrete Gaussian N_Z(0, σ²), P[Y = y] ∝ exp(−y²/(2σ²)) (CKS20 Alg. 3, 
     e^(−64) for σ ≤ 2^25) take a Python-integer path that runs the same test with unbounded
     integers. No float is used anywhere; acceptance ≈ (1 − e^(−1))√(2π)(σ/t)e^(−σ²/(2t²))/2 ≈ 0.48.
 
-Discrete Laplace, P[Y = y] ∝ exp(−|y|·s/t) for integers s, t ≥ 1 (CKS20 Alg. 2)
+Discrete Laplace, P[Y = y] ∝ exp(−|y|·s/t) for integers s, t ≥ 1 (Canonne et al., Alg. 2)
     U uniform on {0..t−1}, keep with Bernoulli(e^(−U/t)); V as above; X = U + tV has
     P[X = x] ∝ e^(−x/t); Y = ⌊X/s⌋ has P ∝ e^(−ys/t); a fair sign, rejecting (−, 0).
 """
@@ -149,7 +150,7 @@ class DiscreteGaussianSampler:
 
 @dataclass(frozen=True, slots=True)
 class DiscreteLaplaceSampler:
-    """Exact sampler of P[Y = y] ∝ exp(−|y|·s/t) on the integers (CKS20 Alg. 2)."""
+    """Exact sampler of P[Y = y] ∝ exp(−|y|·s/t) on the integers (Canonne et al. 2020 Alg. 2)."""
 
     s: int
     t: int

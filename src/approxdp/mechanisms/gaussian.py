@@ -1,16 +1,19 @@
-"""The Gaussian mechanism A(D) = f(D) + N(0, σ² I) (SPEC §2), with a secure default release.
+"""The Gaussian mechanism A(D) = f(D) + N(0, σ² I), with a secure default release.
 
-σ comes from :func:`approxdp.calibration.calibrate_gaussian` (default ``method="optimal"``,
-the least σ with the exact profile δ_DP(ε; σ, Δ) ≤ δ of lecture-wang Thm 5.18 / BW18 Thm 8).
+See https://arxiv.org/abs/1911.12060 (Zhao et al. 2019), Thm 2: its exact privacy profile.
+
+σ comes from :func:`approxdp.calibration.calibrate_gaussian` (default ``method="optimal"``, the
+least σ with the exact profile δ_DP(ε; σ, Δ) ≤ δ of D. Wang's notes, Thm 5.18 / Balle & Wang 2018
+Thm 8).
 
 The default release does not add floating-point Gaussian noise (whose low bits leak the query:
 Mironov 2012, Jin et al. 2022). It rounds the query to the lattice gZ and adds exact discrete
-Gaussian noise N_Z(0, s²) per coordinate (CKS20). g is the largest power of two with
+Gaussian noise N_Z(0, s²) per coordinate (Canonne et al. 2020). g is the largest power of two with
 σ/g ≥ 2^12 and Δ/g ≥ 2^10·√d, so rounding inflates the ℓ2-sensitivity, in lattice units, from
 Δ/g to at most Δ_L = Δ/g + √d (⌊Δ/g⌋ + 1 for d = 1), a relative 2^-10 at most.
 
 s is chosen so that the secure release is *dominated* by the continuous Gaussian mechanism
-with noise multiplier σ/Δ (the tradeoff-function order of Dong, Roth, Su 2022): by the
+with noise multiplier σ/Δ (the tradeoff-function order of Dong et al. 2022): by the
 smoothing lemma (:mod:`approxdp.profiles.discrete_gaussian_smoothing`), N_Z(0, s²)^d under
 integer shifts of ℓ2-norm ≤ Δ_L is dominated by N(0, 1) vs N(μ, 1) once
 μ = Δ/σ exceeds Δ_L/√(s² − b²) by a margin that absorbs a factor e^(±ζ), ζ ≲ 1e-20. We take
@@ -18,7 +21,7 @@ integer shifts of ℓ2-norm ≤ Δ_L is dominated by N(0, 1) vs N(μ, 1) once
 
 * the secure release is (ε, δ)-DP wherever the continuous mechanism is (same profile bound);
 * :meth:`GaussianMechanism.event` — a :class:`~approxdp.events.GaussianEvent` (σ, Δ) — is a
-  correct description for the accountant, whose exact Gaussian composition (paper Lemma 15)
+  correct description for the accountant, whose exact Gaussian composition (Zhao et al. Lemma 15)
   stays valid for dominated pairs;
 * the noise actually added is g·(Y + e), Y ~ N_Z(0, s²), |e| ≤ 1/2 from the rounding of the
   query, with s·g ≈ σ·Δ_L·g/Δ ≤ σ(1 + 2^-10) (up to the 2^-30 margin and a relative b²/(2s²)
@@ -33,6 +36,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 from scipy import special
 
 from approxdp.calibration import calibrate_gaussian
@@ -134,7 +139,7 @@ def secure_gaussian_noise(sensitivity: float, sigma: float, dimension: int) -> S
 
 @dataclass(frozen=True, slots=True)
 class GaussianMechanism:
-    """f(D) + N(0, σ² I) with σ calibrated for (ε, δ)-DP at ℓ2-sensitivity Δ (SPEC §2).
+    """f(D) + N(0, σ² I) with σ calibrated for (ε, δ)-DP at ℓ2-sensitivity Δ (Zhao et al. Thm 2).
 
     Args:
         epsilon: ε > 0.
@@ -174,8 +179,8 @@ class GaussianMechanism:
         """The noise standard deviation σ."""
         return self.sigma
 
-    def privacy_profile(self, epsilon: Any) -> Any:
-        """Exact δ(ε) of the continuous mechanism (lecture-wang Thm 5.18); an upper bound for
+    def privacy_profile(self, epsilon: npt.ArrayLike) -> Any:
+        """Exact δ(ε) of the continuous mechanism (D. Wang's notes, Thm 5.18); an upper bound for
         the secure release, which it dominates (module docstring)."""
         return gaussian_delta(epsilon, self.sigma, self.sensitivity)
 
@@ -209,7 +214,10 @@ class GaussianMechanism:
         """The lattice parameters the secure release uses for ``dimension`` coordinates."""
         return secure_gaussian_noise(self.sensitivity, self.sigma, check_dimension(dimension))
 
-    def release(self, value: Any, rng: Any = None, *, secure: bool | None = None) -> Any:
+    def release(
+        self, value: npt.ArrayLike, rng: np.random.Generator | None = None, *,
+        secure: bool | None = None,
+    ) -> Any:
         """Release ``value`` (scalar or array of any shape) with calibrated noise.
 
         Args:

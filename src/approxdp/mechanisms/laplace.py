@@ -1,10 +1,12 @@
-"""The Laplace mechanism f(D) + Lap(Δ₁/ε) per coordinate: ε-DP for ℓ1-sensitivity Δ₁ (SPEC §4).
+"""The Laplace mechanism f(D) + Lap(Δ₁/ε) per coordinate: ε-DP for ℓ1-sensitivity Δ₁.
+
+See https://doi.org/10.1561/0400000042 (Dwork & Roth 2014), Thm 3.6.
 
 Secure default release: the query is rounded to the lattice gZ (g a power of two with
 Δ₁/g in [2^12·d, 2^13·d) for d coordinates), so the rounded query has integer ℓ1-sensitivity
 Δ_L = ⌊Δ₁/g⌋ + d; exact discrete Laplace noise P[k] ∝ e^(−r|k|) with a rational rate
-r = s/t ≤ ε/Δ_L (CKS20 Alg. 2) makes it (rΔ_L)-DP with rΔ_L ≤ ε — the geometric mechanism
-(Ghosh, Roughgarden, Sundararajan 2009) — and the float result is post-processing.
+r = s/t ≤ ε/Δ_L (Canonne et al. 2020, Alg. 2) makes it (rΔ_L)-DP with rΔ_L ≤ ε — the geometric
+mechanism (Ghosh et al. 2009) — and the float result is post-processing.
 
 The noise actually added by the secure release is g·(K + e), K the discrete Laplace draw and
 |e| ≤ 1/2 the rounding of the query; :meth:`LaplaceMechanism.confidence_interval` and
@@ -21,6 +23,7 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from approxdp.errors import ParameterTypeError
 from approxdp.events import LaplaceEvent
@@ -91,7 +94,7 @@ def secure_laplace_noise(epsilon: float, sensitivity: float, dimension: int) -> 
 
 @dataclass(frozen=True, slots=True)
 class LaplaceMechanism:
-    """f(D) + Lap(b) per coordinate with b = Δ₁/ε: ε-DP (SPEC §4).
+    """f(D) + Lap(b) per coordinate with b = Δ₁/ε: ε-DP (Dwork & Roth 2014, Thm 3.6).
 
     Args:
         epsilon: ε > 0.
@@ -110,7 +113,7 @@ class LaplaceMechanism:
         object.__setattr__(self, "sensitivity", check_sensitivity(self.sensitivity))
         object.__setattr__(self, "scale", self.sensitivity / self.epsilon)
 
-    def privacy_profile(self, epsilon: Any) -> Any:
+    def privacy_profile(self, epsilon: npt.ArrayLike) -> Any:
         """δ(ε) of a scalar release on every path: the larger of the continuous Laplace profile
         max(0, 1 − e^((ε − ε₀)/2)), ε₀ = Δ/b, and the exact profile of the secure discrete
         Laplace for the lattice shift Δ_L (profiles.laplace). 0 for ε ≥ the mechanism's ε."""
@@ -147,7 +150,10 @@ class LaplaceMechanism:
         """Parameters of the secure release of ``dimension`` coordinates."""
         return secure_laplace_noise(self.epsilon, self.sensitivity, check_dimension(dimension))
 
-    def release(self, value: Any, rng: Any = None, *, secure: bool | None = None) -> Any:
+    def release(
+        self, value: npt.ArrayLike, rng: np.random.Generator | None = None, *,
+        secure: bool | None = None,
+    ) -> Any:
         """Release ``value`` (scalar or any-shape array, one ℓ1 vector query) with noise.
 
         ``rng=None`` (default): exact lattice noise from the OS CSPRNG. A

@@ -1,6 +1,7 @@
 """Rounding real queries onto a fine lattice gZ, so that exact integer noise can be added.
 
-The secure default for real-valued queries (SPEC §4; Canonne, Kamath, Steinke 2020, §1):
+The secure default for real-valued queries (Canonne et al. 2020, §1;
+https://arxiv.org/abs/2004.00010):
 round the query to the lattice gZ (g a power of two, so x/g is exact in binary floating point),
 add exact integer noise, and map back by multiplying with g. Every float operation after the
 noise is post-processing of an exact integer and leaks nothing (this is what defeats the

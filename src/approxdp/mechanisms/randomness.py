@@ -107,7 +107,7 @@ def _dtype(bits: int) -> type[np.unsignedinteger[Any]]:
     raise ValueError(f"bits must be 8, 16, 32 or 64, got {bits}")
 
 
-def resolve_bits(rng: Any) -> RandomBits:
+def resolve_bits(rng: RandomBits | np.random.Generator | None) -> RandomBits:
     """``None`` → the OS CSPRNG; a NumPy Generator → a reproducible, non-secure source.
 
     Raises:

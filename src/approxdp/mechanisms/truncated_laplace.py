@@ -1,11 +1,11 @@
-"""The truncated Laplace mechanism (lecture-wang Thm 5.6; lecture-wu §1.2; Geng et al. 2018).
+"""The truncated Laplace mechanism (D. Wang's notes, Thm 5.6; Wu's notes, §1.2; Geng et al. 2018).
 
 Noise with density ∝ e^(−|y|/λ) on |y| ≤ τ, λ = Δ/ε, τ = (Δ/ε) ln(1 + (e^ε − 1)/(2δ)):
 (ε, δ)-DP when Δ ≤ τ, which holds exactly when δ ≤ 1/2 (so larger δ is refused). The noise
 is bounded: every output is within :attr:`TruncatedLaplaceMechanism.tau` of the truth.
 
 Vector queries (d coordinates, ℓ1-sensitivity Δ) use the same λ and τ on every coordinate,
-by the Good/Bad-set argument of Thm 5.6 (lecture-wang Lemma 5.5) applied to the whole vector:
+by the Good/Bad-set argument of Thm 5.6 (D. Wang's notes, Lemma 5.5) applied to the whole vector:
 if the coordinates move by Δ_j with Σ|Δ_j| ≤ Δ, then on outputs that the neighbour can also
 produce the likelihood ratio is at most Π e^(|Δ_j|/λ) ≤ e^ε, and the other outputs (the Bad
 set) have probability at most Σ_j β(Δ_j) with β(x) = e^(−τ/λ)(e^(x/λ) − 1)/(2(1 − e^(−τ/λ))).
@@ -24,6 +24,8 @@ the query by ≤ g/2); :meth:`TruncatedLaplaceMechanism.tau_for` gives the large
 :meth:`TruncatedLaplaceMechanism.privacy_profile` is the exact profile for every ε ≥ 0 (larger
 than δ below ε, see :mod:`approxdp.profiles.laplace`): the larger of the continuous mechanism's
 and the secure discrete one's, so it holds for every release path.
+
+See https://arxiv.org/abs/1810.00877 (Geng et al. 2018).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from approxdp.errors import ParameterTypeError
 from approxdp.events import EpsilonDeltaEvent
@@ -148,7 +151,7 @@ def secure_truncated_laplace_noise(
 
 @dataclass(frozen=True, slots=True)
 class TruncatedLaplaceMechanism:
-    """f(D) + TLap(λ, τ): (ε, δ)-DP with bounded noise (lecture-wang Thm 5.6).
+    """f(D) + TLap(λ, τ): (ε, δ)-DP with bounded noise (D. Wang's notes, Thm 5.6).
 
     Args:
         epsilon: ε > 0.
@@ -192,7 +195,7 @@ class TruncatedLaplaceMechanism:
         on every path: max(τ, (T + 1/2)g of the secure release)."""
         return max(self.theorem_tau(), self.secure_noise(dimension).tau)
 
-    def privacy_profile(self, epsilon: Any) -> Any:
+    def privacy_profile(self, epsilon: npt.ArrayLike) -> Any:
         """Exact δ(ε') of a scalar release for every ε' ≥ 0 (profiles.laplace): the larger of
         the continuous mechanism's profile (λ = Δ/ε, τ of Thm 5.6) and the secure discrete
         one's. At ε' ≥ ε it is the Bad-set mass, at most δ (equal to δ for the continuous
@@ -239,7 +242,10 @@ class TruncatedLaplaceMechanism:
         """The release as an :class:`~approxdp.events.EpsilonDeltaEvent` (ε, δ)."""
         return EpsilonDeltaEvent(epsilon=self.epsilon, delta=self.delta, label="truncated-laplace")
 
-    def release(self, value: Any, rng: Any = None, *, secure: bool | None = None) -> Any:
+    def release(
+        self, value: npt.ArrayLike, rng: np.random.Generator | None = None, *,
+        secure: bool | None = None,
+    ) -> Any:
         """Release ``value`` with bounded noise; see the module docstring for vectors.
 
         ``rng=None``: exact lattice noise from the OS CSPRNG. A Generator or ``secure=False``:

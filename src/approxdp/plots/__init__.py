@@ -3,14 +3,14 @@
 Matplotlib is imported only when a figure is built, never by ``import approxdp``. The data come
 from :mod:`approxdp.experiments`; pass precomputed results to avoid recomputing them.
 
-- ``plot_failure_regions``: paper Fig. 1 (DP) and Fig. 3 (pDP);
-- ``plot_sigma_versus_delta``: paper Fig. 2;
-- ``plot_mean_estimation``: paper Fig. 4;
-- ``plot_adult_histogram``: paper Fig. 5;
+- ``plot_failure_regions``: Zhao et al. Fig. 1 (DP) and Fig. 3 (pDP);
+- ``plot_sigma_versus_delta``: Zhao et al. Fig. 2;
+- ``plot_mean_estimation``: Zhao et al. Fig. 4;
+- ``plot_adult_histogram``: Zhao et al. Fig. 5;
 - ``plot_privacy_profiles``: exact δ(ε) for given σ;
 - ``plot_noise_histograms``: Laplace vs Gaussian noise (the notes);
 - ``plot_composition``: composition rules as k grows (the notes, improved);
-- ``plot_max_error``: k counting queries, Laplace vs Gaussian (lecture-wu Eq. 36-37);
+- ``plot_max_error``: k counting queries, Laplace vs Gaussian (Wu's notes, Eq. 36-37);
 - ``plot_averaging_attack``: the notes' averaging attack and its cost.
 
 :func:`render_plot` draws any of them by name (:data:`PLOTS`), as ``approxdp plot`` does.

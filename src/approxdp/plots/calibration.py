@@ -1,4 +1,4 @@
-"""Plots of the calibrations: σ versus δ (paper Fig. 2), failure regions (Fig. 1, 3), δ(ε)."""
+"""Plots of the calibrations: σ versus δ (Zhao et al. Fig. 2), failure regions (Fig. 1, 3), δ(ε)."""
 
 from __future__ import annotations
 
@@ -88,7 +88,7 @@ def plot_failure_regions(
     """Paper Fig. 1 (``notion="dp"``) or Fig. 3 (``"pdp"``): where Dwork-2014/2006 fail.
 
     Shaded: the (δ, ε) where the classical σ is not (ε, δ)-DP (-pDP) by the exact profile;
-    line: G(δ), the least failing ε; dots (Fig. 1): the paper's Remark 2 values.
+    line: G(δ), the least failing ε; dots (Fig. 1): Zhao et al.'s Remark 2 values.
     """
     data = regions if regions is not None else tuple(
         failure_region(m, notion, resolution=resolution) for m in CLASSICAL
@@ -121,7 +121,7 @@ def plot_privacy_profiles(
     *,
     sigmas: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0),
 ) -> Figure:
-    """Exact privacy profiles δ(ε) of the Gaussian mechanism (paper Thm 2 and Thm 6)."""
+    """Exact privacy profiles δ(ε) of the Gaussian mechanism (Zhao et al. Thm 2 and Thm 6)."""
     data = profiles if profiles is not None else privacy_profiles(tuple(sigmas))
     fig, axes = new_figure(1, 2, width=11.0, height=4.2)
     colors = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02"]

@@ -1,10 +1,14 @@
-"""Plots of composition as k grows (the notes' plot, improved) and the averaging attack."""
+"""Plots of composition as k grows (the notes' plot, improved) and the averaging attack.
+
+The notes: Near & Abuah, "Approximate Differential Privacy" (https://programming-dp.com/ch6.html).
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from approxdp.experiments.composition import (
     AveragingAttack,
@@ -28,7 +32,9 @@ _RULES = (
 )
 
 
-def _draw_rules(ax: Axes, c: CompositionCurves, mask: Any, markers: bool = False) -> None:
+def _draw_rules(
+    ax: Axes, c: CompositionCurves, mask: npt.NDArray[np.bool_], markers: bool = False
+) -> None:
     ks = c.ks[mask]
     for attr, label, color, ls in _RULES:
         ax.plot(ks, getattr(c, attr)[mask], color=color, linestyle=ls, label=label,
@@ -49,7 +55,8 @@ def plot_composition(
     curves: CompositionCurves | None = None, *, epsilon: float = 1.0, delta: float = 1e-5,
 ) -> Figure:
     """Total ε of k composed ε-DP steps (total δ fixed): the notes' plot for k ≤ 100 and
-    k ≤ 10,000, with advanced (Thm 3.20), optimal (KOV) and exact Gaussian composition."""
+    k ≤ 10,000, with advanced (Thm 3.20), optimal (Kairouz et al. 2017) and exact Gaussian
+    composition."""
     c = curves if curves is not None else composition_curves(epsilon, delta)
     fig, axes = new_figure(1, 2, width=12.0, height=4.6)
     small = c.ks <= 100

@@ -66,7 +66,7 @@ def plot_max_error(
     result: MaxErrorResult | None = None, *, epsilon: float = 1.0, delta: float = 1e-5,
     reps: int = 200, seed: int = 0,
 ) -> Figure:
-    """E max error of k counting queries: Laplace (ℓ1) vs Gaussian (ℓ2), lecture-wu Eq. 36–37.
+    """E max error of k counting queries: Laplace (ℓ1) vs Gaussian (ℓ2), Wu's notes, Eq. 36–37.
 
     Markers: simulation; solid lines: exact expectations; dashed: the lecture's bounds with
     explicit constants. The vertical lines mark where the Gaussian starts to win.
@@ -113,5 +113,5 @@ def plot_max_error(
                   f"{data.crossover_measured})", fontsize="medium")
     rel.legend(fontsize="x-small")
     fig.suptitle("k counting queries: Laplace (l1-sensitivity k) vs Gaussian "
-                 "(l2-sensitivity sqrt k), lecture-wu Eq. 36-37")
+                 "(l2-sensitivity sqrt k), Wu's notes, Eq. 36-37")
     return fig

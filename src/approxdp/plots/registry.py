@@ -56,20 +56,21 @@ def _fig2(epsilon: float | None = None, **_: Any) -> Figure:
 PLOTS: dict[str, PlotSpec] = {
     p.name: p
     for p in (
-        PlotSpec("fig1", "paper Fig. 1: (eps, delta) where Dwork-2014/2006 are not DP",
+        PlotSpec("fig1", "Zhao et al. Fig. 1: (eps, delta) where Dwork-2014/2006 are not DP",
                  ("quick",),
                  lambda quick=False, **_: plot_failure_regions(
                      "dp", resolution=60 if quick else 160)),
-        PlotSpec("fig2", "paper Fig. 2: sigma versus delta for every mechanism (one panel per "
-                 "eps; --epsilon draws one)", ("epsilon",), _fig2),
-        PlotSpec("fig3", "paper Fig. 3: (eps, delta) where Dwork-2014/2006 are not pDP",
+        PlotSpec("fig2", "Zhao et al. Fig. 2: sigma versus delta for every mechanism (one panel "
+                 "per eps; --epsilon draws one)", ("epsilon",), _fig2),
+        PlotSpec("fig3", "Zhao et al. Fig. 3: (eps, delta) where Dwork-2014/2006 are not pDP",
                  ("quick",),
                  lambda quick=False, **_: plot_failure_regions(
                      "pdp", resolution=60 if quick else 160)),
-        PlotSpec("fig4", "paper Fig. 4: error of private mean estimation", ("seed", "quick"),
+        PlotSpec("fig4", "Zhao et al. Fig. 4: error of private mean estimation", ("seed", "quick"),
                  lambda seed=0, quick=False, **_: plot_mean_estimation(
                      reps=_reps(quick, 100, 4), seed=seed)),
-        PlotSpec("fig5", "paper Fig. 5: MSE of the private Adult histogram", ("seed", "quick"),
+        PlotSpec("fig5", "Zhao et al. Fig. 5: MSE of the private Adult histogram",
+                 ("seed", "quick"),
                  lambda seed=0, quick=False, **_: plot_adult_histogram(
                      reps=_reps(quick, 20, 2), seed=seed)),
         PlotSpec("profiles", "exact privacy profiles delta(eps) for given sigmas (--sigma)",
@@ -85,7 +86,7 @@ PLOTS: dict[str, PlotSpec] = {
                  lambda epsilon=1.0, delta=1e-5, **_: plot_composition(
                      epsilon=epsilon, delta=delta)),
         PlotSpec("max-error", "max error of k counting queries, Laplace vs Gaussian "
-                 "(lecture-wu Eq. 36-37)", ("epsilon", "delta", "seed", "quick"),
+                 "(Wu's notes, Eq. 36-37)", ("epsilon", "delta", "seed", "quick"),
                  lambda epsilon=1.0, delta=1e-5, seed=0, quick=False, **_: plot_max_error(
                      epsilon=epsilon, delta=delta, reps=_reps(quick, 200, 10), seed=seed)),
         PlotSpec("averaging-attack", "the notes' averaging attack and its privacy cost",

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 from approxdp.errors import InvalidParameterError, MissingDependencyError
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
@@ -47,7 +49,7 @@ def method_style(method: str, markers: bool = False) -> dict[str, Any]:
 def new_figure(
     nrows: int = 1, ncols: int = 1, *, width: float = 6.4, height: float = 4.2,
     squeeze: bool = False,
-) -> tuple[Figure, Any]:
+) -> tuple[Figure, npt.NDArray[np.object_]]:
     """A Figure on the Agg canvas with an (nrows, ncols) array of Axes.
 
     Raises:

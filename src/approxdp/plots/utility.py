@@ -1,4 +1,5 @@
-"""Plots of the utility experiments: mean estimation (paper Fig. 4), Adult histogram (Fig. 5)."""
+"""Plots of the utility experiments: mean estimation and the Adult histogram (Zhao et al. Fig. 4,
+5)."""
 
 from __future__ import annotations
 

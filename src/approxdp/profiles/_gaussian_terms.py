@@ -1,11 +1,11 @@
 """The Gaussian privacy profiles as functions of the paper's variable a (Eq. 5, Eq. 13a).
 
-With u = Δ/σ, the privacy loss of the Gaussian mechanism is N(u²/2, u²) (lecture-wang
+With u = Δ/σ, the privacy loss of the Gaussian mechanism is N(u²/2, u²) (D. Wang's notes
 Lemma 5.13). Writing
 
     a = (ε/u - u/2)/√2,   b = (ε/u + u/2)/√2 = √(a² + ε),   h = b - a = u/√2,
 
-the exact profiles are (paper Thm 2 / Eq. 5 and Thm 6 / Eq. 13a; BW18 Thm 8)
+the exact profiles are (Zhao et al. Thm 2 / Eq. 5 and Thm 6 / Eq. 13a; Balle & Wang 2018 Thm 8)
 
     2 δ_DP  = erfc(a) - e^ε erfc(b),
     2 δ_pDP = erfc(a) + erfc(b).
@@ -19,6 +19,9 @@ calibrations. Callers guarantee 0 <= ε < inf, b > 0 and h > 0.
 The branch formulas are written once, against an :class:`~approxdp._numerics.Ops` namespace, and
 run on arrays (the public dispatchers, which split by the sign of a) and on Python floats (the
 ``*_scalar`` dispatchers of the scalar fast path).
+
+See https://arxiv.org/abs/1911.12060 (Zhao et al. 2019), Eq. 5 and 13a, and https://arxiv.org/abs/1805.06530
+(Balle & Wang 2018), Thm 8.
 """
 
 from __future__ import annotations
@@ -104,7 +107,7 @@ def _pdp_comp_neg(a: Any, b: Any, eps: Any, ops: Ops) -> Any:
 
 
 def dp_log2delta(a: FloatArray, b: FloatArray, h: FloatArray, eps: FloatArray) -> FloatArray:
-    """log(2 δ_DP) (paper Eq. 5), split by the sign of a (see ``_dp_pos`` and ``_dp_neg``)."""
+    """log(2 δ_DP) (Zhao et al. Eq. 5), split by the sign of a (see ``_dp_pos`` and ``_dp_neg``)."""
     out = np.empty(a.shape, dtype=np.float64)
     pos = a >= 0
     neg = ~pos
@@ -135,7 +138,7 @@ def dp_log2delta_log_sigma_derivatives(
 ) -> tuple[Any, Any]:
     """First and second derivatives of L = log(2δ_DP) in t = log σ, given diff = e^{a²} 2δ.
 
-    In a (paper Eq. 5): with P = 2δ, P' = -(2/√π) e^{-a²} h/b and P'' = (2/√π) e^{-a²}
+    In a (Zhao et al. Eq. 5): with P = 2δ, P' = -(2/√π) e^{-a²} h/b and P'' = (2/√π) e^{-a²}
     (2a h/b + ε/b³), so L_a = -(2/√π)(h/b)/diff and L_aa = -L_a (2a + ε/(h b²)) - L_a².
     Since da/dt = b and d²a/dt² = a: L_t = L_a b = -(2/√π) h/diff and
     L_tt = L_aa b² + L_a a = -L_a (2a b² + ε/h - a) - L_t². Arrays or floats; for the
@@ -175,7 +178,7 @@ def dp_log2comp_slope(
 
 
 def pdp_log2delta(a: FloatArray, b: FloatArray, h: FloatArray, eps: FloatArray) -> FloatArray:
-    """log(2 δ_pDP) (paper Eq. 13a): 2δ = erfc(a) + erfc(b).
+    """log(2 δ_pDP) (Zhao et al. Eq. 13a): 2δ = erfc(a) + erfc(b).
 
     a >= 0: e^{-a²}(erfcx(a) + e^{-ε} erfcx(b)); a < 0: the plain sum.
     """

@@ -1,6 +1,6 @@
-"""Exact privacy profile of the discrete Gaussian mechanism, and bounds for vectors (SPEC §4).
+"""Exact privacy profile of the discrete Gaussian mechanism, and bounds for vectors.
 
-Canonne, Kamath, Steinke 2020 ("CKS20"), Theorem 7: for an integer query with
+Canonne et al. 2020 (https://arxiv.org/abs/2004.00010), Theorem 7: for an integer query with
 |q(x) − q(x')| ≤ Δ and noise Y ~ N_Z(0, σ²), P[Y = y] = e^(−y²/(2σ²)) / Σ_z e^(−z²/(2σ²)),
 
     δ(ε) = P[Y > εσ²/Δ − Δ/2] − e^ε P[Y > εσ²/Δ + Δ/2].
@@ -19,9 +19,9 @@ bounds it by the smaller of two proven bounds:
 * the smoothing bound of :mod:`approxdp.profiles.discrete_gaussian_smoothing`:
   e^ζ δ_G(ε; Δ/√(σ² − b²) + √(2π)ζ), within a relative σ of about b²/(2σ²) of the continuous
   Gaussian's exact profile (tight for σ above a few units);
-* ρ-zCDP with ρ = Δ²/(2σ²) (CKS20 Prop. 5: the Rényi divergence of N_Z(μ, σ²) from
-  N_Z(ν, σ²) is at most α(μ − ν)²/(2σ²), additive over coordinates) and the conversion of
-  CKS20 Cor. 13, δ = inf_{α>1} e^((α−1)(αρ−ε)) (1 − 1/α)^α / (α − 1) (better for σ ≲ 3).
+* ρ-zCDP with ρ = Δ²/(2σ²) (Canonne et al. 2020 Prop. 5: the Rényi divergence of N_Z(μ, σ²) from
+  N_Z(ν, σ²) is at most α(μ − ν)²/(2σ²), additive over coordinates) and the conversion of Canonne et
+  al. 2020 Cor. 13, δ = inf_{α>1} e^((α−1)(αρ−ε)) (1 − 1/α)^α / (α − 1) (better for σ ≲ 3).
 """
 
 from __future__ import annotations
@@ -64,8 +64,8 @@ def discrete_gaussian_log_normalizer(sigma: float) -> float:
     return math.log(s) + 0.5 * math.log(2 * math.pi) + math.log1p(corr)
 
 
-def discrete_gaussian_pmf(y: Any, sigma: float) -> FloatArray | float:
-    """P[Y = y] for Y ~ N_Z(0, σ²) (CKS20 Def. 1); integers y, scalar σ > 0.
+def discrete_gaussian_pmf(y: npt.ArrayLike, sigma: float) -> FloatArray | float:
+    """P[Y = y] for Y ~ N_Z(0, σ²) (Canonne et al. 2020 Def. 1); integers y, scalar σ > 0.
 
     >>> round(discrete_gaussian_pmf(0, 1.0), 12)  # φ(0) = 0.398942280401, minus 5e-9
     0.398942278267
@@ -115,8 +115,11 @@ def _log_delta_scalar(eps: float, sigma: float, delta_sens: float) -> float:
     return float(special.logsumexp(log_terms)) - discrete_gaussian_log_normalizer(sigma)
 
 
-def discrete_gaussian_log_delta(epsilon: Any, sigma: float, sensitivity: float = 1.0) -> Any:
-    """ln δ(ε) of the one-dimensional discrete Gaussian mechanism (CKS20 Thm 7), see module doc.
+def discrete_gaussian_log_delta(
+    epsilon: npt.ArrayLike, sigma: float, sensitivity: float = 1.0
+) -> Any:
+    """ln δ(ε) of the one-dimensional discrete Gaussian mechanism (Canonne et al. 2020, Thm 7),
+    see the module docstring.
 
     Args:
         epsilon: ε ≥ 0 (scalar or array).
@@ -133,8 +136,11 @@ def discrete_gaussian_log_delta(epsilon: Any, sigma: float, sensitivity: float =
     return float(out) if out.ndim == 0 else out
 
 
-def discrete_gaussian_delta(epsilon: Any, sigma: float, sensitivity: float = 1.0) -> Any:
-    """δ(ε) = P[Y > εσ²/Δ − Δ/2] − e^ε P[Y > εσ²/Δ + Δ/2], Y ~ N_Z(0, σ²) (CKS20 Thm 7).
+def discrete_gaussian_delta(
+    epsilon: npt.ArrayLike, sigma: float, sensitivity: float = 1.0
+) -> Any:
+    """δ(ε) = P[Y > εσ²/Δ − Δ/2] − e^ε P[Y > εσ²/Δ + Δ/2], Y ~ N_Z(0, σ²) (Canonne et al. 2020,
+    Thm 7).
 
     >>> d = discrete_gaussian_delta(1.0, 4.0, 1)
     >>> 0.0 < d < 0.01
@@ -145,7 +151,8 @@ def discrete_gaussian_delta(epsilon: Any, sigma: float, sensitivity: float = 1.0
 
 
 def zcdp_log_delta(epsilon: float, rho: float) -> float:
-    """ln δ of ρ-zCDP at ε (CKS20 Cor. 13): inf_{α>1} (α−1)(αρ−ε) + α ln(1 − 1/α) − ln(α − 1).
+    """ln δ of ρ-zCDP at ε (Canonne et al. 2020, Cor. 13):
+    inf_{α>1} (α−1)(αρ−ε) + α ln(1 − 1/α) − ln(α − 1).
 
     Any α > 1 gives a valid bound; we minimise numerically and return the value at the α found
     (so the result is always a valid ln δ, optimal or not), capped at 0 (δ ≤ 1).
@@ -164,7 +171,7 @@ def zcdp_log_delta(epsilon: float, rho: float) -> float:
 
 
 def zcdp_delta(epsilon: float, rho: float) -> float:
-    """δ of ρ-zCDP at ε (CKS20 Cor. 13), ``exp`` of :func:`zcdp_log_delta`."""
+    """δ of ρ-zCDP at ε (Canonne et al. 2020 Cor. 13), ``exp`` of :func:`zcdp_log_delta`."""
     return math.exp(zcdp_log_delta(epsilon, rho))
 
 
@@ -173,7 +180,7 @@ def discrete_gaussian_vector_log_delta(
 ) -> float:
     """ln of an upper bound on δ(ε) for N_Z(0, σ²) noise on each of d coordinates, for integer
     shift vectors of ℓ2-norm ≤ Δ: the smaller of the smoothing and zCDP bounds (module doc).
-    For d = 1 this is the exact profile (CKS20 Thm 7) at ⌊Δ⌋.
+    For d = 1 this is the exact profile (Canonne et al. 2020 Thm 7) at ⌊Δ⌋.
 
     Args:
         epsilon: ε ≥ 0.

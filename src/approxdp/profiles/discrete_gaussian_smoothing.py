@@ -20,7 +20,7 @@ bound is ζ = d·ζ₁. Hence for integer shift vectors m with ‖m‖₂ ≤ Δ
     H_ε(P^d ‖ P^d + m) ≤ e^ζ H_{ε−2ζ}(P̃^d ‖ P̃^d + m) ≤ e^ζ δ_G(ε − 2ζ; μ = Δ/t),
 
 where H_ε is the hockey-stick divergence and δ_G(ε; μ) = Φ(μ/2 − ε/μ) − e^ε Φ(−μ/2 − ε/μ) the
-profile of the Gaussian mechanism with noise multiplier 1/μ (BW18 Thm 8): the pair
+profile of the Gaussian mechanism with noise multiplier 1/μ (Balle & Wang 2018 Thm 8): the pair
 (P̃^d, P̃^d + m) is the post-processing by K^d of (N(0, t²I), N(m, t²I)), and that profile grows
 with ‖m‖₂. Two facts about δ_G remove the ε-shift and the factor e^ζ:
 

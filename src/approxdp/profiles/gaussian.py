@@ -1,23 +1,26 @@
 """Exact privacy profiles of the Gaussian mechanism and their inverses.
 
 The mechanism releases f(D) + N(0, σ² I) for a query with ℓ2-sensitivity Δ. Its exact
-(ε, δ)-DP profile (Balle & Wang 2018 Thm 8; paper Thm 2; lecture-wang Thm 5.18) is
+(ε, δ)-DP profile (Balle & Wang 2018 Thm 8; Zhao et al. Thm 2; D. Wang's notes, Thm 5.18) is
 
     δ_DP(ε; σ, Δ) = Φ(Δ/(2σ) - εσ/Δ) - e^ε Φ(-Δ/(2σ) - εσ/Δ),
 
-and its (ε, δ)-pDP profile, P[|L| > ε] for the privacy loss L (paper Thm 6), is
+and its (ε, δ)-pDP profile, P[|L| > ε] for the privacy loss L (Zhao et al. Thm 6), is
 
     δ_pDP(ε; σ, Δ) = Φ(Δ/(2σ) - εσ/Δ) + Φ(-Δ/(2σ) - εσ/Δ).
 
 Both are evaluated in log space through the paper's substitution (Eq. 5, Eq. 13a; see
 :mod:`approxdp.profiles._gaussian_terms`), so that values far below 1e-300 keep their relative
 precision and the near-cancellation of the two DP terms loses nothing.
+
+See https://arxiv.org/abs/1805.06530 (Balle & Wang 2018), Thm 8, and https://arxiv.org/abs/1911.12060
+(Zhao et al. 2019), Thm 2, Thm 6, Eq. 5 and 13a.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -32,7 +35,9 @@ from approxdp._numerics import (
     TWO_OVER_SQRT_PI,
     FloatArray,
     Ops,
+    round_up,
     solve_decreasing,
+    solve_decreasing_scalar,
 )
 from approxdp._validation import check_interval, check_probability, is_scalar, plain_floats
 from approxdp.errors import UnknownMethodError
@@ -57,6 +62,9 @@ _FLOAT_MAX = float(np.finfo(float).max)
 _LOG_MARGIN_FLOOR = 1e-12
 _LOG_MARGIN_SLOPE = 4e-15
 _LOG_MARGIN_PER_EPS = 1e-15
+# The inverse in ε ends by :func:`~approxdp._numerics.round_up`: first bump 1e-13 relative.
+_EPSILON_BUMP = 1e-13
+_ROUND_UP_TRIES = 80
 
 
 def log_margin(log_delta: Any, eps: Any = 0.0) -> Any:
@@ -129,7 +137,7 @@ def profile_surely_within(
     return surely_within(logp, delta, log_c, eps), logp
 
 
-def _out(value: FloatArray, scalar: bool) -> Any:
+def _out(value: FloatArray, scalar: bool) -> float | FloatArray:
     return float(value.reshape(())) if scalar else value
 
 
@@ -234,19 +242,37 @@ def log_profile_scalar(eps: float, u: float, notion: Notion) -> float:
     return float(log_profile_eu(np.array([eps]), np.array([u]), notion)[0])
 
 
-def _scalar_profile(epsilon: Any, sigma: Any, sensitivity: Any, notion: Notion) -> float | None:
-    """The scalar fast path of the profile functions: log δ, or None to take the array path
-    (which validates and raises)."""
+def _profile(
+    epsilon: npt.ArrayLike, sigma: npt.ArrayLike, sensitivity: npt.ArrayLike, notion: Notion,
+    log: bool,
+) -> float | FloatArray:
+    """The body of the four public profile functions: log δ (``log``) or δ, of ``notion``.
+
+    Plain floats take the scalar path (:func:`log_profile_scalar`); anything else, and any
+    value out of range, takes the validating array path (which raises the typed errors).
+    """
     vals = plain_floats(epsilon, sigma, sensitivity)
-    if vals is None:
-        return None
-    e, sig, sens = vals
-    if not (e >= 0.0 and sig > 0.0 and 0.0 <= sens < math.inf):  # NaN fails here too
-        return None
-    return log_profile_scalar(e, sens / sig, notion)
+    if vals is not None:
+        e, sig, sens = vals
+        if e >= 0.0 and sig > 0.0 and 0.0 <= sens < math.inf:  # NaN fails here too
+            fast = log_profile_scalar(e, sens / sig, notion)
+            return fast if log else math.exp(fast)
+    eps, u, scalar = _profile_inputs(epsilon, sigma, sensitivity)
+    res = log_profile_eu(eps.ravel(), u.ravel(), notion).reshape(eps.shape)
+    return _out(res if log else np.exp(res), scalar)
 
 
-def gaussian_log_delta(epsilon: Any, sigma: Any, sensitivity: Any = 1.0) -> Any:
+@overload
+def gaussian_log_delta(epsilon: float, sigma: float, sensitivity: float = ...) -> float: ...
+@overload
+def gaussian_log_delta(
+    epsilon: npt.ArrayLike, sigma: npt.ArrayLike, sensitivity: npt.ArrayLike = ...
+) -> FloatArray: ...
+
+
+def gaussian_log_delta(
+    epsilon: npt.ArrayLike, sigma: npt.ArrayLike, sensitivity: npt.ArrayLike = 1.0
+) -> float | FloatArray:
     """Natural log of the exact (ε, δ)-DP profile of the Gaussian mechanism.
 
     Use this instead of :func:`gaussian_delta` when δ may be below 1e-300.
@@ -263,16 +289,22 @@ def gaussian_log_delta(epsilon: Any, sigma: Any, sensitivity: Any = 1.0) -> Any:
         >>> round(gaussian_log_delta(1.0, 50.0), 3)
         -1262.156
     """
-    fast = _scalar_profile(epsilon, sigma, sensitivity, "dp")
-    if fast is not None:
-        return fast
-    eps, u, scalar = _profile_inputs(epsilon, sigma, sensitivity)
-    res = log_profile_eu(eps.ravel(), u.ravel(), "dp").reshape(eps.shape)
-    return _out(res, scalar)
+    return _profile(epsilon, sigma, sensitivity, "dp", log=True)
 
 
-def gaussian_delta(epsilon: Any, sigma: Any, sensitivity: Any = 1.0) -> Any:
-    """Exact (ε, δ)-DP privacy profile of the Gaussian mechanism (paper Thm 2, BW18 Thm 8).
+@overload
+def gaussian_delta(epsilon: float, sigma: float, sensitivity: float = ...) -> float: ...
+@overload
+def gaussian_delta(
+    epsilon: npt.ArrayLike, sigma: npt.ArrayLike, sensitivity: npt.ArrayLike = ...
+) -> FloatArray: ...
+
+
+def gaussian_delta(
+    epsilon: npt.ArrayLike, sigma: npt.ArrayLike, sensitivity: npt.ArrayLike = 1.0
+) -> float | FloatArray:
+    """Exact (ε, δ)-DP privacy profile of the Gaussian mechanism (Zhao et al. Thm 2; Balle &
+    Wang 2018, Thm 8).
 
     δ_DP(ε; σ, Δ) = Φ(Δ/(2σ) - εσ/Δ) - e^ε Φ(-Δ/(2σ) - εσ/Δ): the least δ for which adding
     N(0, σ²) to a query of ℓ2-sensitivity Δ is (ε, δ)-DP. Relative error below 1e-12 wherever
@@ -288,40 +320,45 @@ def gaussian_delta(epsilon: Any, sigma: Any, sensitivity: Any = 1.0) -> Any:
         >>> f"{gaussian_delta(1.0, 4.0):.4e}"
         '2.9243e-06'
     """
-    fast = _scalar_profile(epsilon, sigma, sensitivity, "dp")
-    if fast is not None:
-        return math.exp(fast)
-    eps, u, scalar = _profile_inputs(epsilon, sigma, sensitivity)
-    res = np.exp(log_profile_eu(eps.ravel(), u.ravel(), "dp")).reshape(eps.shape)
-    return _out(res, scalar)
+    return _profile(epsilon, sigma, sensitivity, "dp", log=False)
 
 
-def gaussian_log_pdp_delta(epsilon: Any, sigma: Any, sensitivity: Any = 1.0) -> Any:
+@overload
+def gaussian_log_pdp_delta(epsilon: float, sigma: float, sensitivity: float = ...) -> float: ...
+@overload
+def gaussian_log_pdp_delta(
+    epsilon: npt.ArrayLike, sigma: npt.ArrayLike, sensitivity: npt.ArrayLike = ...
+) -> FloatArray: ...
+
+
+def gaussian_log_pdp_delta(
+    epsilon: npt.ArrayLike, sigma: npt.ArrayLike, sensitivity: npt.ArrayLike = 1.0
+) -> float | FloatArray:
     """Natural log of :func:`gaussian_pdp_delta`."""
-    fast = _scalar_profile(epsilon, sigma, sensitivity, "pdp")
-    if fast is not None:
-        return fast
-    eps, u, scalar = _profile_inputs(epsilon, sigma, sensitivity)
-    res = log_profile_eu(eps.ravel(), u.ravel(), "pdp").reshape(eps.shape)
-    return _out(res, scalar)
+    return _profile(epsilon, sigma, sensitivity, "pdp", log=True)
 
 
-def gaussian_pdp_delta(epsilon: Any, sigma: Any, sensitivity: Any = 1.0) -> Any:
-    """(ε, δ)-pDP profile P[|L| > ε] of the Gaussian mechanism (paper Def. 2, Thm 6).
+@overload
+def gaussian_pdp_delta(epsilon: float, sigma: float, sensitivity: float = ...) -> float: ...
+@overload
+def gaussian_pdp_delta(
+    epsilon: npt.ArrayLike, sigma: npt.ArrayLike, sensitivity: npt.ArrayLike = ...
+) -> FloatArray: ...
 
-    δ_pDP(ε; σ, Δ) = Φ(Δ/(2σ) - εσ/Δ) + Φ(-Δ/(2σ) - εσ/Δ). pDP implies DP (paper Lemma 3),
+
+def gaussian_pdp_delta(
+    epsilon: npt.ArrayLike, sigma: npt.ArrayLike, sensitivity: npt.ArrayLike = 1.0
+) -> float | FloatArray:
+    """(ε, δ)-pDP profile P[|L| > ε] of the Gaussian mechanism (Zhao et al. Def. 2, Thm 6).
+
+    δ_pDP(ε; σ, Δ) = Φ(Δ/(2σ) - εσ/Δ) + Φ(-Δ/(2σ) - εσ/Δ). pDP implies DP (Zhao et al. Lemma 3),
     so this is always >= :func:`gaussian_delta`.
 
     Example:
         >>> f"{gaussian_pdp_delta(1.0, 4.0):.4e}"
         '7.1849e-05'
     """
-    fast = _scalar_profile(epsilon, sigma, sensitivity, "pdp")
-    if fast is not None:
-        return math.exp(fast)
-    eps, u, scalar = _profile_inputs(epsilon, sigma, sensitivity)
-    res = np.exp(log_profile_eu(eps.ravel(), u.ravel(), "pdp")).reshape(eps.shape)
-    return _out(res, scalar)
+    return _profile(epsilon, sigma, sensitivity, "pdp", log=False)
 
 
 def _epsilon_terms(e: Any, uu: Any, notion: Notion, ops: Ops, profile: Any) -> tuple[Any, Any]:
@@ -373,36 +410,38 @@ def _epsilon_scalar(sigma: Any, delta: Any, sensitivity: Any, notion: Notion) ->
         return 0.0
     profile = terms.dp_log2delta_scalar if notion == "dp" else terms.pdp_log2delta_scalar
     target = log_d + LOG2 - log_margin(log_d)
-    lo, hi = 0.0, _epsilon_upper(u, d, notion, cython_special.erfcinv, SCALAR_OPS)
-    x = hi
+
+    def objective(e: float) -> tuple[float, float]:
+        val, slope = _epsilon_terms(e, u, notion, SCALAR_OPS, profile)
+        return val - target, slope
+
+    hi = _epsilon_upper(u, d, notion, cython_special.erfcinv, SCALAR_OPS)
     try:
-        for _ in range(200):  # solve_decreasing for one point
-            val, slope = _epsilon_terms(x, u, notion, SCALAR_OPS, profile)
-            g = val - target
-            if g > 0:
-                lo = x
-            elif g < 0:
-                hi = x
-            xn = x - g / slope if slope != 0.0 else math.nan
-            if not (lo < xn < hi):
-                xn = 0.5 * (lo + hi)
-            tol = 2e-16 * max(xn, 1e-300)
-            if g == 0 or abs(xn - x) <= tol or hi - lo <= tol:
-                x = x if g == 0 else xn
-                break
-            x = xn
-        bump = 1e-13
-        for _ in range(80):  # _round_up_epsilon for one point
-            if within_margin(log_profile_scalar(x, u, notion), log_d, False, x):
-                return float(x)
-            x = max(x * (1 + bump), x + 1e-300)
-            bump *= 2
+        root = solve_decreasing_scalar(objective, 0.0, hi, hi, lambda e: max(e, 1e-300))
+        eps = round_up(
+            root, lambda e: within_margin(log_profile_scalar(e, u, notion), log_d, False, e),
+            SCALAR_OPS, bump=_EPSILON_BUMP, tries=_ROUND_UP_TRIES,
+        )
     except (ValueError, OverflowError, ZeroDivisionError):
         return None
-    return None
+    return float(eps)
 
 
-def gaussian_epsilon(sigma: Any, delta: Any, sensitivity: Any = 1.0, notion: Notion = "dp") -> Any:
+@overload
+def gaussian_epsilon(
+    sigma: float, delta: float, sensitivity: float = ..., notion: Notion = ...
+) -> float: ...
+@overload
+def gaussian_epsilon(
+    sigma: npt.ArrayLike, delta: npt.ArrayLike, sensitivity: npt.ArrayLike = ...,
+    notion: Notion = ...,
+) -> FloatArray: ...
+
+
+def gaussian_epsilon(
+    sigma: npt.ArrayLike, delta: npt.ArrayLike, sensitivity: npt.ArrayLike = 1.0,
+    notion: Notion = "dp",
+) -> float | FloatArray:
     """The least ε for which the Gaussian mechanism with noise σ is (ε, δ)-DP (or -pDP).
 
     Inverts :func:`gaussian_delta` (or :func:`gaussian_pdp_delta` with ``notion="pdp"``) in ε,
@@ -447,21 +486,9 @@ def gaussian_epsilon(sigma: Any, delta: Any, sensitivity: Any = 1.0, notion: Not
         root = solve_decreasing(
             fun, np.zeros_like(uu), hi, hi.copy(), lambda x, idx: np.maximum(x, 1e-300)
         )
-        out[need] = _round_up_epsilon(root, uu, dd, notion)
+        out[need] = round_up(
+            root, lambda e: profile_surely_within(e, uu, dd, notion)[0], ARRAY_OPS,
+            bump=_EPSILON_BUMP, tries=_ROUND_UP_TRIES,
+        )
     res = out.reshape(shape)
     return _out(res, scalar)
-
-
-def _round_up_epsilon(
-    eps: FloatArray, u: FloatArray, delta: FloatArray, notion: Notion
-) -> FloatArray:
-    """Increase ε until the computed profile is surely below δ (:func:`surely_within`)."""
-    eps = eps.copy()
-    bump = 1e-13
-    for _ in range(80):
-        bad = ~profile_surely_within(eps, u, delta, notion)[0]
-        if not np.any(bad):
-            return eps
-        eps[bad] = np.maximum(eps[bad] * (1 + bump), eps[bad] + 1e-300)
-        bump *= 2
-    raise RuntimeError("epsilon round-up did not converge")  # pragma: no cover

@@ -11,7 +11,7 @@ y ≤ 0, −ε₀ for y ≥ Δ and (Δ − 2y)/b in between, and integrating (1 
 
     δ(ε) = 1 − exp((ε − ε₀)/2) for 0 ≤ ε < ε₀, and 0 for ε ≥ ε₀.
 
-Truncated Laplace (lecture-wang Thm 5.6; Geng et al. 2018): density e^(−|y|/λ)/N on
+Truncated Laplace (D. Wang's notes, Thm 5.6; Geng et al. 2018): density e^(−|y|/λ)/N on
 |y| ≤ τ, N = 2λ(1 − e^(−τ/λ)), shift Δ ≤ τ, ε₀ = Δ/λ. Outputs in [−τ, Δ − τ) are impossible
 for the neighbour (the "Bad" set), on [Δ − τ, 0] the loss is ε₀, on [0, Δ] it is (Δ − 2y)/λ,
 above Δ it is −ε₀. Integrating (p − e^ε q)₊ over the three pieces:
@@ -33,6 +33,8 @@ Truncated to |k| ≤ T (T ≥ m), with Z_T(1 − w) = 1 + w − 2w^(T+1):
             + (1 − w^K)(w − e^ε w^(m−K))] / (1 + w − 2w^(T+1)).
 
 Every piece is a product of terms computed with ``expm1``: no cancellation.
+
+See https://arxiv.org/abs/1810.00877 (Geng et al. 2018) for the truncated Laplace mechanism.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ __all__ = [
 FloatArray = npt.NDArray[np.float64]
 
 
-def laplace_delta(epsilon: Any, scale: float, sensitivity: float = 1.0) -> Any:
+def laplace_delta(epsilon: npt.ArrayLike, scale: float, sensitivity: float = 1.0) -> Any:
     """δ(ε) = max(0, 1 − e^((ε − Δ/b)/2)) of the one-dimensional Laplace mechanism.
 
     >>> laplace_delta(1.0, 1.0, 1.0)
@@ -72,7 +74,7 @@ def laplace_delta(epsilon: Any, scale: float, sensitivity: float = 1.0) -> Any:
 
 
 def truncated_laplace_tau(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
-    """τ = (Δ/ε) ln(1 + (e^ε − 1)/(2δ)) (lecture-wang Thm 5.6), rounded up by a relative 1e-12
+    """τ = (Δ/ε) ln(1 + (e^ε − 1)/(2δ)) (D. Wang's notes, Thm 5.6), rounded up by a relative 1e-12
     (a larger τ only lowers the Bad-set mass, so the float value stays (ε, δ)-DP).
 
     >>> tau = truncated_laplace_tau(1.0, 1e-3)
@@ -91,7 +93,7 @@ def truncated_laplace_tau(epsilon: float, delta: float, sensitivity: float = 1.0
 
 
 def truncated_laplace_delta(
-    epsilon: Any, lam: float, tau: float, sensitivity: float = 1.0
+    epsilon: npt.ArrayLike, lam: float, tau: float, sensitivity: float = 1.0
 ) -> Any:
     """Exact δ(ε) of the truncated Laplace mechanism (module docstring), for every ε ≥ 0.
 
@@ -141,7 +143,9 @@ def _terms_below_loss(eps: FloatArray, rate: float, shift: int) -> FloatArray:
     return np.where(down, k - 1, k)
 
 
-def _check_discrete(epsilon: Any, rate: float, shift: int) -> tuple[FloatArray, float, int]:
+def _check_discrete(
+    epsilon: npt.ArrayLike, rate: float, shift: int
+) -> tuple[FloatArray, float, int]:
     eps = check_interval("epsilon", epsilon, 0.0, math.inf)
     r = float(check_interval("rate", rate, 0.0, math.inf, low_open=True, high_open=True))
     m = float(check_interval("shift", shift, 1.0, 2.0**52))
@@ -150,7 +154,7 @@ def _check_discrete(epsilon: Any, rate: float, shift: int) -> tuple[FloatArray, 
     return eps, r, int(m)
 
 
-def discrete_laplace_delta(epsilon: Any, rate: float, shift: int) -> Any:
+def discrete_laplace_delta(epsilon: npt.ArrayLike, rate: float, shift: int) -> Any:
     """Exact δ(ε) of the discrete Laplace (geometric) mechanism, P[k] ∝ e^(−rate·|k|), for an
     integer shift m between neighbours (module docstring). 0 for ε ≥ rate·m.
 
@@ -168,7 +172,9 @@ def discrete_laplace_delta(epsilon: Any, rate: float, shift: int) -> Any:
     return float(out) if out.ndim == 0 else out
 
 
-def discrete_truncated_laplace_delta(epsilon: Any, rate: float, shift: int, bound: int) -> Any:
+def discrete_truncated_laplace_delta(
+    epsilon: npt.ArrayLike, rate: float, shift: int, bound: int
+) -> Any:
     """Exact δ(ε) of the discrete Laplace conditioned on |k| ≤ T, integer shift m ≤ T
     (module docstring). At ε ≥ rate·m only the Bad set's mass remains.
 

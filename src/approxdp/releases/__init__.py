@@ -13,9 +13,10 @@ DataFrame, PyArrow table or DuckDB relation) with the accountant that pays for i
         epsilon=0.5, delta=5e-7)
     print(mean_age.explain())
 
-The flow (STYLE point 9): query specs (:mod:`~approxdp.releases.specs`) form an immutable
-:class:`ReleasePlan`; :func:`allocate` splits a budget across it (all Gaussian parts calibrated
-jointly, paper Lemma 15; partition-selection thresholds from :mod:`~approxdp.releases.selection`);
+The flow, plan → allocate → execute: query specs (:mod:`~approxdp.releases.specs`) form an
+immutable :class:`ReleasePlan`; :func:`allocate` splits a budget across it (all Gaussian parts
+calibrated jointly, Zhao et al. Lemma 15; partition-selection thresholds from
+:mod:`~approxdp.releases.selection`);
 :func:`execute` runs it on an engine (:mod:`approxdp.engines`): clamping, contribution bounding
 and aggregation run inside the engine, every data check runs before the accountant is charged,
 and only then is noise added to the small aggregates. Each query returns a
@@ -35,7 +36,6 @@ This package imports no engine: ``duckdb`` is loaded when a :class:`PrivateTable
 
 from __future__ import annotations
 
-from approxdp.releases.demo import AdultDemo, run_adult_demo
 from approxdp.releases.execute import execute
 from approxdp.releases.plan import AllocatedPlan, AllocatedQuery, ReleasePlan, allocate
 from approxdp.releases.result import (
@@ -61,7 +61,6 @@ from approxdp.releases.specs import (
 
 __all__ = [
     "COMPARED_METHODS",
-    "AdultDemo",
     "AllocatedPlan",
     "AllocatedQuery",
     "ColumnOptions",
@@ -84,5 +83,4 @@ __all__ = [
     "compare_methods",
     "execute",
     "query_sensitivity",
-    "run_adult_demo",
 ]

@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import special
 
+from approxdp.accounting.protocols import Accountant
 from approxdp.engines.base import (
     AggregateRequest,
     AggregateResult,
@@ -36,6 +37,7 @@ from approxdp.engines.base import (
     Engine,
     Membership,
     PerKeyLimit,
+    TableT,
     check_columns,
     check_values,
 )
@@ -88,7 +90,7 @@ def build_request(
 
 
 def _run_merged(
-    engine: Engine, table: Any, requests: list[AggregateRequest]
+    engine: Engine[TableT], table: TableT, requests: list[AggregateRequest]
 ) -> list[AggregateResult]:
     """Run requests that share grouping, filter and limits as ONE engine aggregation."""
     groups: dict[tuple[Any, ...], list[int]] = {}
@@ -117,7 +119,10 @@ EMPTY_TABLE = "the table is empty (0 rows); nothing to release and nothing was s
 
 
 def check_measure_columns(
-    engine: Engine, table: Any, schema: Mapping[str, ColumnKind], allocated: AllocatedPlan
+    engine: Engine[TableT],
+    table: TableT,
+    schema: Mapping[str, ColumnKind],
+    allocated: AllocatedPlan,
 ) -> None:
     """Raise :class:`DataError` (nothing spent) for a value column that is not numeric, naming
     the query, the column, how many values are not numbers with examples, and the way out (a
@@ -206,9 +211,9 @@ def _check_domain_in_result(
 
 def execute(
     allocated: AllocatedPlan,
-    engine: Engine,
-    table: Any,
-    accountant: Any,
+    engine: Engine[TableT],
+    table: TableT,
+    accountant: Accountant,
     *,
     key: int,
     rng: np.random.Generator | None,
@@ -420,8 +425,8 @@ def _noise_large(
     aq: AllocatedQuery,
     request: AggregateRequest,
     allocated: AllocatedPlan,
-    engine: Engine,
-    table: Any,
+    engine: Engine[TableT],
+    table: TableT,
     rng: np.random.Generator | None,
     z: float,
     level: float,

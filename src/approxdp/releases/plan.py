@@ -2,7 +2,8 @@
 
 All Gaussian parts of a plan are calibrated *jointly*: m Gaussian releases with sensitivities
 Δ_q and noise σ_q are exactly as private as one Gaussian with σ* = (Σ Δ_q²/σ_q²)^(−1/2) and
-Δ = 1 (paper Lemma 15; SPEC §5). So σ* = calibrate_gaussian(ε, δ_G, 1) and query q, with
+Δ = 1 (Zhao et al. 2019, Lemma 15; https://arxiv.org/abs/1911.12060). So
+σ* = calibrate_gaussian(ε, δ_G, 1) and query q, with
 weight w_q (W = Σ w), gets σ_q = σ* Δ_q √(W/w_q) — no ε/δ is lost to splitting. Queries that
 select cells privately take a share ``selection_fraction`` of δ for their thresholds
 (:mod:`approxdp.releases.selection`); the Gaussian part gets the rest.

@@ -28,7 +28,7 @@ COMPARED_METHODS = ("dwork-roth-2014", "dwork-2006", "zhao-m1", "zhao-m2", "pdp-
 @dataclass(frozen=True, slots=True)
 class MethodComparison:
     """The σ another calibration would have used, and whether it would have been (ε, δ)-DP
-    (checked against the exact profile, SPEC §2). ``sigma`` and ``ratio_to_used`` are None
+    (checked against the exact profile, Zhao et al. Thm 2). ``sigma`` and ``ratio_to_used`` are None
     where the method is undefined at this (ε, δ) (e.g. the classical bound for ε ≥ 1)."""
 
     method: str

@@ -16,6 +16,9 @@ composition and for accountants that compose privacy profiles exactly. This is t
 Gaussian-thresholding argument (Korolova et al. 2009; Wilson et al. 2020, "Differentially
 private SQL with bounded user contribution"), written without the usual ≈.
 Replace-one neighbours are not supported here (use a declared domain).
+
+See https://doi.org/10.1145/1526709.1526733 (Korolova et al. 2009) and
+https://arxiv.org/abs/1909.01917 (Wilson et al. 2020).
 """
 
 from __future__ import annotations

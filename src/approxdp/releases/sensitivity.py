@@ -1,5 +1,6 @@
 """Sensitivities of a query, derived from the clamping bounds, contribution caps and the
-neighbouring relation (paper Remark 1; SPEC §1, §4 "vector queries") — never from the data.
+neighbouring relation (Zhao et al. 2019, Remark 1, https://arxiv.org/abs/1911.12060; vector
+queries: Wu's notes, §2.2) — never from the data.
 
 A query releases, per cell, a vector of measures y_j; measure j is divided by its scale s_j
 (1 for counts, max |bound − centre| for sums) so that all coordinates are noised alike. One
@@ -19,7 +20,7 @@ With M_j = max(|a_j|, |b_j|)/s_j and W_j the scaled width of the range:
   Δ2 = min(√(2k Σ_j W_j²), 2√(k Σ_j M_j²))  (the second from ‖b − a‖² ≤ 2‖a‖² + 2‖b‖²),
   Δ1 = 2k Σ_j M_j.
 
-For k counts with m = 1 this is lecture-wu §2.2's Δ1 = k, Δ2 = √k.
+For k counts with m = 1 this is Wu's notes, §2.2's Δ1 = k, Δ2 = √k.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from typing import Any, TypedDict, Unpack
 import numpy as np
 
 from approxdp._validation import check_interval
-from approxdp.accounting import PrivacyAccountant
+from approxdp.accounting import Accountant, BudgetStatus, PrivacyAccountant
 from approxdp.engines import Engine, engine_for
 from approxdp.engines.base import KeyValue
 from approxdp.errors import InvalidParameterError, ParameterTypeError
@@ -63,7 +63,7 @@ class PrivateTable:
         budget: Total (ε, δ) of a new :class:`~approxdp.accounting.PrivacyAccountant`; or pass
             ``accountant`` (shared across tables of the same people).
         accountant: An existing accountant (exclusive with ``budget``).
-        neighbouring: ``"add-remove"`` (default) or ``"replace-one"`` (SPEC §1).
+        neighbouring: ``"add-remove"`` (default) or ``"replace-one"`` (Zhao et al. Remark 1).
         privacy_unit: Column identifying whom to protect; ``None``: each row.
         max_partitions: Cells of a grouped query one unit may touch (k).
         max_rows_per_partition: Rows' worth one unit may add to one cell or global query (m).
@@ -81,32 +81,35 @@ class PrivateTable:
         casts: Columns to convert before anything else, ``{"amount": "double"}``: every value
             that is not a number (``"n/a"``, ``""``, ``"oops"``) becomes a missing value, which
             sums and means skip. How many did, with examples, is in :attr:`cast_report` and in
-            the notes of every result (an exact count for the data owner, not private).
+            the result notes of every release (an exact count for the data owner, not private).
             ``"double"`` is the only conversion.
     """
 
     def __init__(
         self,
-        data: Any,
+        data: object,
         *,
         budget: tuple[float, float] | None = None,
-        accountant: Any = None,
+        accountant: Accountant | None = None,
         neighbouring: Neighbouring = "add-remove",
         privacy_unit: str | None = None,
         max_partitions: int = 1,
         max_rows_per_partition: int = 1,
-        engine: str | Engine = "auto",
+        engine: str | Engine[Any] = "auto",
         seed: int | None = None,
         method: str = "optimal",
         large_domain_cells: int = LARGE_DOMAIN_CELLS,
         output_dir: str | None = None,
         casts: Mapping[str, str] | None = None,
     ) -> None:
-        if (budget is None) == (accountant is None):
-            raise ParameterTypeError("pass exactly one of budget=(epsilon, delta) or accountant=")
-        self.accountant = accountant if accountant is not None else PrivacyAccountant(
-            budget=budget
-        )
+        one_of = "pass exactly one of budget=(epsilon, delta) or accountant="
+        if accountant is None:
+            if budget is None:
+                raise ParameterTypeError(one_of)
+            accountant = PrivacyAccountant(budget=budget)
+        elif budget is not None:
+            raise ParameterTypeError(one_of)
+        self.accountant: Accountant = accountant
         self.bounds = ContributionBounds(privacy_unit, max_partitions, max_rows_per_partition)
         ReleasePlan((Count(),), neighbouring, self.bounds)  # validates neighbouring early
         self.neighbouring: Neighbouring = neighbouring
@@ -230,7 +233,7 @@ class PrivateTable:
         return self._one(LinearQueries(tuple(queries), name="linear queries"), epsilon, delta,
                          level)
 
-    def remaining(self) -> Any:
+    def remaining(self) -> BudgetStatus:
         """What the accountant has left."""
         return self.accountant.remaining()
 

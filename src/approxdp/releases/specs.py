@@ -1,6 +1,7 @@
 """Immutable, validated descriptions of what to release (query specs) and how units contribute.
 
-Privacy parameters never come from the data (STYLE point 7): clamping bounds, domains and
+Privacy parameters never come from the data (reading them from it would leak it): clamping
+bounds, domains and
 contribution caps are arguments here, checked when the spec is built.
 
 Each query is a list of *measures* (count or clamped sum, optionally filtered), computed per
@@ -36,7 +37,7 @@ __all__ = [
 ]
 
 #: ``"add-remove"``: neighbours differ by one unit's presence (unbounded DP);
-#: ``"replace-one"``: one unit's rows are replaced by another's (bounded DP). SPEC §1.
+#: ``"replace-one"``: one unit's rows are replaced by another's (bounded DP). Zhao et al. Remark 1.
 Neighbouring = Literal["add-remove", "replace-one"]
 NEIGHBOURING: tuple[str, ...] = ("add-remove", "replace-one")
 OutsideDomain = Literal["error", "drop"]
@@ -349,7 +350,7 @@ class LinearQuery:
 @dataclass(frozen=True, slots=True)
 class LinearQueries(Query):
     """k linear queries answered together with one Gaussian on the k-vector, calibrated to its
-    ℓ2 sensitivity (noise ∝ √k rather than k; lecture-wu §2.2)."""
+    ℓ2 sensitivity (noise ∝ √k rather than k; Wu's notes, §2.2)."""
 
     queries: tuple[LinearQuery, ...]
 

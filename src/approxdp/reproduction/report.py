@@ -8,17 +8,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from approxdp import __version__
+from approxdp._version import __version__
 from approxdp.experiments.methods import LABELS
 from approxdp.experiments.table1 import method_label
 from approxdp.experiments.utility import UtilityCurves
-
-if TYPE_CHECKING:
-    from approxdp.experiments.reproduce import Reproduction
+from approxdp.reproduction.results import Reproduction
 
 __all__ = ["render_report"]
 
@@ -54,8 +51,8 @@ def _table1(res: Reproduction) -> list[str]:
     lines = [
         "## Table I recomputed: published uses of the classical formulas",
         "",
-        "Sensitivity 1. *sigma used*: the classical formula (paper Eq. 1 or 2) as published "
-        "and as recomputed; *true delta*: the exact profile (paper Thm 2) at that sigma; "
+        "Sensitivity 1. *sigma used*: the classical formula (Zhao et al. Eq. 1 or 2) as published "
+        "and as recomputed; *true delta*: the exact profile (Zhao et al. Thm 2) at that sigma; "
         "*true eps*: the least eps at which that sigma is DP at the claimed delta; *least "
         "sigma*: DP-OPT (Thm 2). A published value agrees if it is our value rounded or "
         "truncated to 4 decimals; otherwise the verdict says where it came from (another "
@@ -104,7 +101,7 @@ def _thresholds(res: Reproduction) -> list[str]:
         "",
         "Paper Thm 1 and Remark 2: Dwork-2014 (G*) and Dwork-2006 (G#) are not "
         "(eps, delta)-DP for eps > G(delta); the same for pDP (Fig. 3). Exact values "
-        "from `classical_failure_threshold`; the paper's Remark 2 values beside them.",
+        "from `classical_failure_threshold`; Zhao et al.'s Remark 2 values beside them.",
         "",
         *_table(["delta", "G* DP (exact)", "G* DP (paper)", "G* pDP (exact)",
                  "G# DP (exact)", "G# DP (paper)", "G# pDP (exact)"], rows),
@@ -209,10 +206,10 @@ def _composition(res: Reproduction) -> list[str]:
         "advanced (Dwork-Roth Thm 3.20), the notes' simplified 2 eps sqrt(2k ln(1/delta)), "
         "the optimal composition of Kairouz-Oh-Viswanath (exact over all eps-DP mechanisms) "
         f"and k Gaussian steps each exactly (eps, delta)-DP (sigma = {c.gaussian_sigma:.5g}),"
-        " composed exactly (paper Lemma 15).", "",
+        " composed exactly (Zhao et al. Lemma 15).", "",
         *_figure("composition.png", "composition"),
-        *_table(["k", "basic", "advanced (Thm 3.20)", "notes' simplified", "optimal (KOV)",
-                 "exact Gaussian"], rows),
+        *_table(["k", "basic", "advanced (Thm 3.20)", "notes' simplified",
+                 "optimal (Kairouz et al. 2017)", "exact Gaussian"], rows),
         f"- The notes' simplified form drops below basic composition from k = {cross} at "
         f"delta = {c.delta:g}.",
     ]
@@ -242,7 +239,7 @@ def _max_error(res: Reproduction) -> list[str]:
                      _g(m.gaussian_exact[0, i]), _g(m.gaussian_bound[i])])
     gm = [f"Gaussian {LABELS.get(x, x)} (measured)" for x in m.gaussian_methods]
     return [
-        "## Max error of k counting queries: Laplace vs Gaussian (lecture-wu Eq. 36-37)", "",
+        "## Max error of k counting queries: Laplace vs Gaussian (Wu's notes, Eq. 36-37)", "",
         f"eps = {m.epsilon:g}, delta = {m.delta:g}, {m.reps} simulated releases per k. Laplace "
         "noise of scale k/eps (l1-sensitivity k); Gaussian noise for l2-sensitivity sqrt k.",
         "",
@@ -273,7 +270,8 @@ def _attack(res: Reproduction) -> list[str]:
         f"{a.reps} simulated attacks per k; privacy cost at delta = {a.delta:g}.", "",
         *_figure("averaging_attack.png", "averaging attack"),
         *_table(["k", "RMSE Laplace", "theory", "RMSE Gaussian", "theory", "basic",
-                 "notes' simplified", "advanced", "optimal (KOV)", "exact Gaussian"], rows),
+                 "notes' simplified", "advanced", "optimal (Kairouz et al. 2017)",
+                 "exact Gaussian"], rows),
     ]
 
 

@@ -1,7 +1,9 @@
-"""``reproduce``: regenerate the paper's results — every figure, Table I/II, G(δ) — into a folder.
+"""``reproduce``: regenerate the results of Zhao et al. 2019 (https://arxiv.org/abs/1911.12060)
+— every figure, Table I/II, G(δ) — and of the lecture notes (Near & Abuah, Wu's notes) into a
+folder.
 
 The output folder gets one PNG per figure, ``report.md`` with every table and number, and
-``report.html`` (the same content, converted by :mod:`approxdp.experiments.html`). Everything
+``report.html`` (the same content, converted by :mod:`approxdp.reproduction.html`). Everything
 is computed at run time from the library; the paper's published values appear only beside
 our results, for comparison. Simulations are seeded, so a rerun gives the same numbers.
 """
@@ -10,94 +12,34 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from approxdp import plots
 from approxdp.errors import InvalidParameterError, ParameterTypeError
 from approxdp.experiments.adult_histogram import adult_histogram
-from approxdp.experiments.composition import (
-    AveragingAttack,
-    CompositionCurves,
-    averaging_attack,
-    composition_curves,
-)
+from approxdp.experiments.composition import averaging_attack, composition_curves
 from approxdp.experiments.failures import (
     CLASSICAL,
     FailureRegion,
-    ThresholdRow,
     failure_region,
     failure_thresholds,
 )
-from approxdp.experiments.html import markdown_to_html
-from approxdp.experiments.max_error import MaxErrorResult, max_error_experiment
+from approxdp.experiments.max_error import max_error_experiment
 from approxdp.experiments.mean_estimation import mean_estimation
-from approxdp.experiments.noise_curves import (
-    PrivacyProfiles,
-    SigmaCurves,
-    privacy_profiles,
-    sigma_versus_delta,
-)
-from approxdp.experiments.noise_samples import NoiseSamples, noise_samples
-from approxdp.experiments.settings import FULL, QUICK, Settings
-from approxdp.experiments.table1 import Table1Row, recompute_table1
-from approxdp.experiments.table2 import PropertyCheck, check_table2
-from approxdp.experiments.utility import UtilityCurves
+from approxdp.experiments.noise_curves import privacy_profiles, sigma_versus_delta
+from approxdp.experiments.noise_samples import noise_samples
+from approxdp.experiments.settings import FULL, QUICK
+from approxdp.experiments.table1 import recompute_table1
+from approxdp.experiments.table2 import check_table2
+from approxdp.reproduction.html import markdown_to_html
+from approxdp.reproduction.report import render_report
+from approxdp.reproduction.results import Progress, Reproduction
 
-__all__ = ["FIGURE_FILES", "Progress", "Reproduction", "reproduce"]
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
-#: Progress callback: (what is being done, steps done, total steps).
-Progress = Callable[[str, int, int], None]
-
-#: The figure files ``reproduce`` writes, and what each shows.
-FIGURE_FILES: dict[str, str] = {
-    "fig1_dp_failure_regions.png": "Fig. 1: where Dwork-2014/2006 are not (eps, delta)-DP",
-    "fig2_sigma_vs_delta.png": "Fig. 2: sigma versus delta for every mechanism",
-    "fig3_pdp_failure_regions.png": "Fig. 3: where Dwork-2014/2006 are not (eps, delta)-pDP",
-    "fig4_mean_estimation.png": "Fig. 4: mean estimation",
-    "fig5_adult_histogram.png": "Fig. 5: Adult histogram",
-    "privacy_profiles.png": "exact privacy profiles delta(eps)",
-    "laplace_vs_gaussian_noise.png": "Laplace vs Gaussian noise (the notes)",
-    "composition.png": "composition as k grows (the notes, improved)",
-    "max_error_k_queries.png": "max error of k counting queries (lecture-wu Eq. 36-37)",
-    "averaging_attack.png": "the notes' averaging attack",
-}
-
-
-@dataclass(eq=False)
-class Reproduction:
-    """Everything one run of :func:`reproduce` computed, and where it wrote it.
-
-    Attributes:
-        out_dir: the output folder.
-        settings: the grid sizes and repetitions used (full or quick).
-        seconds: wall-clock time of the run.
-        files: every file written.
-        table1, table2, thresholds: the tables.
-        regions: failure regions, keyed by (method, notion).
-        sigma_curves, profiles, noise, composition, max_error, attack: the other results.
-        composition_notes: composition at the delta of the notes' code (1e-4), k <= 200.
-        mean_estimation, histogram: the panels of Fig. 4 and Fig. 5.
-    """
-
-    out_dir: Path
-    settings: Settings
-    seconds: float = 0.0
-    files: list[Path] = field(default_factory=list)
-    table1: list[Table1Row] = field(default_factory=list)
-    table2: list[PropertyCheck] = field(default_factory=list)
-    thresholds: list[ThresholdRow] = field(default_factory=list)
-    regions: dict[tuple[str, str], FailureRegion] = field(default_factory=dict)
-    sigma_curves: SigmaCurves | None = None
-    profiles: PrivacyProfiles | None = None
-    noise: NoiseSamples | None = None
-    composition: CompositionCurves | None = None
-    composition_notes: CompositionCurves | None = None
-    max_error: MaxErrorResult | None = None
-    attack: AveragingAttack | None = None
-    mean_estimation: tuple[UtilityCurves, ...] = ()
-    histogram: tuple[UtilityCurves, ...] = ()
-
+__all__ = ["reproduce"]
 
 def _out_dir(out_dir: Any) -> Path:
     if not isinstance(out_dir, (str, Path)):
@@ -132,9 +74,6 @@ def reproduce(
     Returns:
         A :class:`Reproduction` with every computed result and the files written.
     """
-    from approxdp import plots
-    from approxdp.experiments.report import render_report
-
     if not isinstance(quick, bool):
         raise ParameterTypeError(f"quick must be True or False, got {quick!r}")
     if progress is not None and not callable(progress):
@@ -149,7 +88,7 @@ def reproduce(
     res = Reproduction(out, settings)
     s = settings
 
-    def save(fig: Any, name: str) -> None:
+    def save(fig: Figure, name: str) -> None:
         if quick:  # the layout engine doubles the drawing time; quick output is for tests
             fig.set_layout_engine("none")
         res.files.append(plots.save_figure(fig, out / name, dpi=s.dpi))
@@ -199,7 +138,7 @@ def reproduce(
 
     def step_composition() -> None:
         res.composition = composition_curves(k_max=s.composition_k_max)
-        # the notes' code has delta = 10e-5 = 1e-4: their "about 70"
+        # Near & Abuah's code has delta = 10e-5 = 1e-4: their "about 70"
         res.composition_notes = composition_curves(delta=1e-4, ks=range(1, 201))
         save(plots.plot_composition(res.composition), "composition.png")
 

@@ -1,4 +1,4 @@
-"""The demo on the bundled Adult data: what ``approxdp demo`` prints.
+"""The demo on the bundled Adult data: the releases ``approxdp demo`` prints.
 
 Half the budget releases the number of complete records, the mean age and two small
 histograms over declared domains (one plan, jointly calibrated); the other half releases the
@@ -15,9 +15,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from approxdp.data import ADULT_CATEGORICAL, load_adult
-from approxdp.releases.result import MethodComparison, ReleaseResult, compare_methods
-from approxdp.releases.session import PrivateTable
-from approxdp.releases.specs import Count, Histogram, Mean
+from approxdp.releases import (
+    Count,
+    Histogram,
+    Mean,
+    MethodComparison,
+    PrivateTable,
+    ReleaseResult,
+    compare_methods,
+)
 
 __all__ = ["AdultDemo", "run_adult_demo"]
 

@@ -1,0 +1,30 @@
+"""What a release needs of an accountant: the :class:`Accountant` protocol.
+
+:class:`~approxdp.accounting.accountant.PrivacyAccountant` implements it; releases
+(:mod:`approxdp.releases`) accept any object that does, e.g. an accountant composing by
+another rule, sharing one budget across tables.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from approxdp.accounting.accountant import BudgetStatus
+from approxdp.accounting.ledger import SpendRecord
+from approxdp.events import PrivacyEvent
+
+__all__ = ["Accountant"]
+
+
+@runtime_checkable
+class Accountant(Protocol):
+    """Charges privacy events against a budget, all or nothing."""
+
+    def spend(self, event: PrivacyEvent) -> SpendRecord:
+        """Debit ``event`` BEFORE the noise is drawn; raise
+        :class:`~approxdp.errors.BudgetExceededError` (recording nothing) if it does not fit."""
+        ...
+
+    def remaining(self) -> BudgetStatus:
+        """The budget's current status (no side effects)."""
+        ...
