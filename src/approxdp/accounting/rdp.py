@@ -437,8 +437,8 @@ def rdp_subsampled_gaussian(noise_multiplier: Any, sample_rate: Any, orders: Any
 
     Example:
         >>> rdp = rdp_subsampled_gaussian(1.1, 256 / 60000, [2, 8.5, 32])
-        >>> [f"{x:.6e}" for x in rdp]
-        ['2.339578e-05', '1.049606e-04', '7.590188e+00']
+        >>> tuple(f"{x:.6e}" for x in rdp)
+        ('2.339578e-05', '1.049606e-04', '7.590188e+00')
     """
     sigma = _check_noise(noise_multiplier)
     q = _check_rate(sample_rate)
@@ -512,8 +512,8 @@ def rdp_sampled_without_replacement_gaussian(
 
     Example:
         >>> rdp = rdp_sampled_without_replacement_gaussian(1.1, 256 / 60000, [2, 32])
-        >>> [f"{x:.6e}" for x in rdp]
-        ['8.319753e-05', '7.612548e+00']
+        >>> tuple(f"{x:.6e}" for x in rdp)
+        ('8.319753e-05', '7.612548e+00')
     """
     sigma = _check_noise(noise_multiplier)
     q = _check_rate(sample_rate)
@@ -550,7 +550,8 @@ def _rdp_wor(q: float, sigma: float, orders: FloatArray) -> FloatArray:
 
 
 def _epsilons(rdp: FloatArray, orders: FloatArray, delta: float) -> FloatArray:
-    """ε at each order (BBGHS20 Thm 21 / Canonne et al. 2020 Prop. 12), 0 where the KL bound gives (0, δ),
+    """ε at each order (Balle et al. 2020 Thm 21; Canonne et al. 2020 Prop. 12), 0 where the
+    KL bound gives (0, δ),
     rounded up by the evaluation error; ``inf`` where the RDP is infinite."""
     log_d = math.log(delta)
     with np.errstate(over="ignore", invalid="ignore"):
