@@ -441,8 +441,10 @@ def compose(
     """
     h = parts[0][0].h
     steps = sum(c for _, c in parts)
-    log_keep = sum(c * math.log1p(-min(p.infinity_mass, 1.0 - 1e-300)) for p, c in parts)
-    infinity = -math.expm1(log_keep)
+    if any(p.infinity_mass >= 1.0 for p, _ in parts):
+        infinity = 1.0
+    else:
+        infinity = -math.expm1(sum(c * math.log1p(-p.infinity_mass) for p, c in parts))
     supports = [(_Support(p), c) for p, c in parts]
     support_lo = sum(c * p.offset for p, c in parts)
     support_hi = sum(c * (p.offset + p.pmf.size - 1) for p, c in parts)

@@ -23,6 +23,7 @@ from functools import lru_cache, singledispatch
 
 from scipy import special
 
+from approxdp._validation import check_interval, check_probability
 from approxdp.accounting.guarantees import Guarantee
 from approxdp.accounting.pld import (
     MAX_WINDOW,
@@ -209,6 +210,13 @@ def _plan(items: Sequence[tuple[PrivacyEvent, int]]) -> _Plan:
     return _Plan(tuple(rem.items()), tuple(add.items()), steps)
 
 
+def _directions(plan: _Plan) -> tuple[tuple[tuple[LossSource, int], ...], ...]:
+    """The directions to compose: one when every event is symmetric (both are the same)."""
+    if set(plan.remove) == set(plan.add):
+        return (plan.remove,)
+    return (plan.remove, plan.add)
+
+
 def _grid_step(plan: _Plan, precision: float, h: float | None, delta: float) -> float:
     if h is not None:
         return h
@@ -352,13 +360,14 @@ def pld_epsilon(
         upper) pair around the true ε.
     """
     precision = _check_precision(precision)
+    delta = float(check_probability("delta", delta))
     plan = _plan(items)
     if plan.steps == 0:
         return Guarantee(0.0, delta, "exact", "no privacy loss", bracket=(0.0, 0.0))
     step = _grid_step(plan, precision, h, delta)
     eps_up = 0.0
     eps_lo = 0.0
-    for parts in (plan.remove, plan.add):
+    for parts in _directions(plan):
         comp = _direction_epsilon(parts, delta, step, None)
         eps_up = max(eps_up, comp.epsilon(delta))
         if bracket:
@@ -377,13 +386,14 @@ def pld_delta(
 ) -> Guarantee:
     """Certified δ(ε) of a history of (event, count) pairs under add/remove neighbours."""
     precision = _check_precision(precision)
+    epsilon = float(check_interval("epsilon", epsilon, 0.0, math.inf, high_open=True))
     plan = _plan(items)
     if plan.steps == 0:
         return Guarantee(epsilon, 0.0, "exact", "no privacy loss", bracket=(0.0, 0.0))
     step = _grid_step(plan, precision, h, 1e-30)
     d_up = 0.0
     d_lo = 0.0
-    for parts in (plan.remove, plan.add):
+    for parts in _directions(plan):
         comp = _composed(parts, step, 1e-30, epsilon)
         d_up = max(d_up, comp.delta(epsilon))
         d_lo = max(d_lo, comp.delta_lower(epsilon))
