@@ -61,11 +61,13 @@ __all__ = [
 ]
 
 FloatArray = npt.NDArray[np.float64]
+# Sums of products are written (x * y).sum(), never np.dot: short vectors through a threaded
+# BLAS cost milliseconds of thread wake-ups on a busy machine (measured: 3.4 ms vs 0.05 ms).
 
 _U = float(np.finfo(np.float64).eps) / 2  # unit round-off
 _MAX_STEP_POINTS = 1 << 22  # one step's grid
 MAX_WINDOW = 1 << 23  # composed window (8M points: ~200 MB of work arrays)
-_THETAS = 10  # tilts tried in the Chernoff bounds of the window
+_THETAS = 8  # tilts tried in the Chernoff bounds of the window
 _AZUMA_Z = (1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 8.0)
 
 
@@ -104,8 +106,8 @@ class DiscretePLD:
         if total <= 0.0:
             return 0.0, 0.0
         l = self.losses
-        mean = float(np.dot(w, l) / total)
-        var = float(np.dot(w, (l - mean) ** 2) / total)
+        mean = float((w * l).sum() / total)
+        var = float((w * (l - mean) ** 2).sum() / total)
         return mean, var
 
 
@@ -219,8 +221,8 @@ class _Support:
         top = float(a.max())
         w = np.exp(a - top)
         total = float(w.sum())
-        mean = float(np.dot(w, self.l)) / total
-        var = float(np.dot(w, (self.l - mean) ** 2)) / total
+        mean = float((w * self.l).sum()) / total
+        var = float((w * (self.l - mean) ** 2).sum()) / total
         return top + math.log(total), mean, var
 
 
@@ -289,7 +291,7 @@ class ComposedPLD:
         """(core sum, pessimistic extra, optimistic extra) at ε ≥ 0, by direct summation."""
         j = int(np.searchsorted(self._l, epsilon, side="right"))
         lk = self._l[j:]
-        core = float(np.dot(self._m[j:], -np.expm1(epsilon - lk)))
+        core = float((self._m[j:] * -np.expm1(epsilon - lk)).sum())
         rounding = self.roundoff * float(self._r3[j])
         m = max(epsilon, self.offset * self.h)
         # each term bounds a contribution to δ ≤ 1: a weak bound is capped at 1 (log 0)
@@ -342,10 +344,11 @@ class ComposedPLD:
         j = int(ok[0])
         lo_e = 0.0 if j == 0 else float(lk[j - 1])
         # inside (l_{j−1}, l_j]: value(ε) = r1[j] − e^(ε − ref) r2[j] + e_r r3[j]
-        num = r1[j] + e_r * r3[j] - target
-        if r2[j] <= 0.0 or num <= 0.0:
+        num = float(r1[j] + e_r * r3[j] - target)
+        den = float(r2[j])
+        if den <= 0.0 or num <= 0.0:
             return lo_e
-        eps = self._ref + math.log(num / r2[j])
+        eps = self._ref + math.log(num) - math.log(den)
         return min(max(eps, lo_e), float(lk[j]))
 
     def epsilon(self, delta: float) -> float:
@@ -466,11 +469,13 @@ def compose(
     thetas = (z / sd) * np.geomspace(0.25, 4.0, _THETAS)
 
     def k_up(theta: FloatArray) -> FloatArray:
-        """log E[e^(θS)] of the composed finite part (exact for the discretized steps)."""
-        out = np.zeros_like(theta)
+        """log E[e^(θS)] of the composed finite part (exact for the discretized steps); each
+        distinct θ once (untilted, the four families of θ below coincide in pairs)."""
+        uniq, inverse = np.unique(theta, return_inverse=True)
+        out = np.zeros_like(uniq)
         for sup, c in supports:
-            out = out + c * sup.log_mgf(theta)
-        return out
+            out = out + c * sup.log_mgf(uniq)
+        return np.asarray(out[inverse])
 
     ks = k_up(np.concatenate((lam + thetas, thetas, lam - thetas, -thetas)))
     ku, k0, kd, kneg = (ks[i * _THETAS : (i + 1) * _THETAS] for i in range(4))
@@ -546,8 +551,8 @@ def compose(
     if n % 2 == 0:
         weight[-1] = 1.0
     roundoff = (
-        float(np.dot(weight, err_spec)) / n
-        + 4.0 * log2n * _U * float(np.dot(weight, abs_t)) / n
+        float((weight * err_spec).sum()) / n
+        + 4.0 * log2n * _U * float((weight * abs_t).sum()) / n
         + _U * float(np.max(np.abs(comp)))
     )
     # position k holds the index s ≡ base + k (mod n); put index a_idx + m at position m
