@@ -253,7 +253,7 @@ class ComposedPLD:
     ) -> None:
         self.h = h
         self.offset = offset
-        self.tilted = tilted
+        self.size = int(tilted.size)
         self.lam = lam
         self.log_mgf = log_mgf
         self.infinity_mass = infinity_mass
@@ -268,8 +268,8 @@ class ComposedPLD:
         keep = l >= 0.0  # only ε ≥ 0 is ever asked for: atoms at l ≤ 0 never count
         self._l = l[keep]
         with np.errstate(over="ignore"):
-            self._untilt = np.exp(np.minimum(log_mgf - lam * self._l, 700.0))
-        self._m = tilted[keep] * self._untilt  # untilted masses
+            untilt = np.exp(np.minimum(log_mgf - lam * self._l, 700.0))
+        self._m = tilted[keep] * untilt  # untilted masses
         ref = float(self._l[0]) if self._l.size else 0.0
         self._ref = ref
 
@@ -280,12 +280,12 @@ class ComposedPLD:
         self._r1 = suffix(self._m)
         with np.errstate(over="ignore", under="ignore"):
             self._r2 = suffix(self._m * np.exp(np.maximum(ref - self._l, -745.0)))
-        self._r3 = suffix(self._untilt)
+        self._r3 = suffix(untilt)  # (only the untilt factors' suffix sums are kept)
 
     @property
     def losses(self) -> FloatArray:
-        """The loss of each entry of ``tilted``."""
-        return np.asarray((self.offset + np.arange(self.tilted.size)) * self.h, dtype=np.float64)
+        """The loss of each entry of the composed window."""
+        return np.asarray((self.offset + np.arange(self.size)) * self.h, dtype=np.float64)
 
     def _parts(self, epsilon: float) -> tuple[float, float, float]:
         """(core sum, pessimistic extra, optimistic extra) at ε ≥ 0, by direct summation."""
@@ -545,6 +545,7 @@ def compose(
     rel = 4.0 * _U * (1.0 + np.where(np.isfinite(log_rel), log_rel, 0.0))
     abs_t = np.abs(spec_t)
     err_spec += abs_t * rel
+    del log_spec, log_env, log_rel, rel, fwd
     comp = sfft.irfft(spec_t, n=n)
     weight = np.full(n // 2 + 1, 2.0)
     weight[0] = 1.0
