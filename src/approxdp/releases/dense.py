@@ -12,9 +12,8 @@ result once — so the noise is never drawn twice for a cell.
 The noise is the same as on the driver: :class:`~approxdp.mechanisms.GaussianMechanism`'s
 secure release — the query rounded onto the lattice gZ and exact discrete Gaussian noise from
 the OS CSPRNG (Canonne et al. 2020), with lattice and sampler calibrated on the driver for the
-*whole*
-vector's dimension (cells × measures), since rounding inflates the ℓ2 sensitivity by √d for
-the whole release, not per batch. Each worker reads its own random bits from its own OS. With
+*whole* vector's dimension (cells × measures), since rounding inflates the ℓ2 sensitivity by
+√d for the whole release, not per batch. Each worker reads its own random bits from its own OS. With
 a seed (tests and demos) the noise is a reproducible simulation instead: cell ``i`` gets the
 normals of block ``i // 4096`` of ``numpy.random.default_rng([seed, block])``, the same on
 every engine however the cells are batched.
