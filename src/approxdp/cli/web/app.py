@@ -83,10 +83,14 @@ def _table(headers: Sequence[str], rows: Sequence[tuple[str, Sequence[TagChild]]
     )
 
 
-def _field(input_id: str, label: str, value: str, help_text: str | None = None) -> Tag:
-    """A text input with its one-line error output under it."""
+def _field(input_id: str, label: str, value: str, help_text: str | None = None,
+           *, on_blur: bool = False) -> Tag:
+    """A text input with its one-line error output under it; ``on_blur``: the server sees a
+    new value when the field loses focus or on Enter (the wizard's fields: a click on a step's
+    button then always acts on what is typed), else as it is typed."""
     return ui.div(
-        ui.input_text(input_id, label, value, width="100%"),
+        ui.input_text(input_id, label, value, width="100%",
+                      update_on="blur" if on_blur else "change"),
         ui.output_ui(f"{input_id}__error"),
         ui.tags.small(help_text, class_="text-muted d-block mb-2") if help_text else None,
     )
@@ -266,8 +270,8 @@ def _wizard_page(config: ServeConfig, schema: Mapping[str, str]) -> Any:
         ui.input_select("wiz_unit", "privacy unit column", units),
         ui.output_ui("wiz_unit__error"),
         ui.layout_columns(
-            _field("wiz_max_partitions", "cells one unit may touch (k)", "1"),
-            _field("wiz_max_rows", "rows per unit per cell (m)", "1"),
+            _field("wiz_max_partitions", "cells one unit may touch (k)", "1", on_blur=True),
+            _field("wiz_max_rows", "rows per unit per cell (m)", "1", on_blur=True),
             col_widths=(6, 6),
         ),
         ui.input_select("wiz_neighbouring", "neighbouring datasets",
@@ -283,8 +287,9 @@ def _wizard_page(config: ServeConfig, schema: Mapping[str, str]) -> Any:
             is_column,
             ui.input_select("wiz_column", "value column", {c: c for c in numeric}),
             ui.output_ui("wiz_column__error"),
-            ui.layout_columns(_field("wiz_low", "lower bound", "0"),
-                              _field("wiz_high", "upper bound", "100"), col_widths=(6, 6)),
+            ui.layout_columns(_field("wiz_low", "lower bound", "0", on_blur=True),
+                              _field("wiz_high", "upper bound", "100", on_blur=True),
+                              col_widths=(6, 6)),
             ui.input_selectize("wiz_by", "group by", {c: c for c in columns}, multiple=True),
             ui.output_ui("wiz_by__error"),
         ),
@@ -298,14 +303,14 @@ def _wizard_page(config: ServeConfig, schema: Mapping[str, str]) -> Any:
             "input.wiz_kind !== 'count'",
             ui.input_text_area("wiz_domain", "public domain of grouping columns (one "
                                "COLUMN=V1,V2,... per line; none: cells chosen privately)", "",
-                               rows=2, width="100%"),
+                               rows=2, width="100%", update_on="blur"),
             ui.output_ui("wiz_domain__error"),
             ui.input_select("wiz_outside_domain", "rows outside the domain",
                             {"error": "refuse the release", "drop": "drop them"}),
         ),
-        ui.layout_columns(_field("wiz_epsilon", "ε of this release", "0.5"),
-                          _field("wiz_delta", "δ of this release", "1e-6"),
-                          _field("wiz_level", "confidence level", "0.95"),
+        ui.layout_columns(_field("wiz_epsilon", "ε of this release", "0.5", on_blur=True),
+                          _field("wiz_delta", "δ of this release", "1e-6", on_blur=True),
+                          _field("wiz_level", "confidence level", "0.95", on_blur=True),
                           col_widths=(4, 4, 4)),
     )
     step4 = ui.card(
@@ -314,7 +319,7 @@ def _wizard_page(config: ServeConfig, schema: Mapping[str, str]) -> Any:
              "domains, an assumed number of rows) — never on the data — with a throwaway "
              "budget. Nothing is spent; the numbers are a seeded simulation, NOT private."),
         ui.layout_columns(
-            _field("wiz_rows", "assumed number of rows (a public guess)", "1000"),
+            _field("wiz_rows", "assumed number of rows (a public guess)", "1000", on_blur=True),
             ui.div(ui.input_action_button("wiz_simulate", "Simulate accuracy (spends nothing)",
                                           class_="btn-secondary mt-4")),
             col_widths=(5, 7),

@@ -433,12 +433,13 @@ def release_script(spec: ReleaseSpec, schema: Mapping[str, str], ledger: Path | 
         '"""',
         "",
         "import approxdp as dp",
+        "from approxdp.accounting import read_ledger_settings",
         "",
     ]
     if ledger is not None:
         lines += [
             f"LEDGER = {str(ledger)!r}",
-            "settings = dp.read_ledger_settings(LEDGER)",
+            "settings = read_ledger_settings(LEDGER)",
             "accountant = dp.PrivacyAccountant(settings.budget, ledger=LEDGER,",
             "                                  composition=settings.composition)",
         ]
