@@ -28,7 +28,7 @@ __all__ = [
     "profile_figure",
 ]
 
-#: Top of the failure region's ε axis (the paper's Fig. 1 goes to 20).
+#: Top of the failure region's ε axis (as in Zhao et al. 2019, Fig. 1).
 FAILURE_EPSILON_MAX = 20.0
 _FAILURE_RESOLUTION = 60
 _POINT: dict[str, Any] = {"marker": "*", "color": "#111111", "markersize": 14,
