@@ -304,7 +304,8 @@ def test_wizard_simulates_free_and_spends_once(
 
 
 def test_no_path_traversal(page: Any, served: dict[str, Any]) -> None:
-    """A tampered file choice is refused by the field; no URL serves a file outside the app."""
+    """A tampered file choice is refused by the field; no URL serves a file outside the app;
+    requests naming another host, or coming from another site's page, are refused."""
     from playwright.sync_api import expect
 
     _open(page, "wizard")
@@ -325,3 +326,9 @@ def test_no_path_traversal(page: Any, served: dict[str, Any]) -> None:
             assert exc.code in (400, 403, 404), (path, exc.code)
             continue
         assert "root:" not in body, path
+    # another name for this address (DNS rebinding) or another site's page: refused
+    for headers in ({"Host": f"evil.example:{base.rsplit(':', 1)[1].strip('/')}"},
+                    {"Origin": "https://evil.example"}):
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(urllib.request.Request(base, headers=headers), timeout=5)
+        assert refused.value.code == 403

@@ -268,3 +268,50 @@ def test_serve_refuses_before_starting(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "--budget EPSILON DELTA" in result.stderr
     result = CliRunner().invoke(cli, ["serve", "--data", str(tmp_path / "none.csv")])
     assert result.exit_code == 2 and "not found" in result.stderr
+
+
+def test_the_guard_lets_in_only_the_apps_own_pages() -> None:
+    import asyncio
+
+    from approxdp.cli.web.guard import allowed_hosts, guard, request_allowed
+
+    local = web_config.make_config(port=8123)
+    hosts = allowed_hosts(local)
+    assert hosts is not None and "127.0.0.1:8123" in hosts and "localhost:8123" in hosts
+
+    def scope(kind: str = "http", **headers: str) -> dict[str, object]:
+        return {"type": kind, "headers": [(k.encode(), v.encode()) for k, v in headers.items()]}
+
+    assert request_allowed(scope(host="127.0.0.1:8123"), hosts)
+    assert request_allowed(scope(host="localhost:8123", origin="http://localhost:8123"), hosts)
+    assert not request_allowed(scope(), hosts)  # no Host
+    assert not request_allowed(scope(host="evil.example:8123"), hosts)  # DNS rebinding
+    assert not request_allowed(scope(host="127.0.0.1:8123", origin="https://evil.example"),
+                               hosts)  # another site's page (cross-site WebSocket)
+    remote = web_config.make_config(host="0.0.0.0", port=8123, allow_remote=True)
+    assert allowed_hosts(remote) is None
+    assert request_allowed(scope(host="box:8123", origin="http://box:8123"), None)
+    assert not request_allowed(scope(host="box:8123", origin="http://evil.example"), None)
+
+    seen: list[str] = []
+    sent: list[dict[str, object]] = []
+
+    async def app(s: object, receive: object, send: object) -> None:
+        seen.append("app")
+
+    async def send(message: dict[str, object]) -> None:
+        sent.append(message)
+
+    async def receive() -> dict[str, object]:
+        return {}
+
+    guarded = guard(app, local)
+    asyncio.run(guarded(scope(host="127.0.0.1:8123"), receive, send))
+    assert seen == ["app"] and not sent
+    asyncio.run(guarded(scope("websocket", host="127.0.0.1:8123", origin="http://x.org"),
+                        receive, send))
+    assert seen == ["app"] and sent[-1] == {"type": "websocket.close", "code": 1008}
+    asyncio.run(guarded(scope(host="evil.example"), receive, send))
+    assert seen == ["app"] and sent[-2]["status"] == 403
+    asyncio.run(guarded({"type": "lifespan"}, receive, send))
+    assert seen == ["app", "app"]

@@ -59,12 +59,13 @@ def serve_command(
         import uvicorn
 
         from approxdp.cli.web.app import build_app
+        from approxdp.cli.web.guard import guard
     except ImportError as exc:
         raise MissingDependencyError(
             f"approxdp serve needs Shiny for Python ({exc.name or exc}): "
             "pip install 'approxdp[web]'"
         ) from exc
-    app = build_app(config)
+    app = guard(build_app(config), config)  # only the app's own pages: Host/Origin checked
     if is_loopback(config.host):
         where = f"bound to {config.host}: reachable from this computer only"
     else:

@@ -8,6 +8,7 @@ query → simulated accuracy, spending nothing → an explicit, costed spend thr
 downloads). The parts:
 
 - :mod:`.config` — what the server may touch (data files, ledger, host), fixed at start;
+- :mod:`.guard` — the Host/Origin check that keeps other web sites' pages out;
 - :mod:`.forms` — text fields read into numbers with the API's typed errors;
 - :mod:`.pages` and :mod:`.wizard` — what each page computes, testable without a browser;
 - :mod:`.figures` — the Matplotlib figures (PNG, sent inline: nothing from the internet);

@@ -731,6 +731,8 @@ def _wizard_server(config: ServeConfig, input: Inputs, output: Outputs) -> None:
         pending = reviewed.get()
         current = spec()
         reviewed.set(None)  # one click, one release: the button goes away first
+        if pending is None and released.get() is not None:
+            return  # a second click on a button its first click consumed: nothing to do
         if pending is None or not current.ok or current.value != pending[0]:
             released.set(Outcome(error="nothing spent: review the cost of the current form "
                                        "first"))
