@@ -20,6 +20,7 @@ from approxdp.errors import InvalidParameterError, UnknownMethodError
 from approxdp.experiments import (
     averaging_attack,
     composition_curves,
+    dpsgd_curves,
     failure_region,
     max_error_experiment,
     mean_estimation,
@@ -33,6 +34,7 @@ from approxdp.plots import (
     plot_adult_histogram,
     plot_averaging_attack,
     plot_composition,
+    plot_dpsgd,
     plot_failure_regions,
     plot_max_error,
     plot_mean_estimation,
@@ -67,6 +69,7 @@ def _figures() -> dict[str, Any]:
         "composition": lambda: plot_composition(composition_curves(ks=[1, 5, 50, 200])),
         "max-error": lambda: plot_max_error(max_error_experiment(ks=[1, 30], reps=3)),
         "attack": lambda: plot_averaging_attack(averaging_attack(ks=[1, 10], reps=5)),
+        "dpsgd": lambda: plot_dpsgd(dpsgd_curves(max_steps=200, points=4)),
     }
 
 
@@ -80,6 +83,14 @@ def test_plot_renders_png(name: str, tmp_path: Path) -> None:
     assert fig.axes and any(ax.get_title() for ax in fig.axes)
 
 
+def test_dpsgd_curves_label_every_accountant() -> None:
+    c = dpsgd_curves(max_steps=100, points=3)
+    assert list(c.steps) == [1, 10, 100]
+    assert c.kinds["gdp-clt"] == "approximation" and c.kinds["pld"] == "upper bound"
+    for name, eps in c.epsilons.items():
+        assert eps.shape == c.steps.shape and all(eps[1:] >= eps[:-1]), name
+
+
 def test_save_figure_rejects_unknown_format(tmp_path: Path) -> None:
     fig = plot_privacy_profiles(privacy_profiles((1.0,), points=5))
     with pytest.raises(InvalidParameterError, match=r"\.png"):
@@ -88,7 +99,7 @@ def test_save_figure_rejects_unknown_format(tmp_path: Path) -> None:
 
 def test_registry_options() -> None:
     assert set(PLOTS) == {"fig1", "fig2", "fig3", "fig4", "fig5", "profiles", "noise",
-                          "composition", "max-error", "averaging-attack"}
+                          "composition", "max-error", "averaging-attack", "dpsgd"}
     with pytest.raises(UnknownMethodError, match="unknown plot"):
         render_plot("fig9")
     with pytest.raises(InvalidParameterError, match="does not take --delta"):

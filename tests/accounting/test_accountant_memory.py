@@ -150,6 +150,13 @@ def test_bad_events() -> None:
     acc = PrivacyAccountant(budget=(1.0, 1e-5))
     with pytest.raises(ParameterTypeError, match="event"):
         acc.spend("gaussian")  # type: ignore[arg-type]
-    with pytest.raises(InvalidParameterError, match="SubsampledEvent"):
-        acc.spend(SubsampledEvent(GaussianEvent(sigma=1.0), q=0.5))
+    # a subsampled Gaussian has no (ε, δ) summary: the closed-form rules refuse it, typed,
+    # before anything is recorded (the PLD and auto rules account it)
+    for rule in ("basic", "advanced", "optimal"):
+        closed = PrivacyAccountant(budget=(1.0, 1e-5), composition=rule)
+        with pytest.raises(InvalidParameterError, match="composition='pld' or 'auto'"):
+            closed.spend(SubsampledEvent(GaussianEvent(sigma=1.0), q=0.5))
+        assert closed.history() == ()
+    with pytest.raises(InvalidParameterError, match="SubsampledEvent of a ComposedEvent"):
+        acc.spend(SubsampledEvent(ComposedEvent((GaussianEvent(sigma=1.0),)), q=0.5))
     assert acc.history() == ()

@@ -66,7 +66,9 @@ def test_mixed_releases_use_the_accountant(run_json: Any) -> None:
     accountant = dp.PrivacyAccountant(budget=(1.0, 1e-5))
     events = [dp.GaussianEvent(sigma=4.0)] * 10 + [dp.EpsilonDeltaEvent(0.5, 1e-7)]
     expected = accountant.plan(events).status_after.spent_epsilon
-    assert row["kind"] == "upper bound" and row["epsilon"] == expected
+    assert row["kind"] == "upper bound"
+    # the same history (as counts here, one by one there): equal to float rounding
+    assert row["epsilon"] == pytest.approx(expected, rel=1e-9)
 
 
 def test_no_gaussian_means_no_exact_row_and_infeasible_delta_is_infinite(

@@ -24,9 +24,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from approxdp._validation import check_interval, check_probability
-from approxdp.accounting.event_costs import LedgerState, check_cost, contribution
+from approxdp.accounting.event_costs import (
+    Contribution,
+    LedgerState,
+    check_cost,
+    contribution,
+    is_pld_only,
+)
 from approxdp.accounting.ledger import Ledger, MemoryLedger, SpendRecord
-from approxdp.accounting.mixed_composition import COMPOSITION_RULES, delta_at, epsilon_at
+from approxdp.accounting.mixed_composition import (
+    CLOSED_FORM_RULES,
+    COMPOSITION_RULES,
+    delta_at,
+    epsilon_at,
+)
 from approxdp.errors import (
     BudgetExceededError,
     InvalidParameterError,
@@ -91,8 +102,12 @@ class PrivacyAccountant:
         ledger: None for an in-memory ledger, or a path to a SQLite ledger file (created if
             absent; shared safely by threads and processes; must have been created with the
             same budget and composition).
-        composition: "auto" (default), "basic", "advanced" or "optimal": the rule for the
-            non-Gaussian events. Gaussian events always compose exactly (Zhao et al. Lemma 15).
+        composition: "auto" (default), "pld", "basic", "advanced" or "optimal": the rule for
+            the non-Gaussian events. Gaussian events always compose exactly (Zhao et al. Lemma
+            15). "pld" composes the whole history by its privacy-loss distribution (each
+            event's own, certified; the only rule for subsampled Gaussians, as in DP-SGD);
+            "auto" is exact for all-Gaussian histories and otherwise the tightest of the PLD
+            and the closed-form rules.
 
     Raises:
         InvalidParameterError, UnknownMethodError: on a bad budget or composition.
@@ -166,7 +181,7 @@ class PrivacyAccountant:
             ParameterTypeError, InvalidParameterError: ``event`` is not an accountable event,
                 or its cost is not finite (e.g. σ/Δ below about 1e-154); nothing was recorded.
         """
-        contrib = check_cost(event, contribution(event))
+        contrib = self._cost(event)
 
         def check(old_state: LedgerState, new_state: LedgerState) -> tuple[str, float]:
             needed, rule = self._evaluate(new_state)
@@ -184,11 +199,21 @@ class PrivacyAccountant:
 
         return self._ledger.append(event, contrib, check)
 
+    def _cost(self, event: PrivacyEvent) -> Contribution:
+        contrib = check_cost(event, contribution(event))
+        if self._composition in CLOSED_FORM_RULES and any(map(is_pld_only, contrib.pld)):
+            raise InvalidParameterError(
+                f"composition={self._composition!r} needs every event's (epsilon, delta), but "
+                f"{event!r} (a subsampled Gaussian) has none; account it with "
+                "composition='pld' or 'auto'"
+            )
+        return contrib
+
     def plan(self, events: Iterable[PrivacyEvent]) -> PlanResult:
         """Would ``events`` (in addition to the history) fit? Spends nothing."""
         state = self._ledger.state()
         for ev in events:
-            state = state.add(check_cost(ev, contribution(ev)))
+            state = state.add(self._cost(ev))
         status = self._status(state)
         return PlanResult(fits=status.spent_delta <= self._delta, status_after=status)
 

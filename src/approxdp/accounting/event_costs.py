@@ -6,19 +6,27 @@ event; only this module knows what each kind of event costs):
 - ``GaussianEvent``: exact, contributes ρ = Δ²/σ² to the Gaussian part (Zhao et al. Lemma 15).
 - ``LaplaceEvent``: (Δ/b, 0).  ``EpsilonDeltaEvent`` / ``DiscreteGaussianEvent``: their (ε, δ).
 - ``SubsampledEvent``: the inner (ε, δ) (basic-composed if several) amplified by Poisson
-  subsampling (D. Wang's notes, Thm 5.4). A subsampled *Gaussian* has no (ε, δ) of its own;
-  wrap an ``EpsilonDeltaEvent`` carrying the point of its profile you want to account.
+  subsampling (D. Wang's notes, Thm 5.4). A subsampled *Gaussian* has no (ε, δ) of its own: it
+  is accounted by its privacy-loss distribution only (the PLD rule, and ``auto``).
 - ``ComposedEvent``: the sum of its parts.
 
-:class:`LedgerState` is the sufficient statistic of a whole history: the Gaussian ρ and the
-multiset of (ε, δ) parts. It is what the ledger stores and the accountant reasons about.
+Besides the closed-form parts, every non-Gaussian atomic event contributes its canonical
+description (:func:`event_key`): the PLD accountant (:mod:`approxdp.accounting.pld_accounting`)
+re-accounts the whole history from those descriptions and the Gaussian ρ.
+
+:class:`LedgerState` is the sufficient statistic of a whole history: the Gaussian ρ, the
+multiset of (ε, δ) parts and the multiset of event descriptions. It is what the ledger stores
+and the accountant reasons about.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 from dataclasses import dataclass
-from functools import singledispatch
+from functools import lru_cache, singledispatch
+from typing import Any
 
 from approxdp.accounting.conversions import amplify_by_subsampling
 from approxdp.errors import InvalidParameterError, ParameterTypeError
@@ -32,7 +40,15 @@ from approxdp.events import (
     SubsampledEvent,
 )
 
-__all__ = ["Contribution", "LedgerState", "add_up", "check_cost", "contribution"]
+__all__ = [
+    "Contribution",
+    "LedgerState",
+    "add_up",
+    "check_cost",
+    "contribution",
+    "event_key",
+    "is_pld_only",
+]
 
 
 def add_up(a: float, b: float) -> float:
@@ -41,15 +57,44 @@ def add_up(a: float, b: float) -> float:
     return math.nextafter(total, math.inf) if b > 0 else total
 
 
+def _plain(event: Any) -> Any:
+    if isinstance(event, PrivacyEvent):
+        obj: dict[str, Any] = {"type": type(event).__name__}
+        for f in dataclasses.fields(event):
+            if f.name != "label":
+                obj[f.name] = _plain(getattr(event, f.name))
+        return obj
+    if isinstance(event, tuple):
+        return [_plain(v) for v in event]
+    return event
+
+
+def event_key(event: PrivacyEvent) -> str:
+    """The canonical description of an event: its type and fields (labels left out) as JSON
+    with sorted keys. Equal events have equal keys; the ledger's event reader parses it back."""
+    return json.dumps(_plain(event), sort_keys=True, allow_nan=True)
+
+
+@lru_cache(maxsize=4096)
+def is_pld_only(key: str) -> bool:
+    """True for an event only the PLD accountant can account: a subsampled Gaussian."""
+    obj = json.loads(key)
+    return bool(obj.get("type") == "SubsampledEvent" and obj["event"]["type"] == "GaussianEvent")
+
+
 @dataclass(frozen=True, slots=True)
 class Contribution:
-    """The cost of one event: Gaussian ρ = Σ Δ²/σ² and a tuple of (ε, δ) parts."""
+    """The cost of one event: Gaussian ρ = Σ Δ²/σ², a tuple of (ε, δ) parts, and the canonical
+    descriptions of its non-Gaussian atomic events (for the PLD accountant)."""
 
     rho: float = 0.0
     items: tuple[tuple[float, float], ...] = ()
+    pld: tuple[str, ...] = ()
 
     def __add__(self, other: Contribution) -> Contribution:
-        return Contribution(add_up(self.rho, other.rho), self.items + other.items)
+        return Contribution(
+            add_up(self.rho, other.rho), self.items + other.items, self.pld + other.pld
+        )
 
 
 @singledispatch
@@ -73,17 +118,17 @@ def _(event: GaussianEvent) -> Contribution:
 
 @contribution.register
 def _(event: LaplaceEvent) -> Contribution:
-    return Contribution(items=((event.epsilon, 0.0),))
+    return Contribution(items=((event.epsilon, 0.0),), pld=(event_key(event),))
 
 
 @contribution.register
 def _(event: EpsilonDeltaEvent) -> Contribution:
-    return Contribution(items=((event.epsilon, event.delta),))
+    return Contribution(items=((event.epsilon, event.delta),), pld=(event_key(event),))
 
 
 @contribution.register
 def _(event: DiscreteGaussianEvent) -> Contribution:
-    return Contribution(items=((event.epsilon, event.delta),))
+    return Contribution(items=((event.epsilon, event.delta),), pld=(event_key(event),))
 
 
 @contribution.register
@@ -97,17 +142,26 @@ def _(event: ComposedEvent) -> Contribution:
 @contribution.register
 def _(event: SubsampledEvent) -> Contribution:
     inner = contribution(event.event)
+    if isinstance(event.event, GaussianEvent):
+        # no closed-form (ε, δ): its privacy-loss distribution describes it exactly
+        return Contribution(pld=(event_key(event),)) if inner.rho > 0 else Contribution()
     if inner.rho > 0:
         raise InvalidParameterError(
-            "a SubsampledEvent of a GaussianEvent has no closed-form (epsilon, delta); wrap "
-            "an EpsilonDeltaEvent with the point of its profile you want to account instead"
+            "a SubsampledEvent of a ComposedEvent with Gaussian parts cannot be accounted; "
+            "subsample each GaussianEvent on its own (SubsampledEvent(GaussianEvent(...), q))"
         )
     if not inner.items:
         return Contribution()
     eps = math.fsum(e for e, _ in inner.items)
     delta = min(1.0 - 1e-16, math.fsum(d for _, d in inner.items))
     amplified = amplify_by_subsampling(eps, delta, event.q)
-    return Contribution(items=((float(amplified.epsilon), float(amplified.delta)),))
+    item = (float(amplified.epsilon), float(amplified.delta))
+    if isinstance(event.event, ComposedEvent):
+        # the PLD has no loss distribution for a subsampled composition: its amplified (ε, δ)
+        key = event_key(EpsilonDeltaEvent(item[0], item[1]))
+    else:
+        key = event_key(event)
+    return Contribution(items=(item,), pld=(key,))
 
 
 def check_cost(event: object, contrib: Contribution) -> Contribution:
@@ -140,11 +194,14 @@ class LedgerState:
         rho: Σ Δᵢ²/σᵢ² over every Gaussian release (σ* = rho^(−1/2)), rounded up.
         groups: sorted tuple of (ε, δ, count): the multiset of (ε, δ) parts.
         count: number of recorded spends.
+        pld: sorted tuple of (event description, count): the multiset of non-Gaussian atomic
+            events (:func:`event_key`), from which the PLD rule re-accounts the history.
     """
 
     rho: float = 0.0
     groups: tuple[tuple[float, float, int], ...] = ()
     count: int = 0
+    pld: tuple[tuple[str, int], ...] = ()
 
     def add(self, contrib: Contribution, times: int = 1) -> LedgerState:
         """The state after ``times`` more spends of ``contrib`` (O(1) in ``times``)."""
@@ -152,10 +209,20 @@ class LedgerState:
         for item in contrib.items:
             counts[item] = counts.get(item, 0) + times
         groups = tuple(sorted((e, d, c) for (e, d), c in counts.items()))
+        keys = dict(self.pld)
+        for key in contrib.pld:
+            keys[key] = keys.get(key, 0) + times
         rho = contrib.rho * times if times > 1 else contrib.rho
         if times > 1 and rho > 0:
             rho = math.nextafter(rho, math.inf)  # the product rounded up (private side)
-        return LedgerState(add_up(self.rho, rho), groups, self.count + times)
+        return LedgerState(
+            add_up(self.rho, rho), groups, self.count + times, tuple(sorted(keys.items()))
+        )
+
+    @property
+    def pld_only(self) -> bool:
+        """True if some event of the history can be accounted by the PLD rule only."""
+        return any(is_pld_only(key) for key, _ in self.pld)
 
     @property
     def n_items(self) -> int:

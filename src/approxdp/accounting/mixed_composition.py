@@ -11,7 +11,14 @@ tightens it). δ_N is one of
 - ``basic``: Σδᵢ once x ≥ Σεᵢ (else 1);
 - ``advanced``: Dwork & Roth 2014, Thm 3.20 for n steps of (max εᵢ, max δᵢ);
 - ``optimal``: Kairouz et al. 2017 for n steps of (max εᵢ, max δᵢ), exact for that class;
-- ``auto``: the smaller of basic and optimal (optimal dominates advanced).
+- ``auto``: the smaller of basic and optimal (optimal dominates advanced), and of the PLD.
+
+``pld`` composes the whole history by its privacy-loss distribution instead
+(:mod:`approxdp.accounting.pld_accounting`: each event's own distribution, not its (ε, δ)
+summary; a certified upper bound within ~0.1 % of the exact privacy profile). ``auto`` is the
+exact Gaussian composition when the history is all Gaussian, and otherwise the smaller of the
+closed-form rules and the PLD (every candidate is a valid upper bound, so the smallest is one
+too); a subsampled Gaussian has no (ε, δ) summary, so histories with one use the PLD alone.
 
 The optimal rule costs O(n) per evaluation; above
 :data:`~approxdp.accounting.optimal.OPTIMAL_MAX_STEPS` (ε, δ) parts it is replaced by the
@@ -24,6 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from fractions import Fraction
+from functools import lru_cache
 from typing import Literal, TypeAlias
 
 import numpy as np
@@ -32,12 +40,25 @@ from scipy.optimize import minimize_scalar
 from approxdp.accounting.event_costs import LedgerState, add_up
 from approxdp.accounting.gaussian_composition import sigma_from_rho
 from approxdp.accounting.guarantees import round_up
+from approxdp.accounting.ledger import event_from_json
 from approxdp.accounting.optimal import OPTIMAL_MAX_STEPS, kov_delta
+from approxdp.accounting.pld_accounting import pld_delta, pld_epsilon
+from approxdp.events import GaussianEvent, PrivacyEvent
 
-__all__ = ["COMPOSITION_RULES", "CompositionRule", "delta_at", "epsilon_at"]
+__all__ = [
+    "AUTO_PLD_MAX_EVENTS",
+    "CLOSED_FORM_RULES",
+    "COMPOSITION_RULES",
+    "CompositionRule",
+    "delta_at",
+    "epsilon_at",
+]
 
-CompositionRule: TypeAlias = Literal["auto", "basic", "advanced", "optimal"]
-COMPOSITION_RULES: tuple[CompositionRule, ...] = ("auto", "basic", "advanced", "optimal")
+CompositionRule: TypeAlias = Literal["auto", "basic", "advanced", "optimal", "pld"]
+COMPOSITION_RULES: tuple[CompositionRule, ...] = ("auto", "basic", "advanced", "optimal", "pld")
+#: The rules that need every event's (ε, δ) summary (they cannot take a subsampled Gaussian).
+CLOSED_FORM_RULES: tuple[CompositionRule, ...] = ("basic", "advanced", "optimal")
+PLD_NAME = "privacy loss distribution (Doroshenko et al. 2022)"
 
 GAUSS = "exact Gaussian (Zhao et al. Lemma 15)"
 NAMES = {
@@ -140,12 +161,7 @@ def _delta_one_rule(state: LedgerState, epsilon: float, rule: str) -> float:
     return best
 
 
-def delta_at(state: LedgerState, epsilon: float, rule: str = "auto") -> tuple[float, str]:
-    """Least δ (rounded up) for which the history is (ε, δ)-DP under ``rule``, and the rule.
-
-    Returns:
-        (δ, description of the rule that achieved it).
-    """
+def _closed_delta_at(state: LedgerState, epsilon: float, rule: str) -> tuple[float, str]:
     candidates = ["basic", "optimal"] if rule == "auto" else [rule]
     best, best_rule, best_name = math.inf, "", ""
     for cand in candidates:
@@ -164,6 +180,62 @@ def delta_at(state: LedgerState, epsilon: float, rule: str = "auto") -> tuple[fl
     return value, description
 
 
+def _pld_history(rho: float, pld: tuple[tuple[str, int], ...]) -> list[tuple[PrivacyEvent, int]]:
+    items: list[tuple[PrivacyEvent, int]] = [(event_from_json(k), c) for k, c in pld]
+    if rho > 0:  # every Gaussian release at once: one Gaussian with σ* (Zhao et al. Lemma 15)
+        items.append((GaussianEvent(sigma=sigma_from_rho(rho)), 1))
+    return items
+
+
+#: ``auto`` tries the PLD on histories of at most this many non-Gaussian events (or any
+#: history with a subsampled Gaussian); beyond, the closed-form rules are O(1) in the count and
+#: near-tight for so many steps, while the PLD's window grows as the square root of the count.
+AUTO_PLD_MAX_EVENTS = 10**6
+
+
+@lru_cache(maxsize=512)
+def _pld_delta(rho: float, pld: tuple[tuple[str, int], ...], epsilon: float) -> float:
+    try:
+        return min(1.0, float(pld_delta(_pld_history(rho, pld), epsilon).delta))
+    except (ArithmeticError, ValueError):  # e.g. parts with ε ~ 1e300: a vacuous bound
+        return 1.0
+
+
+@lru_cache(maxsize=512)
+def _pld_epsilon(rho: float, pld: tuple[tuple[str, int], ...], delta: float) -> float:
+    if delta <= 0.0:  # the PLD certifies through an error term: never δ = 0 exactly
+        return math.inf
+    try:
+        return float(pld_epsilon(_pld_history(rho, pld), delta, bracket=False).epsilon)
+    except (ArithmeticError, ValueError):
+        return math.inf
+
+
+def _uses_pld(state: LedgerState, rule: str) -> bool:
+    if rule == "pld":
+        return True
+    if rule != "auto" or not state.pld:
+        return False
+    return state.pld_only or sum(c for _, c in state.pld) <= AUTO_PLD_MAX_EVENTS
+
+
+def delta_at(state: LedgerState, epsilon: float, rule: str = "auto") -> tuple[float, str]:
+    """Least δ (rounded up) for which the history is (ε, δ)-DP under ``rule``, and the rule.
+
+    Returns:
+        (δ, description of the rule that achieved it).
+    """
+    if not _uses_pld(state, rule):
+        return _closed_delta_at(state, epsilon, rule)
+    if not state.pld and state.rho == 0.0:
+        return 0.0, "nothing spent"
+    value = _pld_delta(state.rho, state.pld, epsilon)
+    if rule == "pld" or state.pld_only:
+        return value, PLD_NAME
+    closed, name = _closed_delta_at(state, epsilon, rule)
+    return (value, PLD_NAME) if value < closed else (closed, name)
+
+
 #: Largest ε searched for (beyond it, the arithmetic of the rules would overflow).
 _LARGEST = 1e300
 
@@ -175,18 +247,28 @@ def epsilon_at(state: LedgerState, delta: float, rule: str = "auto") -> tuple[fl
     bracket grows by squaring (a dozen evaluations even at ε ~ 1e300), then is bisected
     geometrically and arithmetically.
     """
-    at_zero = delta_at(state, 0.0, rule)
+    if _uses_pld(state, rule) and (state.pld or state.rho > 0.0):
+        value = _pld_epsilon(state.rho, state.pld, delta)
+        if rule == "pld" or state.pld_only:
+            return value, PLD_NAME
+        closed, name = _closed_epsilon_at(state, delta, rule)
+        return (value, PLD_NAME) if value < closed else (closed, name)
+    return _closed_epsilon_at(state, delta, rule)
+
+
+def _closed_epsilon_at(state: LedgerState, delta: float, rule: str) -> tuple[float, str]:
+    at_zero = _closed_delta_at(state, 0.0, rule)
     if at_zero[0] <= delta:
         return 0.0, at_zero[1]
-    at_max = delta_at(state, _LARGEST, rule)
+    at_max = _closed_delta_at(state, _LARGEST, rule)
     if at_max[0] > delta:
         return math.inf, at_max[1]
     lo, hi = 0.0, 2.0
-    while delta_at(state, hi, rule)[0] > delta:  # δ(lo) > delta >= δ(hi) once this ends
+    while _closed_delta_at(state, hi, rule)[0] > delta:  # δ(lo) > delta >= δ(hi) once this ends
         lo, hi = hi, min(hi * hi, _LARGEST)
     while lo > 0 and hi > 4.0 * lo:  # geometric bisection of a wide bracket
         mid = math.sqrt(lo) * math.sqrt(hi)
-        if delta_at(state, mid, rule)[0] <= delta:
+        if _closed_delta_at(state, mid, rule)[0] <= delta:
             hi = mid
         else:
             lo = mid
@@ -194,8 +276,8 @@ def epsilon_at(state: LedgerState, delta: float, rule: str = "auto") -> tuple[fl
         mid = 0.5 * (lo + hi)
         if mid <= lo or mid >= hi or hi - lo <= 1e-13 * hi:
             break
-        if delta_at(state, mid, rule)[0] <= delta:
+        if _closed_delta_at(state, mid, rule)[0] <= delta:
             hi = mid
         else:
             lo = mid
-    return hi, delta_at(state, hi, rule)[1]
+    return hi, _closed_delta_at(state, hi, rule)[1]

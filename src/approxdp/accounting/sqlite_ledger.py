@@ -15,8 +15,16 @@ Guarantees:
   different budget or composition rule is refused too.
 - **A failed call changes nothing**: a refused spend rolls back.
 
-Schema: ``meta(key, value)``; ``spends(id, created, event, rho, items, rule, delta_after)``;
-``totals(id = 1, rho, count)``; ``groups(epsilon, delta, count)``.
+Schema (version 2): ``meta(key, value)``; ``spends(id, created, event, rho, items, rule,
+delta_after)``; ``totals(id = 1, rho, count)``; ``groups(epsilon, delta, count)``;
+``pld_events(key, count)``, the multiset of non-Gaussian event descriptions from which the PLD
+rule re-accounts the history. Every spend row keeps its event's full description (``event``),
+so any history can be re-accounted under any rule.
+
+**Migration.** A version-1 file (written before the PLD rule) is upgraded in place the first
+time it is opened: in one ``BEGIN IMMEDIATE`` transaction the ``pld_events`` table is built from
+the events stored in its spend rows, and the version is set to 2. Nothing else changes; a
+failure rolls back and leaves the file as it was.
 """
 
 from __future__ import annotations
@@ -32,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from approxdp.accounting.event_costs import Contribution, LedgerState
+from approxdp.accounting.event_costs import Contribution, LedgerState, contribution
 from approxdp.accounting.ledger import Check, SpendRecord, event_from_json, event_to_json
 from approxdp.errors import LedgerError
 from approxdp.events import PrivacyEvent
@@ -46,7 +54,8 @@ __all__ = [
 ]
 
 APPLICATION_ID = 0x41445044  # "ADPD"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+_MIGRATABLE = (1,)  # older versions this code upgrades in place
 _HEADER = b"SQLite format 3\x00"
 _BUSY_TIMEOUT_MS = 60_000
 _INHERITED: list[sqlite3.Connection] = []  # connections inherited across fork, never touched
@@ -66,6 +75,7 @@ CREATE TABLE totals (id INTEGER PRIMARY KEY CHECK (id = 1), rho REAL NOT NULL,
                      count INTEGER NOT NULL);
 CREATE TABLE groups (epsilon REAL NOT NULL, delta REAL NOT NULL, count INTEGER NOT NULL,
                      PRIMARY KEY (epsilon, delta));
+CREATE TABLE pld_events (key TEXT PRIMARY KEY, count INTEGER NOT NULL);
 INSERT INTO totals (id, rho, count) VALUES (1, 0.0, 0);
 """
 
@@ -217,7 +227,9 @@ class SQLiteLedger:
             if existed and self._is_blank(conn):
                 existed = False  # another process is creating it right now, or it is empty
             if existed:
-                self._validate(conn)
+                version = self._validate(conn)
+                if version != SCHEMA_VERSION:
+                    self._migrate(conn)
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute(f"PRAGMA synchronous = {self._synchronous}")
             if not existed:
@@ -238,8 +250,9 @@ class SQLiteLedger:
         tables = conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]
         return bool(app_id == 0 and tables == 0)
 
-    def _validate(self, conn: sqlite3.Connection) -> None:
-        """Read-only checks of an existing file (nothing is written before they pass)."""
+    def _validate(self, conn: sqlite3.Connection) -> int:
+        """Read-only checks of an existing file (nothing is written before they pass); returns
+        its schema version (the current one, or one :meth:`_migrate` upgrades)."""
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
         if app_id != APPLICATION_ID:
             raise LedgerError(
@@ -249,10 +262,11 @@ class SQLiteLedger:
         check = conn.execute("PRAGMA quick_check").fetchone()[0]
         if check != "ok":
             raise LedgerError(f"ledger {self._path} is corrupt: {check}")
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        if version != SCHEMA_VERSION:
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        if version != SCHEMA_VERSION and version not in _MIGRATABLE:
             raise LedgerError(
-                f"ledger {self._path} has schema version {version}; expected {SCHEMA_VERSION}"
+                f"ledger {self._path} has schema version {version}; this approxdp reads "
+                f"version {SCHEMA_VERSION} and upgrades {', '.join(map(str, _MIGRATABLE))}"
             )
         rows, totals_count = conn.execute(
             "SELECT (SELECT COUNT(*) FROM spends), (SELECT count FROM totals WHERE id = 1)"
@@ -262,6 +276,33 @@ class SQLiteLedger:
                 f"ledger {self._path} is inconsistent: {rows} spends but totals say "
                 f"{totals_count}"
             )
+        return version
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        """Upgrade a version-1 file to version 2 in one transaction (see the module docstring):
+        the event descriptions the PLD rule needs are rebuilt from the stored spend rows."""
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+            if version == 1:  # (another process may have just upgraded it)
+                counts: dict[str, int] = {}
+                for (payload,) in conn.execute("SELECT event FROM spends ORDER BY id"):
+                    for key in contribution(event_from_json(payload)).pld:
+                        counts[key] = counts.get(key, 0) + 1
+                conn.execute(
+                    "CREATE TABLE pld_events (key TEXT PRIMARY KEY, count INTEGER NOT NULL)"
+                )
+                conn.executemany(
+                    "INSERT INTO pld_events (key, count) VALUES (?, ?)", counts.items()
+                )
+                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error):
+                raise LedgerError(f"cannot upgrade ledger {self._path}: {exc}") from exc
+            raise
 
     def _initialise(self, conn: sqlite3.Connection) -> None:
         conn.execute("BEGIN IMMEDIATE")
@@ -328,7 +369,11 @@ class SQLiteLedger:
                 "SELECT epsilon, delta, count FROM groups ORDER BY epsilon, delta"
             )
         )
-        return LedgerState(float(rho), groups, int(count))
+        pld = tuple(
+            (str(k), int(c))
+            for k, c in conn.execute("SELECT key, count FROM pld_events ORDER BY key")
+        )
+        return LedgerState(float(rho), groups, int(count), pld)
 
     def state(self) -> LedgerState:
         """The current totals, read in one consistent snapshot."""
@@ -390,6 +435,12 @@ class SQLiteLedger:
                         "ON CONFLICT (epsilon, delta) DO UPDATE SET count = count + 1",
                         (eps, delta),
                     )
+                for key in contrib.pld:
+                    conn.execute(
+                        "INSERT INTO pld_events (key, count) VALUES (?, 1) "
+                        "ON CONFLICT (key) DO UPDATE SET count = count + 1",
+                        (key,),
+                    )
                 conn.execute("COMMIT")
             except BaseException as exc:
                 with contextlib.suppress(sqlite3.Error):
@@ -411,15 +462,21 @@ class SQLiteLedger:
             conn.execute("BEGIN")
             try:
                 state = self._read_state(conn)
-                rows = conn.execute("SELECT rho, items FROM spends ORDER BY id").fetchall()
+                rows = conn.execute(
+                    "SELECT rho, items, event FROM spends ORDER BY id"
+                ).fetchall()
             finally:
                 conn.execute("COMMIT")
         rebuilt = LedgerState()
-        for rho, items in rows:
-            rebuilt = rebuilt.add(Contribution(float(rho), tuple(
-                (float(e), float(d)) for e, d in json.loads(items))))
+        for rho, items, payload in rows:
+            rebuilt = rebuilt.add(Contribution(
+                float(rho),
+                tuple((float(e), float(d)) for e, d in json.loads(items)),
+                contribution(event_from_json(payload)).pld,
+            ))
         same_rho = math.isclose(rebuilt.rho, state.rho, rel_tol=1e-12, abs_tol=0.0)
-        if rebuilt.count != state.count or rebuilt.groups != state.groups or not same_rho:
+        if (rebuilt.count != state.count or rebuilt.groups != state.groups or not same_rho
+                or rebuilt.pld != state.pld):
             raise LedgerError(
                 f"ledger {self._path} is inconsistent: totals {state} but rows give {rebuilt}"
             )

@@ -22,6 +22,7 @@ from approxdp.experiments.composition import (
     averaging_attack,
     composition_curves,
 )
+from approxdp.experiments.dpsgd_curves import DPSGDCurves, dpsgd_curves
 from approxdp.experiments.failures import (
     PUBLISHED_G,
     FailureRegion,
@@ -50,6 +51,7 @@ __all__ = [
     "TABLE_I",
     "AveragingAttack",
     "CompositionCurves",
+    "DPSGDCurves",
     "FailureRegion",
     "MaxErrorResult",
     "NoiseSamples",
@@ -65,6 +67,7 @@ __all__ = [
     "averaging_attack",
     "check_table2",
     "composition_curves",
+    "dpsgd_curves",
     "failure_region",
     "failure_thresholds",
     "max_error_experiment",

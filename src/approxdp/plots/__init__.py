@@ -24,6 +24,7 @@ from approxdp.plots.calibration import (
     plot_sigma_versus_delta,
 )
 from approxdp.plots.composition import plot_averaging_attack, plot_composition
+from approxdp.plots.dpsgd import plot_dpsgd
 from approxdp.plots.noise import plot_max_error, plot_noise_histograms
 from approxdp.plots.registry import PLOTS, PlotSpec, render_plot
 from approxdp.plots.style import save_figure
@@ -35,6 +36,7 @@ __all__ = [
     "plot_adult_histogram",
     "plot_averaging_attack",
     "plot_composition",
+    "plot_dpsgd",
     "plot_failure_regions",
     "plot_max_error",
     "plot_mean_estimation",

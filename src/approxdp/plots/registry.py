@@ -14,6 +14,7 @@ from approxdp.plots.calibration import (
     plot_sigma_versus_delta,
 )
 from approxdp.plots.composition import plot_averaging_attack, plot_composition
+from approxdp.plots.dpsgd import plot_dpsgd
 from approxdp.plots.noise import plot_max_error, plot_noise_histograms
 from approxdp.plots.utility import plot_adult_histogram, plot_mean_estimation
 
@@ -51,6 +52,14 @@ def _fig2(epsilon: float | None = None, **_: Any) -> Figure:
     if epsilon is None:
         return plot_sigma_versus_delta()
     return plot_sigma_versus_delta(epsilons=(epsilon,))
+
+
+def _dpsgd(
+    sigma: tuple[float, ...] | None = None, delta: float = 1e-5, quick: bool = False, **_: Any
+) -> Figure:
+    return plot_dpsgd(
+        noise_multiplier=sigma[0] if sigma else 1.1, delta=delta, points=8 if quick else 24
+    )
 
 
 PLOTS: dict[str, PlotSpec] = {
@@ -94,6 +103,9 @@ PLOTS: dict[str, PlotSpec] = {
                  lambda epsilon=1.0, delta=1e-5, seed=0, quick=False, **_:
                  plot_averaging_attack(epsilon=epsilon, delta=delta,
                                        reps=_reps(quick, 400, 20), seed=seed)),
+        PlotSpec("dpsgd", "DP-SGD: epsilon against steps under every accountant (PLD, RDP, "
+                 "GDP-CLT, amplify+compose); --sigma is the noise multiplier",
+                 ("sigma", "delta", "quick"), _dpsgd),
     )
 }
 
