@@ -159,3 +159,18 @@ def test_bad_calibration_input() -> None:
         calibrate_dpsgd(epsilon=0.0, delta=1e-5, sample_rate=0.01, steps=10)
     with pytest.raises(InvalidParameterError, match="steps"):
         calibrate_dpsgd(epsilon=1.0, delta=1e-5, sample_rate=0.01, steps=0)
+
+
+def test_numpy_integer_steps_and_huge_t_take_the_tighter_certified_bound() -> None:
+    import numpy as np
+
+    g = dpsgd_epsilon(noise_multiplier=1.1, sample_rate=0.01, steps=np.int64(100), delta=1e-5)
+    assert g.epsilon == dpsgd_epsilon(
+        noise_multiplier=1.1, sample_rate=0.01, steps=100, delta=1e-5
+    ).epsilon
+    # beyond 1e8 steps the PLD grid coarsens; RDP (also certified, O(1) in T) caps it
+    huge = dpsgd_epsilon(noise_multiplier=1.0, sample_rate=0.01, steps=10**12, delta=1e-5)
+    rdp = dpsgd_epsilon(
+        noise_multiplier=1.0, sample_rate=0.01, steps=10**12, delta=1e-5, accountant="rdp"
+    )
+    assert huge.epsilon <= rdp.epsilon and huge.kind == "upper bound"

@@ -274,7 +274,7 @@ def test_optimistic_discretization_is_dominated_and_valid(source: object) -> Non
         true = float(c.sp[0] - math.exp(eps) * c.sq[0])
         assert pld.delta(float(eps)) <= true + 1e-15
         smooth = isinstance(source, GaussianLoss)  # the others have atoms or hard edges
-        slack = 1e-3 if smooth else 5e-2
+        slack = 1e-3 if smooth else 0.1
         assert pld.delta(float(eps)) >= true - slack * max(true, 1e-12) - 1e-12
 
 
@@ -302,3 +302,98 @@ def test_bad_events_are_typed_errors() -> None:
         pld_epsilon([(GaussianEvent(1.0), 1)], 1e-5, precision=0.5)
     with pytest.raises(InvalidParameterError, match="count"):
         pld_epsilon([(GaussianEvent(1.0), 0)], 1e-5)
+
+
+# Found by the adversarial review of the PLD accountant (each failed before its fix).
+
+
+def test_vanishing_noise_is_no_privacy_not_a_finite_epsilon() -> None:
+    """σ/Δ = 1e-155 overflowed μ² and reported ε ≈ 1 for 100 steps; one step alone already
+    has δ(ε) ≥ q at every ε."""
+    from approxdp.accounting.dpsgd import dpsgd_epsilon
+
+    for sigma in (1e-155, 1e-100, 1e-6):
+        g = dpsgd_epsilon(noise_multiplier=sigma, sample_rate=0.01, steps=100, delta=1e-5)
+        assert g.epsilon == math.inf
+    big = SubsampledEvent(GaussianEvent(sigma=1.0, sensitivity=1e160), 0.01)
+    assert pld_epsilon([(big, 100)], 1e-5).epsilon == math.inf
+
+
+@pytest.mark.parametrize(
+    ("items", "delta", "exact"),
+    [
+        ([(LaplaceEvent(scale=1 / 0.3), 1)], 1e-12, 0.3 + 2 * math.log1p(-1e-12)),
+        ([(EpsilonDeltaEvent(1.313, 0.0), 1)], 1e-6, None),
+        ([(EpsilonDeltaEvent(0.01235, 0.0), 5)], None, None),
+    ],
+)
+def test_bracket_lower_end_is_below_the_truth_next_to_atoms(
+    items: list[tuple[object, int]], delta: float | None, exact: float | None
+) -> None:
+    """The optimistic curve raised a point to its floor after the gap margin, so the chord into
+    it crossed δ where δ reaches the floor inside a grid cell (Laplace's top at ε0)."""
+    ev, k = items[0]
+    if exact is None:  # (ε, δ) parts: Kairouz et al.'s optimal composition is exact
+        kov = optimal_composition(ev.epsilon, 0.0, k, 1e-6)  # type: ignore[attr-defined]
+        delta = float(kov.delta) if delta is None else delta
+        exact = float(optimal_composition(ev.epsilon, 0.0, k, delta).epsilon)  # type: ignore[attr-defined]
+    g = pld_epsilon(items, delta)  # type: ignore[arg-type]
+    assert g.bracket is not None
+    assert g.bracket[0] <= exact <= g.epsilon * (1 + 1e-12)
+    beyond = pld_delta([(LaplaceEvent(scale=1 / 0.3), 1)], 0.30001)
+    assert beyond.bracket is not None and beyond.bracket[0] == 0.0  # the truth is 0 there
+
+
+@pytest.mark.parametrize(
+    ("sigma", "steps", "delta"), [(5.5045, 222991, 5.65e-16), (3.0053, 54, 1.196e-18)]
+)
+def test_deep_delta_gaussian_composition_is_tight(sigma: float, steps: int, delta: float) -> None:
+    """Below the FFT's round-off floor the passes stopped early (+3.4 %, +17 %)."""
+    exact = float(gaussian_epsilon(sigma / math.sqrt(steps), delta))
+    g = pld_epsilon([(SubsampledEvent(GaussianEvent(sigma=sigma), 1.0), steps)], delta)
+    assert exact <= g.epsilon <= exact * (1 + TIGHT)
+
+
+def test_deep_delta_dp_sgd_is_below_rdp_and_monotone() -> None:
+    """ndtri(1 − δ) was inf for δ < 1.1e-16: ε came out 9774 where RDP certifies 10.1."""
+    from approxdp.accounting.rdp import rdp_dpsgd_epsilon
+
+    ev = SubsampledEvent(GaussianEvent(sigma=0.58516), 6.4744e-4)
+    g = pld_epsilon([(ev, 1112)], 2.55e-19)
+    assert g.epsilon <= float(rdp_dpsgd_epsilon(0.58516, 6.4744e-4, 1112, 2.55e-19).epsilon)
+    assert g.bracket is not None and g.epsilon - g.bracket[0] < 1e-3 * g.epsilon
+    ev2 = SubsampledEvent(GaussianEvent(sigma=0.948), 4.919e-4)
+    assert pld_epsilon([(ev2, 517)], 1e-17).epsilon <= pld_epsilon([(ev2, 517)], 1e-18).epsilon
+
+
+@pytest.mark.parametrize(
+    ("items", "error"),
+    [
+        ([(GaussianEvent(1.0), 2.5)], ParameterTypeError),
+        ([(GaussianEvent(1.0), 1.5)], ParameterTypeError),
+        ([(LaplaceEvent(1.0), math.nan)], ParameterTypeError),
+        ([(LaplaceEvent(1.0), None)], ParameterTypeError),
+        ([(LaplaceEvent(1.0), True)], ParameterTypeError),
+        ([(LaplaceEvent(1.0), 10**30)], InvalidParameterError),
+        (None, ParameterTypeError),
+        ([LaplaceEvent(1.0)], ParameterTypeError),
+        ([(LaplaceEvent(1.0),)], ParameterTypeError),
+        ([("gaussian", 1)], ParameterTypeError),
+    ],
+)
+def test_malformed_histories_are_typed_errors(items: object, error: type[Exception]) -> None:
+    with pytest.raises(error):
+        pld_epsilon(items, 1e-5)  # type: ignore[arg-type]
+
+
+def test_bad_grid_step_and_subnormal_delta_are_typed_errors() -> None:
+    history = [(LaplaceEvent(1.0), 3)]
+    for h in (0.0, -1.0, math.nan):
+        with pytest.raises(InvalidParameterError, match="h must be"):
+            pld_epsilon(history, 1e-5, h=h)
+    with pytest.raises(ParameterTypeError, match="h must be"):
+        pld_epsilon(history, 1e-5, h="a")  # type: ignore[arg-type]
+    for delta in (1e-320, 5e-324):
+        with pytest.raises(InvalidParameterError, match="delta"):
+            pld_epsilon(history, delta)
+    assert np.isfinite(pld_epsilon(history, 1e-300).epsilon)

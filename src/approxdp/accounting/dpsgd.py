@@ -27,6 +27,7 @@ Accountants (each result says what it is):
 from __future__ import annotations
 
 import math
+import numbers
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -55,14 +56,17 @@ __all__ = [
 
 DPSGD_ACCOUNTANTS = ("pld", "rdp", "gdp-clt", "amplify+compose")
 _MAX_STEPS = 10**12
+_RDP_TOO_FROM = 10**8
 
 
 def _check_steps(steps: Any) -> int:
-    if isinstance(steps, bool) or not isinstance(steps, (int, float)):
+    if isinstance(steps, bool) or not isinstance(steps, numbers.Real):
         raise ParameterTypeError(f"steps must be an integer >= 1, got {type(steps).__name__}")
-    if isinstance(steps, float) and not (math.isfinite(steps) and steps.is_integer()):
+    if not isinstance(steps, numbers.Integral) and not (
+        math.isfinite(float(steps)) and float(steps).is_integer()
+    ):
         raise InvalidParameterError(f"steps must be an integer >= 1, got steps={steps!r}")
-    n = int(steps)
+    n = int(float(steps)) if not isinstance(steps, numbers.Integral) else int(steps)
     if not 1 <= n <= _MAX_STEPS:
         raise InvalidParameterError(
             f"steps must be an integer in [1, {_MAX_STEPS:.0e}], got steps={n}"
@@ -121,7 +125,27 @@ def _pld(
             "subsampled Gaussian, exact one-step profile (Zhu, Dong, Wang 2022, Thm 9)",
             bracket=(eps, eps),
         )
-    return pld_epsilon([(_event(sigma, q, sampling), steps)], delta, precision=precision, h=h)
+    if steps >= _RDP_TOO_FROM and h is None:
+        try:
+            g = pld_epsilon([(_event(sigma, q, sampling), steps)], delta, precision=precision)
+        except InvalidParameterError:  # the window cannot hold this many steps at all
+            rdp = _rdp(sigma, q, steps, delta, sampling)
+            return Guarantee(
+                rdp.epsilon, delta, "upper bound", f"{rdp.rule} (too many steps for the PLD)"
+            )
+    else:
+        g = pld_epsilon([(_event(sigma, q, sampling), steps)], delta, precision=precision, h=h)
+    if steps >= _RDP_TOO_FROM and h is None:
+        # the PLD's window coarsens its grid beyond ~10^8 steps; RDP is O(1) in T and also
+        # certified, so the smaller of the two is reported (both are upper bounds)
+        rdp = _rdp(sigma, q, steps, delta, sampling)
+        if float(rdp.epsilon) < float(g.epsilon):
+            lower = g.bracket[0] if g.bracket else 0.0
+            return Guarantee(
+                rdp.epsilon, delta, "upper bound", f"{rdp.rule} (below the PLD's here)",
+                bracket=(lower, float(rdp.epsilon)),
+            )
+    return g
 
 
 def _rdp(sigma: float, q: float, steps: int, delta: float, sampling: str) -> Guarantee:

@@ -17,10 +17,12 @@ across calls (a growing ledger reuses them).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import numbers
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache, singledispatch
 
+import numpy as np
 from scipy import special
 
 from approxdp._validation import check_interval, check_probability
@@ -86,12 +88,24 @@ class LossPair:
     gaussian_rho: float = 0.0
 
 
+#: Above this Δ/σ a Gaussian protects next to nothing (δ(ε) ≈ 1 until ε ~ μ²/2 = 5e9) and its
+#: loss grid would not fit: it is accounted as the vacuous pair (δ = 1 at every ε), which is
+#: never below the truth.
+_MAX_MU = 1e5
+
+
+def _gaussian_source(mu: float) -> LossSource:
+    return GaussianLoss(mu) if mu <= _MAX_MU else EpsilonDeltaLoss(0.0, 1.0)
+
+
 def _inner_source(event: PrivacyEvent) -> LossSource:
     """The symmetric loss distribution of an event that can be subsampled."""
     if isinstance(event, GaussianEvent):
         if math.isinf(event.sigma) or event.sensitivity == 0.0:
             return EpsilonDeltaLoss(0.0, 0.0)
-        return GaussianLoss(event.sensitivity / event.sigma)
+        with np.errstate(over="ignore"):
+            mu = float(np.float64(event.sensitivity) / np.float64(event.sigma))
+        return _gaussian_source(mu)
     if isinstance(event, LaplaceEvent):
         return LaplaceLoss(event.epsilon)
     if isinstance(event, EpsilonDeltaEvent):
@@ -123,8 +137,10 @@ def event_losses(event: object) -> list[LossPair]:
 def _(event: GaussianEvent) -> list[LossPair]:
     if math.isinf(event.sigma) or event.sensitivity == 0.0:
         return []
-    ratio = event.sensitivity / event.sigma
-    return [LossPair(None, None, gaussian_rho=ratio * ratio)]
+    with np.errstate(over="ignore"):
+        ratio = float(np.float64(event.sensitivity) / np.float64(event.sigma))
+        rho = float(np.float64(ratio) * np.float64(ratio))
+    return [LossPair(None, None, gaussian_rho=rho)]
 
 
 @event_losses.register(LaplaceEvent)
@@ -194,14 +210,54 @@ class _Plan:
     steps: int
 
 
+_MAX_COUNT = 10**15
+
+
+def _check_items(items: object) -> list[tuple[PrivacyEvent, int]]:
+    """``items`` as (event, count) pairs with integer counts in [1, 1e15], or a typed error."""
+    if not isinstance(items, Sequence | Iterable) or isinstance(items, str | bytes):
+        raise ParameterTypeError(
+            f"items must be a sequence of (event, count) pairs, got {type(items).__name__}"
+        )
+    out: list[tuple[PrivacyEvent, int]] = []
+    for i, item in enumerate(items):
+        if not (isinstance(item, tuple | list) and len(item) == 2):
+            raise ParameterTypeError(
+                f"items[{i}] must be an (event, count) pair, got {item!r}"[:200]
+            )
+        event, count = item
+        if not isinstance(event, PrivacyEvent):
+            raise ParameterTypeError(
+                f"items[{i}][0] must be a PrivacyEvent, got {type(event).__name__}"
+            )
+        if isinstance(count, bool) or not isinstance(count, numbers.Integral):
+            raise ParameterTypeError(
+                f"items[{i}] count must be an integer in [1, 1e15], got {count!r}"
+            )
+        if not 1 <= int(count) <= _MAX_COUNT:
+            raise InvalidParameterError(
+                f"items[{i}] count must be an integer in [1, 1e15], got count={count}"
+            )
+        out.append((event, int(count)))
+    return out
+
+
+def _check_step(h: object) -> float | None:
+    if h is None:
+        return None
+    if isinstance(h, bool) or not isinstance(h, numbers.Real):
+        raise ParameterTypeError(f"h must be a positive number or None, got {h!r}")
+    if not (math.isfinite(float(h)) and float(h) > 0.0):
+        raise InvalidParameterError(f"h must be a finite grid step > 0, got h={h}")
+    return float(h)
+
+
 def _plan(items: Sequence[tuple[PrivacyEvent, int]]) -> _Plan:
     rho = 0.0
     rem: dict[LossSource, int] = {}
     add: dict[LossSource, int] = {}
     steps = 0
-    for event, count in items:
-        if count < 1:
-            raise InvalidParameterError(f"count must be >= 1, got count={count}")
+    for event, count in _check_items(items):
         for pair in event_losses(event):
             steps += count
             if pair.remove is None or pair.add is None:
@@ -210,7 +266,7 @@ def _plan(items: Sequence[tuple[PrivacyEvent, int]]) -> _Plan:
             rem[pair.remove] = rem.get(pair.remove, 0) + count
             add[pair.add] = add.get(pair.add, 0) + count
     if rho > 0.0:
-        g = GaussianLoss(math.nextafter(math.sqrt(rho), math.inf))
+        g = _gaussian_source(math.nextafter(math.sqrt(rho), math.inf))
         rem[g] = rem.get(g, 0) + 1
         add[g] = add.get(g, 0) + 1
     return _Plan(tuple(rem.items()), tuple(add.items()), steps)
@@ -258,7 +314,7 @@ def _guess_epsilon(parts: Sequence[tuple[LossSource, int]], delta: float) -> flo
     m + sd·Φ⁻¹(1 − δ) (its own mean: the "add" direction's is negative)."""
     mean = sum(c * _coarse_moments(s)[0] for s, c in parts)
     var = sum(c * _coarse_moments(s)[1] for s, c in parts)
-    return max(0.0, mean + math.sqrt(var) * float(special.ndtri(1.0 - delta)))
+    return max(0.0, mean + math.sqrt(var) * -float(special.ndtri(delta)))
 
 
 def clear_caches() -> None:
@@ -292,6 +348,14 @@ def _composed(
     )
 
 
+def _check_delta(delta: object) -> float:
+    """δ in [1e-300, 1): below, δ's own tail terms (1e-4 δ) underflow."""
+    value = float(check_probability("delta", delta))
+    if value < 1e-300:
+        raise InvalidParameterError(f"delta must be in [1e-300, 1), got delta={value:.6g}")
+    return value
+
+
 def _check_precision(precision: float) -> float:
     if not (isinstance(precision, (int, float)) and 1e-6 <= precision <= 0.1):
         raise InvalidParameterError(
@@ -309,22 +373,30 @@ def _direction_epsilon(
     against δ (deep tails, where FFT round-off dominates), composed again with the tilt
     placed at that answer."""
     tail = 1e-4 * delta
-    best = last = _composed(parts, step, tail, guess)
-    best_eps = best.epsilon(delta)
-    for _ in range(4):
-        # the ε that the masses alone point to (the error terms left out: an estimate); when
-        # the certified ε is well above it, round-off or tails limit this pass: tilt there
-        target = last._core_epsilon(delta - last.infinity_mass, with_rounding=False)
-        if math.isfinite(target) and best_eps <= target * (1.0 + 1e-5) + 1e-9:
-            break
-        if not (math.isfinite(target) and target > 0.0):
-            target = _guess_epsilon(parts, delta)
-        if last.lam_target is not None and abs(target - last.lam_target) <= 1e-9 * (1 + target):
-            break
-        last = _composed(parts, step, tail, target)
-        eps = last.epsilon(delta)
+    first = _composed(parts, step, tail, guess)
+    if first.roundoff * float(first._r3[0]) <= 1e-4 * delta:
+        return first  # round-off is negligible against δ everywhere in the window
+    # Round-off swamps the masses that make δ (deep tails): tilt the FFT to where the answer
+    # is. Every pass is a valid upper bound, so the best one is kept; the targets are the
+    # normal approximation's ε, what the masses point to, then the best ε found so far.
+    passes = [(first.epsilon(delta), first)]
+    targets = [_guess_epsilon(parts, delta)]
+    core = first._core_epsilon(delta - first.infinity_mass, with_rounding=False)
+    if math.isfinite(core) and core > 0.0:
+        targets.append(core)
+    tried: list[float] = []
+    for target in targets:
+        if any(abs(target - t) <= 1e-6 * (1.0 + t) for t in tried):
+            continue
+        tried.append(target)
+        comp = _composed(parts, step, tail, target)
+        passes.append((comp.epsilon(delta), comp))
+    best_eps, best = min(passes, key=lambda p: p[0])
+    if math.isfinite(best_eps) and all(abs(best_eps - t) > 1e-3 * (1.0 + t) for t in tried):
+        comp = _composed(parts, step, tail, best_eps)  # once more, tilted at the best answer
+        eps = comp.epsilon(delta)
         if eps < best_eps:
-            best, best_eps = last, eps
+            best = comp
     return best
 
 
@@ -375,7 +447,8 @@ def pld_epsilon(
         upper) pair around the true ε.
     """
     precision = _check_precision(precision)
-    delta = float(check_probability("delta", delta))
+    delta = _check_delta(delta)
+    h = _check_step(h)
     plan = _plan(items)
     if plan.steps == 0:
         return Guarantee(0.0, delta, "exact", "no privacy loss", bracket=(0.0, 0.0))
@@ -404,6 +477,7 @@ def pld_delta(
     """Certified δ(ε) of a history of (event, count) pairs under add/remove neighbours."""
     precision = _check_precision(precision)
     epsilon = float(check_interval("epsilon", epsilon, 0.0, math.inf, high_open=True))
+    h = _check_step(h)
     plan = _plan(items)
     if plan.steps == 0:
         return Guarantee(epsilon, 0.0, "exact", "no privacy loss", bracket=(0.0, 0.0))

@@ -210,12 +210,22 @@ def discretize_optimistic(source: LossSource, h: float, tail: float) -> Discrete
     lower[:-1] = gap
     lower[1:] = np.maximum(lower[1:], gap)
     g = delta - lower - err
-    # a privacy curve never falls below 1 − x (total Q-mass ≤ 1) nor below P(L = ∞); δ is
-    # above both, so raising g to them keeps g ≤ δ and makes it a valid curve. At the bottom
-    # point the chord from (0, 1) is then the line 1 − x itself.
-    g = np.maximum(g, np.maximum(1.0 - x, p_inf))
-    g[0] = max(1.0 - x[0], p_inf)
-    g[-1] = p_inf
+    # A valid curve starts on the line 1 − x (total Q-mass ≤ 1) and ends flat at P(L = ∞).
+    # Raising one point to such a floor would undo its gap margin (the chord into it could
+    # then cross δ where δ reaches the floor inside the interval), so the floors take over
+    # whole runs instead: up to the last point below 1 − x, and from the point before the
+    # first one at or below P(L = ∞). The chord into each run ends at a point that kept its
+    # margin, and the run itself (the line 1 − x, the constant P(L = ∞)) is below δ.
+    floor_line = 1.0 - x
+    below_line = np.nonzero(g < floor_line)[0]
+    if below_line.size:
+        last = int(below_line[-1]) + 1
+        g[: last + 1] = floor_line[: last + 1]
+    g[0] = max(g[0], floor_line[0])
+    at_floor = np.nonzero(g <= p_inf)[0]
+    first = int(at_floor[0]) - 1 if at_floor.size else g.size - 2
+    g[max(first, 0) :] = p_inf
+    g = np.maximum(g, p_inf)  # (the line 1 − x may dip below P(L = ∞) far right)
     # points: (0, 1), the grid, and the flat ray at P(L = ∞) beyond the top
     xs = np.concatenate(([0.0], x))
     gs = np.concatenate(([1.0], g))

@@ -98,8 +98,8 @@ class GaussianLoss:
 
     def cdfs(self, edges: FloatArray) -> LossCDF:
         mu = self.mu
-        with np.errstate(invalid="ignore"):
-            x = (edges + 0.5 * mu * mu) / mu  # ±inf edges stay ±inf
+        with np.errstate(invalid="ignore", over="ignore"):
+            x = edges / mu + 0.5 * mu  # loss ≤ e ⟺ x ≤ e/μ + μ/2 (μ² is never formed)
         fp, sp = _normal_tails(x - mu)
         fq, sq = _normal_tails(x)
         return LossCDF(fp, sp, fq, sq)
