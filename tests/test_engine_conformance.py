@@ -482,3 +482,31 @@ def test_unconvertible_values_are_counted_and_cast_to_null(engine: Engine) -> No
         engine.count_unconvertible(t, "zz")
     with pytest.raises(DataError, match="'zz' not found"):
         engine.cast_to_double(t, "zz")
+
+
+def test_with_bins_matches_numpy_and_drops_missing_values(engine: Engine) -> None:
+    """Leaves floor((clamp(x) − low)/width) capped at n_bins − 1, coarser levels leaf // d;
+    NULL and NaN rows dropped, ±inf clamped; the same on every engine."""
+    from approxdp.engines import Binning
+
+    rng = np.random.default_rng(4)
+    x = np.concatenate([rng.normal(5, 4, 500), [np.nan, np.inf, -np.inf, 0.0, 10.0, 2.5]])
+    t = engine.load(pa.table({"x": pa.array([*x.tolist(), None], pa.float64()),
+                              "k": np.arange(x.size + 1)}))
+    binning = Binning("x", 0.0, 10.0, 64, (("fine", 1), ("coarse", 8)))
+    binned = engine.with_bins(t, binning)
+    res = engine.aggregate(binned, AggregateRequest(("coarse", "fine"),
+                                                    (Aggregation("n", "count"),)))
+    kept = x[~np.isnan(x)]
+    leaf = np.minimum(np.floor((np.clip(kept, 0.0, 10.0) - 0.0) / binning.width), 63)
+    want: dict[tuple[int, int], int] = defaultdict(int)
+    for v in leaf.astype(int):
+        want[(v // 8, v)] += 1
+    got = {(int(c), int(f)): int(n) for c, f, n in
+           zip(res.keys["coarse"], res.keys["fine"], res.values["n"], strict=True)}
+    assert got == dict(want)
+    assert engine.count_rows(binned) == kept.size
+    with pytest.raises(DataError, match="'zz' not found"):
+        engine.with_bins(t, Binning("zz", 0.0, 1.0, 2, (("b", 1),)))
+    with pytest.raises(DataError, match="already exists"):
+        engine.with_bins(t, Binning("x", 0.0, 1.0, 2, (("k", 1),)))

@@ -49,6 +49,7 @@ __all__ = [
     "AggregateRequest",
     "AggregateResult",
     "Aggregation",
+    "Binning",
     "CellBatchMapper",
     "CellMapRequest",
     "CellMapResult",
@@ -164,6 +165,51 @@ class PerKeyLimit:
         if not isinstance(self.seed, int | np.integer) or not 0 <= self.seed < 2**63:
             raise InvalidParameterError(f"seed must be an integer in [0, 2**63), got {self.seed!r}")
         object.__setattr__(self, "seed", int(self.seed))
+
+
+@dataclass(frozen=True, slots=True)
+class Binning:
+    """Integer bin columns of a numeric ``column`` (for :meth:`Engine.with_bins`).
+
+    Each row's leaf is ``min(floor((min(max(x, low), high) - low) / width), n_bins - 1)`` with
+    ``width = (high - low) / n_bins`` (computed once, here, so every engine divides by the same
+    float64), and each output ``(name, divisor)`` is the column ``floor(leaf / divisor)``.
+    Rows whose value is NULL or NaN are dropped; ±inf are clamped like any other value.
+    """
+
+    column: str
+    low: float
+    high: float
+    n_bins: int
+    outputs: tuple[tuple[str, int], ...]
+
+    def __post_init__(self) -> None:
+        _check_name(self.column, "Binning.column")
+        if not (math.isfinite(self.low) and math.isfinite(self.high) and self.low < self.high
+                and math.isfinite(self.high - self.low)):
+            raise InvalidParameterError(
+                f"Binning needs finite low < high with a finite width, got low={self.low}, "
+                f"high={self.high}"
+            )
+        if isinstance(self.n_bins, bool) or not isinstance(self.n_bins, int) or not (
+            1 <= self.n_bins <= 2**20
+        ):
+            raise InvalidParameterError(
+                f"Binning.n_bins must be an integer in [1, 2**20], got {self.n_bins!r}"
+            )
+        outputs = tuple((_check_name(n, "Binning output"), int(d)) for n, d in self.outputs)
+        if not outputs or any(d < 1 for _, d in outputs) or len({n for n, _ in outputs}) != len(
+            outputs
+        ):
+            raise InvalidParameterError(
+                f"Binning.outputs must be distinct (name, divisor >= 1) pairs, got {outputs}"
+            )
+        object.__setattr__(self, "outputs", outputs)
+
+    @property
+    def width(self) -> float:
+        """The leaves' width, (high − low) / n_bins."""
+        return (self.high - self.low) / self.n_bins
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,6 +370,11 @@ class Engine(Protocol[TableT]):
     def cast_to_double(self, table: TableT, column: str) -> TableT:
         """``table`` with ``column`` converted to float64, every value that does not convert
         (see :meth:`count_unconvertible`) becoming NULL; the other columns unchanged."""
+        ...
+
+    def with_bins(self, table: TableT, binning: Binning) -> TableT:
+        """``table`` without the rows whose ``binning.column`` is NULL or NaN, with the int64
+        columns ``binning.outputs`` added (see :class:`Binning`); the other columns unchanged."""
         ...
 
     def aggregate(self, table: TableT, request: AggregateRequest) -> AggregateResult:

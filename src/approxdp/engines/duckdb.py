@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 from approxdp.engines.base import (
     AggregateRequest,
     AggregateResult,
+    Binning,
     CellBatchMapper,
     CellMapRequest,
     CellMapResult,
@@ -317,6 +318,31 @@ class DuckDBEngine:
         value = (f"CAST({col} AS DOUBLE)" if schema[column] is ColumnKind.NUMERIC
                  else f"TRY_CAST(CAST({col} AS VARCHAR) AS DOUBLE)")
         rel = table.run(f"SELECT * REPLACE ({value} AS {col}) FROM {_SOURCE}")
+        return DuckDBTable(None, rel, table.description, own=table.own)
+
+    def with_bins(self, table: DuckDBTable, binning: Binning) -> DuckDBTable:
+        """Rows with a value, plus the bin columns of ``binning``, as a new handle."""
+        schema = self.schema(table)
+        if binning.column not in schema:
+            raise DataError(
+                f"column {binning.column!r} not found; the table has columns {list(schema)}"
+            )
+        clash = [n for n, _ in binning.outputs if n in schema]
+        if clash:
+            raise DataError(f"bin column {clash[0]!r} already exists in the table")
+
+        def lit(v: float) -> str:  # the exact float64, never a DECIMAL literal
+            return f"CAST('{float(v)!r}' AS DOUBLE)"
+
+        x = f"CAST({quote_identifier(binning.column)} AS DOUBLE)"
+        leaf = (f"LEAST(floor((LEAST(GREATEST({x}, {lit(binning.low)}), {lit(binning.high)}) - "
+                f"{lit(binning.low)}) / {lit(binning.width)}), {lit(binning.n_bins - 1)})")
+        cols = ", ".join(
+            f"CAST(floor({leaf} / {lit(d)}) AS BIGINT) AS {quote_identifier(n)}"
+            for n, d in binning.outputs
+        )
+        rel = table.run(f"SELECT *, {cols} FROM {_SOURCE} WHERE {x} IS NOT NULL AND NOT "
+                        f"isnan({x})")
         return DuckDBTable(None, rel, table.description, own=table.own)
 
     # -- aggregation -----------------------------------------------------------------------

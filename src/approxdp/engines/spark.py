@@ -35,6 +35,7 @@ from approxdp.engines.base import (
     AggregateRequest,
     AggregateResult,
     Aggregation,
+    Binning,
     CellBatchMapper,
     CellMapRequest,
     CellMapResult,
@@ -244,6 +245,30 @@ class SparkEngine:
         value = (F.col(_q(column)).cast("double") if schema[column] is ColumnKind.NUMERIC
                  else _try_double(F, column))
         return SparkTable(table.df.withColumn(column, value), table.description)
+
+    def with_bins(self, table: SparkTable, binning: Binning) -> SparkTable:
+        """Rows with a value, plus the bin columns of ``binning``, as a new handle."""
+        schema = self.schema(table)
+        if binning.column not in schema:
+            raise DataError(
+                f"column {binning.column!r} not found; the table has columns {list(schema)}"
+            )
+        clash = [n for n, _ in binning.outputs if n in schema]
+        if clash:
+            raise DataError(f"bin column {clash[0]!r} already exists in the table")
+        from pyspark.sql import functions as F
+
+        x = F.col(_q(binning.column)).cast("double")
+        low, high = F.lit(float(binning.low)), F.lit(float(binning.high))
+        leaf = F.least(
+            F.floor((F.least(F.greatest(x, low), high) - low) / F.lit(float(binning.width)))
+            .cast("double"),
+            F.lit(float(binning.n_bins - 1)),
+        )
+        df = table.df.filter(x.isNotNull() & ~F.isnan(x))
+        for name, divisor in binning.outputs:
+            df = df.withColumn(name, F.floor(leaf / F.lit(float(divisor))).cast("long"))
+        return SparkTable(df, table.description)
 
     def _filter(
         self, df: DataFrame, conds: Sequence[Membership], keep: bool = True

@@ -154,12 +154,20 @@ class PrivateTable:
     ) -> tuple[ReleaseResult, ...]:
         """Step 3: aggregate, spend, add noise."""
         check_interval("level", level, 0.0, 1.0, low_open=True, high_open=True)
-        key = int(self._rng.integers(0, 2**63 - 1)) if self._rng is not None else (
-            secrets.randbits(63)
-        )
-        results = execute(allocated, self.engine, self.table, self.accountant, key=key,
+        results = execute(allocated, self.engine, self.table, self.accountant, key=self._key(),
                           rng=self._rng, level=level, large_domain_cells=self.large_domain_cells,
                           output_dir=self.output_dir)
+        return self._with_cast_notes(results)
+
+    def _key(self) -> int:
+        """The bounding key of one release: from the seed, else secret."""
+        if self._rng is not None:
+            return int(self._rng.integers(0, 2**63 - 1))
+        return secrets.randbits(63)
+
+    def _with_cast_notes(
+        self, results: tuple[ReleaseResult, ...]
+    ) -> tuple[ReleaseResult, ...]:
         notes = tuple(
             f"casts: {n} value(s) of column {column!r} were not numbers (e.g. {list(examples)})"
             " and count as missing (exact, NOT private: for the data owner only)"
@@ -232,6 +240,43 @@ class PrivateTable:
         """k linear queries with one Gaussian calibrated to their joint ℓ2 sensitivity."""
         return self._one(LinearQueries(tuple(queries), name="linear queries"), epsilon, delta,
                          level)
+
+    def quantiles(
+        self, column: str, qs: Sequence[float], bounds: tuple[float, float], *,
+        epsilon: float, delta: float, level: float = 0.95, bins: int = 1024,
+        branching: int = 32,
+    ) -> ReleaseResult:
+        """Quantiles ``qs`` of ``column`` clamped to ``bounds`` (one value per q, in order).
+
+        A noisy hierarchical histogram of ``bins`` leaves and branching ``branching``
+        (:mod:`approxdp.releases.quantiles`): one jointly calibrated Gaussian plan, one spend,
+        every quantile read from the same tree. Units are bounded as for a histogram: each
+        adds ≤ ``max_rows_per_partition`` rows to ≤ ``max_partitions`` nodes of each level.
+        """
+        return self._quantiles(column, qs, bounds, epsilon, delta, level, bins, branching,
+                               f"quantiles({column})")
+
+    def median(
+        self, column: str, bounds: tuple[float, float], *, epsilon: float, delta: float,
+        level: float = 0.95, bins: int = 1024, branching: int = 32,
+    ) -> ReleaseResult:
+        """The median of ``column`` clamped to ``bounds`` (:meth:`quantiles` at q = 0.5)."""
+        return self._quantiles(column, [0.5], bounds, epsilon, delta, level, bins, branching,
+                               f"median({column})")
+
+    def _quantiles(
+        self, column: str, qs: Sequence[float], bounds: tuple[float, float], epsilon: float,
+        delta: float, level: float, bins: int, branching: int, label: str,
+    ) -> ReleaseResult:
+        from approxdp.releases.quantiles import QuantileTree, release_quantiles
+
+        result = release_quantiles(
+            self.engine, self.table, self.accountant, column=column, qs=qs, bounds=bounds,
+            epsilon=epsilon, delta=delta, neighbouring=self.neighbouring,
+            contribution=self.bounds, method=self.method, key=self._key(), rng=self._rng,
+            level=level, tree=QuantileTree(bins, branching), label=label,
+        )
+        return self._with_cast_notes((result,))[0]
 
     def remaining(self) -> BudgetStatus:
         """What the accountant has left."""
