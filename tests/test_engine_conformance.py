@@ -510,3 +510,20 @@ def test_with_bins_matches_numpy_and_drops_missing_values(engine: Engine) -> Non
         engine.with_bins(t, Binning("zz", 0.0, 1.0, 2, (("b", 1),)))
     with pytest.raises(DataError, match="already exists"):
         engine.with_bins(t, Binning("x", 0.0, 1.0, 2, (("k", 1),)))
+
+
+def test_with_centred_powers_matches_numpy(engine: Engine) -> None:
+    """d = clamp(x) − c and d·d; NULL and NaN rows dropped, ±inf clamped."""
+    from approxdp.engines import CentredPowers
+
+    x = [1.5, None, float("nan"), float("inf"), -float("inf"), 7.25, -3.0]
+    t = engine.load(pa.table({"x": pa.array(x, pa.float64()), "k": list(range(len(x)))}))
+    derived = engine.with_centred_powers(t, CentredPowers("x", 0.0, 10.0, 5.0, "d", "d2"))
+    res = engine.aggregate(derived, AggregateRequest(("k",), (
+        Aggregation("s", "sum", "d"), Aggregation("q", "sum", "d2"))))
+    got = {int(k): (s, q) for k, s, q in
+           zip(res.keys["k"], res.values["s"], res.values["q"], strict=True)}
+    assert got == {0: (-3.5, 12.25), 3: (5.0, 25.0), 4: (-5.0, 25.0), 5: (2.25, 5.0625),
+                   6: (-5.0, 25.0)}
+    with pytest.raises(DataError, match="already exists"):
+        engine.with_centred_powers(t, CentredPowers("x", 0.0, 1.0, 0.5, "k", "d2"))

@@ -32,7 +32,7 @@ from __future__ import annotations
 import difflib
 import enum
 import math
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol, TypeVar, runtime_checkable
 
@@ -53,6 +53,7 @@ __all__ = [
     "CellBatchMapper",
     "CellMapRequest",
     "CellMapResult",
+    "CentredPowers",
     "ColumnKind",
     "Engine",
     "Membership",
@@ -61,6 +62,7 @@ __all__ = [
     "aggregate_result",
     "check_columns",
     "check_condition_column",
+    "check_new_columns",
     "check_values",
 ]
 
@@ -210,6 +212,34 @@ class Binning:
     def width(self) -> float:
         """The leaves' width, (high − low) / n_bins."""
         return (self.high - self.low) / self.n_bins
+
+
+@dataclass(frozen=True, slots=True)
+class CentredPowers:
+    """The centred clamped value of a numeric ``column`` and its square (for
+    :meth:`Engine.with_centred_powers`): ``d = min(max(x, low), high) - centre`` as column
+    ``value_name`` and ``d * d`` (a product, the same float64 on every engine) as
+    ``square_name``. Rows whose value is NULL or NaN are dropped; ±inf are clamped."""
+
+    column: str
+    low: float
+    high: float
+    centre: float
+    value_name: str
+    square_name: str
+
+    def __post_init__(self) -> None:
+        for name in (self.column, self.value_name, self.square_name):
+            _check_name(name, "CentredPowers column")
+        if self.value_name == self.square_name:
+            raise InvalidParameterError("CentredPowers needs two distinct output names")
+        if not all(math.isfinite(v) for v in (self.low, self.high, self.centre)) or not (
+            self.low <= self.high
+        ):
+            raise InvalidParameterError(
+                f"CentredPowers needs finite low <= high and centre, got low={self.low}, "
+                f"high={self.high}, centre={self.centre}"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -377,6 +407,11 @@ class Engine(Protocol[TableT]):
         columns ``binning.outputs`` added (see :class:`Binning`); the other columns unchanged."""
         ...
 
+    def with_centred_powers(self, table: TableT, powers: CentredPowers) -> TableT:
+        """``table`` without the rows whose ``powers.column`` is NULL or NaN, with the float64
+        columns of ``powers`` added (see :class:`CentredPowers`); the others unchanged."""
+        ...
+
     def aggregate(self, table: TableT, request: AggregateRequest) -> AggregateResult:
         """Run ``request`` on ``table`` (see the module docstring for the steps)."""
         ...
@@ -444,6 +479,19 @@ def check_condition_column(schema: Mapping[str, ColumnKind], condition: Membersh
         raise DataError(f"column {condition.column!r} not found; the table has columns "
                         f"{list(schema)}")
     check_values(schema, condition, "domain")
+
+
+def check_new_columns(schema: Mapping[str, ColumnKind], column: str, new: Sequence[str]) -> None:
+    """Raise :class:`DataError` if ``column`` (read by a derived-column primitive such as
+    :meth:`Engine.with_bins`) is missing or one of the ``new`` columns already exists."""
+    if column not in schema:
+        close = difflib.get_close_matches(column, list(schema), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise DataError(f"column {column!r} not found; the table has columns {list(schema)}"
+                        f"{hint}")
+    clash = [n for n in new if n in schema]
+    if clash:
+        raise DataError(f"derived column {clash[0]!r} already exists in the table")
 
 
 def aggregate_result(table: pa.Table, request: AggregateRequest) -> AggregateResult:

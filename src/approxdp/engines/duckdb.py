@@ -51,6 +51,7 @@ from approxdp.engines.base import (
     CellBatchMapper,
     CellMapRequest,
     CellMapResult,
+    CentredPowers,
     ColumnKind,
     Engine,
     KeyValue,
@@ -58,6 +59,7 @@ from approxdp.engines.base import (
     aggregate_result,
     check_columns,
     check_condition_column,
+    check_new_columns,
 )
 from approxdp.engines.duckdb_sql import SOURCE as _SOURCE
 from approxdp.engines.duckdb_sql import (
@@ -323,13 +325,7 @@ class DuckDBEngine:
     def with_bins(self, table: DuckDBTable, binning: Binning) -> DuckDBTable:
         """Rows with a value, plus the bin columns of ``binning``, as a new handle."""
         schema = self.schema(table)
-        if binning.column not in schema:
-            raise DataError(
-                f"column {binning.column!r} not found; the table has columns {list(schema)}"
-            )
-        clash = [n for n, _ in binning.outputs if n in schema]
-        if clash:
-            raise DataError(f"bin column {clash[0]!r} already exists in the table")
+        check_new_columns(schema, binning.column, tuple(n for n, _ in binning.outputs))
 
         def lit(v: float) -> str:  # the exact float64, never a DECIMAL literal
             return f"CAST('{float(v)!r}' AS DOUBLE)"
@@ -343,6 +339,23 @@ class DuckDBEngine:
         )
         rel = table.run(f"SELECT *, {cols} FROM {_SOURCE} WHERE {x} IS NOT NULL AND NOT "
                         f"isnan({x})")
+        return DuckDBTable(None, rel, table.description, own=table.own)
+
+    def with_centred_powers(self, table: DuckDBTable, powers: CentredPowers) -> DuckDBTable:
+        """Rows with a value, plus the centred value and its square, as a new handle."""
+        schema = self.schema(table)
+        check_new_columns(schema, powers.column, (powers.value_name, powers.square_name))
+
+        def lit(v: float) -> str:
+            return f"CAST('{float(v)!r}' AS DOUBLE)"
+
+        x = f"CAST({quote_identifier(powers.column)} AS DOUBLE)"
+        d = f"(LEAST(GREATEST({x}, {lit(powers.low)}), {lit(powers.high)}) - {lit(powers.centre)})"
+        rel = table.run(
+            f"SELECT *, {d} AS {quote_identifier(powers.value_name)}, {d} * {d} AS "
+            f"{quote_identifier(powers.square_name)} FROM {_SOURCE} WHERE {x} IS NOT NULL AND "
+            f"NOT isnan({x})"
+        )
         return DuckDBTable(None, rel, table.description, own=table.own)
 
     # -- aggregation -----------------------------------------------------------------------

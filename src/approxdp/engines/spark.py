@@ -39,6 +39,7 @@ from approxdp.engines.base import (
     CellBatchMapper,
     CellMapRequest,
     CellMapResult,
+    CentredPowers,
     ColumnKind,
     Engine,
     KeyValue,
@@ -46,6 +47,7 @@ from approxdp.engines.base import (
     aggregate_result,
     check_columns,
     check_condition_column,
+    check_new_columns,
 )
 from approxdp.engines.keyed_hash import HashInput
 from approxdp.engines.spark_hash import quote_column as _q
@@ -249,13 +251,7 @@ class SparkEngine:
     def with_bins(self, table: SparkTable, binning: Binning) -> SparkTable:
         """Rows with a value, plus the bin columns of ``binning``, as a new handle."""
         schema = self.schema(table)
-        if binning.column not in schema:
-            raise DataError(
-                f"column {binning.column!r} not found; the table has columns {list(schema)}"
-            )
-        clash = [n for n, _ in binning.outputs if n in schema]
-        if clash:
-            raise DataError(f"bin column {clash[0]!r} already exists in the table")
+        check_new_columns(schema, binning.column, tuple(n for n, _ in binning.outputs))
         from pyspark.sql import functions as F
 
         x = F.col(_q(binning.column)).cast("double")
@@ -268,6 +264,19 @@ class SparkEngine:
         df = table.df.filter(x.isNotNull() & ~F.isnan(x))
         for name, divisor in binning.outputs:
             df = df.withColumn(name, F.floor(leaf / F.lit(float(divisor))).cast("long"))
+        return SparkTable(df, table.description)
+
+    def with_centred_powers(self, table: SparkTable, powers: CentredPowers) -> SparkTable:
+        """Rows with a value, plus the centred value and its square, as a new handle."""
+        check_new_columns(self.schema(table), powers.column,
+                           (powers.value_name, powers.square_name))
+        from pyspark.sql import functions as F
+
+        x = F.col(_q(powers.column)).cast("double")
+        d = (F.least(F.greatest(x, F.lit(float(powers.low))), F.lit(float(powers.high)))
+             - F.lit(float(powers.centre)))
+        df = table.df.filter(x.isNotNull() & ~F.isnan(x))
+        df = df.withColumn(powers.value_name, d).withColumn(powers.square_name, d * d)
         return SparkTable(df, table.description)
 
     def _filter(

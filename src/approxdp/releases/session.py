@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import secrets
 from collections.abc import Mapping, Sequence
-from typing import Any, TypedDict, Unpack
+from typing import Any, Literal, TypedDict, Unpack
 
 import numpy as np
 
@@ -275,6 +275,35 @@ class PrivateTable:
             epsilon=epsilon, delta=delta, neighbouring=self.neighbouring,
             contribution=self.bounds, method=self.method, key=self._key(), rng=self._rng,
             level=level, tree=QuantileTree(bins, branching), label=label,
+        )
+        return self._with_cast_notes((result,))[0]
+
+    def variance(
+        self, column: str, bounds: tuple[float, float], *, epsilon: float, delta: float,
+        level: float = 0.95,
+    ) -> ReleaseResult:
+        """Population variance of ``column`` clamped to ``bounds`` over non-missing values:
+        one Gaussian on (Σd, Σd², n) (:mod:`approxdp.releases.variance`), one spend."""
+        return self._spread(column, bounds, epsilon, delta, level, "variance")
+
+    def std(
+        self, column: str, bounds: tuple[float, float], *, epsilon: float, delta: float,
+        level: float = 0.95,
+    ) -> ReleaseResult:
+        """Standard deviation of ``column`` clamped to ``bounds`` (√ of :meth:`variance`)."""
+        return self._spread(column, bounds, epsilon, delta, level, "std")
+
+    def _spread(
+        self, column: str, bounds: tuple[float, float], epsilon: float, delta: float,
+        level: float, kind: Literal["variance", "std"],
+    ) -> ReleaseResult:
+        from approxdp.releases.variance import release_variance
+
+        result = release_variance(
+            self.engine, self.table, self.accountant, column=column, bounds=bounds,
+            epsilon=epsilon, delta=delta, neighbouring=self.neighbouring,
+            contribution=self.bounds, method=self.method, key=self._key(), rng=self._rng,
+            level=level, kind=kind,
         )
         return self._with_cast_notes((result,))[0]
 
