@@ -22,6 +22,7 @@ from approxdp.accounting import Accountant, BudgetStatus, PrivacyAccountant
 from approxdp.engines import Engine, engine_for
 from approxdp.engines.base import KeyValue
 from approxdp.errors import InvalidParameterError, ParameterTypeError
+from approxdp.releases.accuracy import AccuracyPlan, accuracy_of, plan_for_accuracy
 from approxdp.releases.dense import LARGE_DOMAIN_CELLS
 from approxdp.releases.execute import execute
 from approxdp.releases.plan import AllocatedPlan, ReleasePlan, allocate
@@ -184,6 +185,31 @@ class PrivateTable:
         """Plan, allocate and execute ``queries`` together for a total (ε, δ)."""
         allocated = self.allocate(self.plan(queries, weights), epsilon=epsilon, delta=delta)
         return self.execute(allocated, level=level)
+
+    # -- planning by accuracy (spends nothing) ----------------------------------------------
+    def plan_for_accuracy(
+        self, queries: Sequence[Query], *, delta: float,
+        half_width: float | Sequence[float | None] | None = None,
+        rmse: float | Sequence[float | None] | None = None, level: float = 0.95,
+        weights: Sequence[float] | None = None, rows: int | None = None,
+    ) -> AccuracyPlan:
+        """The least ε whose intervals (at ``level``) are no wider than ``half_width`` and
+        whose noise's RMSE is at most ``rmse`` (one target, or one per query), with the
+        per-query accuracy it buys: one jointly calibrated plan, through the exact Gaussian
+        calibration (:mod:`approxdp.releases.accuracy`). ``rows``: the rows a :class:`Mean`
+        expects. Reads no data and spends nothing."""
+        return plan_for_accuracy(self.plan(queries, weights), delta=delta,
+                                 half_width=half_width, rmse=rmse, level=level,
+                                 method=self.method, secure=self._rng is None, rows=rows)
+
+    def accuracy(
+        self, queries: Sequence[Query], *, epsilon: float, delta: float, level: float = 0.95,
+        weights: Sequence[float] | None = None, rows: int | None = None,
+    ) -> AccuracyPlan:
+        """The per-query accuracy (interval half-width, RMSE, σ) that releasing ``queries``
+        at (ε, δ) buys — the reverse of :meth:`plan_for_accuracy`. Spends nothing."""
+        return accuracy_of(self.plan(queries, weights), epsilon, delta, method=self.method,
+                           level=level, secure=self._rng is None, rows=rows)
 
     # -- one query at a time ---------------------------------------------------------------
     def _one(self, query: Query, epsilon: float, delta: float, level: float) -> ReleaseResult:
