@@ -64,6 +64,7 @@ __all__ = [
     "check_condition_column",
     "check_new_columns",
     "check_values",
+    "is_glob",
 ]
 
 #: A value that may appear in a key column (``None`` stands for SQL NULL).
@@ -492,6 +493,11 @@ def check_new_columns(schema: Mapping[str, ColumnKind], column: str, new: Sequen
     clash = [n for n in new if n in schema]
     if clash:
         raise DataError(f"derived column {clash[0]!r} already exists in the table")
+
+
+def is_glob(path: str) -> bool:
+    """Whether a path is a pattern (``data/*/*.parquet``) that the engines expand."""
+    return any(ch in path for ch in "*?[")
 
 
 def aggregate_result(table: pa.Table, request: AggregateRequest) -> AggregateResult:

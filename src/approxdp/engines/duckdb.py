@@ -35,6 +35,7 @@ identical results on both engines. ``benchmarks/release.py`` measures it.
 from __future__ import annotations
 
 import contextlib
+import glob
 import itertools
 import os
 import tempfile
@@ -60,6 +61,7 @@ from approxdp.engines.base import (
     check_columns,
     check_condition_column,
     check_new_columns,
+    is_glob,
 )
 from approxdp.engines.duckdb_sql import SOURCE as _SOURCE
 from approxdp.engines.duckdb_sql import (
@@ -216,12 +218,21 @@ class DuckDBEngine:
         return DuckDBTable(None, view, f"{module} {type(data).__name__}", own=True)
 
     def _load_path(self, path: Path) -> DuckDBTable:
-        if not path.exists():
+        pattern = is_glob(str(path))
+        if pattern and not glob.glob(str(path), recursive=True):
+            raise DataError(f"no file matches the pattern {str(path)!r}")
+        if not pattern and not path.exists():
             raise DataError(f"data file not found: {str(path)!r}")
         lower = path.name.lower()
         literal = sql_literal(str(path))
-        if lower.endswith(_PARQUET_SUFFIXES):
-            reader = f"read_parquet({literal})"
+        if path.is_dir():  # a (Hive-)partitioned Parquet folder: key=value/ sub-folders
+            files = sql_literal(str(path / "**" / "*.parquet"))
+            if not glob.glob(str(path / "**" / "*.parquet"), recursive=True):
+                raise DataError(f"folder {str(path)!r} holds no .parquet file")
+            reader = f"read_parquet({files}, hive_partitioning = true)"
+        elif lower.endswith(_PARQUET_SUFFIXES):
+            reader = f"read_parquet({literal}, hive_partitioning = true)" if pattern else (
+                f"read_parquet({literal})")
         elif lower.endswith(_CSV_SUFFIXES):
             # types from every row, not a sample: a bad value deep in a numeric column makes
             # the column text here (named, with examples, before any spend) instead of a
@@ -230,7 +241,7 @@ class DuckDBEngine:
         else:
             raise DataError(
                 f"cannot tell the format of {str(path)!r}: use a name ending in "
-                f"{', '.join(_CSV_SUFFIXES + _PARQUET_SUFFIXES)}"
+                f"{', '.join(_CSV_SUFFIXES + _PARQUET_SUFFIXES)} (or a Parquet folder)"
             )
         with _data_errors(f"file {str(path)!r}"):
             view = self._connection.sql(f"SELECT * FROM {reader}")

@@ -22,6 +22,7 @@ exactly the groups the DuckDB engine keeps for the same seed. The shapes::
 
 from __future__ import annotations
 
+import glob
 import itertools
 import math
 import os
@@ -48,6 +49,7 @@ from approxdp.engines.base import (
     check_columns,
     check_condition_column,
     check_new_columns,
+    is_glob,
 )
 from approxdp.engines.keyed_hash import HashInput
 from approxdp.engines.spark_hash import quote_column as _q
@@ -162,9 +164,15 @@ class SparkEngine:
     def _load_path(self, path: str) -> SparkTable:
         lower = path.lower()
         local = "://" not in path
-        if local and not Path(path).exists():
+        if local and is_glob(path) and not glob.glob(path, recursive=True):
+            raise DataError(f"no file matches the pattern {path!r}")
+        if local and not is_glob(path) and not Path(path).exists():
             raise DataError(f"data file not found: {path!r}")
         reader = self.spark.read
+        if is_glob(path):  # keep the partition columns of key=value folders, as DuckDB does
+            parts = path.split("/")
+            fixed = next(i for i, part in enumerate(parts) if is_glob(part) or "=" in part)
+            reader = reader.option("basePath", "/".join(parts[:fixed]) or ".")
         if lower.endswith(_PARQUET_SUFFIXES) or (local and Path(path).is_dir()):
             df = reader.parquet(path)
         elif lower.endswith(_CSV_SUFFIXES):
