@@ -45,7 +45,7 @@ def test_folders_and_globs_on_duckdb(tmp_path: Path, pattern: str) -> None:
 def test_missing_globs_and_empty_folders_are_refused(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="no file matches"):
         PrivateTable(str(tmp_path / "*" / "*.parquet"), budget=(1.0, 1e-6))
-    with pytest.raises(DataError, match="holds no .parquet file"):
+    with pytest.raises(DataError, match=r"holds no \.parquet file"):
         PrivateTable(str(tmp_path), budget=(1.0, 1e-6))
 
 

@@ -193,13 +193,15 @@ def _run_release(table: Any, kind: str, columns: Sequence[str], options: dict[st
 
 
 @click.command("release")
-@click.argument("kind", type=click.Choice(KINDS))
+@click.argument("kind", type=click.Choice((*KINDS, "batch")))
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
 @click.argument("columns", nargs=-1)
 @click.option("-e", "--epsilon", type=Number(0, math.inf, min_open=True, max_open=True),
-              metavar="FLOAT", required=True, help="ε this release spends.")
+              metavar="FLOAT", default=None,
+              help="ε this release spends (required; a batch may take it from its spec).")
 @click.option("-d", "--delta", type=Number(0, 1, min_open=True, max_open=True), metavar="FLOAT",
-              required=True, help="δ this release spends.")
+              default=None,
+              help="δ this release spends (required; a batch may take it from its spec).")
 @click.option("--bounds", type=(_FINITE, _FINITE), default=None, metavar="LOW HIGH",
               help="Clamping bounds of the value column (sum, mean).")
 @click.option("--by", multiple=True, metavar="COLUMN", help="Group a sum or mean (repeatable).")
@@ -244,7 +246,8 @@ def _run_release(table: Any, kind: str, columns: Sequence[str], options: dict[st
               help="Cells shown in the table (0: all).")
 @json_option
 def release_command(
-    kind: str, file: Path, columns: tuple[str, ...], epsilon: float, delta: float,
+    kind: str, file: Path, columns: tuple[str, ...], epsilon: float | None,
+    delta: float | None,
     bounds: tuple[float, float] | None, by: tuple[str, ...], domain_specs: tuple[str, ...],
     outside_domain: str, budget: tuple[float, float] | None, ledger: Path | None,
     composition: str | None, privacy_unit: str | None, max_partitions: int,
@@ -256,16 +259,32 @@ def release_command(
 
     \b
     KIND is count, sum, mean or histogram; COLUMNS are the value column (sum, mean) or the
-    columns to count over (histogram). Examples:
+    columns to count over (histogram). FILE may be a Parquet folder or a glob. KIND batch
+    releases the queries of a TOML/JSON spec FILE as one jointly calibrated plan (docs/cli.md).
+    Examples:
       approxdp release count people.csv -e 0.5 -d 1e-6
       approxdp release mean people.parquet age --bounds 17 90 -e 0.5 -d 1e-6
       approxdp release histogram people.csv sex --domain sex=F,M -e 1 -d 1e-6 \\
           --ledger budget.sqlite --budget 4 1e-5 --output sex.csv
+      approxdp release batch spec.toml --ledger budget.sqlite
     """
     import duckdb
 
     from approxdp.releases.session import PrivateTable
 
+    if kind == "batch":
+        from approxdp.cli.batch_command import run_batch
+
+        if columns:
+            raise InvalidParameterError("release batch takes one spec FILE and no COLUMNS")
+        run_batch(file, epsilon=epsilon, delta=delta, level=level if level != 0.95 else None,
+                  budget=budget, ledger=ledger, composition=composition, seed=seed,
+                  output=output, show=show, as_json=as_json, make_accountant=_accountant)
+        return
+    for name, value in (("-e' / '--epsilon", epsilon), ("-d' / '--delta", delta)):
+        if value is None:
+            raise click.UsageError(f"Missing option '{name}'.")
+    assert epsilon is not None and delta is not None
     _check_shape(kind, columns, bounds, by)
     _check_output(output)
     domain = parse_domain(domain_specs)
