@@ -46,13 +46,6 @@ LAYERS: dict[str, int] = {
     "__main__": 12,
 }
 
-#: File cycles known and scheduled for removal: each pair (sorted) is allowed to share a cycle.
-#: Issue 16 item 2: releases/execute.py is split by concept after issue 15 merges, which
-#: removes its cycle with releases/dense.py; delete this entry then.
-KNOWN_FILE_CYCLES: set[frozenset[str]] = {
-    frozenset({"approxdp.releases.execute", "approxdp.releases.dense"}),
-}
-
 
 def _part(path: Path) -> str:
     rel = path.relative_to(PACKAGE)
@@ -167,12 +160,9 @@ def test_no_cycles_between_parts() -> None:
 
 
 def test_no_cycles_between_files() -> None:
-    """No file imports itself through others (a package's ``__init__`` counts as a file)."""
+    """No file imports itself through others (a package's ``__init__`` counts as a file), with
+    no exceptions."""
     graph = _file_graph()
-    for pair in KNOWN_FILE_CYCLES:
-        a, b = sorted(pair)
-        graph[a].discard(b)
-        graph[b].discard(a)
     assert not _cycles(graph), f"files that import each other: {_cycles(graph)}"
 
 

@@ -24,7 +24,7 @@ from approxdp.accounting import PrivacyAccountant
 from approxdp.errors import DataError, InvalidParameterError, NotPrivateError
 from approxdp.mechanisms import GaussianMechanism, SimulatedArray, SimulatedFloat
 
-execute_module = importlib.import_module("approxdp.releases.execute")
+noise_module = importlib.import_module("approxdp.releases.noise")
 
 BIG = (1e300, 0.5)
 
@@ -148,7 +148,7 @@ def test_values_beyond_the_secure_lattice_are_refused_before_the_spend(
 ) -> None:
     """The lattice index limit (2^52) lowered to 8: a count of 2000 no longer fits. The check
     runs before the spend (it ran inside the noise, after it)."""
-    monkeypatch.setattr(execute_module, "MAX_INDEX", 8.0)
+    monkeypatch.setattr(noise_module, "MAX_INDEX", 8.0)
     t = _ledger_table(tmp_path, large_domain_cells=2 if large else 10**6)
     with pytest.raises(DataError, match="too large for the secure lattice"):
         t.histogram("g", domain={"g": ["a", "b", "c"]}, epsilon=0.5, delta=1e-7)
@@ -160,7 +160,7 @@ def test_values_beyond_the_secure_lattice_are_refused_before_the_spend(
     [
         ("compare_methods", ("count", "mean", "large")),
         ("secure_noise", ("count", "mean", "large")),
-        ("calibration", ("count", "mean", "large")),
+        ("mechanism", ("count", "mean", "large")),
         ("aggregate", ("count", "mean")),  # a large domain aggregates inside map_cells
         ("count_rows", ("large",)),  # small releases count their rows in the aggregation
         ("count_outside", ("large",)),
@@ -179,11 +179,11 @@ def test_every_step_before_the_noise_fails_without_spending(
 
     t = _ledger_table(tmp_path, large_domain_cells=2)
     if target == "compare_methods":
-        monkeypatch.setattr(execute_module, "compare_methods", boom)
+        monkeypatch.setattr(noise_module, "compare_methods", boom)
     elif target == "secure_noise":
         monkeypatch.setattr(GaussianMechanism, "secure_noise", boom)
-    elif target == "calibration":
-        monkeypatch.setattr(execute_module, "GaussianMechanism", boom)
+    elif target == "mechanism":  # built from the allocated sigma
+        monkeypatch.setattr(GaussianMechanism, "from_sigma", boom)
     else:
         monkeypatch.setattr(t.engine, target, boom)
     run: dict[str, Callable[[], Any]] = {

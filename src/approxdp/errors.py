@@ -14,6 +14,7 @@ __all__ = [
     "ApproxDPError",
     "BudgetExceededError",
     "DataError",
+    "InternalError",
     "InvalidParameterError",
     "LedgerError",
     "MissingDependencyError",
@@ -70,6 +71,14 @@ class LedgerError(ApproxDPError, ValueError):
 
 class DataError(ApproxDPError, ValueError):
     """Input data cannot be released as asked (missing column, wrong type, empty table, ...)."""
+
+
+class InternalError(ApproxDPError, RuntimeError):
+    """An invariant of approxdp itself does not hold: a bug, not a bad input.
+
+    Raised, for instance, when a release is about to add noise other than the noise its spend
+    records. It is raised before anything is spent or released; please report it.
+    """
 
 
 class MissingDependencyError(ApproxDPError, ImportError):

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from approxdp.accounting.optimal import optimal_composition
-from approxdp.accounting.pld import compose, discretize
+from approxdp.accounting.pld import compose, discretize, discretize_optimistic
 from approxdp.accounting.pld_accounting import event_losses, pld_delta, pld_epsilon
 from approxdp.accounting.privacy_loss import (
     DiscreteGaussianLoss,
@@ -259,6 +259,42 @@ def test_discretization_keeps_both_masses_and_dominates(source: object) -> None:
         c = source.cdfs(np.array([eps]))  # type: ignore[attr-defined]
         true = float(c.sp[0] - math.exp(eps) * c.sq[0])
         assert pld.delta(eps) >= true - 1e-15
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        GaussianLoss(0.8),
+        LaplaceLoss(0.5),
+        EpsilonDeltaLoss(0.3, 1e-4),
+        DiscreteGaussianLoss(2.0, 1),
+        SubsampledLoss(GaussianLoss(1.0), 0.02, "remove"),
+        SubsampledLoss(GaussianLoss(1.0), 0.02, "add"),
+    ],
+)
+def test_optimistic_discretization_is_dominated_and_valid(source: object) -> None:
+    """P-mass 1, Q-mass ≤ 1 (to float rounding), and δ at or below the source's everywhere
+    (checked between grid points too); close to it (second order for smooth sources, first
+    order next to an atom, where the interval's slope jump bounds the gap)."""
+    pld = discretize_optimistic(source, 1e-3, 1e-14)  # type: ignore[arg-type]
+    assert pld.pmf.min() >= 0.0
+    assert pld.pmf.sum() + pld.infinity_mass == pytest.approx(1.0, abs=1e-12)
+    assert float(np.sum(pld.pmf * np.exp(-pld.losses))) <= 1.0 + 1e-12
+    for eps in np.linspace(0.0, 1.2, 97):
+        c = source.cdfs(np.array([eps]))  # type: ignore[attr-defined]
+        true = float(c.sp[0] - math.exp(eps) * c.sq[0])
+        assert pld.delta(float(eps)) <= true + 1e-15
+        smooth = isinstance(source, GaussianLoss)  # the others have atoms or hard edges
+        slack = 1e-3 if smooth else 5e-2
+        assert pld.delta(float(eps)) >= true - slack * max(true, 1e-12) - 1e-12
+
+
+def test_bracket_is_tight_for_dp_sgd() -> None:
+    g = pld_epsilon([(SubsampledEvent(GaussianEvent(sigma=1.1), 256 / 60000), 14063)], 1e-5)
+    assert g.bracket is not None
+    lower, upper = g.bracket
+    assert lower < 2.38169 < upper  # dp_accounting's connect-the-dots at grid 1e-5: 2.3816906
+    assert (upper - lower) / upper < 2e-3
 
 
 def test_composed_roundoff_is_bounded_and_small() -> None:

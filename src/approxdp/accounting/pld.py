@@ -26,9 +26,11 @@ every step of which is on the private side:
    (pocketfft's componentwise bound c·log₂N·u·‖x‖₁ and the error of the complex power) and
    the bound is added to δ.
 
-An optimistic (lower) bound comes with it: the connect-the-dots rounding is a random
-rounding of each step's loss by at most h with conditional mean in [0, h²/8], so by
-Hoeffding–Azuma δ_true(ε) ≥ δ_pess(ε + t + T·h²/8) − exp(−2t²/(T h²)).
+A lower bound comes with it, from an *optimistic* discretization (a pair the true one
+dominates, :func:`discretize_optimistic`): grid values of the true privacy curve lowered by the
+largest gap between the curve and its chords, made convex; composed the same way, it gives a
+certified lower bound on δ(ε) whose error is second order in h as well, so the two bracket the
+truth tightly (0.05 % in the DP-SGD example).
 
 Independent checks (in the tests): the analytic profile of one subsampled-Gaussian step
 (:mod:`approxdp.accounting.subsampled_gaussian`), the exact composition of Gaussians (one
@@ -45,7 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 from scipy import fft as sfft
-from scipy import special
+from scipy import optimize, special
 
 from approxdp.accounting.privacy_loss import LossSource
 from approxdp.errors import InvalidParameterError
@@ -57,6 +59,7 @@ __all__ = [
     "WindowTooLargeError",
     "compose",
     "discretize",
+    "discretize_optimistic",
     "tail_edge",
 ]
 
@@ -68,7 +71,6 @@ _U = float(np.finfo(np.float64).eps) / 2  # unit round-off
 _MAX_STEP_POINTS = 1 << 22  # one step's grid
 MAX_WINDOW = 1 << 23  # composed window (8M points: ~200 MB of work arrays)
 _THETAS = 8  # tilts tried in the Chernoff bounds of the window
-_AZUMA_Z = (1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 8.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +199,78 @@ def discretize(source: LossSource, h: float, tail: float) -> DiscretePLD:
     return DiscretePLD(h=h, offset=i_lo, pmf=pmf, infinity_mass=float(c.sp[-1]))
 
 
+def _minorant_slopes(x: FloatArray, g: FloatArray) -> FloatArray:
+    """Slopes of the greatest convex minorant of the piecewise-linear curve through (x, g):
+    the weighted isotonic (non-decreasing) regression of the chords' slopes, weights the
+    interval lengths (the Grenander construction; pool-adjacent-violators,
+    ``scipy.optimize.isotonic_regression``). Non-decreasing exactly, so the masses it gives are
+    never negative; it keeps both end points (the weighted sums are preserved)."""
+    dx = np.diff(x)
+    return np.asarray(optimize.isotonic_regression(np.diff(g) / dx, weights=dx).x)
+
+
+def discretize_optimistic(source: LossSource, h: float, tail: float) -> DiscretePLD:
+    """An *optimistic* discretization on the grid i·h: a pair dominated by ``source``.
+
+    The finite loss above the grid's top is first moved down to it (the loss only falls). The
+    privacy curve δ(x) of that distribution, as a function of x = e^ε, is convex; on each grid
+    interval it lies at most G_k = (x_k − x_{k−1})·r_k/4 below its chord, r_k being the
+    interval's Q-mass (the jump of its slope). The values δ(e_i) − max(G_i, G_{i+1}) at the
+    grid points, joined by chords and made convex (lower hull), therefore lie below δ
+    everywhere, and every convex, decreasing curve below δ is the privacy curve of a pair that
+    (P, Q) dominates (Blackwell's theorem for binary experiments; Zhu, Dong, Wang 2022,
+    https://arxiv.org/abs/2106.08567, Sec. 2). Its error is second order in h, like
+    connect-the-dots' from above, so the two bracket the truth tightly.
+    """
+    e_lo = tail_edge(source, h, tail, upper=False)
+    e_hi = tail_edge(source, h, tail, upper=True)
+    i_lo = math.floor(e_lo / h)
+    i_hi = max(math.ceil(e_hi / h), i_lo + 1)
+    n = i_hi - i_lo + 1
+    if n > _MAX_STEP_POINTS:
+        raise InvalidParameterError(
+            f"the loss grid needs {n} points at step h={h:.3g} (at most {_MAX_STEP_POINTS}); "
+            "use a coarser precision"
+        )
+    edges = (i_lo + np.arange(n, dtype=np.float64)) * h
+    c = source.cdfs(np.concatenate((edges, [np.inf])))
+    p_inf = float(c.sp[-1])
+    sp, sq, fq = c.sp[:-1], c.sq[:-1], c.fq[:-1]
+    top = edges[-1]
+    moved = max(float(sp[-1]) - p_inf, 0.0)  # finite P-mass above the top, moved down to it
+    with np.errstate(over="ignore", under="ignore"):
+        x = np.exp(edges)
+        sq_opt = sq - sq[-1] + moved * math.exp(-top)
+        sq_opt[-1] = 0.0
+        sp_opt = sp.copy()
+        sp_opt[-1] = p_inf
+        delta = sp_opt - x * sq_opt
+        err = 8.0 * _U * (sp_opt + x * sq_opt) + 1e-300
+        # Q-mass of each interval (its slope jump), the moved atom in the last one
+        use_f = fq[1:] <= sq[:-1]
+        r = np.where(use_f, fq[1:] - fq[:-1], sq[:-1] - sq[1:])
+        r = np.maximum(r, 0.0) * (1.0 + 8.0 * _U)
+        r[-1] += moved * math.exp(-top) * (1.0 + 8.0 * _U)
+        gap = np.diff(x) * r / 4.0
+    lower = np.zeros(n)
+    lower[:-1] = gap
+    lower[1:] = np.maximum(lower[1:], gap)
+    g = delta - lower - err
+    # a privacy curve never falls below 1 − x (total Q-mass ≤ 1) nor below P(L = ∞); δ is
+    # above both, so raising g to them keeps g ≤ δ and makes it a valid curve. At the bottom
+    # point the chord from (0, 1) is then the line 1 − x itself.
+    g = np.maximum(g, np.maximum(1.0 - x, p_inf))
+    g[0] = max(1.0 - x[0], p_inf)
+    g[-1] = p_inf
+    # points: (0, 1), the grid, and the flat ray at P(L = ∞) beyond the top
+    xs = np.concatenate(([0.0], x))
+    gs = np.concatenate(([1.0], g))
+    slopes = _minorant_slopes(xs, gs)
+    b = np.concatenate((-slopes, [0.0]))  # Q-mass above each point; 0 on the flat ray
+    pmf = np.maximum(x * (b[:-1] - b[1:]), 0.0)
+    return DiscretePLD(h=h, offset=i_lo, pmf=pmf, infinity_mass=p_inf)
+
+
 class _Support:
     """The positive-mass entries of a discretized PLD, in the forms the bounds need."""
 
@@ -310,21 +384,27 @@ class ComposedPLD:
         core, pess, _ = self._parts(epsilon)
         return min(1.0, (core + pess) * (1.0 + 1e-10))
 
-    def _lower_terms(self) -> tuple[float, float]:
-        h, steps = self.h, self.steps
-        return steps * h * h / 8.0 * (1.0 + h), h * math.sqrt(steps)
+    def delta_optimistic(self, epsilon: float) -> float:
+        """For a composition of *optimistic* discretizations (:func:`discretize_optimistic`):
+        a certified lower bound on the true δ(ε) (every term that may have added mass is
+        taken off)."""
+        core, _, opt = self._parts(epsilon)
+        return max(0.0, (core + opt) * (1.0 - 1e-10))
 
-    def delta_lower(self, epsilon: float) -> float:
-        """Certified lower bound on δ(ε): the connect-the-dots rounding moves each step's
-        loss by at most h with conditional mean in [0, h²/8], so by Hoeffding–Azuma
-        δ_true(ε) ≥ δ_pess(ε + t + T h²/8) − exp(−2t²/(T h²)) (computed without its
-        pessimistic extras, and minus every term that may have added mass)."""
-        shift, scale = self._lower_terms()
-        best = 0.0
-        for z in _AZUMA_Z:
-            core, _, opt = self._parts(epsilon + z * scale + shift)
-            best = max(best, (core + opt - math.exp(-2.0 * z * z)) * (1.0 - 1e-10))
-        return min(1.0, best)
+    def epsilon_optimistic(self, delta: float) -> float:
+        """For a composition of optimistic discretizations: a certified lower bound on the true
+        ε(δ) — a point below which the lower bound on δ still exceeds δ."""
+        eps = self._core_epsilon(delta - self.infinity_mass, with_rounding=False)
+        if not math.isfinite(eps):
+            return 0.0
+        cand = eps * (1.0 - 1e-9) - 1e-12
+        step = max(self.h * 1e-4, 1e-12)
+        while cand > 0.0:
+            if self.delta_optimistic(cand) > delta:  # δ_low is decreasing: certified below
+                return cand
+            cand -= step
+            step *= 2.0
+        return 0.0
 
     def _core_epsilon(self, target: float, with_rounding: bool) -> float:
         """Least ε ≥ 0 with core(ε) [+ rounding(ε)] ≤ target, from the suffix sums (a fast
@@ -369,27 +449,6 @@ class ComposedPLD:
                 return math.inf
         return eps
 
-    def epsilon_lower(self, delta: float) -> float:
-        """A certified lower bound on the true ε(δ) (see :meth:`delta_lower`): a point below
-        which the lower bound on δ(ε) still exceeds δ."""
-        shift, scale = self._lower_terms()
-        cands: list[tuple[float, float]] = []
-        for z in _AZUMA_Z:
-            target = delta + math.exp(-2.0 * z * z) - self.infinity_mass
-            e_core = self._core_epsilon(target, with_rounding=False)
-            if math.isfinite(e_core):
-                cands.append((e_core - z * scale - shift - self.h, z))
-        best = 0.0
-        for cand, z in sorted(cands, reverse=True)[:3]:
-            step = self.h
-            while cand > best:
-                core, _, opt = self._parts(cand + z * scale + shift)
-                if (core + opt - math.exp(-2.0 * z * z)) * (1.0 - 1e-10) > delta:
-                    best = cand
-                    break
-                cand -= step
-                step *= 2.0
-        return best
 
 
 def _solve_tilt(supports: Sequence[tuple[_Support, int]], target: float) -> float:

@@ -32,6 +32,7 @@ from approxdp.accounting.pld import (
     WindowTooLargeError,
     compose,
     discretize,
+    discretize_optimistic,
     tail_edge,
 )
 from approxdp.accounting.privacy_loss import (
@@ -179,6 +180,11 @@ def _discretized(source: LossSource, h: float, tail: float) -> DiscretePLD:
     return discretize(source, h, tail)
 
 
+@lru_cache(maxsize=256)
+def _discretized_optimistic(source: LossSource, h: float, tail: float) -> DiscretePLD:
+    return discretize_optimistic(source, h, tail)
+
+
 @dataclass(frozen=True, slots=True)
 class _Plan:
     """A history ready to compose: per direction, (source, count) pairs; the merged Gaussian."""
@@ -259,17 +265,24 @@ def clear_caches() -> None:
     """Forget every cached discretization (for benchmarks of cold calls, and tests)."""
     _coarse_moments.cache_clear()
     _discretized.cache_clear()
+    _discretized_optimistic.cache_clear()
 
 
 def _composed(
-    parts: Sequence[tuple[LossSource, int]], h: float, tail: float, tilt_at: float | None
+    parts: Sequence[tuple[LossSource, int]],
+    h: float,
+    tail: float,
+    tilt_at: float | None,
+    optimistic: bool = False,
 ) -> ComposedPLD:
-    """Discretize (cached) and compose; a window too large for memory coarsens the grid
-    (still certified, a little looser: the bracket shows by how much)."""
+    """Discretize (cached; pessimistic, or ``optimistic`` for the lower bound) and compose; a
+    window too large for memory coarsens the grid (still certified, a little looser: the
+    bracket shows by how much)."""
     steps = sum(c for _, c in parts)
     step_tail = tail / max(steps, 1)
+    make = _discretized_optimistic if optimistic else _discretized
     for _ in range(6):
-        plds = [(_discretized(s, h, step_tail), c) for s, c in parts]
+        plds = [(make(s, h, step_tail), c) for s, c in parts]
         try:
             return compose(plds, tail=tail, tilt_at=tilt_at)
         except WindowTooLargeError as exc:
@@ -373,7 +386,9 @@ def pld_epsilon(
         comp = _direction_epsilon(parts, delta, step, None)
         eps_up = max(eps_up, comp.epsilon(delta))
         if bracket:
-            eps_lo = max(eps_lo, comp.epsilon_lower(delta))
+            # the optimistic discretization composed with the same tilt: a tight lower bound
+            low = _composed(parts, step, 1e-4 * delta, comp.lam_target, optimistic=True)
+            eps_lo = max(eps_lo, low.epsilon_optimistic(delta))
     return Guarantee(
         eps_up, delta, "upper bound", PLD_RULE, bracket=(eps_lo, eps_up) if bracket else None
     )
@@ -398,5 +413,6 @@ def pld_delta(
     for parts in _directions(plan):
         comp = _composed(parts, step, 1e-30, epsilon)
         d_up = max(d_up, comp.delta(epsilon))
-        d_lo = max(d_lo, comp.delta_lower(epsilon))
+        low = _composed(parts, step, 1e-30, epsilon, optimistic=True)
+        d_lo = max(d_lo, low.delta_optimistic(epsilon))
     return Guarantee(epsilon, d_up, "upper bound", PLD_RULE, bracket=(d_lo, d_up))

@@ -4,7 +4,7 @@ from approxdp.calibration.discrete_gaussian import (
     calibrate_discrete_gaussian,
     discrete_gaussian_satisfies,
 )
-from approxdp.calibration.gaussian import calibrate_gaussian, get_method
+from approxdp.calibration.gaussian import calibrate_gaussian, get_method, scale_sigma
 from approxdp.calibration.methods import CALIBRATION_METHODS, CalibrationMethod
 from approxdp.calibration.thresholds import classical_failure_threshold
 
@@ -16,4 +16,5 @@ __all__ = [
     "classical_failure_threshold",
     "discrete_gaussian_satisfies",
     "get_method",
+    "scale_sigma",
 ]

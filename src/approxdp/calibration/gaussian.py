@@ -27,7 +27,7 @@ from approxdp.errors import (
 )
 from approxdp.profiles.gaussian import profile_surely_within
 
-__all__ = ["calibrate_gaussian", "get_method", "privacy_check"]
+__all__ = ["calibrate_gaussian", "get_method", "privacy_check", "scale_sigma"]
 
 
 def get_method(method: object) -> CalibrationMethod:
@@ -55,6 +55,23 @@ def privacy_check(
     """
     with np.errstate(divide="ignore"):
         return profile_surely_within(eps, 1.0 / sigma_unit, delta, notion)  # type: ignore[arg-type]
+
+
+def scale_sigma(sigma_unit: float, sensitivity: float) -> float:
+    """σ at ℓ2-sensitivity Δ from the σ₁ calibrated at Δ = 1: Δ·σ₁, rounded up one float.
+
+    A Gaussian's guarantee depends on σ/Δ alone (Zhao et al. Thm 2), so σ₁'s guarantee holds
+    at Δ for any σ ≥ Δ·σ₁. The float product may round below the real Δ·σ₁; the next float up
+    cannot, so the result keeps σ₁'s guarantee exactly (Δ = 0 and Δ = 1 need no rounding).
+    This is the last step of :func:`calibrate_gaussian` (elementwise on its array path):
+    ``calibrate_gaussian(ε, δ, Δ, m) == scale_sigma(calibrate_gaussian(ε, δ, 1.0, m), Δ)``, bit
+    for bit. A release plan calibrates σ₁ once and scales it to each query with this.
+
+    >>> scale_sigma(3.0, 2.0) > 6.0, scale_sigma(3.0, 1.0)
+    (True, 3.0)
+    """
+    out = sensitivity * sigma_unit
+    return math.nextafter(out, math.inf) if sensitivity != 0.0 and sensitivity != 1.0 else out
 
 
 def _fmt(x: float) -> str:
@@ -165,7 +182,7 @@ def calibrate_gaussian(
         ok, logp = privacy_check(sigma, e, d, m.notion)
         if not np.all(ok):
             _report_not_private(m, e, d, sigma, ok, logp, allow_non_private)
-    out = s * sigma
+    out = s * sigma  # scale_sigma, elementwise
     out = np.where((s != 0) & (s != 1), np.nextafter(out, np.inf), out)
     res = out.reshape(shape)
     return float(res.reshape(())) if scalar else res
@@ -193,8 +210,7 @@ def _optimal_scalar(
         sigma = sigma_optimal_pdp_scalar(e, d)
     else:
         return None  # pdp-optimal needs ε > 0: the validating path says so
-    out = s * sigma
-    return math.nextafter(out, math.inf) if s != 0.0 and s != 1.0 else out
+    return scale_sigma(sigma, s)
 
 
 def _report_not_private(

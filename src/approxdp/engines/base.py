@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 __all__ = [
+    "LITERAL_TYPES",
     "RESERVED_PREFIX",
     "AggregateRequest",
     "AggregateResult",
@@ -563,7 +564,9 @@ _VALUE_TYPES: dict[ColumnKind, tuple[type, ...]] = {
 }
 
 
-_LITERAL_TYPES = (str, int, float, bool, np.integer, np.floating, np.bool_)
+#: The types of the values every engine can write as a literal: what a key column's value must
+#: be to equal a value of a condition or a declared domain (a date or a list never does).
+LITERAL_TYPES = (str, int, float, bool, np.integer, np.floating, np.bool_)
 
 
 def check_values(schema: Mapping[str, ColumnKind], cond: Membership, role: str) -> None:
@@ -572,7 +575,7 @@ def check_values(schema: Mapping[str, ColumnKind], cond: Membership, role: str) 
     :class:`ParameterTypeError` if it is no literal at all (a date, a list...)."""
     kind = schema[cond.column]
     for v in cond.values:  # what every engine can write as a literal (dates and such cannot)
-        if v is not None and not isinstance(v, _LITERAL_TYPES):
+        if v is not None and not isinstance(v, LITERAL_TYPES):
             raise ParameterTypeError(
                 f"{role} values must be str, int, float, bool or None, got "
                 f"{type(v).__name__} {v!r} for column {cond.column!r}"

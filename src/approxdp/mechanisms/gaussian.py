@@ -4,7 +4,8 @@ See https://arxiv.org/abs/1911.12060 (Zhao et al. 2019), Thm 2: its exact privac
 
 σ comes from :func:`approxdp.calibration.calibrate_gaussian` (default ``method="optimal"``, the
 least σ with the exact profile δ_DP(ε; σ, Δ) ≤ δ of D. Wang's notes, Thm 5.18 / Balle & Wang 2018
-Thm 8).
+Thm 8), or from a caller that calibrated it already (:meth:`GaussianMechanism.from_sigma`: a
+release plan, whose accountant records that σ).
 
 The default release does not add floating-point Gaussian noise (whose low bits leak the query:
 Mironov 2012, Jin et al. 2022). It rounds the query to the lattice gZ and adds exact discrete
@@ -40,7 +41,8 @@ import numpy as np
 import numpy.typing as npt
 from scipy import special
 
-from approxdp.calibration import calibrate_gaussian
+from approxdp._validation import check_interval
+from approxdp.calibration import calibrate_gaussian, get_method
 from approxdp.errors import NotPrivateError, ParameterTypeError
 from approxdp.events import GaussianEvent
 from approxdp.mechanisms.base import (
@@ -164,15 +166,71 @@ class GaussianMechanism:
     sigma: float = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
-        object.__setattr__(self, "delta", check_delta(self.delta))
-        object.__setattr__(self, "sensitivity", check_sensitivity(self.sensitivity))
-        if not isinstance(self.method, str):
-            raise ParameterTypeError(
-                f"method must be a string, got {type(self.method).__name__} {self.method!r}"
-            )
+        self._set_budget(self.epsilon, self.delta, self.sensitivity, self.method)
         sigma = calibrate_gaussian(self.epsilon, self.delta, self.sensitivity, self.method)
         object.__setattr__(self, "sigma", float(sigma))
+
+    def _set_budget(self, epsilon: Any, delta: Any, sensitivity: Any, method: Any) -> None:
+        """Validate and store ε, δ, Δ and the method's name."""
+        object.__setattr__(self, "epsilon", check_epsilon(epsilon))
+        object.__setattr__(self, "delta", check_delta(delta))
+        object.__setattr__(self, "sensitivity", check_sensitivity(sensitivity))
+        if not isinstance(method, str):
+            raise ParameterTypeError(
+                f"method must be a string, got {type(method).__name__} {method!r}"
+            )
+        object.__setattr__(self, "method", method)
+
+    @classmethod
+    def from_sigma(
+        cls,
+        sigma: float,
+        sensitivity: float = 1.0,
+        *,
+        epsilon: float,
+        delta: float,
+        method: str = "optimal",
+    ) -> GaussianMechanism:
+        """The mechanism with a σ already calibrated for (ε, δ) at Δ, without calibrating again.
+
+        A release plan calibrates σ once for all its queries (Zhao et al. Lemma 15) and the
+        accountant records that σ; a mechanism built from it adds exactly the noise the ledger
+        describes, where ``GaussianMechanism(ε, δ, Δ)`` would calibrate a second σ that nothing
+        ties to the first. The guarantee is checked, not trusted: the exact profile (Zhao et
+        al. Thm 2) must give δ(ε; σ, Δ) ≤ δ. With σ from ``calibrate_gaussian(ε, δ, Δ,
+        method)`` the result equals ``GaussianMechanism(ε, δ, Δ, method)``.
+
+        Args:
+            sigma: The noise standard deviation σ, in (0, ∞).
+            sensitivity: ℓ2-sensitivity Δ > 0 the noise was calibrated to.
+            epsilon: ε > 0 of the guarantee σ was calibrated for.
+            delta: δ in (0, 1) of that guarantee.
+            method: Name of the calibration method that gave σ (kept as a label).
+
+        Raises:
+            InvalidParameterError: σ, Δ, ε or δ out of range.
+            ParameterTypeError: A non-numeric argument or a method that is not a string.
+            UnknownMethodError: A method name that is not a calibration method.
+            NotPrivateError: σ is too small for (ε, δ) at Δ.
+
+        >>> m = GaussianMechanism(1.0, 1e-5, 2.0)
+        >>> GaussianMechanism.from_sigma(m.sigma, 2.0, epsilon=1.0, delta=1e-5) == m
+        True
+        """
+        mech = object.__new__(cls)
+        mech._set_budget(epsilon, delta, sensitivity, method)
+        get_method(method)
+        sig = float(check_interval("sigma", sigma, 0.0, math.inf, low_open=True, high_open=True))
+        achieved = float(gaussian_delta(mech.epsilon, sig, mech.sensitivity))
+        if not achieved <= mech.delta:
+            raise NotPrivateError(
+                f"sigma={sig!r} at sensitivity={mech.sensitivity!r} is not "
+                f"({mech.epsilon:g}, {mech.delta:g})-DP: its exact profile gives "
+                f"delta={achieved:.6g} at epsilon={mech.epsilon:g}; use "
+                "GaussianMechanism(epsilon, delta, sensitivity) to calibrate sigma"
+            )
+        object.__setattr__(mech, "sigma", sig)
+        return mech
 
     @property
     def scale(self) -> float:

@@ -12,30 +12,49 @@ result once — so the noise is never drawn twice for a cell.
 The noise is the same as on the driver: :class:`~approxdp.mechanisms.GaussianMechanism`'s
 secure release — the query rounded onto the lattice gZ and exact discrete Gaussian noise from
 the OS CSPRNG (Canonne et al. 2020), with lattice and sampler calibrated on the driver for the
-*whole*
-vector's dimension (cells × measures), since rounding inflates the ℓ2 sensitivity by √d for
-the whole release, not per batch. Each worker reads its own random bits from its own OS. With
+*whole* vector's dimension (cells × measures), since rounding inflates the ℓ2 sensitivity by
+√d for the whole release, not per batch. Each worker reads its own random bits from its own OS. With
 a seed (tests and demos) the noise is a reproducible simulation instead: cell ``i`` gets the
 normals of block ``i // 4096`` of ``numpy.random.default_rng([seed, block])``, the same on
 every engine however the cells are batched.
 
-The accountant is charged before :meth:`map_cells` runs (the caller's job, see
-:func:`approxdp.releases.execute.execute`), so a refused spend draws no noise.
+This module holds the whole large-domain path: the checks it needs before the spend (the
+output folder, the names of the cell table's columns), the function that noises each batch,
+and the release itself (:func:`release_dense`). The accountant is charged before
+:meth:`map_cells` runs (the caller's job, see :func:`approxdp.releases.execute.execute`), so a
+refused spend draws no noise.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from approxdp.engines.base import AggregateRequest, CellMapRequest, Engine, TableT
+from approxdp.errors import DataError
 from approxdp.mechanisms.gaussian import SecureGaussianNoise
 from approxdp.mechanisms.randomness import SecureBits
+from approxdp.releases.checks import DROPPED_NOTE
+from approxdp.releases.intervals import mean_interval, noise_spread
+from approxdp.releases.noise import SEEDED_NOTE, PreparedNoise
+from approxdp.releases.plan import AllocatedPlan, AllocatedQuery
+from approxdp.releases.result import ReleaseResult
+from approxdp.releases.specs import Mean, Query
 
-__all__ = ["LARGE_DOMAIN_CELLS", "CellNoise", "n_cells"]
+__all__ = [
+    "LARGE_DOMAIN_CELLS",
+    "CellNoise",
+    "check_cell_columns",
+    "check_output_dir",
+    "n_cells",
+    "release_dense",
+]
 
 #: Declared domains with at least this many cells are noised where the data lives.
 LARGE_DOMAIN_CELLS = 1_000_000
@@ -97,17 +116,12 @@ class CellNoise:
         else:
             cells = batch.column("__cell").to_numpy(zero_copy_only=False).astype(np.int64)
             noisy = (flat + self.sigma * self._normals(cells, flat.shape[1])) * scales
-        # the driver path's formulas
-        from approxdp.releases.execute import _mean, noise_spread
-
-        std_unit, ci_unit = noise_spread(self.sigma, self.secure, self.level)
+        std_unit, ci_unit = noise_spread(self.sigma, self.secure, self.level)  # as on the driver
         stds = np.broadcast_to(scales * std_unit, noisy.shape)
         ci_stds = np.broadcast_to(scales * ci_unit, noisy.shape)
         if self.mean_bounds is not None:
-            from approxdp.releases.specs import Mean
-
-            spec = Mean("value", self.mean_bounds)  # _mean reads only the bounds
-            values, std, lo, hi = _mean(spec, noisy, stds, self.level, ci_stds)
+            values, std, lo, hi = mean_interval(self.mean_bounds, noisy, stds, self.level,
+                                                ci_stds)
             cols = [values, std, lo, hi, noisy[:, 0], noisy[:, 1]]
         else:
             values, std, ci = noisy[:, 0], stds[:, 0], ci_stds[:, 0]
@@ -126,3 +140,76 @@ class CellNoise:
             gen = np.random.default_rng([int(self.seed or 0), b])
             out[rows] = gen.standard_normal((_BLOCK, k))[cells[rows] % _BLOCK]
         return out
+
+
+def check_output_dir(output_dir: str) -> None:
+    """Create a local ``output_dir`` and check it is writable, before anything is spent (a
+    URI such as ``s3://...`` is left to the engine)."""
+    if "://" in output_dir:
+        return
+    try:
+        os.makedirs(output_dir, exist_ok=True)
+    except OSError as exc:
+        raise DataError(f"output_dir {output_dir!r} cannot be created: {exc.strerror}; nothing "
+                        "was spent") from exc
+    if not os.access(output_dir, os.W_OK | os.X_OK):
+        raise DataError(f"output_dir {output_dir!r} is not writable; nothing was spent")
+
+
+def check_cell_columns(query: Query) -> None:
+    """Raise :class:`DataError` (nothing spent) if a group column of ``query`` has the name of
+    a column the cell table adds: its outputs, or the engine's cell index and row count."""
+    outputs = ("value", "std", "ci_low", "ci_high", "__cell", "__rows",
+               *(("sum_centred", "count") if isinstance(query, Mean) else ()))
+    clash = [c for c in query.by if c.lower() in outputs]
+    if clash:
+        raise DataError(
+            f"group column {clash[0]!r} has the name of an output column of a "
+            f"large-domain release ({', '.join(outputs)}); rename it; nothing was spent"
+        )
+
+
+def release_dense(
+    aq: AllocatedQuery,
+    allocated: AllocatedPlan,
+    request: AggregateRequest,
+    engine: Engine[TableT],
+    table: TableT,
+    noise: PreparedNoise,
+    *,
+    rng: np.random.Generator | None,
+    z: float,
+    level: float,
+    n_rows: int,
+    output_dir: str | None,
+) -> ReleaseResult:
+    """Aggregate ``request`` and noise every cell of the query's domain inside the engine
+    (already paid for); the result's ``table`` points to the cells."""
+    q = aq.query
+    measures = q.measures()
+    cell_noise = CellNoise(
+        tuple(a.name for a in request.aggregations), tuple(m.scale for m in measures),
+        noise.sigma, noise.secure, None if rng is None else int(rng.integers(0, 2**63 - 1)),
+        z, level, q.bounds if isinstance(q, Mean) else None,
+    )
+    path = None
+    if output_dir is not None:  # a seeded simulation says so in its file name too
+        tag = "-seeded-NOT-PRIVATE" if noise.simulated else ""
+        path = os.path.join(output_dir, f"release-{uuid.uuid4().hex[:12]}{tag}.parquet")
+    cells = engine.map_cells(table, CellMapRequest(request, q.cell_domain or (), cell_noise,
+                                                   cell_noise.outputs, path))
+    notes = [SEEDED_NOTE] if noise.simulated else []
+    if q.outside == "drop":
+        notes.append(DROPPED_NOTE)
+    empty = np.zeros(0)
+    return ReleaseResult(
+        label=q.label(), kind=q.kind, columns=q.by, keys=[], values=empty, std=empty,
+        ci_low=empty, ci_high=empty, level=level,
+        mechanism="exact" if noise.mechanism is None else "gaussian", method=allocated.method,
+        sigma=noise.sigma, sensitivity=aq.sensitivity,
+        effective_sensitivity=aq.effective_sensitivity, epsilon=allocated.epsilon,
+        delta=allocated.delta, threshold=None,
+        rows={"read": n_rows, "used": cells.rows_used, "dropped": n_rows - cells.rows_used},
+        comparisons=noise.comparisons, notes=tuple(notes), table=cells,
+        secure=not noise.simulated,
+    )

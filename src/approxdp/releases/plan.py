@@ -7,6 +7,12 @@ All Gaussian parts of a plan are calibrated *jointly*: m Gaussian releases with 
 weight w_q (W = Σ w), gets σ_q = σ* Δ_q √(W/w_q) — no ε/δ is lost to splitting. Queries that
 select cells privately take a share ``selection_fraction`` of δ for their thresholds
 (:mod:`approxdp.releases.selection`); the Gaussian part gets the rest.
+
+σ is calibrated here and nowhere else. The accountant records σ* (:meth:`AllocatedPlan.event`);
+each query's σ_q is σ* scaled to its effective sensitivity Δ_q √(W/w_q) by
+:func:`~approxdp.calibration.scale_sigma` (rounded up, so σ_q/Δ_q ≥ σ* exactly), and
+that σ_q is the one its selection threshold, its noise and its result use
+(:mod:`approxdp.releases.noise` checks it before the spend).
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from approxdp._validation import check_interval, check_probability
-from approxdp.calibration import calibrate_gaussian
+from approxdp.calibration import calibrate_gaussian, scale_sigma
 from approxdp.errors import InvalidParameterError, ParameterTypeError
 from approxdp.events import ComposedEvent, EpsilonDeltaEvent, GaussianEvent, PrivacyEvent
 from approxdp.releases.selection import selection_budget, selection_threshold
@@ -84,7 +90,8 @@ class ReleasePlan:
 
 @dataclass(frozen=True, slots=True)
 class AllocatedQuery:
-    """A query with its noise: ``sigma`` on the scaled vector (0: released exactly)."""
+    """A query with its noise: ``sigma`` on the scaled vector (0: released exactly), the plan's
+    σ* scaled to ``effective_sensitivity`` (module docstring)."""
 
     query: Query
     sensitivity: Sensitivity
@@ -165,7 +172,7 @@ def allocate(
             out.append(AllocatedQuery(q, s, 0.0, 0.0, None))
             continue
         eff = s.l2 * math.sqrt(total_w / w)
-        sigma = sigma_star * eff
+        sigma = scale_sigma(sigma_star, eff)
         check_noise_fits(q, sigma)
         threshold = None
         if sel:

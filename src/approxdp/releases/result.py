@@ -53,20 +53,22 @@ def _unit_sigma(epsilon: float, delta: float, method: str) -> float | None:
 
 def compare_methods(
     epsilon: float, delta: float, sensitivity: float, used_sigma: float,
-    methods: Sequence[str] = COMPARED_METHODS,
+    methods: Sequence[str] = COMPARED_METHODS, *, used_method: str | None = None,
 ) -> tuple[MethodComparison, ...]:
     """σ of each method for one Gaussian at (ε, δ, Δ), with its exact privacy verdict.
 
     Every method's σ is linear in Δ, so each is calibrated once per (ε, δ) at Δ = 1 (cached)
-    and scaled; the verdict is the exact profile δ(ε; σ, Δ) ≤ δ at the scaled σ.
+    and scaled; the verdict is the exact profile δ(ε; σ, Δ) ≤ δ at the scaled σ. The row of
+    ``used_method``, the method that gave ``used_sigma``, reports ``used_sigma`` itself
+    (ratio 1) instead of calibrating it a second time.
     """
     out = []
     for name in methods:
-        unit = _unit_sigma(float(epsilon), float(delta), name)
-        if unit is None:
+        unit = None if name == used_method else _unit_sigma(float(epsilon), float(delta), name)
+        if unit is None and name != used_method:
             out.append(MethodComparison(name, None, False, None))
             continue
-        sigma = unit * sensitivity
+        sigma = used_sigma if unit is None else unit * sensitivity
         private = sensitivity == 0 or float(gaussian_delta(epsilon, sigma, sensitivity)) <= delta
         ratio = sigma / used_sigma if used_sigma > 0 else None
         out.append(MethodComparison(name, sigma, private, ratio))
