@@ -7,7 +7,7 @@ sensitivity 1 (:func:`~approxdp.calibration.calibrate_gaussian`, never an approx
 released interval is value ± z · u_q · s, with s the scale of the released measure (1 for
 counts, the bounds' largest |value − centre| for sums) and u_q the noise's interval scale —
 σ_q for a seeded simulation, and for the secure lattice release the slightly larger scale of
-:func:`~approxdp.releases.execute.noise_spread` (the exact discrete noise plus rounding),
+:func:`~approxdp.releases.intervals.noise_spread` (the exact discrete noise plus rounding),
 computed here exactly as the release computes it. For a query whose cells are selected
 privately the number of cells (which sets the lattice) is not known before the data is read,
 so the largest scale over 1 to 2^24 cells is used. Its RMSE is the noise's standard deviation
@@ -35,7 +35,7 @@ from scipy import special
 from approxdp._validation import check_interval, check_probability
 from approxdp.errors import InvalidParameterError, NotPrivateError, ParameterTypeError
 from approxdp.mechanisms import GaussianMechanism
-from approxdp.releases.execute import noise_spread
+from approxdp.releases.intervals import noise_spread
 from approxdp.releases.plan import AllocatedPlan, AllocatedQuery, ReleasePlan, allocate
 from approxdp.releases.specs import Mean
 
@@ -104,8 +104,10 @@ def _unit_spreads(
     release computes them (the largest over probed cell counts where they are unknown)."""
     if aq.sigma <= 0:
         return 0.0, 0.0, 0.0
-    mech = GaussianMechanism(allocated.epsilon, allocated.delta_gaussian,
-                             aq.effective_sensitivity, method=allocated.method)
+    mech = GaussianMechanism.from_sigma(  # the σ the release uses: the plan's, not recalibrated
+        aq.sigma, aq.effective_sensitivity, epsilon=allocated.epsilon,
+        delta=allocated.delta_gaussian, method=allocated.method,
+    )
     sigma = float(mech.sigma)
     if not secure:
         return sigma, sigma, sigma

@@ -48,7 +48,8 @@ from approxdp.engines.base import Binning, ColumnKind, Engine, TableT
 from approxdp.errors import DataError, InvalidParameterError, ParameterTypeError
 from approxdp.mechanisms.gaussian import LATTICE_BITS
 from approxdp.releases.dense import LARGE_DOMAIN_CELLS
-from approxdp.releases.execute import SEEDED_NOTE, execute
+from approxdp.releases.execute import execute
+from approxdp.releases.noise import SEEDED_NOTE
 from approxdp.releases.plan import ReleasePlan, allocate
 from approxdp.releases.result import ReleaseResult
 from approxdp.releases.sensitivity import Sensitivity
