@@ -1,5 +1,5 @@
-"""``approxdp release batch SPEC`` (one jointly calibrated plan, one spend) and ``approxdp
-plan SPEC`` (least ε for a target accuracy; reads no data, spends nothing)."""
+"""``approxdp release batch QUERY_FILE`` (one jointly calibrated plan, one spend) and ``approxdp
+plan QUERY_FILE`` (least ε for a target accuracy; reads no data, spends nothing)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 
 from approxdp import Count, Histogram, Mean, PrivateTable
 
-SPEC = """
+QUERIES = """
 file = "{file}"
 epsilon = 1.0
 delta = 1e-6
@@ -37,7 +37,7 @@ weight = 2.0
 
 def _spec(tmp_path: Path, data: Path, suffix: str = ".toml") -> Path:
     spec = tmp_path / f"spec{suffix}"
-    text = SPEC.format(file=data.name)
+    text = QUERIES.format(file=data.name)
     if suffix == ".json":
         import tomllib
 

@@ -1,4 +1,4 @@
-"""``release batch SPEC``: several queries of one file released as one jointly calibrated
+"""``release batch QUERY_FILE``: several queries of one file released as one jointly calibrated
 plan (like :meth:`PrivateTable.release <approxdp.releases.session.PrivateTable.release>`),
 one spend for the whole batch. The spec format is in :mod:`approxdp.cli.query_spec`."""
 

@@ -38,7 +38,7 @@ def plan_dict(plan: AccuracyPlan) -> dict[str, Any]:
 
 
 @click.command("plan")
-@click.argument("spec", type=click.Path(path_type=Path, dir_okay=False, exists=True))
+@click.argument("query_file", type=click.Path(path_type=Path, dir_okay=False, exists=True))
 @click.option("--half-width", type=_POSITIVE, default=None, metavar="FLOAT",
               help="Target half-width of every interval (queries' own half_width first).")
 @click.option("--rmse", type=_POSITIVE, default=None, metavar="FLOAT",
@@ -54,17 +54,17 @@ def plan_dict(plan: AccuracyPlan) -> dict[str, Any]:
               help="Rows a mean expects (its interval depends on its count).")
 @json_option
 def plan_command(
-    spec: Path, half_width: float | None, rmse: float | None, epsilon: float | None,
+    query_file: Path, half_width: float | None, rmse: float | None, epsilon: float | None,
     delta: float | None, level: float | None, rows: int | None, as_json: bool,
 ) -> None:
-    """The least ε whose intervals meet a target, for the queries of a SPEC file.
+    """The least ε whose intervals meet a target, for the queries of a QUERY_FILE file.
 
     \b
     Nothing is read from the data and nothing is spent. Examples:
       approxdp plan spec.toml --half-width 50 -d 1e-6
       approxdp plan spec.toml -e 1 -d 1e-6          (the accuracy ε = 1 buys)
     """
-    parsed = load_spec(spec)
+    parsed = load_spec(query_file)
     dlt = delta if delta is not None else parsed.delta
     if dlt is None:
         raise InvalidParameterError("give -d/--delta (or delta = ... in the spec)")
@@ -90,7 +90,7 @@ def plan_command(
             )
         result = plan_for_accuracy(plan, delta=dlt, half_width=targets(widths),
                                    rmse=targets(errors), level=lvl, method=method, rows=rows)
-    data = {"command": "plan", "schema_version": JSON_SCHEMA_VERSION, "spec": str(spec),
+    data = {"command": "plan", "schema_version": JSON_SCHEMA_VERSION, "spec": str(query_file),
             "plan": plan_dict(result)}
 
     def render(console: Console) -> None:
