@@ -167,12 +167,13 @@ def test_missing_values_are_skipped_and_the_edges_of_the_bounds_clamp() -> None:
 
 def test_same_answers_on_duckdb_and_spark(spark_session: Any) -> None:
     rng = np.random.default_rng(5)
-    data = pa.table({"x": rng.normal(40, 12, 3000), "u": rng.integers(0, 800, 3000)})
+    data = pa.table({"x": rng.normal(40, 12, 1000), "u": rng.integers(0, 300, 1000)})
     out = []
     for source in (data, spark_session.createDataFrame(data.to_pandas())):
         t = PrivateTable(source, budget=(1.0, 1e-6), privacy_unit="u", max_partitions=2,
                          max_rows_per_partition=2, seed=42)
-        out.append(t.quantiles("x", [0.1, 0.5, 0.9], (0, 100), epsilon=1.0, delta=1e-6))
+        out.append(t.quantiles("x", [0.1, 0.5, 0.9], (0, 100), epsilon=1.0, delta=1e-6,
+                               bins=64, branching=8))
     duck, spark = out
     assert spark.rows == duck.rows
     np.testing.assert_array_equal(np.asarray(spark.values), np.asarray(duck.values))
