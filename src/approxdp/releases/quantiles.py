@@ -37,23 +37,22 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 from scipy import special
 
 from approxdp._validation import check_interval
-from approxdp.accounting.protocols import Accountant
-from approxdp.engines.base import Binning, ColumnKind, Engine, TableT
-from approxdp.errors import DataError, InvalidParameterError, ParameterTypeError
+from approxdp.engines.base import Binning
+from approxdp.errors import InvalidParameterError, ParameterTypeError
 from approxdp.mechanisms.gaussian import LATTICE_BITS
 from approxdp.releases.dense import LARGE_DOMAIN_CELLS
-from approxdp.releases.execute import execute
+from approxdp.releases.derived import TableRelease, release_derived
 from approxdp.releases.noise import SEEDED_NOTE
-from approxdp.releases.plan import ReleasePlan, allocate
 from approxdp.releases.result import ReleaseResult
 from approxdp.releases.sensitivity import Sensitivity
-from approxdp.releases.specs import ContributionBounds, Histogram, Neighbouring, check_bounds
+from approxdp.releases.specs import Histogram, check_bounds
 
 __all__ = ["QuantileTree", "quantiles_from_tree", "release_quantiles"]
 
@@ -206,20 +205,13 @@ def _level_names(schema: Sequence[str], column: str, levels: Sequence[int]) -> l
 
 
 def release_quantiles(
-    engine: Engine[TableT],
-    table: TableT,
-    accountant: Accountant,
+    ctx: TableRelease[Any],
     *,
     column: str,
     qs: Sequence[float],
     bounds: tuple[float, float],
     epsilon: float,
     delta: float,
-    neighbouring: Neighbouring,
-    contribution: ContributionBounds,
-    method: str,
-    key: int,
-    rng: np.random.Generator | None,
     level: float = 0.95,
     tree: QuantileTree | None = None,
     label: str | None = None,
@@ -247,39 +239,21 @@ def release_quantiles(
     check_interval("level", level, 0.0, 1.0, low_open=True, high_open=True)
     shape = tree or QuantileTree()
     name = label or f"quantiles({column})"
-    schema = engine.schema(table)
-    if column not in schema:
-        import difflib
-
-        close = difflib.get_close_matches(column, list(schema), n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise DataError(f"{name}: column {column!r} not found; the table has columns "
-                        f"{list(schema)}{hint}; nothing was spent")
-    if schema[column] is not ColumnKind.NUMERIC:
-        raise DataError(
-            f"{name}: column {column!r} must be numeric, but it is {schema[column].value}; "
-            f"casts={{{column!r}: 'double'}} turns every value that is not a number into a "
-            "missing value; nothing was spent"
-        )
+    schema = ctx.numeric_schema(column, name)
     names = _level_names(list(schema), column, shape.levels)
     queries = tuple(
         Histogram((n,), {n: list(range(nodes))}, name=f"{name} level {j + 1}")
         for j, (n, nodes) in enumerate(zip(names, shape.levels, strict=True))
     )
-    allocated = allocate(ReleasePlan(queries, neighbouring, contribution), epsilon, delta,
-                         method=method)
-    binned = engine.with_bins(table, Binning(
+    binning = Binning(
         column, low, high, shape.bins,
         tuple((n, shape.bins // nodes) for n, nodes in zip(names, shape.levels, strict=True)),
-    ))
-    try:
-        results = execute(allocated, engine, binned, accountant, key=key, rng=rng, level=level,
-                          large_domain_cells=max(LARGE_DOMAIN_CELLS, shape.bins + 1))
-    except DataError as exc:
-        if "table is empty" in str(exc):
-            raise DataError(f"{name}: column {column!r} has no value (every row is missing, "
-                            "or the table is empty); nothing was spent") from exc
-        raise
+    )
+    allocated, results = release_derived(
+        ctx, queries, epsilon=epsilon, delta=delta,
+        derive=lambda table: ctx.engine.with_bins(table, binning), name=name, column=column,
+        level=level, large_domain_cells=max(LARGE_DOMAIN_CELLS, shape.bins + 1),
+    )
     secure = results[0].secure
     counts = [np.asarray(r.values, dtype=np.float64) for r in results]
     stds = [float(np.max(r.std)) if r.std.size else 0.0 for r in results]

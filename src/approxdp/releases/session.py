@@ -24,6 +24,7 @@ from approxdp.engines.base import KeyValue
 from approxdp.errors import InvalidParameterError, ParameterTypeError
 from approxdp.releases.accuracy import AccuracyPlan, accuracy_of, plan_for_accuracy
 from approxdp.releases.dense import LARGE_DOMAIN_CELLS
+from approxdp.releases.derived import TableRelease
 from approxdp.releases.execute import execute
 from approxdp.releases.plan import AllocatedPlan, ReleasePlan, allocate
 from approxdp.releases.result import ReleaseResult
@@ -159,6 +160,11 @@ class PrivateTable:
                           rng=self._rng, level=level, large_domain_cells=self.large_domain_cells,
                           output_dir=self.output_dir)
         return self._with_cast_notes(results)
+
+    def _release_context(self) -> TableRelease[Any]:
+        """This table, its accountant and settings, and a fresh key, for one release."""
+        return TableRelease(self.engine, self.table, self.accountant, self.neighbouring,
+                            self.bounds, self.method, self._key(), self._rng)
 
     def _key(self) -> int:
         """The bounding key of one release: from the seed, else secret."""
@@ -297,10 +303,8 @@ class PrivateTable:
         from approxdp.releases.quantiles import QuantileTree, release_quantiles
 
         result = release_quantiles(
-            self.engine, self.table, self.accountant, column=column, qs=qs, bounds=bounds,
-            epsilon=epsilon, delta=delta, neighbouring=self.neighbouring,
-            contribution=self.bounds, method=self.method, key=self._key(), rng=self._rng,
-            level=level, tree=QuantileTree(bins, branching), label=label,
+            self._release_context(), column=column, qs=qs, bounds=bounds, epsilon=epsilon,
+            delta=delta, level=level, tree=QuantileTree(bins, branching), label=label,
         )
         return self._with_cast_notes((result,))[0]
 
@@ -325,12 +329,8 @@ class PrivateTable:
     ) -> ReleaseResult:
         from approxdp.releases.variance import release_variance
 
-        result = release_variance(
-            self.engine, self.table, self.accountant, column=column, bounds=bounds,
-            epsilon=epsilon, delta=delta, neighbouring=self.neighbouring,
-            contribution=self.bounds, method=self.method, key=self._key(), rng=self._rng,
-            level=level, kind=kind,
-        )
+        result = release_variance(self._release_context(), column=column, bounds=bounds,
+                                  epsilon=epsilon, delta=delta, level=level, kind=kind)
         return self._with_cast_notes((result,))[0]
 
     def remaining(self) -> BudgetStatus:

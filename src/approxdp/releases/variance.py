@@ -32,25 +32,17 @@ is the square root of the variance's.
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from approxdp._validation import check_interval
-from approxdp.accounting.protocols import Accountant
-from approxdp.engines.base import CentredPowers, ColumnKind, Engine, TableT
-from approxdp.errors import DataError, InvalidParameterError, ParameterTypeError
-from approxdp.releases.execute import execute
-from approxdp.releases.plan import ReleasePlan, allocate
+from approxdp.engines.base import CentredPowers
+from approxdp.errors import InvalidParameterError, ParameterTypeError
+from approxdp.releases.derived import TableRelease, release_derived
 from approxdp.releases.result import ReleaseResult
-from approxdp.releases.specs import (
-    ContributionBounds,
-    LinearQueries,
-    LinearQuery,
-    Neighbouring,
-    check_bounds,
-)
+from approxdp.releases.specs import LinearQueries, LinearQuery, check_bounds
 
 __all__ = ["release_variance", "variance_from_sums"]
 
@@ -83,19 +75,12 @@ def variance_from_sums(
 
 
 def release_variance(
-    engine: Engine[TableT],
-    table: TableT,
-    accountant: Accountant,
+    ctx: TableRelease[Any],
     *,
     column: str,
     bounds: tuple[float, float],
     epsilon: float,
     delta: float,
-    neighbouring: Neighbouring,
-    contribution: ContributionBounds,
-    method: str,
-    key: int,
-    rng: np.random.Generator | None,
     level: float = 0.95,
     kind: Literal["variance", "std"] = "variance",
 ) -> ReleaseResult:
@@ -117,37 +102,21 @@ def release_variance(
         )
     check_interval("level", level, 0.0, 1.0, low_open=True, high_open=True)
     name = f"{kind}({column})"
-    schema = engine.schema(table)
-    if column in schema and schema[column] is not ColumnKind.NUMERIC:
-        raise DataError(
-            f"{name}: column {column!r} must be numeric, but it is {schema[column].value}; "
-            f"casts={{{column!r}: 'double'}} turns every value that is not a number into a "
-            "missing value; nothing was spent"
-        )
-    taken = {c.lower() for c in schema}
+    taken = {c.lower() for c in ctx.numeric_schema(column, name)}
     d_name = f"{column.lstrip('_') or 'value'}_centred"
     while d_name.lower() in taken:
         d_name += "_"
     sq_name = d_name + "_squared"
     while sq_name.lower() in taken:
         sq_name += "_"
-    centre = low / 2 + high / 2
+    powers = CentredPowers(column, low, high, low / 2 + high / 2, d_name, sq_name)
     measures = (LinearQuery(d_name, (-half, half)), LinearQuery(sq_name, (0.0, half * half)),
                 LinearQuery())
-    query = LinearQueries(measures, name=name)
-    allocated = allocate(ReleasePlan((query,), neighbouring, contribution), epsilon, delta,
-                         method=method)
-    derived = engine.with_centred_powers(table, CentredPowers(column, low, high, centre, d_name,
-                                                              sq_name))
-    inner_level = 1.0 - (1.0 - level) / 3.0
-    try:
-        (sums,) = execute(allocated, engine, derived, accountant, key=key, rng=rng,
-                          level=inner_level)
-    except DataError as exc:
-        if "table is empty" in str(exc):
-            raise DataError(f"{name}: column {column!r} has no value (every row is missing, "
-                            "or the table is empty); nothing was spent") from exc
-        raise
+    _, (sums,) = release_derived(
+        ctx, [LinearQueries(measures, name=name)], epsilon=epsilon, delta=delta,
+        derive=lambda table: ctx.engine.with_centred_powers(table, powers), name=name,
+        column=column, level=1.0 - (1.0 - level) / 3.0,
+    )
     values = np.asarray(sums.values, dtype=np.float64)
     value, std, lo, hi = variance_from_sums(
         values, np.asarray(sums.std, dtype=np.float64), np.asarray(sums.ci_low, np.float64),
