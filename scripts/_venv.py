@@ -20,7 +20,7 @@ VENV = ROOT / ".venv"
 # Extras installed into the development environment (see pyproject.toml). ``spark`` is PySpark:
 # a ~450 MB source package that pip builds locally (a few minutes on a fresh machine, then
 # cached). APPROXDP_NO_SPARK=1 leaves it out (the Spark tests are then skipped).
-ALL_EXTRAS = ("test", "data", "plots", "docs", "spark")
+ALL_EXTRAS = ("test", "data", "plots", "web", "docs", "spark")
 NO_SPARK = os.environ.get("APPROXDP_NO_SPARK") == "1"
 EXTRAS = tuple(e for e in ALL_EXTRAS if not (NO_SPARK and e == "spark"))
 

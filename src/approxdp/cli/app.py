@@ -32,6 +32,7 @@ from approxdp.cli.output import (
 )
 from approxdp.cli.plan_command import plan_command
 from approxdp.cli.release_commands import ledger_command, release_command
+from approxdp.cli.serve_command import serve_command
 from approxdp.errors import ApproxDPError, BudgetExceededError
 
 __all__ = ["ApproxDPGroup", "CliState", "cli"]
@@ -158,7 +159,8 @@ def cli() -> None:
     How much noise do I need? `approxdp calibrate -e 1 -d 1e-5`. What does this σ give?
     `approxdp profile --sigma 4` and `approxdp epsilon --sigma 4 -d 1e-6`. Release private
     statistics from a CSV/Parquet file with `approxdp release`, keep the budget in a ledger
-    file and inspect it with `approxdp ledger`. Every command takes --json.
+    file and inspect it with `approxdp ledger`; `approxdp serve` opens all of it in a
+    browser. Every command except serve takes --json.
 
     Exit status: 0 ok, 2 bad input, 3 privacy budget exceeded, 1 internal error.
     """
@@ -176,6 +178,7 @@ for _command in (
     demo_command,
     plot_command,
     reproduce_command,
+    serve_command,
 ):
     cli.add_command(_command)
 

@@ -1,0 +1,125 @@
+"""Form fields: text in, numbers out, and the API's own typed errors placed by their field.
+
+Every number on the pages is typed into a text field and read here, so what a person sees for
+bad input is what the Python API says for it: ``number("epsilon", "-1", ...)`` raises the same
+:class:`~approxdp.errors.InvalidParameterError` as ``calibrate_gaussian(-1, ...)`` ("epsilon
+must be in [0, inf), got epsilon=-1"). :func:`field_of` finds the field an error names, so the
+page can print it on one line under that field.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+
+from approxdp._validation import check_interval
+from approxdp.errors import ApproxDPError, InvalidParameterError, ParameterTypeError
+
+__all__ = ["FIELD_ATTRIBUTE", "error_text", "field_of", "integer", "locate", "number", "on_field"]
+
+#: Attribute :func:`on_field` sets on an exception: the field it belongs to.
+FIELD_ATTRIBUTE = "approxdp_field"
+
+_MAX_TEXT = 60  # characters of a bad value quoted back
+
+
+def _quote(text: str) -> str:
+    return repr(text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 3] + "...")
+
+
+def number(
+    name: str,
+    text: object,
+    low: float = -math.inf,
+    high: float = math.inf,
+    *,
+    low_open: bool = False,
+    high_open: bool = False,
+) -> float:
+    """The float typed into field ``name``, checked to lie between ``low`` and ``high``.
+
+    Raises:
+        ParameterTypeError: not a number (empty, words, NaN).
+        InvalidParameterError: out of range, worded as the API words it.
+    """
+    raw = "" if text is None else str(text).strip()
+    try:
+        value = float(raw.replace("_", ""))
+    except ValueError:
+        raise ParameterTypeError(f"{name} must be a number, got {_quote(raw)}") from None
+    if math.isnan(value):
+        raise ParameterTypeError(f"{name} must be a number, got {_quote(raw)}")
+    check_interval(name, value, low, high, low_open=low_open, high_open=high_open)
+    return value
+
+
+def integer(name: str, text: object, low: int = 1, high: int | None = None) -> int:
+    """The whole number typed into field ``name``, at least ``low`` (and at most ``high``).
+
+    Raises:
+        ParameterTypeError: not a whole number.
+        InvalidParameterError: out of range.
+    """
+    raw = "" if text is None else str(text).strip().replace("_", "")
+    try:
+        value = int(raw)
+    except ValueError:
+        try:
+            as_float = float(raw)
+        except ValueError:
+            as_float = math.nan
+        if not (math.isfinite(as_float) and as_float == int(as_float)):
+            raise ParameterTypeError(
+                f"{name} must be a whole number, got {_quote(raw)}"
+            ) from None
+        value = int(as_float)
+    if value < low or (high is not None and value > high):
+        top = "inf" if high is None else str(high)
+        raise InvalidParameterError(f"{name} must be in [{low}, {top}], got {name}={value}")
+    return value
+
+
+def error_text(exc: BaseException) -> str:
+    """One line for the page: the error's type and its message (``InvalidParameterError:
+    epsilon must be ...``); anything that is not an approxdp error is called internal."""
+    message = " ".join(str(exc).split()) or "unknown error"
+    if isinstance(exc, ApproxDPError):
+        return f"{type(exc).__name__}: {message}"
+    return f"internal error ({type(exc).__name__}: {message}); please report it"
+
+
+def field_of(message: str, names: Iterable[str] | Mapping[str, object]) -> str | None:
+    """The field an error message is about: the first of ``names`` the message starts with or
+    quotes as ``name=``; None when it names none of them (a message for the whole form)."""
+    text = message.split(": ", 1)[1] if message.split(": ", 1)[0].endswith("Error") else message
+    names = list(names)
+    for name in names:
+        if text.startswith(f"{name} ") or text.startswith(f"{name}="):
+            return name
+    for name in names:
+        if f" {name}=" in text or f"({name}=" in text or f"--{name} " in text:
+            return name
+    return None
+
+
+@contextmanager
+def on_field(name: str) -> Iterator[None]:
+    """Tag an approxdp error raised inside with the field ``name`` (its type and message stay
+    as the API made them), for messages that do not name the field themselves."""
+    try:
+        yield
+    except ApproxDPError as exc:
+        if getattr(exc, FIELD_ATTRIBUTE, None) is None:
+            setattr(exc, FIELD_ATTRIBUTE, name)
+        raise
+
+
+def locate(exc: BaseException, names: Iterable[str]) -> str | None:
+    """The field of ``names`` that ``exc`` belongs to (its :func:`on_field` tag, else the field
+    its message names), or None."""
+    names = list(names)
+    tagged = getattr(exc, FIELD_ATTRIBUTE, None)
+    if tagged in names:
+        return str(tagged)
+    return field_of(str(exc), names)

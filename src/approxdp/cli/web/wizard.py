@@ -1,0 +1,461 @@
+"""The release wizard without a browser: read the form, simulate, show the cost, release.
+
+The steps, each a function:
+
+1. :func:`schema_of` — the columns of a data file fixed at start (names and kinds only).
+2. :func:`read_spec` — the privacy unit, query, bounds and budget typed into the form, checked
+   with the API's typed errors.
+3. :func:`simulate` — the same query on a *synthetic* table built from the schema and the
+   declared bounds and domains (never from the data), with a throwaway in-memory accountant
+   and a fixed seed: accuracy to expect, spending nothing; every number is marked a seeded
+   simulation, NOT private.
+4. :func:`cost_preview` — what the release will spend from the ledger and whether it fits.
+5. :func:`release` — the real release: secure noise, paid through the ledger (the only step
+   that spends).
+6. :func:`release_json`, :func:`release_csv`, :func:`release_script` — the downloads: the
+   result as ``approxdp release`` writes it, and a Python script that makes the same release
+   with the API.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from approxdp.accounting import PrivacyAccountant, read_ledger_settings
+from approxdp.cli.output import JSON_SCHEMA_VERSION, jsonable
+from approxdp.cli.release_commands import parse_domain
+from approxdp.cli.release_views import budget_dict, release_dict, write_cells_csv
+from approxdp.cli.web.config import DataFile, ServeConfig, data_file
+from approxdp.cli.web.forms import integer, number, on_field
+from approxdp.errors import DataError, InvalidParameterError
+from approxdp.events import EpsilonDeltaEvent
+
+__all__ = [
+    "KINDS",
+    "SIMULATION_SEED",
+    "ReleaseSpec",
+    "cost_preview",
+    "read_spec",
+    "release",
+    "release_csv",
+    "release_json",
+    "release_script",
+    "schema_of",
+    "simulate",
+    "synthetic_table",
+]
+
+KINDS = ("count", "sum", "mean", "histogram")
+#: Seed of every simulation (a simulation is reproducible; it is never a release).
+SIMULATION_SEED = 20240518
+#: Synthetic categories of a grouping column that has no declared domain.
+_SYNTHETIC_CELLS = 5
+_MAX_SIMULATED_ROWS = 1_000_000
+
+
+def _duckdb_error(file: DataFile, exc: Exception) -> DataError:
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return DataError(f"cannot read {file.label!r}: {first}")
+
+
+def schema_of(file: DataFile) -> dict[str, str]:
+    """Column name → kind (``numeric``, ``string``, ``boolean``, ``other``) of a data file, in
+    order. Reads the header only as far as DuckDB needs to type the columns.
+
+    Raises:
+        DataError: the file cannot be read as CSV or Parquet.
+    """
+    import duckdb
+
+    from approxdp.engines import engine_for
+
+    try:
+        engine = engine_for(str(file.path))
+        table = engine.load(str(file.path))
+        return {name: kind.value for name, kind in engine.schema(table).items()}
+    except duckdb.Error as exc:
+        raise _duckdb_error(file, exc) from exc
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseSpec:
+    """One release, as the wizard's form describes it (everything public: no data in it).
+
+    ``columns`` is the value column (sum, mean) or the columns counted (histogram);
+    ``domain`` maps grouping columns to their public values, as typed (``NULL`` for missing).
+    """
+
+    file: DataFile
+    kind: str
+    epsilon: float
+    delta: float
+    columns: tuple[str, ...] = ()
+    bounds: tuple[float, float] | None = None
+    by: tuple[str, ...] = ()
+    domain: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    outside_domain: str = "error"
+    level: float = 0.95
+    privacy_unit: str | None = None
+    max_partitions: int = 1
+    max_rows_per_partition: int = 1
+    neighbouring: str = "add-remove"
+
+    @property
+    def label(self) -> str:
+        """``mean(age)``, ``histogram(sex, race)``, ``count`` — as the result is labelled."""
+        if self.kind == "count":
+            return "count"
+        return f"{self.kind}({', '.join(self.columns)})"
+
+    @property
+    def groups(self) -> tuple[str, ...]:
+        """The columns that define cells: ``by`` (sum, mean) or ``columns`` (histogram)."""
+        return self.columns if self.kind == "histogram" else self.by
+
+
+def _names(value: object) -> tuple[str, ...]:
+    if value is None or value == "":
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, Sequence):
+        return tuple(str(v) for v in value if str(v))
+    raise InvalidParameterError(f"expected a list of column names, got {value!r}")
+
+
+def _check_column(name: str, column: str, schema: Mapping[str, str]) -> None:
+    if column not in schema:
+        raise DataError(f"{name} column {column!r} not found; the table has columns "
+                        f"{list(schema)}")
+
+
+def read_spec(
+    config: ServeConfig, form: Mapping[str, object], schema: Mapping[str, str] | None = None,
+) -> ReleaseSpec:
+    """The release the form describes, checked as far as it can be without the data.
+
+    ``form`` keys: ``file`` (a key the server handed out), ``kind``, ``column``, ``low``,
+    ``high``, ``by``, ``columns``, ``domain`` (lines ``COLUMN=V1,V2``), ``outside_domain``,
+    ``epsilon``, ``delta``, ``level``, ``privacy_unit`` (empty: each row), ``max_partitions``,
+    ``max_rows_per_partition``, ``neighbouring``. Errors are tagged with their field
+    (:func:`~.forms.on_field`) when the message does not name it.
+
+    Raises:
+        InvalidParameterError, ParameterTypeError, DataError: as the API raises them.
+    """
+    with on_field("file"):
+        file = data_file(config, form.get("file"))
+        schema = dict(schema) if schema is not None else schema_of(file)
+    kind = str(form.get("kind") or "")
+    if kind not in KINDS:
+        with on_field("kind"):
+            raise InvalidParameterError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    epsilon = number("epsilon", form.get("epsilon"), 0.0, math.inf, low_open=True,
+                     high_open=True)
+    delta = number("delta", form.get("delta"), 0.0, 1.0, low_open=True, high_open=True)
+    level = number("level", form.get("level", "0.95"), 0.0, 1.0, low_open=True, high_open=True)
+    unit = str(form.get("privacy_unit") or "") or None
+    if unit is not None:
+        with on_field("privacy_unit"):
+            _check_column("privacy unit", unit, schema)
+    max_partitions = integer("max_partitions", form.get("max_partitions", "1"), 1)
+    max_rows = integer("max_rows_per_partition", form.get("max_rows_per_partition", "1"), 1)
+    neighbouring = str(form.get("neighbouring") or "add-remove")
+    if neighbouring not in ("add-remove", "replace-one"):
+        with on_field("neighbouring"):
+            raise InvalidParameterError(
+                f"neighbouring must be 'add-remove' or 'replace-one', got {neighbouring!r}")
+    outside = str(form.get("outside_domain") or "error")
+    if outside not in ("error", "drop"):
+        with on_field("outside_domain"):
+            raise InvalidParameterError(
+                f"outside_domain must be 'error' or 'drop', got {outside!r}")
+    columns: tuple[str, ...] = ()
+    bounds = None
+    by: tuple[str, ...] = ()
+    if kind in ("sum", "mean"):
+        with on_field("column"):
+            columns = _names(form.get("column"))[:1]
+            if not columns:
+                raise InvalidParameterError(f"{kind} needs a value column")
+            _check_column("value", columns[0], schema)
+        low = number("low", form.get("low"), -math.inf, math.inf, low_open=True,
+                     high_open=True)
+        high = number("high", form.get("high"), -math.inf, math.inf, low_open=True,
+                      high_open=True)
+        if not low < high:
+            with on_field("high"):
+                raise InvalidParameterError(
+                    f"bounds must have low < high, got low={low:g}, high={high:g}")
+        bounds = (low, high)
+        with on_field("by"):
+            by = _names(form.get("by"))
+            for column in by:
+                _check_column("group-by", column, schema)
+    elif kind == "histogram":
+        with on_field("columns"):
+            columns = _names(form.get("columns"))
+            if not columns:
+                raise InvalidParameterError("histogram needs at least one column to count over")
+            for column in columns:
+                _check_column("histogram", column, schema)
+    with on_field("domain"):
+        lines = [ln.strip() for ln in str(form.get("domain") or "").splitlines() if ln.strip()]
+        raw = parse_domain(lines)
+        groups = columns if kind == "histogram" else by
+        for column in raw:
+            if column not in groups:
+                raise InvalidParameterError(
+                    f"domain column {column!r} is not one of the columns the cells are made "
+                    f"of: {list(groups) or 'none (this query has no groups)'}")
+            _typed_values(column, raw[column], schema)  # numbers for numeric columns
+    return ReleaseSpec(
+        file=file, kind=kind, epsilon=epsilon, delta=delta, columns=columns, bounds=bounds,
+        by=by, domain={c: tuple(v) for c, v in raw.items()}, outside_domain=outside,
+        level=level, privacy_unit=unit, max_partitions=max_partitions,
+        max_rows_per_partition=max_rows, neighbouring=neighbouring,
+    )
+
+
+def _typed_values(column: str, raw: Sequence[str], schema: Mapping[str, str]) -> list[Any]:
+    """Domain values typed like their column: NULL → None, numbers for numeric columns."""
+    kind = schema.get(column, "string")
+    out: list[Any] = []
+    for value in raw:
+        if value == "NULL":
+            out.append(None)
+        elif kind == "numeric":
+            try:
+                out.append(int(value))
+            except ValueError:
+                try:
+                    out.append(float(value))
+                except ValueError:
+                    raise InvalidParameterError(
+                        f"domain value {value!r} for numeric column {column!r} is not a number"
+                    ) from None
+        elif kind == "boolean":
+            if value.lower() not in ("true", "false"):
+                raise InvalidParameterError(
+                    f"domain value {value!r} for boolean column {column!r} must be true or "
+                    "false")
+            out.append(value.lower() == "true")
+        else:
+            out.append(value)
+    return out
+
+
+def _typed_domain(spec: ReleaseSpec, schema: Mapping[str, str]) -> dict[str, list[Any]] | None:
+    if not spec.domain:
+        return None
+    return {c: _typed_values(c, v, schema) for c, v in spec.domain.items()}
+
+
+def _table_options(spec: ReleaseSpec) -> dict[str, Any]:
+    return {"privacy_unit": spec.privacy_unit, "max_partitions": spec.max_partitions,
+            "max_rows_per_partition": spec.max_rows_per_partition,
+            "neighbouring": spec.neighbouring}
+
+
+def _run(table: Any, spec: ReleaseSpec, schema: Mapping[str, str]) -> Any:
+    """The query on a PrivateTable (real or synthetic), through its public methods."""
+    domain = _typed_domain(spec, schema)
+    common = {"epsilon": spec.epsilon, "delta": spec.delta, "level": spec.level}
+    if spec.kind == "count":
+        return table.count(**common)
+    if spec.kind == "histogram":
+        return table.histogram(list(spec.columns), domain=domain,
+                               outside_domain=spec.outside_domain, **common)
+    assert spec.bounds is not None  # read_spec guarantees it for sum and mean
+    return getattr(table, spec.kind)(spec.columns[0], spec.bounds, by=list(spec.by),
+                                     domain=domain, outside_domain=spec.outside_domain,
+                                     **common)
+
+
+# -- simulation --------------------------------------------------------------------------------
+def synthetic_table(spec: ReleaseSpec, schema: Mapping[str, str], rows: int) -> Any:
+    """A PyArrow table shaped like the query needs, made only from public choices: ``rows``
+    rows; the value column uniform within the bounds; each grouping column cycling through
+    its declared domain (or five made-up cells); one row per privacy unit."""
+    import pyarrow as pa
+
+    rng = np.random.default_rng(SIMULATION_SEED)
+    data: dict[str, Any] = {}
+    if spec.privacy_unit is not None:
+        ids = np.arange(rows, dtype=np.int64)
+        data[spec.privacy_unit] = (ids if schema.get(spec.privacy_unit) == "numeric"
+                                   else [f"unit-{i}" for i in ids])
+    typed = _typed_domain(spec, schema) or {}
+    for column in spec.groups:
+        values: list[Any] = typed.get(column) or _made_up_cells(schema.get(column, "string"))
+        data[column] = [values[i % len(values)] for i in range(rows)]
+    if spec.kind in ("sum", "mean") and spec.bounds is not None:
+        low, high = spec.bounds
+        data[spec.columns[0]] = rng.uniform(low, high, rows)
+    if not data:
+        data["row"] = np.arange(rows, dtype=np.int64)
+    return pa.table(data)
+
+
+def _made_up_cells(kind: str) -> list[Any]:
+    if kind == "numeric":
+        return list(range(_SYNTHETIC_CELLS))
+    if kind == "boolean":
+        return [False, True]
+    return [f"cell {chr(ord('A') + i)}" for i in range(_SYNTHETIC_CELLS)]
+
+
+def simulate(spec: ReleaseSpec, schema: Mapping[str, str], rows: object) -> dict[str, Any]:
+    """The release run on :func:`synthetic_table` with a seeded throwaway accountant: what
+    accuracy to expect (σ, noise std, interval widths). Spends nothing from any ledger; the
+    result is marked NOT private (``secure`` false).
+
+    Raises:
+        ApproxDPError: bad input (``rows`` out of range, a query the API refuses).
+    """
+    from approxdp.releases import PrivateTable
+
+    n = integer("rows", rows, 1, _MAX_SIMULATED_ROWS)
+    table = PrivateTable(synthetic_table(spec, schema, n), budget=(spec.epsilon, spec.delta),
+                         seed=SIMULATION_SEED, **_table_options(spec))
+    result = _run(table, spec, schema)
+    return {"rows": n, "result": release_dict(result), "explain": result.explain()}
+
+
+# -- the real release ------------------------------------------------------------------------
+def cost_preview(spec: ReleaseSpec, ledger: Path) -> dict[str, Any]:
+    """What the release will spend, what the ledger has left, and whether it fits.
+
+    The check counts the release as an (ε, δ)-DP step under the ledger's rule — an upper bound
+    on its cost; the ledger itself may compose the Gaussian noise more tightly.
+    """
+    settings = read_ledger_settings(ledger)
+    accountant = PrivacyAccountant(settings.budget, ledger=ledger,
+                                   composition=settings.composition)
+    try:
+        now = accountant.remaining()
+        plan = accountant.plan([EpsilonDeltaEvent(epsilon=spec.epsilon, delta=spec.delta)])
+    finally:
+        accountant.close()
+    return {"epsilon": spec.epsilon, "delta": spec.delta, "ledger": str(ledger),
+            "composition": settings.composition, "now": budget_dict(now), "fits": plan.fits,
+            "after": budget_dict(plan.status_after)}
+
+
+def release(spec: ReleaseSpec, schema: Mapping[str, str], ledger: Path) -> dict[str, Any]:
+    """Make the release from the data file with secure noise, paying through ``ledger``.
+
+    Raises:
+        BudgetExceededError: the ledger cannot pay; nothing was spent.
+        DataError: the file cannot be read or the query does not fit the data.
+    """
+    import duckdb
+
+    from approxdp.releases import PrivateTable
+
+    settings = read_ledger_settings(ledger)
+    accountant = PrivacyAccountant(settings.budget, ledger=ledger,
+                                   composition=settings.composition)
+    try:
+        table = PrivateTable(str(spec.file.path), accountant=accountant, **_table_options(spec))
+        result = _run(table, spec, schema)
+        status = accountant.remaining()
+    except duckdb.Error as exc:
+        raise _duckdb_error(spec.file, exc) from exc
+    finally:
+        accountant.close()
+    return {
+        "command": "release",
+        "schema_version": JSON_SCHEMA_VERSION,
+        "file": str(spec.file.path),
+        "query": {"kind": spec.kind, "columns": list(spec.columns), "by": list(spec.by),
+                  "bounds": list(spec.bounds) if spec.bounds is not None else None,
+                  "domain": {c: list(v) for c, v in spec.domain.items()} or None},
+        "result": release_dict(result),
+        "budget": budget_dict(status),
+        "ledger": str(ledger),
+        "explain": result.explain(),
+        "released_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def release_json(data: Mapping[str, Any]) -> str:
+    """The release as JSON (``approxdp release --json``'s shape, plus ``explain``)."""
+    return json.dumps(jsonable(dict(data)), indent=2, allow_nan=False) + "\n"
+
+
+def release_csv(data: Mapping[str, Any]) -> str:
+    """The released cells as CSV, as ``approxdp release --output FILE.csv`` writes them."""
+    with tempfile.TemporaryDirectory(prefix="approxdp-serve-") as folder:
+        path = Path(folder) / "release.csv"
+        write_cells_csv(path, data["result"])
+        return path.read_text(encoding="utf-8")
+
+
+def release_script(spec: ReleaseSpec, schema: Mapping[str, str], ledger: Path | None) -> str:
+    """A runnable Python script that makes the same release with the API.
+
+    Every value is written with ``repr``, so no column name or path can break out of its
+    string. Running it makes a NEW release (fresh noise) and spends the budget again.
+    """
+    options = _table_options(spec)
+    call: list[str]
+    if spec.kind == "count":
+        call = []
+    elif spec.kind == "histogram":
+        call = [repr(list(spec.columns))]
+    else:
+        call = [repr(spec.columns[0]), repr(spec.bounds)]
+    call += [f"epsilon={spec.epsilon!r}", f"delta={spec.delta!r}"]
+    if spec.kind in ("sum", "mean") and spec.by:
+        call.append(f"by={list(spec.by)!r}")
+    if spec.domain:
+        call.append(f"domain={_typed_domain(spec, schema)!r}")
+    if spec.kind != "count" and spec.outside_domain != "error":
+        call.append(f"outside_domain={spec.outside_domain!r}")
+    if spec.level != 0.95:
+        call.append(f"level={spec.level!r}")
+    table_args = ", ".join(f"{k}={v!r}" for k, v in options.items())
+    lines = [
+        '"""Reproduce a release made with `approxdp serve`: ' + spec.label + ".",
+        "",
+        "Running this makes a NEW release with fresh noise and spends its budget again from",
+        "the ledger (it is refused, spending nothing, if the ledger cannot pay).",
+        '"""',
+        "",
+        "import approxdp as dp",
+        "from approxdp.accounting import read_ledger_settings",
+        "",
+    ]
+    if ledger is not None:
+        lines += [
+            f"LEDGER = {str(ledger)!r}",
+            "settings = read_ledger_settings(LEDGER)",
+            "accountant = dp.PrivacyAccountant(settings.budget, ledger=LEDGER,",
+            "                                  composition=settings.composition)",
+        ]
+    else:
+        lines += [f"accountant = dp.PrivacyAccountant(budget=({spec.epsilon!r}, "
+                  f"{spec.delta!r}))"]
+    lines += [
+        f"table = dp.PrivateTable({str(spec.file.path)!r}, accountant=accountant,",
+        f"                        {table_args})",
+        "try:",
+        f"    result = table.{spec.kind}({', '.join(call)})",
+        "    print(result.explain())",
+        "    print(accountant.remaining())",
+        "finally:",
+        "    accountant.close()",
+        "",
+    ]
+    return "\n".join(lines)
+

@@ -1,0 +1,317 @@
+"""``approxdp serve`` without a browser: the pages' computations, the wizard's steps, what the
+server may touch, and the ``serve`` command's refusals (issue 18)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import approxdp as dp
+from approxdp.accounting import read_ledger_settings
+from approxdp.cli.web import config as web_config
+from approxdp.cli.web import forms, pages, wizard
+from approxdp.errors import (
+    ApproxDPError,
+    DataError,
+    InvalidParameterError,
+    LedgerError,
+    ParameterTypeError,
+)
+
+pytest.importorskip("shiny", reason="approxdp serve needs the web extra: pip install "
+                    "'approxdp[web]'")
+
+
+@pytest.fixture
+def people(tmp_path: Path) -> Path:
+    """A small CSV: person 0..399, age 18..89, sex F/M."""
+    path = tmp_path / "people.csv"
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["person", "age", "sex"])
+        for i in range(400):
+            writer.writerow([i, 18 + (i * 7) % 72, "F" if i % 3 else "M"])
+    return path
+
+
+@pytest.fixture
+def config(tmp_path: Path, people: Path) -> web_config.ServeConfig:
+    return web_config.make_config(ledger=tmp_path / "budget.sqlite", budget=(2.0, 1e-5),
+                                  data=[people])
+
+
+def _spends(ledger: Path) -> int:
+    with dp.PrivacyAccountant(read_ledger_settings(ledger).budget, ledger=ledger) as acct:
+        return len(acct.history())
+
+
+# -- forms ------------------------------------------------------------------------------------
+def test_fields_raise_the_apis_own_errors() -> None:
+    assert forms.number("epsilon", " 1e-1 ", 0, float("inf")) == 0.1
+    with pytest.raises(InvalidParameterError) as bad:
+        forms.number("epsilon", "-1", 0.0, float("inf"), high_open=True)
+    with pytest.raises(InvalidParameterError) as api:
+        dp.calibrate_gaussian(-1, 1e-5)
+    assert str(bad.value) == str(api.value) == "epsilon must be in [0, inf), got epsilon=-1"
+    with pytest.raises(ParameterTypeError, match="delta must be a number, got 'abc'"):
+        forms.number("delta", "abc")
+    with pytest.raises(ParameterTypeError, match="must be a number"):
+        forms.number("delta", "nan")
+    assert forms.integer("steps", "1e3") == 1000
+    with pytest.raises(ParameterTypeError, match="whole number"):
+        forms.integer("steps", "2.5")
+    with pytest.raises(InvalidParameterError, match=r"steps must be in \[1, inf\]"):
+        forms.integer("steps", "0")
+
+
+def test_errors_find_their_field() -> None:
+    names = ["epsilon", "delta", "sensitivity"]
+    assert forms.field_of("delta must be in (0, 1), got delta=2", names) == "delta"
+    assert forms.field_of("InvalidParameterError: epsilon must be ...", names) == "epsilon"
+    assert forms.field_of("something about the whole form", names) is None
+    exc = InvalidParameterError("cannot read release 'x'")
+    with pytest.raises(InvalidParameterError), forms.on_field("releases"):
+        raise exc
+    assert forms.locate(exc, ["releases", "delta"]) == "releases"
+    line = forms.error_text(InvalidParameterError("a\nb"))
+    assert line == "InvalidParameterError: a b"
+    assert forms.error_text(KeyError("x")).startswith("internal error (KeyError")
+
+
+# -- what the server may touch ----------------------------------------------------------------
+def test_only_loopback_without_allow_remote(tmp_path: Path) -> None:
+    for host in ("127.0.0.1", "127.0.0.9", "::1", "[::1]", "localhost"):
+        assert web_config.is_loopback(host)
+    for host in ("0.0.0.0", "192.168.1.4", "example.org", "::"):
+        assert not web_config.is_loopback(host)
+        with pytest.raises(InvalidParameterError, match="--allow-remote"):
+            web_config.make_config(host=host)
+    assert web_config.make_config(host="0.0.0.0", allow_remote=True).host == "0.0.0.0"
+    assert web_config.make_config().url == "http://127.0.0.1:8000/"
+
+
+def test_files_are_fixed_at_start_and_chosen_by_key(
+    config: web_config.ServeConfig, tmp_path: Path, people: Path,
+) -> None:
+    assert [f.key for f in config.data] == ["1"]
+    assert web_config.data_file(config, "1").path == people.resolve()
+    for tampered in ("../../../etc/passwd", str(people), "/etc/passwd", "2", 1, None):
+        with pytest.raises(InvalidParameterError, match="cannot be chosen from the browser"):
+            web_config.data_file(config, tampered)
+    (tmp_path / "notes.txt").write_text("x")
+    with pytest.raises(InvalidParameterError, match="CSV or Parquet"):
+        web_config.make_config(data=[tmp_path / "notes.txt"])
+    with pytest.raises(InvalidParameterError, match="not found"):
+        web_config.make_config(data=[tmp_path / "missing.csv"])
+
+
+def test_the_ledger_is_created_only_with_a_budget(tmp_path: Path) -> None:
+    with pytest.raises(InvalidParameterError, match="--budget EPSILON DELTA"):
+        web_config.make_config(ledger=tmp_path / "new.sqlite")
+    assert not (tmp_path / "new.sqlite").exists()
+    made = web_config.make_config(ledger=tmp_path / "new.sqlite", budget=(1.0, 1e-6))
+    assert made.ledger is not None and made.ledger.is_file()
+    with pytest.raises(InvalidParameterError, match="differs from the budget"):
+        web_config.make_config(ledger=tmp_path / "new.sqlite", budget=(2.0, 1e-6))
+    (tmp_path / "foreign.sqlite").write_bytes(b"not a ledger at all")
+    with pytest.raises(LedgerError):
+        web_config.make_config(ledger=tmp_path / "foreign.sqlite")
+
+
+# -- the pages ----------------------------------------------------------------------------------
+def test_calibrate_page_is_the_calibrate_command() -> None:
+    report = pages.calibrate_view("1", "1e-5", "1")
+    assert f"{report['reference_sigma']:.4f}" == "3.7306"
+    rows = {r["method"]: r for r in pages.calibrate_view("10", "1e-5", "1")["methods"]}
+    assert rows["dwork-roth-2014"]["private"] is False
+    assert rows["optimal"]["private"] is True
+    with pytest.raises(InvalidParameterError, match="got delta=2"):
+        pages.calibrate_view("1", "2", "1")
+    grid, delta = pages.profile_curve(report["reference_sigma"], 1.0, "dp", 1.0)
+    at_one = float(delta[abs(grid - 1.0).argmin()])
+    assert grid[0] == 0 and 1e-6 < at_one < 1e-4
+
+
+def test_compose_and_dpsgd_pages() -> None:
+    report = pages.compose_view("100xgaussian:20\nlaplace:10", "1e-5")
+    assert report["count"] == 101 and report["rules"][0]["rule"] == "exact-gaussian"
+    with pytest.raises(InvalidParameterError) as bad:
+        pages.compose_view("gaussian:-1", "1e-5")
+    assert forms.locate(bad.value, ["releases", "delta"]) == "releases"
+    sgd = pages.dpsgd_view("0.01", "1.1", "1000", "1e-5")
+    assert {r["accountant"] for r in sgd["accountants"]} == set(dp.DPSGD_ACCOUNTANTS)
+    kinds = {r["accountant"]: r["kind"] for r in sgd["accountants"]}
+    assert kinds["gdp-clt"] == "approximation" and kinds["pld"] == "upper bound"
+    with pytest.raises(InvalidParameterError, match="got sample_rate=2"):
+        pages.dpsgd_view("2", "1.1", "1000", "1e-5")
+    noise = pages.noise_view("2", "0.01", "1000", "1e-5")
+    assert dp.dpsgd_epsilon(noise_multiplier=noise["noise_multiplier"], sample_rate=0.01,
+                            steps=1000, delta=1e-5).epsilon <= 2
+    curve = pages.epsilon_curve(0.01, 1.1, 1000, 1e-5, points=4)
+    assert curve["steps"][0] == 1 and curve["steps"][-1] == 1000
+    pld = curve["epsilon"]["pld"]
+    assert pld == sorted(pld)
+
+
+def test_ledger_page_reads_and_replays(config: web_config.ServeConfig) -> None:
+    assert config.ledger is not None
+    with dp.PrivacyAccountant((2.0, 1e-5), ledger=config.ledger) as acct:
+        acct.spend(dp.GaussianEvent(sigma=4.0, label="first"))
+        acct.spend(dp.EpsilonDeltaEvent(epsilon=0.25, delta=1e-6, label="second"))
+        expected = acct.remaining()
+    before = config.ledger.read_bytes()
+    view = pages.ledger_view(config.ledger)
+    assert config.ledger.read_bytes() == before  # only read
+    assert [s["label"] for s in view["spends"]] == ["first", "second"]
+    assert view["status"]["count"] == 2
+    assert view["burn_down"][-1]["spent_epsilon"] == pytest.approx(expected.spent_epsilon)
+    assert view["burn_down"][0]["remaining_epsilon"] > view["burn_down"][1][
+        "remaining_epsilon"]
+
+
+def test_figures_draw(config: web_config.ServeConfig) -> None:
+    from approxdp.cli.web import figures
+
+    report = pages.calibrate_view("30", "1e-5", "1")
+    assert figures.profile_figure(report, "dwork-roth-2014").axes
+    assert len(figures.failure_figure("dp", 30.0, 1e-5).axes) == 2
+    assert config.ledger is not None
+    assert figures.burn_down_figure(pages.ledger_view(config.ledger)).axes
+    curve = pages.epsilon_curve(0.01, 1.1, 100, 1e-5, points=3)
+    assert figures.epsilon_steps_figure(curve, 1e-5).axes
+
+
+# -- the wizard ---------------------------------------------------------------------------------
+_FORM = {"file": "1", "kind": "mean", "column": "age", "low": "18", "high": "90",
+         "by": ["sex"], "domain": "sex=F,M", "epsilon": "0.5", "delta": "1e-6"}
+
+
+def test_the_form_is_checked_with_typed_errors(config: web_config.ServeConfig) -> None:
+    schema = wizard.schema_of(config.data[0])
+    assert schema == {"person": "numeric", "age": "numeric", "sex": "string"}
+    spec = wizard.read_spec(config, _FORM, schema)
+    assert spec.label == "mean(age)" and spec.domain == {"sex": ("F", "M")}
+    cases = {
+        "epsilon": ({"epsilon": "0"}, InvalidParameterError),
+        "delta": ({"delta": "x"}, ParameterTypeError),
+        "high": ({"high": "10"}, InvalidParameterError),
+        "column": ({"column": "height"}, DataError),
+        "file": ({"file": "../../etc/passwd"}, InvalidParameterError),
+        "domain": ({"domain": "age=1,2"}, InvalidParameterError),
+        "privacy_unit": ({"privacy_unit": "nobody"}, DataError),
+        "max_partitions": ({"max_partitions": "0"}, InvalidParameterError),
+    }
+    for field, (change, kind) in cases.items():
+        with pytest.raises(kind) as bad:
+            wizard.read_spec(config, {**_FORM, **change}, schema)
+        assert forms.locate(bad.value, [*cases, "low", "by"]) == field, (field, bad.value)
+
+
+def test_simulate_spends_nothing_and_release_spends_once(config: web_config.ServeConfig) -> None:
+    assert config.ledger is not None
+    schema = wizard.schema_of(config.data[0])
+    spec = wizard.read_spec(config, _FORM, schema)
+    simulated = wizard.simulate(spec, schema, "1000")
+    assert simulated["result"]["secure"] is False
+    assert "NOT private" in simulated["explain"]
+    assert _spends(config.ledger) == 0
+    cost = wizard.cost_preview(spec, config.ledger)
+    assert cost["fits"] and cost["now"]["count"] == 0
+    assert _spends(config.ledger) == 0
+    made = wizard.release(spec, schema, config.ledger)
+    assert _spends(config.ledger) == 1
+    assert made["result"]["secure"] is True
+    assert [c["key"]["sex"] for c in made["result"]["cells"]] == ["F", "M"]
+    assert json.loads(wizard.release_json(made))["result"]["label"] == "mean(age)"
+    rows = list(csv.reader(wizard.release_csv(made).splitlines()))
+    assert rows[0][:2] == ["sex", "value"] and len(rows) == 3
+    with pytest.raises(ApproxDPError):  # 100 × the budget: refused, nothing spent
+        wizard.release(wizard.read_spec(config, {**_FORM, "epsilon": "200"}, schema), schema,
+                       config.ledger)
+    assert _spends(config.ledger) == 1
+
+
+def test_the_script_reproduces_the_release(
+    config: web_config.ServeConfig, tmp_path: Path,
+) -> None:
+    assert config.ledger is not None
+    schema = wizard.schema_of(config.data[0])
+    for form in (_FORM, {"file": "1", "kind": "count", "epsilon": "0.3", "delta": "1e-7"},
+                 {**_FORM, "kind": "histogram", "columns": ["sex"], "domain": "sex=F,M'\""}):
+        spec = wizard.read_spec(config, form, schema)
+        script = wizard.release_script(spec, schema, config.ledger)
+        compile(script, "release.py", "exec")  # quotes in values stay inside their strings
+    spec = wizard.read_spec(config, _FORM, schema)
+    path = tmp_path / "release.py"
+    path.write_text(wizard.release_script(spec, schema, config.ledger), encoding="utf-8")
+    done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "mean(age)" in done.stdout
+    assert _spends(config.ledger) == 1
+
+
+def test_serve_refuses_before_starting(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from approxdp.cli.app import cli
+
+    result = CliRunner().invoke(cli, ["serve", "--host", "0.0.0.0"])
+    assert result.exit_code == 2
+    assert "error: --host 0.0.0.0 is not a loopback address" in result.stderr
+    result = CliRunner().invoke(cli, ["serve", "--ledger", str(tmp_path / "b.sqlite")])
+    assert result.exit_code == 2 and "--budget EPSILON DELTA" in result.stderr
+    result = CliRunner().invoke(cli, ["serve", "--data", str(tmp_path / "none.csv")])
+    assert result.exit_code == 2 and "not found" in result.stderr
+
+
+def test_the_guard_lets_in_only_the_apps_own_pages() -> None:
+    import asyncio
+
+    from approxdp.cli.web.guard import allowed_hosts, guard, request_allowed
+
+    local = web_config.make_config(port=8123)
+    hosts = allowed_hosts(local)
+    assert hosts is not None and "127.0.0.1:8123" in hosts and "localhost:8123" in hosts
+
+    def scope(kind: str = "http", **headers: str) -> dict[str, object]:
+        return {"type": kind, "headers": [(k.encode(), v.encode()) for k, v in headers.items()]}
+
+    assert request_allowed(scope(host="127.0.0.1:8123"), hosts)
+    assert request_allowed(scope(host="localhost:8123", origin="http://localhost:8123"), hosts)
+    assert not request_allowed(scope(), hosts)  # no Host
+    assert not request_allowed(scope(host="evil.example:8123"), hosts)  # DNS rebinding
+    assert not request_allowed(scope(host="127.0.0.1:8123", origin="https://evil.example"),
+                               hosts)  # another site's page (cross-site WebSocket)
+    remote = web_config.make_config(host="0.0.0.0", port=8123, allow_remote=True)
+    assert allowed_hosts(remote) is None
+    assert request_allowed(scope(host="box:8123", origin="http://box:8123"), None)
+    assert not request_allowed(scope(host="box:8123", origin="http://evil.example"), None)
+
+    seen: list[str] = []
+    sent: list[dict[str, object]] = []
+
+    async def app(s: object, receive: object, send: object) -> None:
+        seen.append("app")
+
+    async def send(message: dict[str, object]) -> None:
+        sent.append(message)
+
+    async def receive() -> dict[str, object]:
+        return {}
+
+    guarded = guard(app, local)
+    asyncio.run(guarded(scope(host="127.0.0.1:8123"), receive, send))
+    assert seen == ["app"] and not sent
+    asyncio.run(guarded(scope("websocket", host="127.0.0.1:8123", origin="http://x.org"),
+                        receive, send))
+    assert seen == ["app"] and sent[-1] == {"type": "websocket.close", "code": 1008}
+    asyncio.run(guarded(scope(host="evil.example"), receive, send))
+    assert seen == ["app"] and sent[-2]["status"] == 403
+    asyncio.run(guarded({"type": "lifespan"}, receive, send))
+    assert seen == ["app", "app"]
