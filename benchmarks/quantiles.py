@@ -8,12 +8,13 @@ unit, a value v in [0, 100)), then, each the median of ``--repeat`` runs:
 - ``private``:  PrivateTable(path).quantiles('v', [0.1, 0.5, 0.9], (0, 100)) (row-level)
 - ``bounded``:  the same with privacy_unit='uid' (1 node per level, 5 rows per node)
 
-Accuracy: the median and quartiles of Adult's ``age`` (45,222 rows) at ε = 1, over
-``--runs`` runs: approxdp's tree (δ = 1e-6; seeded), the exponential mechanism on the sorted
-data (Smith 2011), written here in NumPy, at ε = 1 per quantile (δ = 0) and at ε = 1/3 per
-quantile (the three sharing ε = 1), and diffprivlib's ``quantile`` (the same exponential
-mechanism) when it is installed (skipped otherwise). Reported: mean absolute error in years
-and the share of runs within ±1 year.
+Accuracy: the quartiles of Adult's ``age`` (45,222 integers, many ties) and of 10,000
+continuous lognormal values, at ε = 1, over ``--runs`` runs: approxdp's tree (δ = 1e-6;
+seeded), the exponential mechanism on the sorted data (Smith 2011), written here in NumPy, at
+ε = 1 per quantile (δ = 0) and at ε = 1/3 per quantile (the three sharing ε = 1), and
+OpenDP's ``make_private_quantile`` and diffprivlib's ``quantile`` (the exponential mechanism
+too) at ε = 1/3 per quantile when they are installed (each skipped otherwise; neither is a
+dependency). Reported: mean absolute error and the share of runs within ±1.
 
 Usage: ``.venv/bin/python benchmarks/quantiles.py [--rows 10000000] [--repeat 3] [--runs 200]``
 """
@@ -100,41 +101,80 @@ def exponential_quantile(
     return float(rng.uniform(x[i], x[i + 1]))
 
 
+def _opendp_quantiles(
+    values: np.ndarray, bounds: tuple[float, float], epsilon: float, runs: int
+) -> np.ndarray | None:
+    """OpenDP's ``make_private_quantile`` (the exponential mechanism over candidates, here a
+    0.25-year grid on the bounds) at ``epsilon`` per quantile; None if OpenDP is missing."""
+    try:
+        import opendp.prelude as dp  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        print("OpenDP not installed: its row is skipped")
+        return None
+    dp.enable_features("contrib")
+    space = dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.symmetric_distance()
+    candidates = [float(c) for c in np.arange(bounds[0], bounds[1] + 0.125, 0.25)]
+    data = [float(v) for v in values]
+    out = np.empty((runs, len(QS)))
+    for j, q in enumerate(QS):
+        def make(scale: float, q: float = q) -> Any:
+            return dp.m.make_private_quantile(*space, dp.max_divergence(), candidates, q, scale)
+
+        measurement = make(dp.binary_search_param(make, d_in=1, d_out=epsilon))
+        out[:, j] = [measurement(data) for _ in range(runs)]
+    return out
+
+
 def accuracy(runs: int) -> None:
-    """Mean absolute error on Adult's age: approxdp's tree against the exponential mechanism."""
-    from approxdp import PrivateTable
+    """Mean absolute error on Adult's age (integers: ties) and on 10,000 continuous values."""
+    import pyarrow as pa
+
     from approxdp.data import load_adult
 
     adult = load_adult()
-    ages = np.asarray(adult.column("age").to_numpy(), dtype=float)
-    truth = np.quantile(ages, QS, method="inverted_cdf")
-    bounds = (0.0, 100.0)
+    rng = np.random.default_rng(7)
+    continuous = pa.table({"x": rng.lognormal(3.5, 0.5, 10_000)})
+    for label, table, column, bounds in (
+        ("Adult age (integers)", adult, "age", (0.0, 100.0)),
+        ("10,000 lognormal values (continuous)", continuous, "x", (0.0, 200.0)),
+    ):
+        _accuracy(label, table, column, bounds, runs)
+
+
+def _accuracy(label: str, table: Any, column: str, bounds: tuple[float, float],
+              runs: int) -> None:
+    from approxdp import PrivateTable
+
+    values = np.asarray(table.column(column).to_numpy(), dtype=float)
+    truth = np.quantile(values, QS, method="inverted_cdf")
     rows: dict[str, np.ndarray] = {}
-    tree = np.array([
-        PrivateTable(adult, budget=(1.0, 1e-6), seed=s).quantiles(
-            "age", QS, bounds, epsilon=1.0, delta=1e-6).values for s in range(runs)
+    rows["approxdp tree, (1, 1e-6) for all three"] = np.array([
+        PrivateTable(table, budget=(1.0, 1e-6), seed=s).quantiles(
+            column, QS, bounds, epsilon=1.0, delta=1e-6).values for s in range(runs)
     ])
-    rows["approxdp tree, (1, 1e-6) for all three"] = tree
     rng = np.random.default_rng(0)
     for eps, name in ((1.0, "exp. mechanism, ε = 1 each (3 total)"),
                       (1.0 / 3, "exp. mechanism, ε = 1/3 each (1 total)")):
-        rows[name] = np.array([[exponential_quantile(ages, q, bounds, eps, rng) for q in QS]
+        rows[name] = np.array([[exponential_quantile(values, q, bounds, eps, rng) for q in QS]
                                for _ in range(runs)])
+    opendp = _opendp_quantiles(values, bounds, 1.0 / 3, runs)
+    if opendp is not None:
+        rows["OpenDP make_private_quantile, ε = 1/3 each"] = opendp
     try:
         from diffprivlib.tools import quantile  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        print("diffprivlib not installed: its row is skipped")
+    except ImportError:  # not installed, or (0.6.6) broken by a newer scikit-learn
+        print("diffprivlib not importable: its row is skipped")
     else:
         rows["diffprivlib quantile, ε = 1/3 each"] = np.array([
-            [float(quantile(ages, q, epsilon=1.0 / 3, bounds=bounds, random_state=s))
+            [float(quantile(values, q, epsilon=1.0 / 3, bounds=bounds, random_state=s))
              for q in QS] for s in range(runs)
         ])
-    print(f"Adult age, true quartiles {truth.tolist()}; {runs} runs", flush=True)
-    print(f"{'method':42s} {'MAE q25/q50/q75 (years)':>26s} {'within ±1 y':>12s}")
+    print(f"{label}: true quartiles {np.round(truth, 3).tolist()}; {runs} runs", flush=True)
+    print(f"{'method':42s} {'MAE q25/q50/q75':>26s} {'within ±1':>10s}")
     for name, est in rows.items():
         err = np.abs(est - truth)
         mae = "/".join(f"{m:.3f}" for m in err.mean(axis=0))
-        print(f"{name:42s} {mae:>26s} {np.mean(err <= 1.0):12.1%}", flush=True)
+        print(f"{name:42s} {mae:>26s} {np.mean(err <= 1.0):10.1%}", flush=True)
 
 
 def main() -> int:
