@@ -105,3 +105,23 @@ def test_plan_needs_a_target(run: Any, one_line_error: Any, people_parquet: Path
     one_line_error(run("plan", spec), 2, "give a target")
     result = run("plan", spec, "--rmse", "10")
     assert result.exit_code == 0 and "Least ε" in result.stdout
+
+
+def test_median_quantiles_variance_and_std_from_the_command_line(
+    run_json: Any, run: Any, one_line_error: Any, people_csv: Path
+) -> None:
+    common = ("--bounds", "0", "100", "-e", "1", "-d", "1e-6", "--seed", "2")
+    median = run_json("release", "median", people_csv, "age", *common)["result"]
+    assert median["kind"] == "quantiles" and len(median["cells"]) == 1
+    quantiles = run_json("release", "quantiles", people_csv, "age", "--q", "0.1", "--q", "0.9",
+                         *common)["result"]
+    assert [c["key"] for c in quantiles["cells"]] == [{"quantile": 0.1}, {"quantile": 0.9}]
+    for kind in ("variance", "std"):
+        cell = run_json("release", kind, people_csv, "age", *common)["result"]["cells"][0]
+        assert cell["ci_low"] <= cell["value"] <= cell["ci_high"]
+    shown = run("release", "median", people_csv, "age", *common)
+    assert shown.exit_code == 0 and "median(age)" in shown.stdout
+    one_line_error(run("release", "median", people_csv, "age", "-e", "1", "-d", "1e-6"), 2,
+                   "--bounds")
+    one_line_error(run("release", "mean", people_csv, "age", "--q", "0.5", *common), 2,
+                   "--q is for quantiles only")
