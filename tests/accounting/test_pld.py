@@ -42,6 +42,16 @@ from approxdp.events import (
 from approxdp.profiles.discrete_gaussian import discrete_gaussian_delta
 from approxdp.profiles.gaussian import gaussian_epsilon
 
+#: One of each kind of loss distribution, both directions of subsampling.
+SOURCES = [
+    GaussianLoss(0.8),
+    LaplaceLoss(0.5),
+    EpsilonDeltaLoss(0.3, 1e-4),
+    DiscreteGaussianLoss(2.0, 1),
+    SubsampledLoss(GaussianLoss(1.0), 0.02, "remove"),
+    SubsampledLoss(GaussianLoss(1.0), 0.02, "add"),
+    SubsampledLoss(LaplaceLoss(1.0), 0.1, "add"),
+]
 TIGHT = 1.5e-3  # relative excess allowed at the default precision
 ABS = 5e-5  # absolute excess allowed where ε is small
 
@@ -235,18 +245,7 @@ def test_epsilon_monotone_and_stable_in_delta_down_to_1e_minus_20() -> None:
     assert near[0] >= near[1] and near[0] / near[1] < 1.01
 
 
-@pytest.mark.parametrize(
-    "source",
-    [
-        GaussianLoss(0.8),
-        LaplaceLoss(0.5),
-        EpsilonDeltaLoss(0.3, 1e-4),
-        DiscreteGaussianLoss(2.0, 1),
-        SubsampledLoss(GaussianLoss(1.0), 0.02, "remove"),
-        SubsampledLoss(GaussianLoss(1.0), 0.02, "add"),
-        SubsampledLoss(LaplaceLoss(1.0), 0.1, "add"),
-    ],
-)
+@pytest.mark.parametrize("source", SOURCES)
 def test_discretization_keeps_both_masses_and_dominates(source: object) -> None:
     """Connect-the-dots keeps total P-mass 1 and Q-mass ≤ 1, and its δ is ≥ the source's at
     every grid point (δ from the source's CDFs: P(L > ε) − e^ε Q(L > ε))."""
@@ -261,17 +260,7 @@ def test_discretization_keeps_both_masses_and_dominates(source: object) -> None:
         assert pld.delta(eps) >= true - 1e-15
 
 
-@pytest.mark.parametrize(
-    "source",
-    [
-        GaussianLoss(0.8),
-        LaplaceLoss(0.5),
-        EpsilonDeltaLoss(0.3, 1e-4),
-        DiscreteGaussianLoss(2.0, 1),
-        SubsampledLoss(GaussianLoss(1.0), 0.02, "remove"),
-        SubsampledLoss(GaussianLoss(1.0), 0.02, "add"),
-    ],
-)
+@pytest.mark.parametrize("source", SOURCES)
 def test_optimistic_discretization_is_dominated_and_valid(source: object) -> None:
     """P-mass 1, Q-mass ≤ 1 (to float rounding), and δ at or below the source's everywhere
     (checked between grid points too); close to it (second order for smooth sources, first

@@ -96,6 +96,22 @@ def tail_edge(source: LossSource, h: float, tail: float, upper: bool) -> float:
     return float(fine[int(np.nonzero(g)[0][-1])]) if bool(g.any()) else float(probes[idx])
 
 
+def _grid(source: LossSource, h: float, tail: float) -> tuple[int, int, FloatArray]:
+    """(index of the first grid point, number of points, the losses i·h) covering ``source``
+    up to ``tail`` of P-mass on each side."""
+    e_lo = tail_edge(source, h, tail, upper=False)
+    e_hi = tail_edge(source, h, tail, upper=True)
+    i_lo = math.floor(e_lo / h)
+    i_hi = max(math.ceil(e_hi / h), i_lo + 1)
+    n = i_hi - i_lo + 1
+    if n > _MAX_STEP_POINTS:
+        raise InvalidParameterError(
+            f"the loss grid needs {n} points at step h={h:.3g} (at most {_MAX_STEP_POINTS}); "
+            "use a coarser precision"
+        )
+    return i_lo, n, (i_lo + np.arange(n, dtype=np.float64)) * h
+
+
 def discretize(source: LossSource, h: float, tail: float) -> DiscretePLD:
     """Pessimistic connect-the-dots discretization of ``source`` on the grid i·h.
 
@@ -110,17 +126,7 @@ def discretize(source: LossSource, h: float, tail: float) -> DiscretePLD:
         tail: P-mass allowed above the grid (sent to +∞) and below it (moved up to the
             lowest grid point).
     """
-    e_lo = tail_edge(source, h, tail, upper=False)
-    e_hi = tail_edge(source, h, tail, upper=True)
-    i_lo = math.floor(e_lo / h)
-    i_hi = max(math.ceil(e_hi / h), i_lo + 1)
-    n = i_hi - i_lo + 1
-    if n > _MAX_STEP_POINTS:
-        raise InvalidParameterError(
-            f"the loss grid needs {n} points at step h={h:.3g} (at most {_MAX_STEP_POINTS}); "
-            "use a coarser precision"
-        )
-    edges = (i_lo + np.arange(n, dtype=np.float64)) * h
+    i_lo, n, edges = _grid(source, h, tail)
     c = source.cdfs(edges)
 
     def interval(f: FloatArray, s: FloatArray) -> tuple[FloatArray, FloatArray]:
@@ -170,17 +176,7 @@ def discretize_optimistic(source: LossSource, h: float, tail: float) -> Discrete
     https://arxiv.org/abs/2106.08567, Sec. 2). Its error is second order in h, like
     connect-the-dots' from above, so the two bracket the truth tightly.
     """
-    e_lo = tail_edge(source, h, tail, upper=False)
-    e_hi = tail_edge(source, h, tail, upper=True)
-    i_lo = math.floor(e_lo / h)
-    i_hi = max(math.ceil(e_hi / h), i_lo + 1)
-    n = i_hi - i_lo + 1
-    if n > _MAX_STEP_POINTS:
-        raise InvalidParameterError(
-            f"the loss grid needs {n} points at step h={h:.3g} (at most {_MAX_STEP_POINTS}); "
-            "use a coarser precision"
-        )
-    edges = (i_lo + np.arange(n, dtype=np.float64)) * h
+    i_lo, n, edges = _grid(source, h, tail)
     c = source.cdfs(np.concatenate((edges, [np.inf])))
     p_inf = float(c.sp[-1])
     if edges[-1] > _LARGEST_EXPONENT:

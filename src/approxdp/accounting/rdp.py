@@ -698,6 +698,20 @@ def _refine(
     return value, order
 
 
+def _best_order(
+    curve: Any, alphas: FloatArray, objective: Any, *, refine: bool
+) -> tuple[float, float]:
+    """(min over orders of ``objective``, the order): on the grid, refined between the best
+    grid order's neighbours when the grid is the default one (orders given are used as is)."""
+    values = curve(alphas, False)
+    if refine:
+        best_value, order = _refine(curve, alphas, values, objective)
+        return float(best_value), float(order)
+    scores = objective(values, alphas)
+    best = int(np.argmin(scores))
+    return float(scores[best]), float(alphas[best])
+
+
 def rdp_dpsgd_epsilon(
     noise_multiplier: Any,
     sample_rate: Any,
@@ -746,13 +760,7 @@ def rdp_dpsgd_epsilon(
     def objective(rdp: FloatArray, a: FloatArray) -> FloatArray:
         return _epsilons(rdp, a, d)
 
-    values = curve(alphas, False)
-    if orders is None:
-        eps, order = _refine(curve, alphas, values, objective)
-    else:
-        scores = objective(values, alphas)
-        best = int(np.argmin(scores))
-        eps, order = float(scores[best]), float(alphas[best])
+    eps, order = _best_order(curve, alphas, objective, refine=orders is None)
     return Guarantee(eps, d, "upper bound", _rule(how, order))
 
 
@@ -791,13 +799,7 @@ def rdp_dpsgd_delta(
     def objective(rdp: FloatArray, a: FloatArray) -> FloatArray:
         return _log_deltas(rdp, a, e)
 
-    values = curve(alphas, False)
-    if orders is None:
-        log_d, order = _refine(curve, alphas, values, objective)
-    else:
-        scores = objective(values, alphas)
-        best = int(np.argmin(scores))
-        log_d, order = float(scores[best]), float(alphas[best])
+    log_d, order = _best_order(curve, alphas, objective, refine=orders is None)
     return Guarantee(e, math.exp(log_d), "upper bound", _rule(how, order))
 
 
