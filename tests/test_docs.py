@@ -146,7 +146,7 @@ def test_cli_reference_covers_every_command_and_option() -> None:
     from approxdp.cli.app import cli
 
     text = _hook().cli_reference(cli)
-    assert len(cli.commands) == 11
+    assert len(cli.commands) == 12
     for name, command in cli.commands.items():
         assert f"### `approxdp {name}`" in text
         for param in command.params:
@@ -158,7 +158,7 @@ def test_cli_reference_covers_every_command_and_option() -> None:
 
 
 def test_cli_page_lists_every_command_once() -> None:
-    """docs/cli.md's hand-written table names the eleven commands (the hook warns otherwise)."""
+    """docs/cli.md's hand-written table names the twelve commands (the hook warns otherwise)."""
     hook = _hook()
     from approxdp.cli.app import cli
 

@@ -130,7 +130,7 @@ def test_run_cli_returns_the_status(capsys: pytest.CaptureFixture[str]) -> None:
 def test_group_is_a_click_group() -> None:
     assert isinstance(cli, click.Group)
     assert set(cli.commands) == {"calibrate", "profile", "epsilon", "compose", "dpsgd", "release",
-                                 "ledger", "demo", "plot", "reproduce", "serve"}
+                                 "plan", "ledger", "demo", "plot", "reproduce", "serve"}
 
 
 def test_figure_commands_follow_the_group_conventions(run: Any, tmp_path: Any) -> None:

@@ -98,7 +98,9 @@ class PrivacyAccountant:
     """Tracks spends against a total (ε, δ) budget; never lets the total exceed it.
 
     Args:
-        budget: the total (ε, δ): ε ≥ 0 finite, δ ∈ [0, 1).
+        budget: the total (ε, δ): ε ≥ 0 finite, δ ∈ [0, 1). May be left out when ``ledger``
+            names an existing ledger file: its stored budget (and, unless ``composition`` is
+            given, its rule) is used (:func:`~approxdp.accounting.read_ledger_settings`).
         ledger: None for an in-memory ledger, or a path to a SQLite ledger file (created if
             absent; shared safely by threads and processes; must have been created with the
             same budget and composition).
@@ -116,10 +118,22 @@ class PrivacyAccountant:
 
     def __init__(
         self,
-        budget: tuple[float, float],
+        budget: tuple[float, float] | None = None,
         ledger: str | os.PathLike[str] | None = None,
-        composition: str = "auto",
+        composition: str | None = None,
     ) -> None:
+        if budget is None:  # reopen an existing ledger with the budget stored in it
+            if not isinstance(ledger, str | os.PathLike) or not os.path.isfile(ledger):
+                raise ParameterTypeError(
+                    "budget=(epsilon, delta) is required unless ledger= names an existing "
+                    f"ledger file (got ledger={ledger!r})"
+                )
+            from approxdp.accounting.sqlite_ledger import read_ledger_settings
+
+            settings = read_ledger_settings(ledger)
+            budget = settings.budget
+            composition = settings.composition if composition is None else composition
+        composition = "auto" if composition is None else composition
         self._epsilon, self._delta = _check_budget(budget)
         if composition not in COMPOSITION_RULES:
             raise UnknownMethodError(

@@ -30,6 +30,7 @@ from approxdp.cli.output import (
     cli_wording,
     error_line,
 )
+from approxdp.cli.plan_command import plan_command
 from approxdp.cli.release_commands import ledger_command, release_command
 from approxdp.cli.serve_command import serve_command
 from approxdp.errors import ApproxDPError, BudgetExceededError
@@ -172,6 +173,7 @@ for _command in (
     compose_command,
     dpsgd_command,
     release_command,
+    plan_command,
     ledger_command,
     demo_command,
     plot_command,

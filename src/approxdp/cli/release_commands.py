@@ -44,6 +44,8 @@ from approxdp.releases.specs import Neighbouring
 __all__ = ["ledger_command", "parse_casts", "parse_domain", "release_command"]
 
 KINDS = ("count", "sum", "mean", "histogram")
+#: One numeric column with --bounds, released on its own (no --by or --domain).
+COLUMN_KINDS = ("median", "quantiles", "variance", "std")
 _FINITE = Number(-math.inf, math.inf, min_open=True, max_open=True)
 _OUTPUT_SUFFIXES = (".json", ".csv")
 
@@ -102,7 +104,13 @@ def _typed(column: str, raw: str, kind: str) -> Any:
 def _check_shape(
     kind: str, columns: Sequence[str], bounds: tuple[float, float] | None, by: Sequence[str],
 ) -> None:
-    if kind == "count":
+    if kind in COLUMN_KINDS:
+        if len(columns) != 1 or bounds is None or by:
+            raise InvalidParameterError(
+                f"{kind} needs exactly one value COLUMN and --bounds LOW HIGH (values are "
+                "clamped to them), and takes no --by"
+            )
+    elif kind == "count":
         if columns or by or bounds is not None:
             raise InvalidParameterError(
                 "count takes no COLUMNS, --by or --bounds; for counts per group use "
@@ -174,7 +182,7 @@ def _check_output(output: Path | None) -> None:
 
 def _run_release(table: Any, kind: str, columns: Sequence[str], options: dict[str, Any]) -> Any:
     """Build the query against the loaded table (typing domain values by column) and run it."""
-    domain = options.pop("domain")
+    domain = options.pop("domain") if kind not in COLUMN_KINDS else None
     if domain:
         schema = table.engine.schema(table.table)
         for column in domain:
@@ -183,6 +191,15 @@ def _run_release(table: Any, kind: str, columns: Sequence[str], options: dict[st
                                 f"{list(schema)}")
         options["domain"] = {c: [_typed(c, v, schema[c].value) for v in vals]
                              for c, vals in domain.items()}
+    if kind in COLUMN_KINDS:
+        if options.pop("domain", None):
+            raise InvalidParameterError(f"{kind} takes no --domain")
+        for name in ("outside_domain", "by"):
+            options.pop(name, None)
+        bounds, qs = options.pop("bounds"), options.pop("qs")
+        if kind == "quantiles":
+            return table.quantiles(columns[0], qs or [0.25, 0.5, 0.75], bounds, **options)
+        return getattr(table, kind)(columns[0], bounds, **options)
     if kind == "count":
         options.pop("outside_domain")
         return table.count(**options)
@@ -193,16 +210,20 @@ def _run_release(table: Any, kind: str, columns: Sequence[str], options: dict[st
 
 
 @click.command("release")
-@click.argument("kind", type=click.Choice(KINDS))
+@click.argument("kind", type=click.Choice((*KINDS, *COLUMN_KINDS, "batch")))
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
 @click.argument("columns", nargs=-1)
 @click.option("-e", "--epsilon", type=Number(0, math.inf, min_open=True, max_open=True),
-              metavar="FLOAT", required=True, help="ε this release spends.")
+              metavar="FLOAT", default=None,
+              help="ε this release spends (required; a batch may take it from its spec).")
 @click.option("-d", "--delta", type=Number(0, 1, min_open=True, max_open=True), metavar="FLOAT",
-              required=True, help="δ this release spends.")
+              default=None,
+              help="δ this release spends (required; a batch may take it from its spec).")
 @click.option("--bounds", type=(_FINITE, _FINITE), default=None, metavar="LOW HIGH",
               help="Clamping bounds of the value column (sum, mean).")
 @click.option("--by", multiple=True, metavar="COLUMN", help="Group a sum or mean (repeatable).")
+@click.option("--q", "qs", multiple=True, type=Number(0, 1), metavar="FLOAT",
+              help="A quantile to release (quantiles; repeatable; default 0.25, 0.5, 0.75).")
 @click.option("--domain", "domain_specs", multiple=True, metavar="COLUMN=V1,V2,...",
               help="Public values of a grouping column (repeatable; NULL for missing). "
                    "Without a domain, cells are chosen by DP partition selection.")
@@ -244,8 +265,10 @@ def _run_release(table: Any, kind: str, columns: Sequence[str], options: dict[st
               help="Cells shown in the table (0: all).")
 @json_option
 def release_command(
-    kind: str, file: Path, columns: tuple[str, ...], epsilon: float, delta: float,
-    bounds: tuple[float, float] | None, by: tuple[str, ...], domain_specs: tuple[str, ...],
+    kind: str, file: Path, columns: tuple[str, ...], epsilon: float | None,
+    delta: float | None,
+    bounds: tuple[float, float] | None, by: tuple[str, ...], qs: tuple[float, ...],
+    domain_specs: tuple[str, ...],
     outside_domain: str, budget: tuple[float, float] | None, ledger: Path | None,
     composition: str | None, privacy_unit: str | None, max_partitions: int,
     max_rows_per_partition: int, neighbouring: str, level: float, method: str,
@@ -255,17 +278,34 @@ def release_command(
     """A private count, sum, mean or histogram of a CSV or Parquet FILE.
 
     \b
-    KIND is count, sum, mean or histogram; COLUMNS are the value column (sum, mean) or the
-    columns to count over (histogram). Examples:
+    KIND is count, sum, mean, histogram, median, quantiles, variance or std; COLUMNS are the
+    value column (sum, mean and the last four) or the columns to count over (histogram). FILE
+    may be a Parquet folder or a glob. KIND batch releases the queries of a TOML/JSON spec
+    FILE as one jointly calibrated plan (docs/cli.md). Examples:
       approxdp release count people.csv -e 0.5 -d 1e-6
       approxdp release mean people.parquet age --bounds 17 90 -e 0.5 -d 1e-6
       approxdp release histogram people.csv sex --domain sex=F,M -e 1 -d 1e-6 \\
           --ledger budget.sqlite --budget 4 1e-5 --output sex.csv
+      approxdp release quantiles people.csv age --bounds 0 100 --q 0.1 --q 0.9 -e 1 -d 1e-6
+      approxdp release batch spec.toml --ledger budget.sqlite
     """
     import duckdb
 
     from approxdp.releases.session import PrivateTable
 
+    if kind == "batch":
+        from approxdp.cli.batch_command import run_batch
+
+        if columns:
+            raise InvalidParameterError("release batch takes one spec FILE and no COLUMNS")
+        run_batch(file, epsilon=epsilon, delta=delta, level=level if level != 0.95 else None,
+                  budget=budget, ledger=ledger, composition=composition, seed=seed,
+                  output=output, show=show, as_json=as_json, make_accountant=_accountant)
+        return
+    for name, value in (("-e' / '--epsilon", epsilon), ("-d' / '--delta", delta)):
+        if value is None:
+            raise click.UsageError(f"Missing option '{name}'.")
+    assert epsilon is not None and delta is not None
     _check_shape(kind, columns, bounds, by)
     _check_output(output)
     domain = parse_domain(domain_specs)
@@ -274,6 +314,10 @@ def release_command(
                                "domain": domain, "outside_domain": outside_domain}
     if kind in ("sum", "mean"):
         options.update(bounds=bounds, by=list(by))
+    if kind in COLUMN_KINDS:
+        options.update(bounds=bounds, qs=list(qs))
+    elif qs:
+        raise InvalidParameterError("--q is for quantiles only")
     accountant = _accountant(ledger, budget, composition, (epsilon, delta))
     try:
         with progress(f"Releasing a private {kind} from {file.name}"):

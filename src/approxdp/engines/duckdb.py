@@ -35,6 +35,7 @@ identical results on both engines. ``benchmarks/release.py`` measures it.
 from __future__ import annotations
 
 import contextlib
+import glob
 import itertools
 import os
 import tempfile
@@ -47,9 +48,11 @@ from typing import TYPE_CHECKING, Any
 from approxdp.engines.base import (
     AggregateRequest,
     AggregateResult,
+    Binning,
     CellBatchMapper,
     CellMapRequest,
     CellMapResult,
+    CentredPowers,
     ColumnKind,
     Engine,
     KeyValue,
@@ -57,6 +60,8 @@ from approxdp.engines.base import (
     aggregate_result,
     check_columns,
     check_condition_column,
+    check_new_columns,
+    is_glob,
 )
 from approxdp.engines.duckdb_sql import SOURCE as _SOURCE
 from approxdp.engines.duckdb_sql import (
@@ -213,12 +218,21 @@ class DuckDBEngine:
         return DuckDBTable(None, view, f"{module} {type(data).__name__}", own=True)
 
     def _load_path(self, path: Path) -> DuckDBTable:
-        if not path.exists():
+        pattern = is_glob(str(path))
+        if pattern and not glob.glob(str(path), recursive=True):
+            raise DataError(f"no file matches the pattern {str(path)!r}")
+        if not pattern and not path.exists():
             raise DataError(f"data file not found: {str(path)!r}")
         lower = path.name.lower()
         literal = sql_literal(str(path))
-        if lower.endswith(_PARQUET_SUFFIXES):
-            reader = f"read_parquet({literal})"
+        if path.is_dir():  # a (Hive-)partitioned Parquet folder: key=value/ sub-folders
+            files = sql_literal(str(path / "**" / "*.parquet"))
+            if not glob.glob(str(path / "**" / "*.parquet"), recursive=True):
+                raise DataError(f"folder {str(path)!r} holds no .parquet file")
+            reader = f"read_parquet({files}, hive_partitioning = true)"
+        elif lower.endswith(_PARQUET_SUFFIXES):
+            reader = f"read_parquet({literal}, hive_partitioning = true)" if pattern else (
+                f"read_parquet({literal})")
         elif lower.endswith(_CSV_SUFFIXES):
             # types from every row, not a sample: a bad value deep in a numeric column makes
             # the column text here (named, with examples, before any spend) instead of a
@@ -227,7 +241,7 @@ class DuckDBEngine:
         else:
             raise DataError(
                 f"cannot tell the format of {str(path)!r}: use a name ending in "
-                f"{', '.join(_CSV_SUFFIXES + _PARQUET_SUFFIXES)}"
+                f"{', '.join(_CSV_SUFFIXES + _PARQUET_SUFFIXES)} (or a Parquet folder)"
             )
         with _data_errors(f"file {str(path)!r}"):
             view = self._connection.sql(f"SELECT * FROM {reader}")
@@ -317,6 +331,42 @@ class DuckDBEngine:
         value = (f"CAST({col} AS DOUBLE)" if schema[column] is ColumnKind.NUMERIC
                  else f"TRY_CAST(CAST({col} AS VARCHAR) AS DOUBLE)")
         rel = table.run(f"SELECT * REPLACE ({value} AS {col}) FROM {_SOURCE}")
+        return DuckDBTable(None, rel, table.description, own=table.own)
+
+    def with_bins(self, table: DuckDBTable, binning: Binning) -> DuckDBTable:
+        """Rows with a value, plus the bin columns of ``binning``, as a new handle."""
+        schema = self.schema(table)
+        check_new_columns(schema, binning.column, tuple(n for n, _ in binning.outputs))
+
+        def lit(v: float) -> str:  # the exact float64, never a DECIMAL literal
+            return f"CAST('{float(v)!r}' AS DOUBLE)"
+
+        x = f"CAST({quote_identifier(binning.column)} AS DOUBLE)"
+        leaf = (f"LEAST(floor((LEAST(GREATEST({x}, {lit(binning.low)}), {lit(binning.high)}) - "
+                f"{lit(binning.low)}) / {lit(binning.width)}), {lit(binning.n_bins - 1)})")
+        cols = ", ".join(
+            f"CAST(floor({leaf} / {lit(d)}) AS BIGINT) AS {quote_identifier(n)}"
+            for n, d in binning.outputs
+        )
+        rel = table.run(f"SELECT *, {cols} FROM {_SOURCE} WHERE {x} IS NOT NULL AND NOT "
+                        f"isnan({x})")
+        return DuckDBTable(None, rel, table.description, own=table.own)
+
+    def with_centred_powers(self, table: DuckDBTable, powers: CentredPowers) -> DuckDBTable:
+        """Rows with a value, plus the centred value and its square, as a new handle."""
+        schema = self.schema(table)
+        check_new_columns(schema, powers.column, (powers.value_name, powers.square_name))
+
+        def lit(v: float) -> str:
+            return f"CAST('{float(v)!r}' AS DOUBLE)"
+
+        x = f"CAST({quote_identifier(powers.column)} AS DOUBLE)"
+        d = f"(LEAST(GREATEST({x}, {lit(powers.low)}), {lit(powers.high)}) - {lit(powers.centre)})"
+        rel = table.run(
+            f"SELECT *, {d} AS {quote_identifier(powers.value_name)}, {d} * {d} AS "
+            f"{quote_identifier(powers.square_name)} FROM {_SOURCE} WHERE {x} IS NOT NULL AND "
+            f"NOT isnan({x})"
+        )
         return DuckDBTable(None, rel, table.description, own=table.own)
 
     # -- aggregation -----------------------------------------------------------------------

@@ -22,6 +22,7 @@ exactly the groups the DuckDB engine keeps for the same seed. The shapes::
 
 from __future__ import annotations
 
+import glob
 import itertools
 import math
 import os
@@ -35,9 +36,11 @@ from approxdp.engines.base import (
     AggregateRequest,
     AggregateResult,
     Aggregation,
+    Binning,
     CellBatchMapper,
     CellMapRequest,
     CellMapResult,
+    CentredPowers,
     ColumnKind,
     Engine,
     KeyValue,
@@ -45,6 +48,8 @@ from approxdp.engines.base import (
     aggregate_result,
     check_columns,
     check_condition_column,
+    check_new_columns,
+    is_glob,
 )
 from approxdp.engines.keyed_hash import HashInput
 from approxdp.engines.spark_hash import quote_column as _q
@@ -159,9 +164,15 @@ class SparkEngine:
     def _load_path(self, path: str) -> SparkTable:
         lower = path.lower()
         local = "://" not in path
-        if local and not Path(path).exists():
+        if local and is_glob(path) and not glob.glob(path, recursive=True):
+            raise DataError(f"no file matches the pattern {path!r}")
+        if local and not is_glob(path) and not Path(path).exists():
             raise DataError(f"data file not found: {path!r}")
         reader = self.spark.read
+        if is_glob(path):  # keep the partition columns of key=value folders, as DuckDB does
+            parts = path.split("/")
+            fixed = next(i for i, part in enumerate(parts) if is_glob(part) or "=" in part)
+            reader = reader.option("basePath", "/".join(parts[:fixed]) or ".")
         if lower.endswith(_PARQUET_SUFFIXES) or (local and Path(path).is_dir()):
             df = reader.parquet(path)
         elif lower.endswith(_CSV_SUFFIXES):
@@ -244,6 +255,37 @@ class SparkEngine:
         value = (F.col(_q(column)).cast("double") if schema[column] is ColumnKind.NUMERIC
                  else _try_double(F, column))
         return SparkTable(table.df.withColumn(column, value), table.description)
+
+    def with_bins(self, table: SparkTable, binning: Binning) -> SparkTable:
+        """Rows with a value, plus the bin columns of ``binning``, as a new handle."""
+        schema = self.schema(table)
+        check_new_columns(schema, binning.column, tuple(n for n, _ in binning.outputs))
+        from pyspark.sql import functions as F
+
+        x = F.col(_q(binning.column)).cast("double")
+        low, high = F.lit(float(binning.low)), F.lit(float(binning.high))
+        leaf = F.least(
+            F.floor((F.least(F.greatest(x, low), high) - low) / F.lit(float(binning.width)))
+            .cast("double"),
+            F.lit(float(binning.n_bins - 1)),
+        )
+        df = table.df.filter(x.isNotNull() & ~F.isnan(x))
+        for name, divisor in binning.outputs:
+            df = df.withColumn(name, F.floor(leaf / F.lit(float(divisor))).cast("long"))
+        return SparkTable(df, table.description)
+
+    def with_centred_powers(self, table: SparkTable, powers: CentredPowers) -> SparkTable:
+        """Rows with a value, plus the centred value and its square, as a new handle."""
+        check_new_columns(self.schema(table), powers.column,
+                           (powers.value_name, powers.square_name))
+        from pyspark.sql import functions as F
+
+        x = F.col(_q(powers.column)).cast("double")
+        d = (F.least(F.greatest(x, F.lit(float(powers.low))), F.lit(float(powers.high)))
+             - F.lit(float(powers.centre)))
+        df = table.df.filter(x.isNotNull() & ~F.isnan(x))
+        df = df.withColumn(powers.value_name, d).withColumn(powers.square_name, d * d)
+        return SparkTable(df, table.description)
 
     def _filter(
         self, df: DataFrame, conds: Sequence[Membership], keep: bool = True

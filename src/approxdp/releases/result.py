@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from approxdp.calibration import calibrate_gaussian
 from approxdp.engines.base import CellMapResult
-from approxdp.errors import ApproxDPError, NotPrivateWarning
+from approxdp.errors import ApproxDPError, InvalidParameterError, NotPrivateWarning
 from approxdp.mechanisms.outputs import SimulatedArray, SimulatedFloat
 from approxdp.profiles.gaussian import gaussian_delta
 from approxdp.releases.sensitivity import Sensitivity
@@ -192,6 +193,27 @@ class ReleaseResult:
             )
         mark = float if self.secure else SimulatedFloat
         return {k: mark(v) for k, v in zip(self.keys, self.values, strict=True)}
+
+    def non_negative(self, how: Literal["clamp", "round"] = "clamp") -> ReleaseResult:
+        """This count or histogram with values clamped at 0 (``"clamp"``) or also rounded to
+        whole numbers that keep the total (``"round"``); intervals clamped (and rounded
+        inward) alike. Free post-processing, never applied unless asked; the note says so.
+        See :mod:`approxdp.releases.postprocess`."""
+        from approxdp.releases.postprocess import NON_NEGATIVE_KINDS, non_negative_counts
+
+        if self.kind not in NON_NEGATIVE_KINDS or self.table is not None:
+            where = "kept in the engine" if self.table is not None else f"kind {self.kind!r}"
+            raise InvalidParameterError(
+                f"non_negative() applies to the values of a count or histogram held here, got "
+                f"{where} ({self.label})"
+            )
+        values, lo, hi = non_negative_counts(np.asarray(self.values), np.asarray(self.ci_low),
+                                             np.asarray(self.ci_high), how)
+        note = (f"post-processed by non_negative(how={how!r}): values clamped at 0"
+                + (" and rounded to whole numbers that keep the total" if how == "round" else "")
+                + "; free in privacy; std is the noise's before post-processing")
+        return dataclasses.replace(self, values=values, ci_low=lo, ci_high=hi,
+                                   notes=(*self.notes, note))
 
     def explain(self) -> str:
         """A short human-readable account of what was released and why it is private."""

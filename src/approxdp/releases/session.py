@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import secrets
 from collections.abc import Mapping, Sequence
-from typing import Any, TypedDict, Unpack
+from typing import Any, Literal, TypedDict, Unpack
 
 import numpy as np
 
@@ -22,7 +22,9 @@ from approxdp.accounting import Accountant, BudgetStatus, PrivacyAccountant
 from approxdp.engines import Engine, engine_for
 from approxdp.engines.base import KeyValue
 from approxdp.errors import InvalidParameterError, ParameterTypeError
+from approxdp.releases.accuracy import AccuracyPlan, accuracy_of, plan_for_accuracy
 from approxdp.releases.dense import LARGE_DOMAIN_CELLS
+from approxdp.releases.derived import TableRelease
 from approxdp.releases.execute import execute
 from approxdp.releases.plan import AllocatedPlan, ReleasePlan, allocate
 from approxdp.releases.result import ReleaseResult
@@ -154,12 +156,25 @@ class PrivateTable:
     ) -> tuple[ReleaseResult, ...]:
         """Step 3: aggregate, spend, add noise."""
         check_interval("level", level, 0.0, 1.0, low_open=True, high_open=True)
-        key = int(self._rng.integers(0, 2**63 - 1)) if self._rng is not None else (
-            secrets.randbits(63)
-        )
-        results = execute(allocated, self.engine, self.table, self.accountant, key=key,
+        results = execute(allocated, self.engine, self.table, self.accountant, key=self._key(),
                           rng=self._rng, level=level, large_domain_cells=self.large_domain_cells,
                           output_dir=self.output_dir)
+        return self._with_cast_notes(results)
+
+    def _release_context(self) -> TableRelease[Any]:
+        """This table, its accountant and settings, and a fresh key, for one release."""
+        return TableRelease(self.engine, self.table, self.accountant, self.neighbouring,
+                            self.bounds, self.method, self._key(), self._rng)
+
+    def _key(self) -> int:
+        """The bounding key of one release: from the seed, else secret."""
+        if self._rng is not None:
+            return int(self._rng.integers(0, 2**63 - 1))
+        return secrets.randbits(63)
+
+    def _with_cast_notes(
+        self, results: tuple[ReleaseResult, ...]
+    ) -> tuple[ReleaseResult, ...]:
         notes = tuple(
             f"casts: {n} value(s) of column {column!r} were not numbers (e.g. {list(examples)})"
             " and count as missing (exact, NOT private: for the data owner only)"
@@ -176,6 +191,31 @@ class PrivateTable:
         """Plan, allocate and execute ``queries`` together for a total (ε, δ)."""
         allocated = self.allocate(self.plan(queries, weights), epsilon=epsilon, delta=delta)
         return self.execute(allocated, level=level)
+
+    # -- planning by accuracy (spends nothing) ----------------------------------------------
+    def plan_for_accuracy(
+        self, queries: Sequence[Query], *, delta: float,
+        half_width: float | Sequence[float | None] | None = None,
+        rmse: float | Sequence[float | None] | None = None, level: float = 0.95,
+        weights: Sequence[float] | None = None, rows: int | None = None,
+    ) -> AccuracyPlan:
+        """The least ε whose intervals (at ``level``) are no wider than ``half_width`` and
+        whose noise's RMSE is at most ``rmse`` (one target, or one per query), with the
+        per-query accuracy it buys: one jointly calibrated plan, through the exact Gaussian
+        calibration (:mod:`approxdp.releases.accuracy`). ``rows``: the rows a :class:`Mean`
+        expects. Reads no data and spends nothing."""
+        return plan_for_accuracy(self.plan(queries, weights), delta=delta,
+                                 half_width=half_width, rmse=rmse, level=level,
+                                 method=self.method, secure=self._rng is None, rows=rows)
+
+    def accuracy(
+        self, queries: Sequence[Query], *, epsilon: float, delta: float, level: float = 0.95,
+        weights: Sequence[float] | None = None, rows: int | None = None,
+    ) -> AccuracyPlan:
+        """The per-query accuracy (interval half-width, RMSE, σ) that releasing ``queries``
+        at (ε, δ) buys — the reverse of :meth:`plan_for_accuracy`. Spends nothing."""
+        return accuracy_of(self.plan(queries, weights), epsilon, delta, method=self.method,
+                           level=level, secure=self._rng is None, rows=rows)
 
     # -- one query at a time ---------------------------------------------------------------
     def _one(self, query: Query, epsilon: float, delta: float, level: float) -> ReleaseResult:
@@ -232,6 +272,66 @@ class PrivateTable:
         """k linear queries with one Gaussian calibrated to their joint ℓ2 sensitivity."""
         return self._one(LinearQueries(tuple(queries), name="linear queries"), epsilon, delta,
                          level)
+
+    def quantiles(
+        self, column: str, qs: Sequence[float], bounds: tuple[float, float], *,
+        epsilon: float, delta: float, level: float = 0.95, bins: int = 1024,
+        branching: int = 32,
+    ) -> ReleaseResult:
+        """Quantiles ``qs`` of ``column`` clamped to ``bounds`` (one value per q, in order).
+
+        A noisy hierarchical histogram of ``bins`` leaves and branching ``branching``
+        (:mod:`approxdp.releases.quantiles`): one jointly calibrated Gaussian plan, one spend,
+        every quantile read from the same tree. Units are bounded as for a histogram: each
+        adds ≤ ``max_rows_per_partition`` rows to ≤ ``max_partitions`` nodes of each level.
+        """
+        return self._quantiles(column, qs, bounds, epsilon, delta, level, bins, branching,
+                               f"quantiles({column})")
+
+    def median(
+        self, column: str, bounds: tuple[float, float], *, epsilon: float, delta: float,
+        level: float = 0.95, bins: int = 1024, branching: int = 32,
+    ) -> ReleaseResult:
+        """The median of ``column`` clamped to ``bounds`` (:meth:`quantiles` at q = 0.5)."""
+        return self._quantiles(column, [0.5], bounds, epsilon, delta, level, bins, branching,
+                               f"median({column})")
+
+    def _quantiles(
+        self, column: str, qs: Sequence[float], bounds: tuple[float, float], epsilon: float,
+        delta: float, level: float, bins: int, branching: int, label: str,
+    ) -> ReleaseResult:
+        from approxdp.releases.quantiles import QuantileTree, release_quantiles
+
+        result = release_quantiles(
+            self._release_context(), column=column, qs=qs, bounds=bounds, epsilon=epsilon,
+            delta=delta, level=level, tree=QuantileTree(bins, branching), label=label,
+        )
+        return self._with_cast_notes((result,))[0]
+
+    def variance(
+        self, column: str, bounds: tuple[float, float], *, epsilon: float, delta: float,
+        level: float = 0.95,
+    ) -> ReleaseResult:
+        """Population variance of ``column`` clamped to ``bounds`` over non-missing values:
+        one Gaussian on (Σd, Σd², n) (:mod:`approxdp.releases.variance`), one spend."""
+        return self._spread(column, bounds, epsilon, delta, level, "variance")
+
+    def std(
+        self, column: str, bounds: tuple[float, float], *, epsilon: float, delta: float,
+        level: float = 0.95,
+    ) -> ReleaseResult:
+        """Standard deviation of ``column`` clamped to ``bounds`` (√ of :meth:`variance`)."""
+        return self._spread(column, bounds, epsilon, delta, level, "std")
+
+    def _spread(
+        self, column: str, bounds: tuple[float, float], epsilon: float, delta: float,
+        level: float, kind: Literal["variance", "std"],
+    ) -> ReleaseResult:
+        from approxdp.releases.variance import release_variance
+
+        result = release_variance(self._release_context(), column=column, bounds=bounds,
+                                  epsilon=epsilon, delta=delta, level=level, kind=kind)
+        return self._with_cast_notes((result,))[0]
 
     def remaining(self) -> BudgetStatus:
         """What the accountant has left."""

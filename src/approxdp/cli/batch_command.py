@@ -1,0 +1,81 @@
+"""``release batch QUERY_FILE``: several queries of one file released as one jointly calibrated
+plan (like :meth:`PrivateTable.release <approxdp.releases.session.PrivateTable.release>`),
+one spend for the whole batch. The spec format is in :mod:`approxdp.cli.query_spec`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from approxdp.accounting import PrivacyAccountant
+from approxdp.cli.output import JSON_SCHEMA_VERSION, emit, jsonable, progress
+from approxdp.cli.query_spec import load_spec
+from approxdp.cli.release_views import budget_dict, release_dict, render_budget, render_release
+from approxdp.errors import DataError, InvalidParameterError
+
+__all__ = ["run_batch"]
+
+#: Makes the accountant: (ledger, budget, composition, the batch's own (ε, δ)).
+AccountantFactory = Callable[
+    [Path | None, tuple[float, float] | None, str | None, tuple[float, float]],
+    PrivacyAccountant,
+]
+
+
+def run_batch(
+    spec_path: Path, *, epsilon: float | None, delta: float | None, level: float | None,
+    budget: tuple[float, float] | None, ledger: Path | None, composition: str | None,
+    seed: int | None, output: Path | None, show: int, as_json: bool,
+    make_accountant: AccountantFactory,
+) -> None:
+    """Release every query of the spec at ``spec_path`` as one plan (see the module)."""
+    import duckdb
+
+    from approxdp.releases.session import PrivateTable
+
+    spec = load_spec(spec_path)
+    if spec.file is None:
+        raise InvalidParameterError(f"spec {str(spec_path)!r} names no data: add file = \"...\"")
+    eps = epsilon if epsilon is not None else spec.epsilon
+    dlt = delta if delta is not None else spec.delta
+    if eps is None or dlt is None:
+        raise InvalidParameterError(
+            "a batch needs its budget: epsilon and delta in the spec, or -e and -d"
+        )
+    if output is not None and not output.name.lower().endswith(".json"):
+        raise InvalidParameterError(f"--output of a batch must end in .json, got {str(output)!r}")
+    accountant = make_accountant(ledger, budget, composition, (eps, dlt))
+    try:
+        with progress(f"Releasing {len(spec.queries)} private queries from "
+                      f"{Path(spec.file).name}"):
+            table = PrivateTable(spec.file, accountant=accountant, seed=seed, **spec.table)
+            results = table.release(list(spec.queries), epsilon=eps, delta=dlt,
+                                    weights=spec.weights,
+                                    level=level if level is not None else spec.level)
+        status = accountant.remaining()
+    except duckdb.Error as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DataError(f"cannot read {spec.file!r}: {first}") from exc
+    finally:
+        accountant.close()
+    data: dict[str, Any] = {
+        "command": "release batch", "schema_version": JSON_SCHEMA_VERSION,
+        "spec": str(spec_path), "file": spec.file, "epsilon": eps, "delta": dlt,
+        "results": [release_dict(r) for r in results], "budget": budget_dict(status),
+        "ledger": str(ledger) if ledger is not None else None,
+    }
+
+    def render(console: Console) -> None:
+        for result in data["results"]:
+            render_release(console, result, show)
+        render_budget(console, data["budget"],
+                      title="Budget" + (f" in ledger {ledger}" if ledger else " (this session)"))
+
+    emit(data, as_json, render)
+    if output is not None:
+        output.write_text(json.dumps(jsonable(data), indent=2, allow_nan=False) + "\n",
+                          encoding="utf-8")

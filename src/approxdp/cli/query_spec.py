@@ -1,0 +1,184 @@
+"""Spec files of several queries, for ``approxdp release batch`` and ``approxdp plan``.
+
+A spec is TOML (read with the standard library's ``tomllib``) or JSON (``.json``)::
+
+    file = "people.parquet"        # or a folder of Parquet files, or a glob 'data/*/*.parquet'
+    epsilon = 1.0                  # the whole batch's budget (release batch)
+    delta = 1e-6
+    privacy_unit = "person_id"     # optional, with max_partitions, max_rows_per_partition,
+    neighbouring = "add-remove"    # neighbouring, method, level, casts = {amount = "double"}
+
+    [[query]]
+    kind = "count"
+    half_width = 50                # a target for approxdp plan (optional)
+
+    [[query]]
+    kind = "mean"                  # count, sum, mean or histogram
+    column = "age"                 # sum, mean: the value column
+    bounds = [17, 90]              # sum, mean
+    by = ["sex"]                   # sum, mean: group columns (optional)
+    columns = ["sex"]              # histogram: the columns to count over
+    domain = {sex = ["F", "M"]}    # optional: public values of the group columns
+    weight = 2.0                   # optional: relative weight in the joint calibration
+
+A relative ``file`` is read relative to the spec's folder.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from approxdp.errors import DataError, InvalidParameterError, ParameterTypeError
+from approxdp.releases.specs import Count, Histogram, Mean, Query, Sum
+
+__all__ = ["QUERY_KINDS", "BatchSpec", "load_spec"]
+
+#: Query kinds a spec may list.
+QUERY_KINDS = ("count", "sum", "mean", "histogram")
+_TABLE_KEYS = ("privacy_unit", "max_partitions", "max_rows_per_partition", "neighbouring",
+               "method", "casts")
+_TOP_KEYS = ("file", "epsilon", "delta", "level", "query", *_TABLE_KEYS)
+_QUERY_KEYS = ("kind", "column", "columns", "bounds", "by", "domain", "outside_domain",
+               "weight", "half_width", "rmse", "name")
+
+
+@dataclass(frozen=True)
+class BatchSpec:
+    """A parsed spec: the data, the budget, the table settings and the queries with their
+    weights and accuracy targets (None where not given)."""
+
+    path: Path
+    file: str | None
+    epsilon: float | None
+    delta: float | None
+    level: float
+    table: dict[str, Any]
+    queries: tuple[Query, ...]
+    weights: tuple[float, ...] | None
+    half_widths: tuple[float | None, ...]
+    rmses: tuple[float | None, ...]
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_bytes()
+    except OSError as exc:
+        raise DataError(f"cannot read spec {str(path)!r}: {exc.strerror}") from exc
+    try:
+        if path.suffix.lower() == ".json":
+            data = json.loads(text)
+        else:
+            data = tomllib.loads(text.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:  # TOMLDecodeError, JSONDecodeError
+        kind = "JSON" if path.suffix.lower() == ".json" else "TOML"
+        raise DataError(f"spec {str(path)!r} is not valid {kind}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ParameterTypeError(f"spec {str(path)!r} must be a table of settings and queries")
+    return data
+
+
+def _number(where: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ParameterTypeError(f"{where} must be a number, got {value!r}")
+    return float(value)
+
+
+def _strings(where: str, value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ParameterTypeError(f"{where} must be a column name or a list of them, got "
+                                 f"{value!r}")
+    return list(value)
+
+
+def _query(i: int, raw: object) -> tuple[Query, float, float | None, float | None]:
+    where = f"query {i + 1}"
+    if not isinstance(raw, Mapping):
+        raise ParameterTypeError(f"{where} must be a table of settings, got {raw!r}")
+    unknown = sorted(set(raw) - set(_QUERY_KEYS))
+    if unknown:
+        raise InvalidParameterError(f"{where} has unknown key(s) {unknown}; allowed: "
+                                    f"{list(_QUERY_KEYS)}")
+    kind = raw.get("kind")
+    if kind not in QUERY_KINDS:
+        raise InvalidParameterError(f"{where}: kind must be one of {list(QUERY_KINDS)}, got "
+                                    f"kind={kind!r}")
+    domain = raw.get("domain")
+    if domain is not None and not isinstance(domain, Mapping):
+        raise ParameterTypeError(f"{where}: domain must map columns to value lists")
+    outside = raw.get("outside_domain", "error")
+    query: Query
+    if kind == "count":
+        extra = sorted(set(raw) & {"column", "columns", "bounds", "by", "domain"})
+        if extra:
+            raise InvalidParameterError(f"{where}: a count takes none of {extra}")
+        query = Count(name=raw.get("name", ""))
+    elif kind == "histogram":
+        columns = _strings(f"{where}: columns", raw.get("columns", raw.get("column")))
+        query = Histogram(tuple(columns), domain, outside,
+                          name=raw.get("name", f"histogram({', '.join(columns)})"))
+    else:
+        column = raw.get("column")
+        if not isinstance(column, str):
+            raise ParameterTypeError(f"{where}: a {kind} needs column = \"NAME\"")
+        bounds = raw.get("bounds")
+        if not isinstance(bounds, list) or len(bounds) != 2:
+            raise ParameterTypeError(f"{where}: a {kind} needs bounds = [LOW, HIGH] (values "
+                                     "are clamped to them; privacy parameters never come "
+                                     "from the data)")
+        by = _strings(f"{where}: by", raw["by"]) if "by" in raw else []
+        spec = Sum if kind == "sum" else Mean
+        query = spec(column, (_number(f"{where}: bounds", bounds[0]),
+                              _number(f"{where}: bounds", bounds[1])), tuple(by), domain,
+                     outside, name=raw.get("name", f"{kind}({column})"))
+    weight = _number(f"{where}: weight", raw.get("weight", 1.0))
+    half = raw.get("half_width")
+    rmse = raw.get("rmse")
+    return (query, weight,
+            None if half is None else _number(f"{where}: half_width", half),
+            None if rmse is None else _number(f"{where}: rmse", rmse))
+
+
+def load_spec(path: Path) -> BatchSpec:
+    """Parse and check the spec at ``path`` (TOML, or JSON for a ``.json`` file)."""
+    data = _read(path)
+    unknown = sorted(set(data) - set(_TOP_KEYS))
+    if unknown:
+        raise InvalidParameterError(f"spec {str(path)!r} has unknown key(s) {unknown}; "
+                                    f"allowed: {list(_TOP_KEYS)}")
+    raw_queries = data.get("query")
+    if not isinstance(raw_queries, list) or not raw_queries:
+        raise InvalidParameterError(
+            f"spec {str(path)!r} lists no query: add [[query]] tables (TOML) or a \"query\" "
+            "list (JSON)"
+        )
+    parsed = [_query(i, q) for i, q in enumerate(raw_queries)]
+    file = data.get("file")
+    if file is not None and not isinstance(file, str):
+        raise ParameterTypeError(f"file must be a path or glob, got {file!r}")
+    if file is not None and "://" not in file and not Path(file).is_absolute():
+        file = str(path.parent / file)
+    weights = tuple(w for _, w, _, _ in parsed)
+    return BatchSpec(
+        path=path, file=file,
+        epsilon=None if "epsilon" not in data else _number("epsilon", data["epsilon"]),
+        delta=None if "delta" not in data else _number("delta", data["delta"]),
+        level=_number("level", data.get("level", 0.95)),
+        table={k: data[k] for k in _TABLE_KEYS if k in data},
+        queries=tuple(q for q, _, _, _ in parsed),
+        weights=None if all(w == 1.0 for w in weights) else weights,
+        half_widths=tuple(h for _, _, h, _ in parsed),
+        rmses=tuple(r for _, _, _, r in parsed),
+    )
+
+
+def targets(values: Sequence[float | None]) -> Sequence[float | None] | None:
+    """Per-query targets, or None when no query has one."""
+    return None if all(v is None for v in values) else list(values)

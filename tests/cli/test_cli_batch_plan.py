@@ -1,0 +1,127 @@
+"""``approxdp release batch QUERY_FILE`` (one jointly calibrated plan, one spend) and ``approxdp
+plan QUERY_FILE`` (least ε for a target accuracy; reads no data, spends nothing)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from approxdp import Count, Histogram, Mean, PrivateTable
+
+QUERIES = """
+file = "{file}"
+epsilon = 1.0
+delta = 1e-6
+
+[[query]]
+kind = "count"
+half_width = 60
+
+[[query]]
+kind = "mean"
+column = "age"
+bounds = [18, 90]
+by = ["sex"]
+domain = {{sex = ["F", "M"]}}
+
+[[query]]
+kind = "histogram"
+columns = ["sex"]
+domain = {{sex = ["F", "M"]}}
+weight = 2.0
+"""
+
+
+def _spec(tmp_path: Path, data: Path, suffix: str = ".toml") -> Path:
+    spec = tmp_path / f"spec{suffix}"
+    text = QUERIES.format(file=data.name)
+    if suffix == ".json":
+        import tomllib
+
+        text = json.dumps(tomllib.loads(text))
+    (tmp_path / data.name).write_bytes(data.read_bytes())
+    spec.write_text(text, encoding="utf-8")
+    return spec
+
+
+def test_batch_is_one_plan_like_python_release(run_json: Any, people_parquet: Path,
+                                               tmp_path: Path) -> None:
+    data = run_json("release", "batch", _spec(tmp_path, people_parquet), "--seed", "4")
+    assert data["command"] == "release batch"
+    assert [r["kind"] for r in data["results"]] == ["count", "mean", "histogram"]
+    assert data["budget"]["count"] == 1  # one spend for the whole batch
+    table = PrivateTable(str(people_parquet), budget=(1.0, 1e-6), seed=4)
+    expected = table.release(
+        [Count(), Mean("age", (18, 90), ("sex",), {"sex": ["F", "M"]}),
+         Histogram(("sex",), {"sex": ["F", "M"]})],
+        epsilon=1.0, delta=1e-6, weights=[1.0, 1.0, 2.0])
+    for got, want in zip(data["results"], expected, strict=True):
+        np.testing.assert_allclose([c["value"] for c in got["cells"]], want.values)
+
+
+def test_batch_from_json_with_a_ledger(run: Any, people_parquet: Path, tmp_path: Path) -> None:
+    spec = _spec(tmp_path, people_parquet, ".json")
+    ledger = tmp_path / "budget.sqlite"
+    out = tmp_path / "out.json"
+    result = run("release", "batch", spec, "--ledger", ledger, "--budget", "2", "1e-5",
+                 "--output", out)
+    assert result.exit_code == 0, result.stderr
+    assert "private count" in result.stdout and "Budget in ledger" in result.stdout
+    assert len(json.loads(out.read_text())["results"]) == 3
+    again = run("release", "batch", spec, "--ledger", ledger, "-e", "5")
+    assert again.exit_code == 3  # over the ledger's budget: refused, nothing spent
+
+
+def test_batch_errors_are_one_line(run: Any, one_line_error: Any, tmp_path: Path,
+                                   people_parquet: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('file = "x.parquet"\nepsilon = 1\ndelta = 1e-6\n[[query]]\nkind = "median"\n')
+    one_line_error(run("release", "batch", bad), 2, "kind must be one of")
+    bad.write_text("file = [")
+    one_line_error(run("release", "batch", bad), 2, "not valid TOML")
+    spec = _spec(tmp_path, people_parquet)
+    one_line_error(run("release", "batch", spec, "age"), 2, "no COLUMNS")
+    one_line_error(run("release", "count", spec), 2, "Missing option '-e' / '--epsilon'")
+
+
+def test_plan_meets_the_targets_and_spends_nothing(run_json: Any, people_parquet: Path,
+                                                   tmp_path: Path) -> None:
+    spec = _spec(tmp_path, people_parquet)
+    data = run_json("plan", spec, "--half-width", "0.8", "--rows", "2000")
+    plan = data["plan"]
+    assert [q["target_half_width"] for q in plan["queries"]] == [60, 0.8, 0.8]
+    assert all(q["half_width"] <= q["target_half_width"] for q in plan["queries"])
+    back = run_json("plan", spec, "-e", str(plan["epsilon"]), "--rows", "2000")
+    assert back["plan"]["epsilon"] == plan["epsilon"]
+
+
+def test_plan_needs_a_target(run: Any, one_line_error: Any, people_parquet: Path,
+                             tmp_path: Path) -> None:
+    spec = tmp_path / "s.toml"
+    spec.write_text('delta = 1e-6\n[[query]]\nkind = "histogram"\ncolumns = ["sex"]\n')
+    one_line_error(run("plan", spec), 2, "give a target")
+    result = run("plan", spec, "--rmse", "10")
+    assert result.exit_code == 0 and "Least ε" in result.stdout
+
+
+def test_median_quantiles_variance_and_std_from_the_command_line(
+    run_json: Any, run: Any, one_line_error: Any, people_csv: Path
+) -> None:
+    common = ("--bounds", "0", "100", "-e", "1", "-d", "1e-6", "--seed", "2")
+    median = run_json("release", "median", people_csv, "age", *common)["result"]
+    assert median["kind"] == "quantiles" and len(median["cells"]) == 1
+    quantiles = run_json("release", "quantiles", people_csv, "age", "--q", "0.1", "--q", "0.9",
+                         *common)["result"]
+    assert [c["key"] for c in quantiles["cells"]] == [{"quantile": 0.1}, {"quantile": 0.9}]
+    for kind in ("variance", "std"):
+        cell = run_json("release", kind, people_csv, "age", *common)["result"]["cells"][0]
+        assert cell["ci_low"] <= cell["value"] <= cell["ci_high"]
+    shown = run("release", "median", people_csv, "age", *common)
+    assert shown.exit_code == 0 and "median(age)" in shown.stdout
+    one_line_error(run("release", "median", people_csv, "age", "-e", "1", "-d", "1e-6"), 2,
+                   "--bounds")
+    one_line_error(run("release", "mean", people_csv, "age", "--q", "0.5", *common), 2,
+                   "--q is for quantiles only")
