@@ -30,7 +30,7 @@ A lower bound comes with it, from an *optimistic* discretization (a pair the tru
 dominates, :func:`discretize_optimistic`): grid values of the true privacy curve lowered by the
 largest gap between the curve and its chords, made convex; composed the same way, it gives a
 certified lower bound on δ(ε) whose error is second order in h as well, so the two bracket the
-truth tightly (0.05 % in the DP-SGD example).
+truth tightly (a bracket about 0.1 % wide in the DP-SGD example).
 
 Independent checks (in the tests): the analytic profile of one subsampled-Gaussian step
 (:mod:`approxdp.accounting.subsampled_gaussian`), the exact composition of Gaussians (one
