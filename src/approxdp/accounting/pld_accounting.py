@@ -94,6 +94,11 @@ class LossPair:
 _MAX_MU = 1e5
 
 
+#: Above this σ the discrete Gaussian's atom table (O(σ)) costs more than it gains: the event's
+#: own certified (ε, δ) is used instead (never below the truth, a little looser).
+_MAX_DISCRETE_SIGMA = 1e4
+
+
 def _gaussian_source(mu: float) -> LossSource:
     return GaussianLoss(mu) if mu <= _MAX_MU else EpsilonDeltaLoss(0.0, 1.0)
 
@@ -114,7 +119,7 @@ def _inner_source(event: PrivacyEvent) -> LossSource:
         d = event.sensitivity
         if d == 0.0:
             return EpsilonDeltaLoss(0.0, 0.0)
-        if float(d).is_integer():
+        if float(d).is_integer() and event.sigma <= _MAX_DISCRETE_SIGMA:
             return DiscreteGaussianLoss(event.sigma, int(d))
         return EpsilonDeltaLoss(event.epsilon, event.delta)
     raise InvalidParameterError(
