@@ -174,3 +174,12 @@ def test_numpy_integer_steps_and_huge_t_take_the_tighter_certified_bound() -> No
         noise_multiplier=1.0, sample_rate=0.01, steps=10**12, delta=1e-5, accountant="rdp"
     )
     assert huge.epsilon <= rdp.epsilon and huge.kind == "upper bound"
+
+
+def test_calibration_at_tiny_delta_is_tight() -> None:
+    """The search tilted every pass at the target ε; where the answer lay far below it, the
+    window missed it and σ came out 29x too large (72.2 instead of ~2.48)."""
+    kw = {"delta": 3.71e-17, "sample_rate": 0.0236, "steps": 155}
+    sigma = calibrate_dpsgd(epsilon=1.121, **kw)  # type: ignore[arg-type]
+    assert dpsgd_epsilon(noise_multiplier=sigma, **kw).epsilon <= 1.121  # type: ignore[arg-type]
+    assert dpsgd_epsilon(noise_multiplier=sigma * 0.995, **kw).epsilon > 1.121  # type: ignore[arg-type]

@@ -287,9 +287,7 @@ def calibrate_dpsgd(
     follow = (max(start, key=lambda k: start[k]),)
 
     def eps_of(sigma: float, names: tuple[str, ...]) -> float:
-        res = epsilon_by_direction(
-            [(_event(sigma, q, sampling), t)], d, h=h, directions=names, tilt_at=target
-        )
+        res = epsilon_by_direction([(_event(sigma, q, sampling), t)], d, h=h, directions=names)
         return max(res.values())
 
     for names in (follow, both):

@@ -379,12 +379,17 @@ def _direction_epsilon(
     placed at that answer."""
     tail = 1e-4 * delta
     first = _composed(parts, step, tail, guess)
-    if first.roundoff * float(first._r3[0]) <= 1e-4 * delta:
-        return first  # round-off is negligible against δ everywhere in the window
+    first_eps = first.epsilon(delta)
+    if math.isfinite(first_eps) and first.roundoff * float(first._r3[0]) <= 1e-4 * delta:
+        _, pess, _ = first._parts(first_eps)
+        if pess - first.infinity_mass <= 1e-3 * delta:
+            # round-off is negligible everywhere in the window, and neither it nor the tails
+            # the window leaves out set the answer
+            return first
     # Round-off swamps the masses that make δ (deep tails): tilt the FFT to where the answer
     # is. Every pass is a valid upper bound, so the best one is kept; the targets are the
     # normal approximation's ε, what the masses point to, then the best ε found so far.
-    passes = [(first.epsilon(delta), first)]
+    passes = [(first_eps, first)]
     targets = [_guess_epsilon(parts, delta)]
     core = first._core_epsilon(delta - first.infinity_mass, with_rounding=False)
     if math.isfinite(core) and core > 0.0:
