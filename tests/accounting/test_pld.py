@@ -317,6 +317,8 @@ def test_vanishing_noise_is_no_privacy_not_a_finite_epsilon() -> None:
         assert g.epsilon == math.inf
     big = SubsampledEvent(GaussianEvent(sigma=1.0, sensitivity=1e160), 0.01)
     assert pld_epsilon([(big, 100)], 1e-5).epsilon == math.inf
+    # plain Gaussians too (their merged μ overflowed into an untyped OverflowError)
+    assert pld_epsilon([(GaussianEvent(sigma=1e-100), 3)], 1e-5).epsilon == math.inf
 
 
 @pytest.mark.parametrize(

@@ -99,8 +99,12 @@ def tail_edge(source: LossSource, h: float, tail: float, upper: bool) -> float:
 def _grid(source: LossSource, h: float, tail: float) -> tuple[int, int, FloatArray]:
     """(index of the first grid point, number of points, the losses i·h) covering ``source``
     up to ``tail`` of P-mass on each side."""
-    e_lo = tail_edge(source, h, tail, upper=False)
-    e_hi = tail_edge(source, h, tail, upper=True)
+    finite = 1.0 - float(source.cdfs(np.array([np.inf])).sp[0])
+    if finite <= tail:  # (nearly) all mass at loss +∞, e.g. the vacuous pair: a 2-point grid
+        e_lo = e_hi = 0.0
+    else:
+        e_hi = tail_edge(source, h, tail, upper=True)
+        e_lo = min(tail_edge(source, h, tail, upper=False), e_hi)
     i_lo = math.floor(e_lo / h)
     i_hi = max(math.ceil(e_hi / h), i_lo + 1)
     n = i_hi - i_lo + 1
