@@ -393,7 +393,8 @@ def compose(
     for p, c in parts:
         with np.errstate(divide="ignore"):
             lt = np.log(np.maximum(p.pmf, 0.0)) + lam * p.losses
-        tilted = np.exp(lt - special.logsumexp(lt))
+        norm = float(special.logsumexp(lt))
+        tilted = np.exp(lt - norm) if math.isfinite(norm) else np.zeros_like(lt)
         folds = -(-p.pmf.size // n)
         padded = np.zeros(folds * n)
         padded[: p.pmf.size] = tilted
