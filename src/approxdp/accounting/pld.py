@@ -320,6 +320,13 @@ def compose(
         infinity = 1.0
     else:
         infinity = -math.expm1(sum(c * math.log1p(-p.infinity_mass) for p, c in parts))
+    if any(not bool((p.pmf > 0.0).any()) for p, _ in parts):
+        # a step with no finite loss at all (only P(L = ∞)): the composition has none either
+        return ComposedPLD(
+            h=h, offset=0, tilted=np.zeros(1), lam=0.0, log_mgf=-math.inf,
+            infinity_mass=infinity, roundoff=0.0, log_beyond=-math.inf,
+            log_alias_up=-math.inf, log_alias_low=-math.inf, log_below=-math.inf, steps=steps,
+        )
     supports = [(_Support(p), c) for p, c in parts]
     support_lo = sum(c * p.offset for p, c in parts)
     support_hi = sum(c * (p.offset + p.pmf.size - 1) for p, c in parts)
