@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import secrets
 from collections.abc import Callable, Mapping, Sequence
@@ -19,9 +20,11 @@ import numpy as np
 
 from approxdp._validation import check_interval
 from approxdp.accounting import Accountant, BudgetStatus, PrivacyAccountant
+from approxdp.accounting.ledger import SpendRecord
 from approxdp.engines import Engine, engine_for
 from approxdp.engines.base import KeyValue
-from approxdp.errors import InvalidParameterError, ParameterTypeError
+from approxdp.errors import BudgetExceededError, InvalidParameterError, ParameterTypeError
+from approxdp.events import PrivacyEvent
 from approxdp.releases.accuracy import AccuracyPlan, accuracy_of, plan_for_accuracy
 from approxdp.releases.dense import LARGE_DOMAIN_CELLS
 from approxdp.releases.derived import TableRelease
@@ -299,7 +302,7 @@ class PrivateTable:
         epsilon: float, delta: float, level: float, share: float,
     ) -> ReleaseResult:
         """Estimate bounds from ``share`` of (ε, δ), then release ``query`` with the rest."""
-        from approxdp.releases.bounds import release_bounds
+        from approxdp.releases.bounds import BINS, release_bounds
 
         share = float(check_interval("bounds_share", share, 0.0, 1.0, low_open=True,
                                      high_open=True))
@@ -309,10 +312,30 @@ class PrivateTable:
         # Every check before the first spend: the query with placeholder bounds is planned and
         # allocated with the rest of the budget (its columns are checked on the data by
         # numeric_schema below and again by execute, which spends nothing when one fails).
-        self.allocate(self.plan([query((0.0, 1.0))]), epsilon=eps_r, delta=delta_r)
-        self.allocate(self.plan([Count()]), epsilon=eps_b, delta=delta_b)
+        rest = self.allocate(self.plan([query((0.0, 1.0))]), epsilon=eps_r, delta=delta_r)
+        first = self.allocate(self.plan([Histogram(("b",), {"b": list(range(BINS))})]),
+                              epsilon=eps_b, delta=delta_b)
         ctx = self._release_context()
         ctx.numeric_schema(column, f"bounds({column})")
+        # The release's own data checks (columns, groups, domain, empty table), run now on
+        # placeholder bounds by an accountant that stops at the spend: nothing spent or drawn.
+        with contextlib.suppress(_StoppedError):
+            execute(rest, self.engine, self.table, _StopAtSpend(self.accountant), key=0,
+                    rng=None, level=level, large_domain_cells=self.large_domain_cells,
+                    output_dir=self.output_dir)
+        # Both events are known before any data is read (σ does not depend on the bounds), so
+        # an accountant that can plan refuses the pair before the first spend.
+        events = [e for e in (first.event(), rest.event()) if e is not None]
+        planner = getattr(self.accountant, "plan", None)
+        if callable(planner):
+            verdict = planner(events)
+            if not verdict.fits:
+                raise BudgetExceededError(
+                    f"bounds='private': the two spends (bounds with ε={eps_b:g}, δ={delta_b:g},"
+                    f" then the release with ε={eps_r:g}, δ={delta_r:g}) do not fit the "
+                    f"remaining budget ({self.accountant.remaining()}); nothing was spent",
+                    remaining=self.accountant.remaining(), requested=tuple(events),
+                )
         found = release_bounds(ctx, column=column, epsilon=eps_b, delta=delta_b)
         low, high = (float(v) for v in found.values)
         result = self._one(query((low, high)), eps_r, delta_r, level)
@@ -320,8 +343,8 @@ class PrivateTable:
             f"bounds='private': budget split in two spends — bounds [{low:.6g}, {high:.6g}] "
             f"estimated privately with ε={eps_b:g}, δ={delta_b:g} (bounds_share={share:g}: "
             "the 1 % and 99 % quantiles on a log scale), then this release with "
-            f"ε={eps_r:g}, δ={delta_r:g}; at most ε={epsilon:g}, δ={delta:g} together (basic composition; the "
-            "ledger may compose the two tighter)"
+            f"ε={eps_r:g}, δ={delta_r:g}; at most ε={epsilon:g}, δ={delta:g} together (basic "
+            "composition; the ledger may compose the two tighter)"
         )
         return dataclasses.replace(result, notes=(*result.notes, split),
                                    extra={**result.extra, "bounds": found.values})
@@ -425,6 +448,23 @@ class PrivateTable:
     def remaining(self) -> BudgetStatus:
         """What the accountant has left."""
         return self.accountant.remaining()
+
+
+class _StoppedError(Exception):
+    """Raised by :class:`_StopAtSpend` where a release would spend."""
+
+
+class _StopAtSpend:
+    """An accountant that stops a release at its spend (a dry run of every check before it)."""
+
+    def __init__(self, inner: Accountant) -> None:
+        self._inner = inner
+
+    def spend(self, event: PrivacyEvent) -> SpendRecord:
+        raise _StoppedError
+
+    def remaining(self) -> BudgetStatus:
+        return self._inner.remaining()
 
 
 #: The conversions ``PrivateTable(casts=...)`` knows.
