@@ -4,7 +4,7 @@ Clamping bounds must not be read from the data (min/max leak the extreme rows). 
 spends a stated (ε, δ) to find them. A histogram of B = 576 bins (16 per decade) is laid over
 a wide, data-independent range on the signed log scale
 t = sign(x)·max(log10(max(|x|, f)) − log10(f), 0), f = ``floor`` (1e-6), up to ±``ceiling``
-(1e12): 36 decades on each side. Its counts get Gaussian noise as any histogram over a
+(1e12): 18 decades on each side. Its counts get Gaussian noise as any histogram over a
 declared domain (a unit adds ≤ m rows to ≤ k bins: Δ2 = m√k), one exact
 :class:`~approxdp.events.GaussianEvent` (the calibration of Zhao et al. 2019, Lemma 15), one
 spend. The rest is post-processing: the noisy counts at or below the noise's quantile at
@@ -15,13 +15,13 @@ the outer edges of the bins where the cumulative kept mass passes ``tail`` and 1
 of the total (default 1 % and 99 %).
 
 Why not the quantile tree of :mod:`approxdp.releases.quantiles` (Hay et al. 2010) on the same
-scale: measured on Adult's age at ε = 0.2 (``tests/test_bounds.py`` and the guide), its rank
-estimates add the noise of up to (b − 1)·D nodes, which over a mostly empty range of 36
-decades crosses the 1 % rank by chance and put one bound near 0 or 1e6 in several of 30
-seeded runs; the thresholded histogram kept every run within one bin of the true 1 % and
-99 % quantiles. Bins thinner than the threshold are dropped, so the bounds lean inwards for
-small data; the notes say so, and with nothing above the threshold the bounds are the whole
-range.
+scale: its rank estimates add the noise of up to (b − 1)·D nodes, which over a mostly empty
+range of 36 decades cross the 1 % rank by chance. Measured on Adult's age (the guide,
+``docs/guide/bounds.md``): 4096 leaves of branching 64 at ε = 0.2 put the low bound near 0
+in half of 12 seeded runs; 1024 leaves of branching 32 at ε = 0.05 failed in all 30; the
+thresholded histogram kept low ∈ [15.4, 17.8] and high = 74.99 in all 30 at both ε.
+Bins thinner than the threshold are dropped, so the bounds lean inwards for small data; the
+result's notes say so, and with nothing above the threshold the bounds are the whole range.
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def release_bounds(
         i_high = int(np.searchsorted(cum, (1.0 - tail) * total, side="left"))
         i_low, i_high = min(i_low, n_bins - 1), min(max(i_high, i_low), n_bins - 1)
         low_t, high_t = float(edges[i_low]), float(edges[i_high + 1])
-    else:  # nothing above the noise: the whole range, said in the notes
+    else:  # nothing above the noise: the whole range, said in its notes
         low_t, high_t = -decades, decades
     low, high = _to_value(low_t, floor), _to_value(high_t, floor)
     lo_ci = np.array([_to_value(max(low_t - width, -decades), floor), low])
