@@ -179,6 +179,10 @@ class Binning:
     ``width = (high - low) / n_bins`` (computed once, here, so every engine divides by the same
     float64), and each output ``(name, divisor)`` is the column ``floor(leaf / divisor)``.
     Rows whose value is NULL or NaN are dropped; ±inf are clamped like any other value.
+
+    With ``log_floor`` = f > 0 the leaves are cut on the signed log scale instead: ``x`` is
+    first replaced by ``sign(x) · max(log10(max(|x|, f)) − log10(f), 0)`` (|x| ≤ f maps to
+    0; ``log10(f)`` computed here once), so ``low``/``high`` are in decades above f.
     """
 
     column: str
@@ -186,6 +190,7 @@ class Binning:
     high: float
     n_bins: int
     outputs: tuple[tuple[str, int], ...]
+    log_floor: float = 0.0
 
     def __post_init__(self) -> None:
         _check_name(self.column, "Binning.column")
@@ -209,6 +214,15 @@ class Binning:
                 f"Binning.outputs must be distinct (name, divisor >= 1) pairs, got {outputs}"
             )
         object.__setattr__(self, "outputs", outputs)
+        if not (math.isfinite(self.log_floor) and self.log_floor >= 0.0):
+            raise InvalidParameterError(
+                f"Binning.log_floor must be finite and >= 0, got {self.log_floor!r}"
+            )
+
+    @property
+    def log10_floor(self) -> float:
+        """log10(log_floor), the offset of the signed log scale (0 when linear)."""
+        return math.log10(self.log_floor) if self.log_floor > 0 else 0.0
 
     @property
     def width(self) -> float:

@@ -342,7 +342,11 @@ class DuckDBEngine:
             return f"CAST('{float(v)!r}' AS DOUBLE)"
 
         x = f"CAST({quote_identifier(binning.column)} AS DOUBLE)"
-        leaf = (f"LEAST(floor((LEAST(GREATEST({x}, {lit(binning.low)}), {lit(binning.high)}) - "
+        v = x
+        if binning.log_floor > 0:
+            v = (f"(sign({x}) * GREATEST(log10(GREATEST(abs({x}), {lit(binning.log_floor)})) - "
+                 f"{lit(binning.log10_floor)}, {lit(0.0)}))")
+        leaf = (f"LEAST(floor((LEAST(GREATEST({v}, {lit(binning.low)}), {lit(binning.high)}) - "
                 f"{lit(binning.low)}) / {lit(binning.width)}), {lit(binning.n_bins - 1)})")
         cols = ", ".join(
             f"CAST(floor({leaf} / {lit(d)}) AS BIGINT) AS {quote_identifier(n)}"

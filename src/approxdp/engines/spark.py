@@ -264,8 +264,15 @@ class SparkEngine:
 
         x = F.col(_q(binning.column)).cast("double")
         low, high = F.lit(float(binning.low)), F.lit(float(binning.high))
+        v = x
+        if binning.log_floor > 0:
+            v = F.signum(x) * F.greatest(
+                F.log10(F.greatest(F.abs(x), F.lit(float(binning.log_floor))))
+                - F.lit(float(binning.log10_floor)),
+                F.lit(0.0),
+            )
         leaf = F.least(
-            F.floor((F.least(F.greatest(x, low), high) - low) / F.lit(float(binning.width)))
+            F.floor((F.least(F.greatest(v, low), high) - low) / F.lit(float(binning.width)))
             .cast("double"),
             F.lit(float(binning.n_bins - 1)),
         )

@@ -10,18 +10,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, TypedDict, Unpack
 
 import numpy as np
 
 from approxdp._validation import check_interval
 from approxdp.accounting import Accountant, BudgetStatus, PrivacyAccountant
+from approxdp.accounting.ledger import SpendRecord
 from approxdp.engines import Engine, engine_for
 from approxdp.engines.base import KeyValue
-from approxdp.errors import InvalidParameterError, ParameterTypeError
+from approxdp.errors import BudgetExceededError, InvalidParameterError, ParameterTypeError
+from approxdp.events import PrivacyEvent
 from approxdp.releases.accuracy import AccuracyPlan, accuracy_of, plan_for_accuracy
 from approxdp.releases.dense import LARGE_DOMAIN_CELLS
 from approxdp.releases.derived import TableRelease
@@ -42,7 +45,7 @@ from approxdp.releases.specs import (
     Sum,
 )
 
-__all__ = ["CAST_TYPES", "ColumnOptions", "PrivateTable"]
+__all__ = ["BOUNDS_SHARE", "CAST_TYPES", "ColumnOptions", "PrivateTable"]
 
 Domain = Mapping[str, Sequence[KeyValue]]
 
@@ -54,6 +57,11 @@ class ColumnOptions(TypedDict, total=False):
     domain: Domain | None
     outside_domain: OutsideDomain
     level: float
+    bounds_share: float
+
+
+#: Default share of (ε, δ) that ``bounds="private"`` spends on estimating the bounds.
+BOUNDS_SHARE = 0.2
 
 
 class PrivateTable:
@@ -225,35 +233,139 @@ class PrivateTable:
         """Number of rows."""
         return self._one(Count(), epsilon, delta, level)
 
-    def sum(self, column: str, bounds: tuple[float, float], *, epsilon: float, delta: float,
-            **options: Unpack[ColumnOptions]) -> ReleaseResult:
+    def sum(self, column: str, bounds: tuple[float, float] | Literal["private"], *,
+            epsilon: float, delta: float, **options: Unpack[ColumnOptions]) -> ReleaseResult:
         """Sum of ``column`` clamped to ``bounds`` (NULL/NaN contribute nothing).
 
-        ``options``: ``by``, ``domain``, ``outside_domain`` (see :class:`Sum`) and ``level``.
+        ``bounds="private"``: first estimate them with :meth:`estimate_bounds` from
+        ``bounds_share`` of (ε, δ) (default 0.2), then release the sum with the rest — two
+        spends (see :meth:`mean`).
+
+        ``options``: ``by``, ``domain``, ``outside_domain`` (see :class:`Sum`), ``level`` and
+        ``bounds_share``.
         """
         return self._column(Sum, column, bounds, epsilon, delta, options)
 
-    def mean(self, column: str, bounds: tuple[float, float], *, epsilon: float, delta: float,
-             **options: Unpack[ColumnOptions]) -> ReleaseResult:
+    def mean(self, column: str, bounds: tuple[float, float] | Literal["private"], *,
+             epsilon: float, delta: float, **options: Unpack[ColumnOptions]) -> ReleaseResult:
         """Mean of ``column`` clamped to ``bounds`` over non-missing values.
 
-        ``options``: ``by``, ``domain``, ``outside_domain`` (see :class:`Mean`) and ``level``.
+        ``bounds="private"``: the bounds are first estimated privately
+        (:meth:`estimate_bounds`, the 1 % and 99 % quantiles) from ``bounds_share`` of
+        (ε, δ) (default 0.2: ε·0.2 and δ·0.2), then the mean is released with the rest
+        (ε·0.8, δ·0.8). That is two spends in the ledger, not one composed plan: the second
+        release's bounds depend on the first one's noisy output, so the two cannot be
+        calibrated jointly; by basic composition they add up to exactly (ε, δ). Every check
+        of both (column, options, shares, budget arithmetic) runs before the first spend; the
+        result's notes say how the budget was split and which bounds were used.
+
+        ``options``: ``by``, ``domain``, ``outside_domain`` (see :class:`Mean`), ``level`` and
+        ``bounds_share``.
         """
         return self._column(Mean, column, bounds, epsilon, delta, options)
 
     def _column(
-        self, kind: type[ColumnQuery], column: str, bounds: tuple[float, float], epsilon: float,
-        delta: float, options: ColumnOptions,
+        self, kind: type[ColumnQuery], column: str,
+        bounds: tuple[float, float] | Literal["private"], epsilon: float, delta: float,
+        options: ColumnOptions,
     ) -> ReleaseResult:
+        what = kind.__name__.lower()
         unknown = sorted(set(options) - set(ColumnOptions.__annotations__))
         if unknown:
             raise ParameterTypeError(
-                f"{kind.__name__.lower()}() got unknown option(s) {unknown}; allowed: "
+                f"{what}() got unknown option(s) {unknown}; allowed: "
                 f"{sorted(ColumnOptions.__annotations__)}"
             )
-        q = kind(column, bounds, tuple(options.get("by", ())), options.get("domain"),
-                 options.get("outside_domain", "error"), name=f"{kind.__name__.lower()}({column})")
-        return self._one(q, epsilon, delta, options.get("level", 0.95))
+        private = isinstance(bounds, str)
+        if private and bounds != "private":
+            raise InvalidParameterError(
+                f"bounds must be (low, high) or 'private', got bounds={bounds!r}"
+            )
+        if "bounds_share" in options and not private:
+            raise ParameterTypeError(
+                f"{what}(): bounds_share applies only with bounds='private', got "
+                f"bounds={bounds!r}"
+            )
+
+        def query(b: tuple[float, float]) -> ColumnQuery:
+            return kind(column, b, tuple(options.get("by", ())), options.get("domain"),
+                        options.get("outside_domain", "error"), name=f"{what}({column})")
+
+        level = options.get("level", 0.95)
+        if not isinstance(bounds, str):
+            return self._one(query(bounds), epsilon, delta, level)
+        return self._column_private_bounds(query, column, epsilon, delta, level,
+                                           options.get("bounds_share", BOUNDS_SHARE))
+
+    def _column_private_bounds(
+        self, query: Callable[[tuple[float, float]], ColumnQuery], column: str,
+        epsilon: float, delta: float, level: float, share: float,
+    ) -> ReleaseResult:
+        """Estimate bounds from ``share`` of (ε, δ), then release ``query`` with the rest."""
+        from approxdp.releases.bounds import BINS, release_bounds
+
+        share = float(check_interval("bounds_share", share, 0.0, 1.0, low_open=True,
+                                     high_open=True))
+        check_interval("level", level, 0.0, 1.0, low_open=True, high_open=True)
+        eps_b, delta_b = epsilon * share, delta * share
+        eps_r, delta_r = epsilon - eps_b, delta - delta_b
+        # Every check before the first spend: the query with placeholder bounds is planned and
+        # allocated with the rest of the budget (its columns are checked on the data by
+        # numeric_schema below and again by execute, which spends nothing when one fails).
+        rest = self.allocate(self.plan([query((0.0, 1.0))]), epsilon=eps_r, delta=delta_r)
+        first = self.allocate(self.plan([Histogram(("b",), {"b": list(range(BINS))})]),
+                              epsilon=eps_b, delta=delta_b)
+        ctx = self._release_context()
+        ctx.numeric_schema(column, f"bounds({column})")
+        # The release's own data checks (columns, groups, domain, empty table), run now on
+        # placeholder bounds by an accountant that stops at the spend: nothing spent or drawn.
+        with contextlib.suppress(_StoppedError):
+            execute(rest, self.engine, self.table, _StopAtSpend(self.accountant), key=0,
+                    rng=None, level=level, large_domain_cells=self.large_domain_cells,
+                    output_dir=self.output_dir)
+        # Both events are known before any data is read (σ does not depend on the bounds), so
+        # an accountant that can plan refuses the pair before the first spend.
+        events = [e for e in (first.event(), rest.event()) if e is not None]
+        planner = getattr(self.accountant, "plan", None)
+        if callable(planner):
+            verdict = planner(events)
+            if not verdict.fits:
+                raise BudgetExceededError(
+                    f"bounds='private': the two spends (bounds with ε={eps_b:g}, δ={delta_b:g},"
+                    f" then the release with ε={eps_r:g}, δ={delta_r:g}) do not fit the "
+                    f"remaining budget ({self.accountant.remaining()}); nothing was spent",
+                    remaining=self.accountant.remaining(), requested=tuple(events),
+                )
+        found = release_bounds(ctx, column=column, epsilon=eps_b, delta=delta_b)
+        low, high = (float(v) for v in found.values)
+        result = self._one(query((low, high)), eps_r, delta_r, level)
+        split = (
+            f"bounds='private': budget split in two spends — bounds [{low:.6g}, {high:.6g}] "
+            f"estimated privately with ε={eps_b:g}, δ={delta_b:g} (bounds_share={share:g}: "
+            "the 1 % and 99 % quantiles on a log scale), then this release with "
+            f"ε={eps_r:g}, δ={delta_r:g}; at most ε={epsilon:g}, δ={delta:g} together (basic "
+            "composition; the ledger may compose the two tighter)"
+        )
+        return dataclasses.replace(result, notes=(*result.notes, split),
+                                   extra={**result.extra, "bounds": found.values})
+
+    def estimate_bounds(
+        self, column: str, *, epsilon: float, delta: float, tail: float = 0.01,
+        floor: float = 1e-6, ceiling: float = 1e12,
+    ) -> ReleaseResult:
+        """Private clamping bounds for ``column``, so they are never read from the data.
+
+        Spends (ε, δ) once on a noisy hierarchical histogram over the data-independent signed
+        log range ±[``floor``, ``ceiling``] (:mod:`approxdp.releases.bounds`) and releases
+        its ``tail`` and 1 − ``tail`` quantiles (default 1 % and 99 %), rounded outwards:
+        ``result.values`` is ``[low, high]`` (keys ``("low",)``, ``("high",)``), ready for
+        :meth:`mean`, :meth:`sum`, :meth:`quantiles` or :meth:`variance`.
+        """
+        from approxdp.releases.bounds import release_bounds
+
+        result = release_bounds(self._release_context(), column=column, epsilon=epsilon,
+                                delta=delta, tail=tail, floor=floor, ceiling=ceiling)
+        return self._with_cast_notes((result,))[0]
 
     def histogram(
         self, columns: str | Sequence[str], *, epsilon: float, delta: float,
@@ -336,6 +448,23 @@ class PrivateTable:
     def remaining(self) -> BudgetStatus:
         """What the accountant has left."""
         return self.accountant.remaining()
+
+
+class _StoppedError(Exception):
+    """Raised by :class:`_StopAtSpend` where a release would spend."""
+
+
+class _StopAtSpend:
+    """An accountant that stops a release at its spend (a dry run of every check before it)."""
+
+    def __init__(self, inner: Accountant) -> None:
+        self._inner = inner
+
+    def spend(self, event: PrivacyEvent) -> SpendRecord:
+        raise _StoppedError
+
+    def remaining(self) -> BudgetStatus:
+        return self._inner.remaining()
 
 
 #: The conversions ``PrivateTable(casts=...)`` knows.
