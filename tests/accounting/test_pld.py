@@ -358,7 +358,7 @@ def test_deep_delta_gaussian_composition_is_tight(sigma: float, steps: int, delt
 
 def test_deep_delta_dp_sgd_is_below_rdp_and_monotone() -> None:
     """ndtri(1 − δ) was inf for δ < 1.1e-16: ε came out 9774 where RDP certifies 10.1."""
-    from approxdp.accounting.rdp import rdp_dpsgd_epsilon
+    from approxdp.accounting.rdp_conversion import rdp_dpsgd_epsilon
 
     ev = SubsampledEvent(GaussianEvent(sigma=0.58516), 6.4744e-4)
     g = pld_epsilon([(ev, 1112)], 2.55e-19)

@@ -39,15 +39,14 @@ from approxdp.accounting.mixed_composition import COMPOSITION_RULES
 from approxdp.accounting.optimal import optimal_composition
 from approxdp.accounting.pld_accounting import pld_delta, pld_epsilon
 from approxdp.accounting.protocols import Accountant
-from approxdp.accounting.rdp import (
-    DEFAULT_RDP_ORDERS,
+from approxdp.accounting.rdp import DEFAULT_RDP_ORDERS, rdp_subsampled_gaussian
+from approxdp.accounting.rdp_conversion import (
     rdp_dpsgd_delta,
     rdp_dpsgd_epsilon,
-    rdp_sampled_without_replacement_gaussian,
-    rdp_subsampled_gaussian,
     rdp_to_delta,
     rdp_to_epsilon,
 )
+from approxdp.accounting.rdp_wor import rdp_sampled_without_replacement_gaussian
 from approxdp.accounting.splitting import SPLIT_RULES, BudgetSplit, split_budget
 from approxdp.accounting.sqlite_ledger import LedgerSettings, read_ledger_settings
 from approxdp.accounting.subsampled_gaussian import (

@@ -149,7 +149,7 @@ def _pld(
 
 
 def _rdp(sigma: float, q: float, steps: int, delta: float, sampling: str) -> Guarantee:
-    from approxdp.accounting.rdp import rdp_dpsgd_epsilon
+    from approxdp.accounting.rdp_conversion import rdp_dpsgd_epsilon
 
     if sampling == "without-replacement":
         return rdp_dpsgd_epsilon(sigma, q, steps, delta, sampling="without-replacement")

@@ -22,7 +22,8 @@ steps adds RDP: T·ε(α).
   their absolute values, which TF-privacy adds: a looser bound) and stop on a positive one.
 - **q = 1** is the Gaussian mechanism: ε(α) = α/(2σ²).
 
-Sampling *without replacement* of a fixed batch (substitution neighbours) uses the general upper
+Sampling *without replacement* of a fixed batch (substitution neighbours,
+:mod:`approxdp.accounting.rdp_wor`) uses the general upper
 bound of Wang, Balle, Kasiviswanathan 2019 (https://arxiv.org/abs/1808.00087, Thm 9) with the
 Gaussian's ε(j) = j/(2σ²), at integer orders; fractional orders interpolate (α - 1)ε(α)
 linearly between the neighbouring integers (their Cor. 10, valid by convexity). Its noise
@@ -30,7 +31,8 @@ multiplier is relative to the substitution sensitivity (dp_accounting's conventi
 where replacing a record moves the clipped-gradient sum by up to 2C, :func:`rdp_dpsgd_epsilon`
 evaluates it at σ/2.
 
-Conversion to (ε, δ): Balle, Barthe, Gaboardi, Hsu, Sato 2020 (https://arxiv.org/abs/1905.09982,
+Conversion to (ε, δ), in :mod:`approxdp.accounting.rdp_conversion`: Balle, Barthe, Gaboardi,
+Hsu, Sato 2020 (https://arxiv.org/abs/1905.09982,
 Thm 21), in the form of Canonne, Kamath, Steinke 2020 (https://arxiv.org/abs/2004.00010,
 Prop. 12):
 
@@ -50,16 +52,13 @@ log A_α. The tests check the values against mpmath quadrature at 40 digits.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any, Literal, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
-from scipy import optimize, special
+from scipy import special
 
-from approxdp._validation import check_interval, check_probability
-from approxdp.accounting.composition import check_steps
-from approxdp.accounting.guarantees import Guarantee
+from approxdp._validation import check_interval
 from approxdp.errors import InvalidParameterError, UnknownMethodError
 
 __all__ = [
@@ -67,12 +66,7 @@ __all__ = [
     "MAX_RDP_ORDER",
     "SAMPLINGS",
     "Sampling",
-    "rdp_dpsgd_delta",
-    "rdp_dpsgd_epsilon",
-    "rdp_sampled_without_replacement_gaussian",
     "rdp_subsampled_gaussian",
-    "rdp_to_delta",
-    "rdp_to_epsilon",
 ]
 
 FloatArray: TypeAlias = npt.NDArray[np.float64]
@@ -444,371 +438,3 @@ def rdp_subsampled_gaussian(noise_multiplier: Any, sample_rate: Any, orders: Any
     q = _check_rate(sample_rate)
     alphas = _check_orders(DEFAULT_RDP_ORDERS if orders is None else orders)
     return _rdp_poisson(q, sigma, alphas)
-
-
-def _rdp_wor_int(q: float, sigma: float, orders: FloatArray) -> FloatArray:
-    """Wang, Balle, Kasiviswanathan Thm 9 for the Gaussian (ε(j) = j/(2σ²), ε(∞) = ∞), α >= 2:
-
-    (α-1) ε(α) <= log(1 + q² C(α,2) min(4(e^{1/σ²} - 1), 2 e^{1/σ²})
-                      + Σ_{j=3}^{α} 2 q^j C(α, j) e^{j(j-1)/(2σ²)}).
-    """
-    inv = 0.5 / (sigma * sigma)
-    log_q = math.log(q)
-    out = np.empty(orders.shape)
-    err = np.empty(orders.shape)
-    for idx in _blocks(orders):
-        a = orders[idx][:, None]
-        width = int(a[-1, 0]) + 1
-        j = np.arange(2, width, dtype=np.float64)[None, :]
-        valid = j <= a
-        jj = np.where(valid, j, 2.0)
-        g_a = special.gammaln(a + 1.0)
-        g_j = special.gammaln(jj + 1.0)
-        g_aj = special.gammaln(np.where(valid, a - jj, 0.0) + 1.0)
-        two = 2.0 * inv  # ε(2) = 1/σ²
-        first = min(math.log(4.0) + float(_log_expm1(np.array(two))), math.log(2.0) + two)
-        y = np.where(jj == 2.0, first, math.log(2.0) + jj * (jj - 1.0) * inv)
-        log_mag = np.where(valid, g_a - g_j - g_aj + jj * log_q + y, -np.inf)
-        scale = np.abs(g_a) + np.abs(g_j) + np.abs(g_aj) + np.abs(jj * log_q) + np.abs(y) + 2.0
-        total, bound = _log_sum(log_mag, np.ones_like(log_mag), 8.0 * _EPS * scale)
-        out[idx] = total
-        err[idx] = bound
-    with np.errstate(over="ignore", under="ignore"):
-        log_a = np.logaddexp(0.0, out)
-        share = np.exp(out - log_a)
-    return _round_up_rdp(log_a, err * share + 4.0 * _EPS * log_a, orders, out > -np.inf)
-
-
-def rdp_sampled_without_replacement_gaussian(
-    noise_multiplier: Any, sample_rate: Any, orders: Any = None
-) -> Any:
-    """Rényi DP (upper bound) of one step of the Gaussian on a batch sampled without
-    replacement, for substitution (replace-one) neighbours.
-
-    Wang, Balle, Kasiviswanathan 2019 (https://arxiv.org/abs/1808.00087), Thm 9 with the
-    Gaussian's ε(j) = j/(2σ²) and ε(∞) = ∞, at integer α >= 2:
-
-        (α-1) ε(α) <= log(1 + q² C(α,2) min(4(e^{1/σ²} - 1), 2e^{1/σ²})
-                          + Σ_{j=3}^{α} 2 q^j C(α,j) e^{j(j-1)/(2σ²)});
-
-    at a fractional α, (α - 1)ε(α) is interpolated linearly between ⌊α⌋ and ⌈α⌉ (their
-    Cor. 10; (α - 1)ε is 0 at α = 1); never above the Gaussian's α/(2σ²) (which q = 1 gives:
-    the subsamples of neighbours differ in at most one record). This is Thm 9, not the tighter
-    Thm 27 that dp_accounting evaluates by forward differences for α ≤ 256: it agrees with
-    dp_accounting at α ≤ 2 and α > 256 and is above it in between.
-
-    ``noise_multiplier`` is the noise std over the ℓ2-sensitivity **under substitution**, as in
-    dp_accounting's ``SampledWithoutReplacementDpEvent``: for DP-SGD with clipping norm C,
-    replacing one record moves the gradient sum by up to 2C, so pass (DP-SGD noise
-    multiplier)/2 (:func:`rdp_dpsgd_epsilon` does this for you).
-
-    Args:
-        noise_multiplier: σ > 0 relative to the substitution sensitivity; ``inf`` gives 0.
-        sample_rate: q = batch size / dataset size, in (0, 1].
-        orders: Rényi orders α ∈ (1, 65536] (default :data:`DEFAULT_RDP_ORDERS`).
-
-    Returns:
-        the upper bound on ε(α) for each order, a float64 array.
-
-    Example:
-        >>> rdp = rdp_sampled_without_replacement_gaussian(1.1, 256 / 60000, [2, 32])
-        >>> tuple(f"{x:.6e}" for x in rdp)
-        ('8.319753e-05', '7.612548e+00')
-    """
-    sigma = _check_noise(noise_multiplier)
-    q = _check_rate(sample_rate)
-    alphas = _check_orders(DEFAULT_RDP_ORDERS if orders is None else orders)
-    return _rdp_wor(q, sigma, alphas)
-
-
-def _rdp_wor(q: float, sigma: float, orders: FloatArray) -> FloatArray:
-    if math.isinf(sigma):
-        return np.zeros(orders.shape)
-    if q == 1.0:
-        return _gaussian_rdp(sigma, orders)
-    lo = np.floor(orders)
-    hi = np.ceil(orders)
-    ints = np.unique(np.concatenate([lo, hi]))
-    ints = ints[ints >= 2.0]
-    # (α-1) ε(α), rounded up already; never above the Gaussian's own α/(2σ²): with the natural
-    # coupling the two subsamples differ in at most one record (joint convexity of e^{(α-1)D_α})
-    gauss = _gaussian_rdp(sigma, ints)
-    vals = np.minimum(_rdp_wor_int(q, sigma, ints), gauss) * (ints - 1.0)
-    cgf = dict(zip(ints.tolist(), vals.tolist(), strict=True))
-    cgf[1.0] = 0.0
-    c_lo = np.array([cgf[x] for x in lo.tolist()])
-    c_hi = np.array([cgf[x] for x in hi.tolist()])
-    t = orders - lo
-    with np.errstate(invalid="ignore", over="ignore"):
-        mixed = np.where(t == 0.0, c_lo, (1.0 - t) * c_lo + t * c_hi)
-        rdp = mixed / (orders - 1.0) * (1.0 + 8.0 * _EPS)
-        rdp = np.minimum(rdp, _gaussian_rdp(sigma, orders))
-    return np.where(np.isnan(rdp), np.inf, rdp)
-
-
-# -- RDP => (epsilon, delta) ------------------------------------------------------------------
-
-
-def _epsilons(rdp: FloatArray, orders: FloatArray, delta: float) -> FloatArray:
-    """ε at each order (Balle et al. 2020 Thm 21; Canonne et al. 2020 Prop. 12), 0 where the
-    KL bound gives (0, δ),
-    rounded up by the evaluation error; ``inf`` where the RDP is infinite."""
-    log_d = math.log(delta)
-    with np.errstate(over="ignore", invalid="ignore"):
-        corr = np.log1p(-1.0 / orders)
-        tail = (log_d + np.log(orders)) / (orders - 1.0)
-        eps = rdp + corr - tail
-        eps = eps + 8.0 * _EPS * (np.abs(rdp) + np.abs(corr) + np.abs(tail))
-        eps = np.where(np.isnan(eps) | np.isinf(rdp), np.inf, np.maximum(eps, 0.0))
-        # TV <= sqrt(1 - e^{-KL}) <= sqrt(1 - e^{-rdp}) (Bretagnolle-Huber; KL <= D_α)
-        zero = delta * delta > -np.expm1(-rdp) * (1.0 + 8.0 * _EPS)
-    return np.where(zero, 0.0, eps)
-
-
-def rdp_to_epsilon(rdp: Any, orders: Any, delta: Any) -> tuple[float, float]:
-    """The least ε over the orders for which an RDP curve implies (ε, δ)-DP.
-
-    ε = min_α [ε_RDP(α) + log1p(-1/α) - (log δ + log α)/(α - 1)] (Balle, Barthe, Gaboardi,
-    Hsu, Sato 2020, https://arxiv.org/abs/1905.09982, Thm 21; in the form of Canonne, Kamath,
-    Steinke 2020, https://arxiv.org/abs/2004.00010, Prop. 12), and ε = 0 at an order where
-    δ >= sqrt(1 - e^{-ε_RDP(α)}) (total variation ≤ δ). Rounded up by its evaluation error.
-
-    Args:
-        rdp: ε_RDP(α) >= 0 for each order (``inf`` allowed: that order is skipped), e.g. T times
-            :func:`rdp_subsampled_gaussian`.
-        orders: the orders α > 1, same length as ``rdp``.
-        delta: δ ∈ (0, 1).
-
-    Returns:
-        ``(epsilon, order)``: the bound and the order that attains it (``inf`` and the first
-        order when every order is infinite).
-
-    Example:
-        >>> orders = [2.0, 4.0, 8.0, 16.0, 32.0]
-        >>> eps, order = rdp_to_epsilon([a / 2 for a in orders], orders, 1e-5)
-        >>> round(eps, 6), order
-        (5.087862, 4.0)
-    """
-    alphas = _check_orders(orders)
-    values = _check_rdp(rdp, alphas)
-    d = float(check_probability("delta", delta))
-    eps = _epsilons(values, alphas, d)
-    best = int(np.argmin(eps))
-    return float(eps[best]), float(alphas[best])
-
-
-def _log_deltas(rdp: FloatArray, orders: FloatArray, epsilon: float) -> FloatArray:
-    """log δ at each order (the inverse of :func:`_epsilons`), rounded up, capped at 0."""
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        corr = np.log1p(-1.0 / orders)
-        log_alpha = np.log(orders)
-        log_d = (orders - 1.0) * (rdp - epsilon + corr) - log_alpha
-        log_d = log_d + 8.0 * _EPS * (
-            (orders - 1.0) * (np.abs(rdp) + epsilon + np.abs(corr)) + log_alpha)
-        log_d = np.where(np.isnan(log_d), np.inf, log_d)
-        # TV <= sqrt(1 - e^{-rdp}) (Bretagnolle-Huber)
-        log_tv = 0.5 * np.log(-np.expm1(-rdp)) + 8.0 * _EPS
-    return np.minimum(np.minimum(log_d, log_tv), 0.0)
-
-
-def rdp_to_delta(rdp: Any, orders: Any, epsilon: Any) -> tuple[float, float]:
-    """The least δ over the orders for which an RDP curve implies (ε, δ)-DP.
-
-    δ = min_α min(exp((α - 1)(ε_RDP(α) - ε + log1p(-1/α)) - log α), sqrt(1 - e^{-ε_RDP(α)}))
-    (the inverse of :func:`rdp_to_epsilon`: BBGHS20 Thm 21 / Canonne et al. 2020 Prop. 12, and the
-    Bretagnolle–Huber bound on total variation), capped at 1 and rounded up.
-
-    Args:
-        rdp: ε_RDP(α) >= 0 for each order (``inf`` allowed).
-        orders: the orders α > 1, same length as ``rdp``.
-        epsilon: ε >= 0 (finite).
-
-    Returns:
-        ``(delta, order)``: the bound and the order that attains it.
-
-    Example:
-        >>> orders = [2.0, 4.0, 8.0, 16.0, 32.0]
-        >>> delta, order = rdp_to_delta([a / 2 for a in orders], orders, 5.087862)
-        >>> f"{delta:.4e}", order
-        ('1.0000e-05', 4.0)
-    """
-    alphas = _check_orders(orders)
-    values = _check_rdp(rdp, alphas)
-    e = float(check_interval("epsilon", epsilon, 0.0, math.inf, high_open=True))
-    log_d = _log_deltas(values, alphas, e)
-    best = int(np.argmin(log_d))
-    return math.exp(float(log_d[best])), float(alphas[best])
-
-
-# -- DP-SGD -----------------------------------------------------------------------------------
-
-
-def _dpsgd_curve(
-    noise_multiplier: Any, sample_rate: Any, steps: Any, sampling: Any
-) -> tuple[Callable[[FloatArray, bool], FloatArray], Sampling]:
-    """The total RDP curve (α, rough) ↦ T·ε(α) after validation (DP-SGD's noise multiplier;
-    ``rough`` sums the fractional series less far, for the order search only)."""
-    sigma = _check_noise(noise_multiplier)
-    q = _check_rate(sample_rate)
-    t = check_steps("steps", steps)
-    how = _check_sampling(sampling)
-    t_f = float(t) if t < 2**1023 else math.inf  # T·ε(α) overflows to inf, not an error
-
-    def curve(orders: FloatArray, rough: bool = False) -> FloatArray:
-        with np.errstate(over="ignore", invalid="ignore"):
-            if how == "poisson":
-                rdp = _rdp_poisson(q, sigma, orders, rough)
-            else:
-                rdp = _rdp_wor(q, sigma / 2.0, orders)
-            return np.where(rdp == 0.0, 0.0, t_f * rdp)
-
-    return curve, how
-
-
-def _refine(
-    curve: Callable[[FloatArray, bool], FloatArray], orders: FloatArray, values: FloatArray,
-    objective: Callable[[FloatArray, FloatArray], FloatArray],
-) -> tuple[float, float]:
-    """Grid minimum of ``objective(rdp, orders)``, then a bounded scalar search (Brent) between
-    the neighbours of the best order. Any order gives a valid bound, so the search runs on a
-    cheaper curve (fractional series summed to 1e-7 instead of 1e-10) and only the order it
-    finds is evaluated in full and kept if it beats the grid: this only tightens, most where
-    the grid is coarse (64 to 1024)."""
-    scores = objective(values, orders)
-    best = int(np.argmin(scores))
-    value, order = float(scores[best]), float(orders[best])
-    if not math.isfinite(value) or value == 0.0 or orders.size < 2:
-        return value, order
-    srt = np.sort(orders)
-    pos = int(np.searchsorted(srt, order))
-    lo = float(srt[max(pos - 1, 0)])
-    hi = float(srt[min(pos + 1, srt.size - 1)])
-
-    def rough(alpha: float) -> float:
-        a = np.array([alpha])
-        return float(objective(curve(a, True), a)[0])
-
-    found = optimize.minimize_scalar(
-        rough, bounds=(lo, hi), method="bounded", options={"xatol": 1e-6 * order}
-    )
-    a = np.array([float(found.x)])
-    cand = float(objective(curve(a, False), a)[0])
-    if cand < value:
-        return cand, float(a[0])
-    return value, order
-
-
-def _best_order(
-    curve: Any, alphas: FloatArray, objective: Any, *, refine: bool
-) -> tuple[float, float]:
-    """(min over orders of ``objective``, the order): on the grid, refined between the best
-    grid order's neighbours when the grid is the default one (orders given are used as is)."""
-    values = curve(alphas, False)
-    if refine:
-        best_value, order = _refine(curve, alphas, values, objective)
-        return float(best_value), float(order)
-    scores = objective(values, alphas)
-    best = int(np.argmin(scores))
-    return float(scores[best]), float(alphas[best])
-
-
-def rdp_dpsgd_epsilon(
-    noise_multiplier: Any,
-    sample_rate: Any,
-    steps: Any,
-    delta: Any,
-    sampling: Sampling = "poisson",
-    orders: Any = None,
-) -> Guarantee:
-    """ε of DP-SGD by the RDP accountant: T steps of the subsampled Gaussian, then RDP ⇒ DP.
-
-    ε = min_α [T ε_step(α) + log1p(-1/α) - (log δ + log α)/(α - 1)], with ε_step from
-    :func:`rdp_subsampled_gaussian` (``sampling="poisson"``, add/remove neighbours; Mironov,
-    Talwar, Zhang 2019, https://arxiv.org/abs/1908.10530) or
-    :func:`rdp_sampled_without_replacement_gaussian` (``"without-replacement"``, substitution
-    neighbours; Wang, Balle, Kasiviswanathan 2019, https://arxiv.org/abs/1808.00087, Thm 9),
-    and the conversion of Balle et al. 2020 (https://arxiv.org/abs/1905.09982, Thm 21). With
-    the default orders the grid minimum is refined by a bounded search between the best
-    order's neighbours. Cost is independent of T.
-
-    An upper bound, but not a tight one: the conversion from RDP loses ~5–10 % in ε for
-    typical DP-SGD settings (and more at few steps) against the exact privacy profile.
-
-    Args:
-        noise_multiplier: σ > 0, DP-SGD's noise std over the clipping norm C. Without
-            replacement, replacing one record moves the clipped-gradient sum by up to 2C, so the
-            bound is evaluated at σ/2 relative to that substitution sensitivity.
-        sample_rate: q ∈ (0, 1]: the Poisson rate, or batch size / dataset size.
-        steps: T, an integer >= 1 (10⁹ is as fast as 1).
-        delta: δ ∈ (0, 1).
-        sampling: ``"poisson"`` (default) or ``"without-replacement"``.
-        orders: Rényi orders in (1, 65536] to search (default: :data:`DEFAULT_RDP_ORDERS`
-            and the refinement; given orders are searched exactly as given).
-
-    Returns:
-        Guarantee (upper bound) with ``epsilon`` and ``delta``; ``rule`` names the order used.
-
-    Example:
-        >>> g = rdp_dpsgd_epsilon(1.1, 256 / 60000, 14063, 1e-5)
-        >>> round(g.epsilon, 4), g.kind
-        (2.5966, 'upper bound')
-    """
-    curve, how = _dpsgd_curve(noise_multiplier, sample_rate, steps, sampling)
-    d = float(check_probability("delta", delta))
-    alphas = _check_orders(DEFAULT_RDP_ORDERS if orders is None else orders)
-
-    def objective(rdp: FloatArray, a: FloatArray) -> FloatArray:
-        return _epsilons(rdp, a, d)
-
-    eps, order = _best_order(curve, alphas, objective, refine=orders is None)
-    return Guarantee(eps, d, "upper bound", _rule(how, order))
-
-
-def rdp_dpsgd_delta(
-    noise_multiplier: Any,
-    sample_rate: Any,
-    steps: Any,
-    epsilon: Any,
-    sampling: Sampling = "poisson",
-    orders: Any = None,
-) -> Guarantee:
-    """δ of DP-SGD at a given ε by the RDP accountant (the inverse of
-    :func:`rdp_dpsgd_epsilon`; :func:`rdp_to_delta` on the composed curve, refined likewise).
-
-    Args:
-        noise_multiplier: σ > 0, DP-SGD's noise std over the clipping norm (see
-            :func:`rdp_dpsgd_epsilon` for sampling without replacement).
-        sample_rate: q ∈ (0, 1].
-        steps: T, an integer >= 1.
-        epsilon: ε >= 0 (finite).
-        sampling: ``"poisson"`` (default) or ``"without-replacement"``.
-        orders: Rényi orders to search (default: :data:`DEFAULT_RDP_ORDERS` and refinement).
-
-    Returns:
-        Guarantee (upper bound) ``(epsilon, delta)``.
-
-    Example:
-        >>> g = rdp_dpsgd_delta(1.1, 256 / 60000, 14063, 2.6)
-        >>> f"{g.delta:.3e}"
-        '9.764e-06'
-    """
-    curve, how = _dpsgd_curve(noise_multiplier, sample_rate, steps, sampling)
-    e = float(check_interval("epsilon", epsilon, 0.0, math.inf, high_open=True))
-    alphas = _check_orders(DEFAULT_RDP_ORDERS if orders is None else orders)
-
-    def objective(rdp: FloatArray, a: FloatArray) -> FloatArray:
-        return _log_deltas(rdp, a, e)
-
-    log_d, order = _best_order(curve, alphas, objective, refine=orders is None)
-    return Guarantee(e, math.exp(log_d), "upper bound", _rule(how, order))
-
-
-def _rule(how: Sampling, order: float) -> str:
-    if how == "poisson":
-        source = "Poisson-subsampled Gaussian RDP (Mironov-Talwar-Zhang 2019, arXiv:1908.10530)"
-    else:
-        source = ("Gaussian RDP under sampling without replacement (Wang-Balle-Kasiviswanathan "
-                  "2019 Thm 9, arXiv:1808.00087)")
-    return (f"{source}; RDP to DP by Balle et al. 2020 Thm 21 (arXiv:1905.09982) at order "
-            f"{order:.6g}")
-
