@@ -125,19 +125,19 @@ def _pld(
             "subsampled Gaussian, exact one-step profile (Zhu, Dong, Wang 2022, Thm 9)",
             bracket=(eps, eps),
         )
-    if steps >= _RDP_TOO_FROM and h is None:
-        try:
-            g = pld_epsilon([(_event(sigma, q, sampling), steps)], delta, precision=precision)
-        except InvalidParameterError:  # the window cannot hold this many steps at all
-            rdp = _rdp(sigma, q, steps, delta, sampling)
-            return Guarantee(
-                rdp.epsilon, delta, "upper bound", f"{rdp.rule} (too many steps for the PLD)"
-            )
-    else:
+    # beyond ~10^8 steps the PLD's window coarsens its grid (or cannot hold the steps at all);
+    # RDP is O(1) in T and also certified, so there the smaller of the two is reported
+    many = steps >= _RDP_TOO_FROM and h is None
+    try:
         g = pld_epsilon([(_event(sigma, q, sampling), steps)], delta, precision=precision, h=h)
-    if steps >= _RDP_TOO_FROM and h is None:
-        # the PLD's window coarsens its grid beyond ~10^8 steps; RDP is O(1) in T and also
-        # certified, so the smaller of the two is reported (both are upper bounds)
+    except InvalidParameterError:
+        if not many:
+            raise
+        rdp = _rdp(sigma, q, steps, delta, sampling)
+        return Guarantee(
+            rdp.epsilon, delta, "upper bound", f"{rdp.rule} (too many steps for the PLD)"
+        )
+    if many:
         rdp = _rdp(sigma, q, steps, delta, sampling)
         if float(rdp.epsilon) < float(g.epsilon):
             lower = g.bracket[0] if g.bracket else 0.0

@@ -258,8 +258,8 @@ def _check_precision(precision: float) -> float:
 
 def _direction_epsilon(
     parts: Sequence[tuple[LossSource, int]], delta: float, step: float, guess: float | None
-) -> ComposedPLD:
-    """The composed PLD of one direction, good at its ε(δ).
+) -> tuple[ComposedPLD, float]:
+    """The composed PLD of one direction, good at its ε(δ), and that certified ε.
 
     Untilted first (or tilted at ``guess``); if the error terms at the answer are not small
     against δ (deep tails, where FFT round-off dominates), composed again with the tilt
@@ -272,7 +272,7 @@ def _direction_epsilon(
         if pess - first.infinity_mass <= 1e-3 * delta:
             # round-off is negligible everywhere in the window, and neither it nor the tails
             # the window leaves out set the answer
-            return first
+            return first, first_eps
     # Round-off swamps the masses that make δ (deep tails): tilt the FFT to where the answer
     # is. Every pass is a valid upper bound, so the best one is kept; the targets are the
     # normal approximation's ε, what the masses point to, then the best ε found so far.
@@ -293,8 +293,8 @@ def _direction_epsilon(
         comp = _composed(parts, step, tail, best_eps)  # once more, tilted at the best answer
         eps = comp.epsilon(delta)
         if eps < best_eps:
-            best = comp
-    return best
+            best, best_eps = comp, eps
+    return best, best_eps
 
 
 def epsilon_by_direction(
@@ -316,7 +316,7 @@ def epsilon_by_direction(
         if not parts:
             out[name] = 0.0
             continue
-        out[name] = _direction_epsilon(parts, delta, h, tilt_at).epsilon(delta)
+        out[name] = _direction_epsilon(parts, delta, h, tilt_at)[1]
     return out
 
 
@@ -353,8 +353,8 @@ def pld_epsilon(
     eps_up = 0.0
     eps_lo = 0.0
     for parts in _directions(plan):
-        comp = _direction_epsilon(parts, delta, step, None)
-        eps_up = max(eps_up, comp.epsilon(delta))
+        comp, eps = _direction_epsilon(parts, delta, step, None)
+        eps_up = max(eps_up, eps)
         if bracket:
             # the optimistic discretization composed with the same tilt: a tight lower bound
             low = _composed(parts, step, 1e-4 * delta, comp.lam_target, optimistic=True)
