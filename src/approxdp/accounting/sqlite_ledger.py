@@ -36,6 +36,7 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,6 +79,21 @@ CREATE TABLE groups (epsilon REAL NOT NULL, delta REAL NOT NULL, count INTEGER N
 CREATE TABLE pld_events (key TEXT PRIMARY KEY, count INTEGER NOT NULL);
 INSERT INTO totals (id, rho, count) VALUES (1, 0.0, 0);
 """
+
+
+@contextlib.contextmanager
+def _committed(conn: sqlite3.Connection, failure: str) -> Iterator[None]:
+    """The body of an open transaction: COMMIT after it, or ROLLBACK on any exception (an
+    SQLite error becomes a LedgerError starting with ``failure``); nothing half-written stays."""
+    try:
+        yield
+        conn.execute("COMMIT")
+    except BaseException as exc:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        if isinstance(exc, sqlite3.Error):
+            raise LedgerError(f"{failure}: {exc}") from exc
+        raise
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,7 +298,7 @@ class SQLiteLedger:
         """Upgrade a version-1 file to version 2 in one transaction (see the module docstring):
         the event descriptions the PLD rule needs are rebuilt from the stored spend rows."""
         conn.execute("BEGIN IMMEDIATE")
-        try:
+        with _committed(conn, f"cannot upgrade ledger {self._path}"):
             version = int(conn.execute("PRAGMA user_version").fetchone()[0])
             if version == 1:  # (another process may have just upgraded it)
                 counts: dict[str, int] = {}
@@ -296,13 +312,6 @@ class SQLiteLedger:
                     "INSERT INTO pld_events (key, count) VALUES (?, ?)", counts.items()
                 )
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            conn.execute("COMMIT")
-        except BaseException as exc:
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
-            if isinstance(exc, sqlite3.Error):
-                raise LedgerError(f"cannot upgrade ledger {self._path}: {exc}") from exc
-            raise
 
     def _initialise(self, conn: sqlite3.Connection) -> None:
         conn.execute("BEGIN IMMEDIATE")
@@ -415,7 +424,7 @@ class SQLiteLedger:
                 conn.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
                 raise LedgerError(f"cannot lock ledger {self._path}: {exc}") from exc
-            try:
+            with _committed(conn, f"spend not recorded in {self._path}"):
                 old_state = self._read_state(conn)
                 new_state = old_state.add(contrib)
                 rule, delta_after = check(old_state, new_state)  # raises to refuse
@@ -441,13 +450,6 @@ class SQLiteLedger:
                         "ON CONFLICT (key) DO UPDATE SET count = count + 1",
                         (key,),
                     )
-                conn.execute("COMMIT")
-            except BaseException as exc:
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("ROLLBACK")
-                if isinstance(exc, sqlite3.Error):
-                    raise LedgerError(f"spend not recorded in {self._path}: {exc}") from exc
-                raise
         index = int(cur.lastrowid) if cur.lastrowid is not None else new_state.count
         return SpendRecord(index, created, event, rule, delta_after)
 
