@@ -61,6 +61,7 @@ __all__ = [
     "PerKeyLimit",
     "TableT",
     "aggregate_result",
+    "check_column",
     "check_columns",
     "check_condition_column",
     "check_new_columns",
@@ -488,23 +489,28 @@ def check_columns(schema: Mapping[str, ColumnKind], request: AggregateRequest) -
             )
 
 
+def check_column(schema: Mapping[str, ColumnKind], column: str) -> ColumnKind:
+    """The kind of ``column``, or :class:`DataError` naming the table's columns (and the
+    closest name) when it has none such (the same check on every engine)."""
+    if column not in schema:
+        close = difflib.get_close_matches(column, list(schema), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise DataError(f"column {column!r} not found; the table has columns {list(schema)}"
+                        f"{hint}")
+    return schema[column]
+
+
 def check_condition_column(schema: Mapping[str, ColumnKind], condition: Membership) -> None:
     """Raise :class:`DataError` if ``condition`` names a column the table lacks or lists values
     that cannot be compared with it (``count_outside``'s checks, the same on every engine)."""
-    if condition.column not in schema:
-        raise DataError(f"column {condition.column!r} not found; the table has columns "
-                        f"{list(schema)}")
+    check_column(schema, condition.column)
     check_values(schema, condition, "domain")
 
 
 def check_new_columns(schema: Mapping[str, ColumnKind], column: str, new: Sequence[str]) -> None:
     """Raise :class:`DataError` if ``column`` (read by a derived-column primitive such as
     :meth:`Engine.with_bins`) is missing or one of the ``new`` columns already exists."""
-    if column not in schema:
-        close = difflib.get_close_matches(column, list(schema), n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise DataError(f"column {column!r} not found; the table has columns {list(schema)}"
-                        f"{hint}")
+    check_column(schema, column)
     clash = [n for n in new if n in schema]
     if clash:
         raise DataError(f"derived column {clash[0]!r} already exists in the table")

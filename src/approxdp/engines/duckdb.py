@@ -58,6 +58,7 @@ from approxdp.engines.base import (
     KeyValue,
     Membership,
     aggregate_result,
+    check_column,
     check_columns,
     check_condition_column,
     check_new_columns,
@@ -307,10 +308,7 @@ class DuckDBEngine:
         self, table: DuckDBTable, column: str, limit: int = 3
     ) -> tuple[int, tuple[str, ...]]:
         """Rows whose ``column`` is not NULL but ``TRY_CAST(... AS DOUBLE)`` is, with examples."""
-        schema = self.schema(table)
-        if column not in schema:
-            raise DataError(f"column {column!r} not found; the table has columns {list(schema)}")
-        if schema[column] is ColumnKind.NUMERIC:
+        if check_column(self.schema(table), column) is ColumnKind.NUMERIC:
             return 0, ()
         text = f"CAST({quote_identifier(column)} AS VARCHAR)"
         bad = f"{text} IS NOT NULL AND TRY_CAST({text} AS DOUBLE) IS NULL"
@@ -325,8 +323,7 @@ class DuckDBEngine:
     def cast_to_double(self, table: DuckDBTable, column: str) -> DuckDBTable:
         """``SELECT * REPLACE (TRY_CAST(column AS DOUBLE) AS column)`` as a new handle."""
         schema = self.schema(table)
-        if column not in schema:
-            raise DataError(f"column {column!r} not found; the table has columns {list(schema)}")
+        check_column(schema, column)
         col = quote_identifier(column)
         value = (f"CAST({col} AS DOUBLE)" if schema[column] is ColumnKind.NUMERIC
                  else f"TRY_CAST(CAST({col} AS VARCHAR) AS DOUBLE)")

@@ -46,6 +46,7 @@ from approxdp.engines.base import (
     KeyValue,
     Membership,
     aggregate_result,
+    check_column,
     check_columns,
     check_condition_column,
     check_new_columns,
@@ -230,10 +231,7 @@ class SparkEngine:
         self, table: SparkTable, column: str, limit: int = 3
     ) -> tuple[int, tuple[str, ...]]:
         """Rows whose ``column`` is not NULL but ``try_cast(... AS DOUBLE)`` is, with examples."""
-        schema = self.schema(table)
-        if column not in schema:
-            raise DataError(f"column {column!r} not found; the table has columns {list(schema)}")
-        if schema[column] is ColumnKind.NUMERIC:
+        if check_column(self.schema(table), column) is ColumnKind.NUMERIC:
             return 0, ()
         from pyspark.sql import functions as F
 
@@ -248,8 +246,7 @@ class SparkEngine:
     def cast_to_double(self, table: SparkTable, column: str) -> SparkTable:
         """``withColumn(column, try_cast(column AS DOUBLE))`` as a new handle."""
         schema = self.schema(table)
-        if column not in schema:
-            raise DataError(f"column {column!r} not found; the table has columns {list(schema)}")
+        check_column(schema, column)
         from pyspark.sql import functions as F
 
         value = (F.col(_q(column)).cast("double") if schema[column] is ColumnKind.NUMERIC
