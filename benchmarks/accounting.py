@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from approxdp import GaussianEvent, PrivacyAccountant, compose_gaussian, split_budget
-from approxdp.accounting.splitting import seed_gaussian_split
+from approxdp.accounting.composition.splitting import seed_gaussian_split
 from approxdp.calibration import calibrate_gaussian
 from approxdp.events import EpsilonDeltaEvent, LaplaceEvent, PrivacyEvent, SubsampledEvent
 

@@ -20,8 +20,12 @@ import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
-from approxdp.accounting import pld_accounting
-from approxdp.accounting.dpsgd import calibrate_dpsgd, compare_dpsgd_accountants, dpsgd_epsilon
+from approxdp.accounting.dpsgd.accountants import (
+    calibrate_dpsgd,
+    compare_dpsgd_accountants,
+    dpsgd_epsilon,
+)
+from approxdp.accounting.pld import accounting as pld_accounting
 
 Q, SIGMA, STEPS, DELTA, TARGET = 256 / 60000, 1.1, 14063, 1e-5, 3.0
 

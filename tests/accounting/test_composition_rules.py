@@ -16,7 +16,7 @@ from approxdp import (
     optimal_composition,
     simplified_advanced_composition,
 )
-from approxdp.accounting.optimal import kov_delta
+from approxdp.accounting.composition.optimal import kov_delta
 
 EPS = st.floats(min_value=1e-3, max_value=3.0)
 KS = st.integers(min_value=1, max_value=400)

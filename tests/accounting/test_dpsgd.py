@@ -8,13 +8,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from approxdp.accounting.dpsgd import (
+from approxdp.accounting.dpsgd.accountants import (
     DPSGD_ACCOUNTANTS,
     calibrate_dpsgd,
     compare_dpsgd_accountants,
     dpsgd_epsilon,
 )
-from approxdp.accounting.subsampled_gaussian import subsampled_gaussian_epsilon
+from approxdp.accounting.pld.subsampled_gaussian import subsampled_gaussian_epsilon
 from approxdp.errors import InvalidParameterError, ParameterTypeError, UnknownMethodError
 from approxdp.profiles.gaussian import gaussian_epsilon
 

@@ -17,7 +17,7 @@ from approxdp import (
     split_budget,
     zcdp_to_dp,
 )
-from approxdp.accounting.splitting import seed_gaussian_split
+from approxdp.accounting.composition.splitting import seed_gaussian_split
 
 # Needs the lead's exact Gaussian profile (issue 2); skipped only until it lands on main.
 gaussian_delta = pytest.importorskip("approxdp.profiles.gaussian").gaussian_delta

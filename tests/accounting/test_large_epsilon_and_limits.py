@@ -25,9 +25,9 @@ from approxdp import (
     zcdp_to_dp,
 )
 from approxdp.accounting import PrivacyAccountant, read_ledger_settings
-from approxdp.accounting.event_costs import Contribution, LedgerState
-from approxdp.accounting.mixed_composition import delta_at, epsilon_at
-from approxdp.accounting.optimal import OPTIMAL_MAX_STEPS
+from approxdp.accounting.budget.costs import Contribution, LedgerState
+from approxdp.accounting.budget.rules import delta_at, epsilon_at
+from approxdp.accounting.composition.optimal import OPTIMAL_MAX_STEPS
 from approxdp.errors import BudgetExceededError, InvalidParameterError, LedgerError
 from approxdp.events import EpsilonDeltaEvent, GaussianEvent, LaplaceEvent, SubsampledEvent
 

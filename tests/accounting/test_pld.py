@@ -16,17 +16,17 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from approxdp.accounting.optimal import optimal_composition
-from approxdp.accounting.pld import compose, discretize, discretize_optimistic
-from approxdp.accounting.pld_accounting import event_losses, pld_delta, pld_epsilon
-from approxdp.accounting.privacy_loss import (
+from approxdp.accounting.composition.optimal import optimal_composition
+from approxdp.accounting.pld.accounting import event_losses, pld_delta, pld_epsilon
+from approxdp.accounting.pld.compose import compose, discretize, discretize_optimistic
+from approxdp.accounting.pld.privacy_loss import (
     DiscreteGaussianLoss,
     EpsilonDeltaLoss,
     GaussianLoss,
     LaplaceLoss,
     SubsampledLoss,
 )
-from approxdp.accounting.subsampled_gaussian import (
+from approxdp.accounting.pld.subsampled_gaussian import (
     subsampled_gaussian_delta,
     subsampled_gaussian_epsilon,
 )
@@ -310,7 +310,7 @@ def test_bad_events_are_typed_errors() -> None:
 def test_vanishing_noise_is_no_privacy_not_a_finite_epsilon() -> None:
     """σ/Δ = 1e-155 overflowed μ² and reported ε ≈ 1 for 100 steps; one step alone already
     has δ(ε) ≥ q at every ε."""
-    from approxdp.accounting.dpsgd import dpsgd_epsilon
+    from approxdp.accounting.dpsgd.accountants import dpsgd_epsilon
 
     for sigma in (1e-155, 1e-100, 1e-6):
         g = dpsgd_epsilon(noise_multiplier=sigma, sample_rate=0.01, steps=100, delta=1e-5)
@@ -358,7 +358,7 @@ def test_deep_delta_gaussian_composition_is_tight(sigma: float, steps: int, delt
 
 def test_deep_delta_dp_sgd_is_below_rdp_and_monotone() -> None:
     """ndtri(1 − δ) was inf for δ < 1.1e-16: ε came out 9774 where RDP certifies 10.1."""
-    from approxdp.accounting.rdp_conversion import rdp_dpsgd_epsilon
+    from approxdp.accounting.rdp.conversion import rdp_dpsgd_epsilon
 
     ev = SubsampledEvent(GaussianEvent(sigma=0.58516), 6.4744e-4)
     g = pld_epsilon([(ev, 1112)], 2.55e-19)

@@ -27,7 +27,7 @@ from approxdp import (
     PrivacyAccountant,
     compose_gaussian,
 )
-from approxdp.accounting.sqlite_ledger import SQLiteLedger
+from approxdp.accounting.budget.sqlite_ledger import SQLiteLedger
 
 # Needs the lead's exact Gaussian profile (issue 2); skipped only until it lands on main.
 pytest.importorskip("approxdp.profiles.gaussian")

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import approxdp as dp
-from approxdp.accounting.optimal import OPTIMAL_MAX_STEPS
+from approxdp.accounting.composition.optimal import OPTIMAL_MAX_STEPS
 
 RULE_KEYS = {"rule", "epsilon", "delta", "kind", "description", "per_release_delta",
              "ratio_to_best"}

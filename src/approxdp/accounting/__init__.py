@@ -2,31 +2,49 @@
 
 Every function returns a labelled :class:`Guarantee` (``exact``, ``upper bound`` or
 ``approximation``); the :class:`PrivacyAccountant` consumes :mod:`approxdp.events`.
+
+The package is organised by concept, each a subpackage (imports run downwards only):
+
+- :mod:`approxdp.accounting.composition`: closed-form composition rules (basic, advanced,
+  optimal, exact Gaussian), conversions and amplification, budget splitting;
+- :mod:`approxdp.accounting.pld`: certified privacy-loss-distribution accounting;
+- :mod:`approxdp.accounting.rdp`: Rényi-DP accounting and RDP ⇒ (ε, δ);
+- :mod:`approxdp.accounting.dpsgd`: DP-SGD accountants and calibration;
+- :mod:`approxdp.accounting.budget`: event costs, the ledgers and the
+  :class:`PrivacyAccountant`.
+
+Every public name is importable from here.
 """
 
 from __future__ import annotations
 
-from approxdp.accounting.accountant import BudgetStatus, PlanResult, PrivacyAccountant
-from approxdp.accounting.composition import (
+from approxdp.accounting.budget.accountant import BudgetStatus, PlanResult, PrivacyAccountant
+from approxdp.accounting.budget.ledger import SpendRecord
+from approxdp.accounting.budget.protocols import Accountant
+from approxdp.accounting.budget.rules import COMPOSITION_RULES
+from approxdp.accounting.budget.sqlite_ledger import LedgerSettings, read_ledger_settings
+from approxdp.accounting.composition.closed_form import (
     advanced_composition,
     basic_composition,
     simplified_advanced_composition,
 )
-from approxdp.accounting.conversions import (
+from approxdp.accounting.composition.conversions import (
     amplify_by_subsampling,
     dp_to_pdp,
     group_privacy,
     zcdp_to_dp,
 )
-from approxdp.accounting.dpsgd import (
+from approxdp.accounting.composition.gaussian import ComposedGaussian, compose_gaussian
+from approxdp.accounting.composition.optimal import optimal_composition
+from approxdp.accounting.composition.splitting import SPLIT_RULES, BudgetSplit, split_budget
+from approxdp.accounting.dpsgd.accountants import (
     DPSGD_ACCOUNTANTS,
     AccountantResult,
     calibrate_dpsgd,
     compare_dpsgd_accountants,
     dpsgd_epsilon,
 )
-from approxdp.accounting.gaussian_composition import ComposedGaussian, compose_gaussian
-from approxdp.accounting.gdp_clt import (
+from approxdp.accounting.dpsgd.gdp_clt import (
     gdp_clt_delta,
     gdp_clt_epsilon,
     gdp_clt_mu,
@@ -34,25 +52,19 @@ from approxdp.accounting.gdp_clt import (
     gdp_to_epsilon,
 )
 from approxdp.accounting.guarantees import Guarantee
-from approxdp.accounting.ledger import SpendRecord
-from approxdp.accounting.mixed_composition import COMPOSITION_RULES
-from approxdp.accounting.optimal import optimal_composition
-from approxdp.accounting.pld_accounting import pld_delta, pld_epsilon
-from approxdp.accounting.protocols import Accountant
-from approxdp.accounting.rdp import DEFAULT_RDP_ORDERS, rdp_subsampled_gaussian
-from approxdp.accounting.rdp_conversion import (
+from approxdp.accounting.pld.accounting import pld_delta, pld_epsilon
+from approxdp.accounting.pld.subsampled_gaussian import (
+    subsampled_gaussian_delta,
+    subsampled_gaussian_epsilon,
+)
+from approxdp.accounting.rdp.conversion import (
     rdp_dpsgd_delta,
     rdp_dpsgd_epsilon,
     rdp_to_delta,
     rdp_to_epsilon,
 )
-from approxdp.accounting.rdp_wor import rdp_sampled_without_replacement_gaussian
-from approxdp.accounting.splitting import SPLIT_RULES, BudgetSplit, split_budget
-from approxdp.accounting.sqlite_ledger import LedgerSettings, read_ledger_settings
-from approxdp.accounting.subsampled_gaussian import (
-    subsampled_gaussian_delta,
-    subsampled_gaussian_epsilon,
-)
+from approxdp.accounting.rdp.subsampled_gaussian import DEFAULT_RDP_ORDERS, rdp_subsampled_gaussian
+from approxdp.accounting.rdp.without_replacement import rdp_sampled_without_replacement_gaussian
 
 __all__ = [
     "COMPOSITION_RULES",

@@ -11,7 +11,7 @@ For a total δ the command reports the least total ε each rule can certify:
 
 - ``exact-gaussian``: the Gaussian releases compose exactly into one Gaussian (Zhao et al.
   Lemma 15);
-  other steps join by the accountant's best rule (:mod:`approxdp.accounting.mixed_composition`).
+  other steps join by the accountant's best rule (:mod:`approxdp.accounting.budget.rules`).
 - ``optimal`` (Kairouz et al. 2017), ``advanced`` (Dwork & Roth 2014, Thm 3.20), ``basic``
   (Thm 3.16): each Gaussian is first converted to (ε₀, δ₀)-DP at a per-release δ₀, and the
   steps compose as generic (ε, δ)-DP mechanisms (optimal and advanced with the largest step's
@@ -21,8 +21,8 @@ For a total δ the command reports the least total ε each rule can certify:
 Cost: a ``K x`` prefix costs nothing — every rule works on (release, count) pairs, so
 ``1000000000xgaussian:1`` takes as long as ``gaussian:1`` — except ``optimal``, whose sums have
 K + 1 terms (O(K) time and memory): it is computed for at most
-:data:`~approxdp.accounting.optimal.OPTIMAL_MAX_STEPS` releases in all and reported as not
-computed above that.
+:data:`~approxdp.accounting.composition.optimal.OPTIMAL_MAX_STEPS` releases in all and reported
+as not computed above that.
 """
 
 from __future__ import annotations
@@ -39,9 +39,9 @@ import numpy as np
 from rich.console import Console
 
 from approxdp.accounting import advanced_composition, compose_gaussian, optimal_composition
-from approxdp.accounting.event_costs import LedgerState, check_cost, contribution
-from approxdp.accounting.mixed_composition import epsilon_at
-from approxdp.accounting.optimal import OPTIMAL_MAX_STEPS
+from approxdp.accounting.budget.costs import LedgerState, check_cost, contribution
+from approxdp.accounting.budget.rules import epsilon_at
+from approxdp.accounting.composition.optimal import OPTIMAL_MAX_STEPS
 from approxdp.cli.output import (
     JSON_SCHEMA_VERSION,
     Number,

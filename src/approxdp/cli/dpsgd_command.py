@@ -17,7 +17,7 @@ from typing import Any
 import click
 from rich.console import Console
 
-from approxdp.accounting.dpsgd import (
+from approxdp.accounting.dpsgd.accountants import (
     DPSGD_ACCOUNTANTS,
     calibrate_dpsgd,
     compare_dpsgd_accountants,

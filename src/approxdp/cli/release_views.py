@@ -19,7 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from approxdp.accounting import BudgetStatus, SpendRecord
-from approxdp.accounting.ledger import event_to_json
+from approxdp.accounting.budget.ledger import event_to_json
 from approxdp.cli.output import fmt, fmt_values, jsonable, new_table
 from approxdp.releases.result import ReleaseResult
 

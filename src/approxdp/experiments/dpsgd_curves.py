@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from approxdp.accounting.dpsgd import DPSGD_ACCOUNTANTS, dpsgd_epsilon
+from approxdp.accounting.dpsgd.accountants import DPSGD_ACCOUNTANTS, dpsgd_epsilon
 
 __all__ = ["DPSGDCurves", "dpsgd_curves"]
 

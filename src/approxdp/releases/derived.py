@@ -12,7 +12,7 @@ from typing import Any, Generic
 
 import numpy as np
 
-from approxdp.accounting.protocols import Accountant
+from approxdp.accounting.budget.protocols import Accountant
 from approxdp.engines.base import ColumnKind, Engine, TableT
 from approxdp.errors import DataError
 from approxdp.releases.execute import execute

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from approxdp.accounting.protocols import Accountant
+from approxdp.accounting.budget.protocols import Accountant
 from approxdp.engines.base import AggregateResult, Engine, TableT
 from approxdp.errors import DataError
 from approxdp.releases.aggregation import build_request, cell_matrix, run_merged

@@ -20,7 +20,7 @@ import numpy as np
 
 from approxdp._validation import check_interval
 from approxdp.accounting import Accountant, BudgetStatus, PrivacyAccountant
-from approxdp.accounting.ledger import SpendRecord
+from approxdp.accounting.budget.ledger import SpendRecord
 from approxdp.engines import Engine, engine_for
 from approxdp.engines.base import KeyValue
 from approxdp.errors import BudgetExceededError, InvalidParameterError, ParameterTypeError

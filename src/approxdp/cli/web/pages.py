@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from approxdp.accounting import DPSGD_ACCOUNTANTS, PrivacyAccountant, read_ledger_settings
-from approxdp.accounting.dpsgd import dpsgd_epsilon
+from approxdp.accounting.dpsgd.accountants import dpsgd_epsilon
 from approxdp.cli.calibration_commands import calibration_report
 from approxdp.cli.composition_commands import composition_report, parse_release
 from approxdp.cli.dpsgd_command import dpsgd_report

@@ -3,7 +3,7 @@
 A ledger stores spends and their sufficient statistic (:class:`LedgerState`). Its one write
 operation, :meth:`Ledger.append`, is atomic: it reads the current state, asks the caller's
 ``check`` whether the new state fits the budget (``check`` raises to refuse), and only then
-records the spend. The SQLite ledger (:mod:`approxdp.accounting.sqlite_ledger`) does this
+records the spend. The SQLite ledger (:mod:`approxdp.accounting.budget.sqlite_ledger`) does this
 inside one ``BEGIN IMMEDIATE`` transaction, across threads and processes.
 """
 
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from approxdp import events as _events
-from approxdp.accounting.event_costs import Contribution, LedgerState
+from approxdp.accounting.budget.costs import Contribution, LedgerState
 from approxdp.errors import LedgerError
 from approxdp.events import PrivacyEvent
 

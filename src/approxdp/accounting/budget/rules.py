@@ -14,16 +14,16 @@ tightens it). δ_N is one of
 - ``auto``: the smaller of basic and optimal (optimal dominates advanced), and of the PLD.
 
 ``pld`` composes the whole history by its privacy-loss distribution instead
-(:mod:`approxdp.accounting.pld_accounting`: each event's own distribution, not its (ε, δ)
+(:mod:`approxdp.accounting.pld.accounting`: each event's own distribution, not its (ε, δ)
 summary; a certified upper bound within ~0.1 % of the exact privacy profile). ``auto`` is the
 exact Gaussian composition when the history is all Gaussian, and otherwise the smaller of the
 closed-form rules and the PLD (every candidate is a valid upper bound, so the smallest is one
 too); a subsampled Gaussian has no (ε, δ) summary, so histories with one use the PLD alone.
 
 The optimal rule costs O(n) per evaluation; above
-:data:`~approxdp.accounting.optimal.OPTIMAL_MAX_STEPS` (ε, δ) parts it is replaced by the
-advanced bound, which it never exceeds (so the result stays a valid upper bound, and says so).
-Every other step is O(1) in the number of parts: a history is a multiset with counts.
+:data:`~approxdp.accounting.composition.optimal.OPTIMAL_MAX_STEPS` (ε, δ) parts it is replaced
+by the advanced bound, which it never exceeds (so the result stays a valid upper bound, and says
+so). Every other step is O(1) in the number of parts: a history is a multiset with counts.
 """
 
 from __future__ import annotations
@@ -37,12 +37,12 @@ from typing import Literal, TypeAlias
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from approxdp.accounting.event_costs import LedgerState, add_up
-from approxdp.accounting.gaussian_composition import sigma_from_rho
+from approxdp.accounting.budget.costs import LedgerState, add_up
+from approxdp.accounting.budget.ledger import event_from_json
+from approxdp.accounting.composition.gaussian import sigma_from_rho
+from approxdp.accounting.composition.optimal import OPTIMAL_MAX_STEPS, kov_delta
 from approxdp.accounting.guarantees import round_up
-from approxdp.accounting.ledger import event_from_json
-from approxdp.accounting.optimal import OPTIMAL_MAX_STEPS, kov_delta
-from approxdp.accounting.pld_accounting import pld_delta, pld_epsilon
+from approxdp.accounting.pld.accounting import pld_delta, pld_epsilon
 from approxdp.events import GaussianEvent, PrivacyEvent
 
 __all__ = [

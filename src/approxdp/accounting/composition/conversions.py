@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from approxdp._validation import check_interval, check_probability
-from approxdp.accounting.composition import check_steps
+from approxdp.accounting.composition.closed_form import check_steps
 from approxdp.accounting.guarantees import Guarantee, to_output
 
 __all__ = ["amplify_by_subsampling", "dp_to_pdp", "group_privacy", "zcdp_to_dp"]

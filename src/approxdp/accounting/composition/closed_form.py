@@ -1,9 +1,9 @@
 """Generic composition theorems for (ε, δ)-DP: basic and advanced (Dwork & Roth 2014, Thm 3.20).
 
 These hold for *any* (ε, δ)-DP mechanisms, composed adaptively. For Gaussian releases the
-exact composition (:func:`approxdp.accounting.gaussian_composition.compose_gaussian`) is
+exact composition (:func:`approxdp.accounting.composition.gaussian.compose_gaussian`) is
 always tighter; for k identical (ε, δ)-DP steps the optimal composition
-(:func:`approxdp.accounting.optimal.optimal_composition`) is the tightest possible.
+(:func:`approxdp.accounting.composition.optimal.optimal_composition`) is the tightest possible.
 
 See https://doi.org/10.1561/0400000042 (Dwork & Roth 2014), Thm 3.16 and 3.20.
 """

@@ -15,7 +15,7 @@ Gaussian mechanism with noise multiplier σ (μ = 1/σ per step). Two samplings:
 Accountants (each result says what it is):
 
 - ``"pld"`` (default): certified upper bound, within ~0.05 % of the true ε at the default
-  precision (:mod:`approxdp.accounting.pld`); exact closed forms for T = 1 and q = 1.
+  precision (:mod:`approxdp.accounting.pld.compose`); exact closed forms for T = 1 and q = 1.
 - ``"rdp"``: Rényi DP (Mironov, Talwar, Zhang 2019) with the best RDP → DP conversion; a
   certified but looser upper bound.
 - ``"gdp-clt"``: the central-limit Gaussian-DP approximation (Bu et al. 2020) — an
@@ -36,13 +36,13 @@ from typing import Any
 
 from approxdp._validation import check_interval, check_probability
 from approxdp.accounting.guarantees import Guarantee
-from approxdp.accounting.pld_accounting import (
+from approxdp.accounting.pld.accounting import (
     DEFAULT_PRECISION,
     epsilon_by_direction,
     grid_step,
     pld_epsilon,
 )
-from approxdp.accounting.subsampled_gaussian import subsampled_gaussian_epsilon
+from approxdp.accounting.pld.subsampled_gaussian import subsampled_gaussian_epsilon
 from approxdp.errors import InvalidParameterError, ParameterTypeError, UnknownMethodError
 from approxdp.events import SAMPLINGS, GaussianEvent, SubsampledEvent
 
@@ -149,7 +149,7 @@ def _pld(
 
 
 def _rdp(sigma: float, q: float, steps: int, delta: float, sampling: str) -> Guarantee:
-    from approxdp.accounting.rdp_conversion import rdp_dpsgd_epsilon
+    from approxdp.accounting.rdp.conversion import rdp_dpsgd_epsilon
 
     if sampling == "without-replacement":
         return rdp_dpsgd_epsilon(sigma, q, steps, delta, sampling="without-replacement")
@@ -157,7 +157,7 @@ def _rdp(sigma: float, q: float, steps: int, delta: float, sampling: str) -> Gua
 
 
 def _clt(sigma: float, q: float, steps: int, delta: float, sampling: str) -> Guarantee:
-    from approxdp.accounting.gdp_clt import gdp_clt_epsilon
+    from approxdp.accounting.dpsgd.gdp_clt import gdp_clt_epsilon
 
     # substitution neighbours move the clipped sum by 2C: the CLT at noise multiplier σ/2
     scale = 2.0 if sampling == "without-replacement" else 1.0
@@ -167,8 +167,8 @@ def _clt(sigma: float, q: float, steps: int, delta: float, sampling: str) -> Gua
 def _amplify_compose(sigma: float, q: float, steps: int, delta: float, sampling: str) -> Guarantee:
     """Per-step Gaussian (ε₀, δ₀) → subsampling amplification → basic/advanced composition,
     the best over a grid of δ splits (each a valid upper bound)."""
-    from approxdp.accounting.composition import advanced_composition
-    from approxdp.accounting.conversions import amplify_by_subsampling
+    from approxdp.accounting.composition.closed_form import advanced_composition
+    from approxdp.accounting.composition.conversions import amplify_by_subsampling
     from approxdp.profiles.gaussian import gaussian_epsilon
 
     mu = _mu(sigma, sampling)

@@ -1,9 +1,9 @@
 """Events → privacy-loss distributions → certified (ε, δ): the PLD accountant.
 
-Each event becomes one or two loss distributions (:mod:`approxdp.accounting.privacy_loss`):
+Each event becomes one or two loss distributions (:mod:`approxdp.accounting.pld.privacy_loss`):
 the "remove" and the "add" direction of add/remove neighbours (Zhu, Dong, Wang 2022,
 https://arxiv.org/abs/2106.08567, Sec. 5). A history composes each direction separately
-(:mod:`approxdp.accounting.pld`) and δ(ε) is the larger of the two. Gaussian events are
+(:mod:`approxdp.accounting.pld.compose`) and δ(ε) is the larger of the two. Gaussian events are
 merged first into one Gaussian with μ = (Σ Δᵢ²/σᵢ²)^(1/2), which is exact (Zhao et al. 2019,
 https://arxiv.org/abs/1911.12060, Lemma 15).
 
@@ -26,7 +26,7 @@ from scipy import special
 
 from approxdp._validation import check_interval, check_probability
 from approxdp.accounting.guarantees import Guarantee
-from approxdp.accounting.pld import (
+from approxdp.accounting.pld.compose import (
     MAX_WINDOW,
     ComposedPLD,
     DiscretePLD,
@@ -36,8 +36,8 @@ from approxdp.accounting.pld import (
     discretize_optimistic,
     tail_edge,
 )
-from approxdp.accounting.pld_events import LossPair, event_losses, gaussian_source
-from approxdp.accounting.privacy_loss import (
+from approxdp.accounting.pld.event_losses import LossPair, event_losses, gaussian_source
+from approxdp.accounting.pld.privacy_loss import (
     LossSource,
 )
 from approxdp.errors import InvalidParameterError, ParameterTypeError

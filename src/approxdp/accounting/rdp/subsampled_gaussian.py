@@ -23,7 +23,7 @@ steps adds RDP: T·ε(α).
 - **q = 1** is the Gaussian mechanism: ε(α) = α/(2σ²).
 
 Sampling *without replacement* of a fixed batch (substitution neighbours,
-:mod:`approxdp.accounting.rdp_wor`) uses the general upper
+:mod:`approxdp.accounting.rdp.without_replacement`) uses the general upper
 bound of Wang, Balle, Kasiviswanathan 2019 (https://arxiv.org/abs/1808.00087, Thm 9) with the
 Gaussian's ε(j) = j/(2σ²), at integer orders; fractional orders interpolate (α - 1)ε(α)
 linearly between the neighbouring integers (their Cor. 10, valid by convexity). Its noise
@@ -31,7 +31,7 @@ multiplier is relative to the substitution sensitivity (dp_accounting's conventi
 where replacing a record moves the clipped-gradient sum by up to 2C, :func:`rdp_dpsgd_epsilon`
 evaluates it at σ/2.
 
-Conversion to (ε, δ), in :mod:`approxdp.accounting.rdp_conversion`: Balle, Barthe, Gaboardi,
+Conversion to (ε, δ), in :mod:`approxdp.accounting.rdp.conversion`: Balle, Barthe, Gaboardi,
 Hsu, Sato 2020 (https://arxiv.org/abs/1905.09982,
 Thm 21), in the form of Canonne, Kamath, Steinke 2020 (https://arxiv.org/abs/2004.00010,
 Prop. 12):

@@ -33,7 +33,7 @@ certified lower bound on δ(ε) whose error is second order in h as well, so the
 truth tightly (a bracket about 0.1 % wide in the DP-SGD example).
 
 Independent checks (in the tests): the analytic profile of one subsampled-Gaussian step
-(:mod:`approxdp.accounting.subsampled_gaussian`), the exact composition of Gaussians (one
+(:mod:`approxdp.accounting.pld.subsampled_gaussian`), the exact composition of Gaussians (one
 Gaussian, Zhao et al. 2019, https://arxiv.org/abs/1911.12060, Lemma 15), and Google's
 dp_accounting at a fine grid.
 """
@@ -48,7 +48,7 @@ import numpy.typing as npt
 from scipy import fft as sfft
 from scipy import special
 
-from approxdp.accounting.pld_grid import (
+from approxdp.accounting.pld.grid import (
     DiscretePLD,
     discretize,
     discretize_optimistic,

@@ -17,7 +17,7 @@ uses the "remove" pair alone (Zhu, Dong, Wang 2022, Thm 10), with Δ the substit
 sensitivity.
 
 This closed form is the accountant for T = 1 and the independent check of the PLD accountant
-(:mod:`approxdp.accounting.pld`).
+(:mod:`approxdp.accounting.pld.compose`).
 """
 
 from __future__ import annotations

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
 from approxdp._validation import check_interval, check_probability
-from approxdp.accounting.composition import advanced_composition, check_steps
-from approxdp.accounting.gaussian_composition import compose_gaussian
+from approxdp.accounting.composition.closed_form import advanced_composition, check_steps
+from approxdp.accounting.composition.gaussian import compose_gaussian
+from approxdp.accounting.composition.optimal import check_optimal_steps, optimal_epsilon
 from approxdp.accounting.guarantees import Guarantee
-from approxdp.accounting.optimal import check_optimal_steps, optimal_epsilon
 from approxdp.errors import InvalidParameterError, UnknownMethodError
 
 __all__ = ["SPLIT_RULES", "BudgetSplit", "seed_gaussian_split", "split_budget"]
@@ -88,7 +88,7 @@ def split_budget(
         epsilon: total ε > 0 (finite). delta: total δ ∈ (0, 1).
         k: number of steps, integer ≥ 1 (any k for "basic", "advanced" and "gaussian", whose
             cost does not grow with k; at most
-            :data:`~approxdp.accounting.optimal.OPTIMAL_MAX_STEPS` for "optimal").
+            :data:`~approxdp.accounting.composition.optimal.OPTIMAL_MAX_STEPS` for "optimal").
         composition: one of :data:`SPLIT_RULES`.
         delta_prime: slack δ' ∈ (0, δ) for "advanced"/"optimal" (default δ/2).
         sensitivity: ℓ2-sensitivity of each Gaussian step (used by "gaussian" only).

@@ -41,8 +41,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from approxdp.accounting.event_costs import Contribution, LedgerState, contribution
-from approxdp.accounting.ledger import Check, SpendRecord, event_from_json, event_to_json
+from approxdp.accounting.budget.costs import Contribution, LedgerState, contribution
+from approxdp.accounting.budget.ledger import Check, SpendRecord, event_from_json, event_to_json
 from approxdp.errors import LedgerError
 from approxdp.events import PrivacyEvent
 

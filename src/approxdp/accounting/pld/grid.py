@@ -1,7 +1,7 @@
 """The grid of the PLD accountant: one mechanism's privacy-loss distribution, discretized on
 the points i·h pessimistically (a dominating pair) or optimistically (a dominated one).
 
-See :mod:`approxdp.accounting.pld` for how they are composed and bounded; Doroshenko, Ghazi,
+See :mod:`approxdp.accounting.pld.compose` for how they are composed and bounded; Doroshenko, Ghazi,
 Kamath, Kumar, Manurangsi 2022 (https://arxiv.org/abs/2207.04380) for connect-the-dots, and
 Zhu, Dong, Wang 2022 (https://arxiv.org/abs/2106.08567) for dominating pairs.
 """
@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import optimize
 
-from approxdp.accounting.privacy_loss import LossSource
+from approxdp.accounting.pld.privacy_loss import LossSource
 from approxdp.errors import InvalidParameterError
 
 __all__ = ["DiscretePLD", "discretize", "discretize_optimistic", "tail_edge"]

@@ -14,7 +14,7 @@ from functools import singledispatch
 
 import numpy as np
 
-from approxdp.accounting.privacy_loss import (
+from approxdp.accounting.pld.privacy_loss import (
     DiscreteGaussianLoss,
     EpsilonDeltaLoss,
     GaussianLoss,

@@ -6,7 +6,7 @@ in the form of Canonne, Kamath, Steinke 2020 (https://arxiv.org/abs/2004.00010, 
     ε = ε_RDP(α) + log1p(-1/α) - (log δ + log α)/(α - 1),
 
 minimized over the orders, with (0, δ)-DP wherever the total-variation bound already covers δ.
-The RDP curves themselves are in :mod:`approxdp.accounting.rdp`.
+The RDP curves themselves are in :mod:`approxdp.accounting.rdp.subsampled_gaussian`.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import numpy as np
 from scipy import optimize
 
 from approxdp._validation import check_interval, check_probability
-from approxdp.accounting.composition import check_steps
+from approxdp.accounting.composition.closed_form import check_steps
 from approxdp.accounting.guarantees import Guarantee
-from approxdp.accounting.rdp import (
+from approxdp.accounting.rdp.subsampled_gaussian import (
     _EPS,
     DEFAULT_RDP_ORDERS,
     FloatArray,
@@ -33,7 +33,7 @@ from approxdp.accounting.rdp import (
     _check_sampling,
     _rdp_poisson,
 )
-from approxdp.accounting.rdp_wor import _rdp_wor
+from approxdp.accounting.rdp.without_replacement import _rdp_wor
 
 __all__ = [
     "rdp_dpsgd_delta",

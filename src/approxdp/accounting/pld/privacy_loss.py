@@ -10,7 +10,7 @@ Each source here answers one question, vectorized over sorted loss values e:
 ``cdfs(e) -> LossCDF(FP, SP, FQ, SQ)``, with FP = P(L ≤ e), SP = P(L > e) and the same under
 Q. Both tails are returned because each is computed directly (never as 1 − the other), so
 interval masses in either tail keep their relative accuracy. That is all that the pessimistic
-discretization (:mod:`approxdp.accounting.pld`) needs.
+discretization (:mod:`approxdp.accounting.pld.compose`) needs.
 
 Sources:
 

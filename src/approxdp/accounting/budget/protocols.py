@@ -1,6 +1,6 @@
 """What a release needs of an accountant: the :class:`Accountant` protocol.
 
-:class:`~approxdp.accounting.accountant.PrivacyAccountant` implements it; releases
+:class:`~approxdp.accounting.budget.accountant.PrivacyAccountant` implements it; releases
 (:mod:`approxdp.releases`) accept any object that does, e.g. an accountant composing by
 another rule, sharing one budget across tables.
 """
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from approxdp.accounting.accountant import BudgetStatus
-from approxdp.accounting.ledger import SpendRecord
+from approxdp.accounting.budget.accountant import BudgetStatus
+from approxdp.accounting.budget.ledger import SpendRecord
 from approxdp.events import PrivacyEvent
 
 __all__ = ["Accountant"]

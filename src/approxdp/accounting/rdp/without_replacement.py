@@ -5,7 +5,7 @@ Substitution neighbours; the general upper bound of Wang, Balle, Kasiviswanathan
 fractional orders by linear interpolation of (α - 1)ε(α) between neighbouring integers (their
 Cor. 10, valid by convexity), capped at the plain Gaussian's α/(2σ²). The noise multiplier is
 relative to the substitution sensitivity (dp_accounting's convention). The Poisson case and the
-shared numerics are in :mod:`approxdp.accounting.rdp`.
+shared numerics are in :mod:`approxdp.accounting.rdp.subsampled_gaussian`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from approxdp.accounting.rdp import (
+from approxdp.accounting.rdp.subsampled_gaussian import (
     _EPS,
     DEFAULT_RDP_ORDERS,
     FloatArray,

@@ -3,7 +3,7 @@
 The accountant consumes the mechanisms' events (:mod:`approxdp.events`). Gaussian releases
 compose exactly through σ* (Zhao et al. Lemma 15); everything else composes by the tightest valid
 rule (``composition="auto"``: the better of basic and optimal composition, see
-:mod:`approxdp.accounting.mixed_composition`). Every spend is checked and recorded atomically
+:mod:`approxdp.accounting.budget.rules`). Every spend is checked and recorded atomically
 *before* the caller draws noise; a refused spend raises :class:`BudgetExceededError` and
 changes nothing.
 
@@ -24,15 +24,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from approxdp._validation import check_interval, check_probability
-from approxdp.accounting.event_costs import (
+from approxdp.accounting.budget.costs import (
     Contribution,
     LedgerState,
     check_cost,
     contribution,
     is_pld_only,
 )
-from approxdp.accounting.ledger import Ledger, MemoryLedger, SpendRecord
-from approxdp.accounting.mixed_composition import (
+from approxdp.accounting.budget.ledger import Ledger, MemoryLedger, SpendRecord
+from approxdp.accounting.budget.rules import (
     CLOSED_FORM_RULES,
     COMPOSITION_RULES,
     delta_at,
@@ -128,7 +128,7 @@ class PrivacyAccountant:
                     "budget=(epsilon, delta) is required unless ledger= names an existing "
                     f"ledger file (got ledger={ledger!r})"
                 )
-            from approxdp.accounting.sqlite_ledger import read_ledger_settings
+            from approxdp.accounting.budget.sqlite_ledger import read_ledger_settings
 
             settings = read_ledger_settings(ledger)
             budget = settings.budget
@@ -144,7 +144,7 @@ class PrivacyAccountant:
         if ledger is None:
             self._ledger = MemoryLedger()
         else:
-            from approxdp.accounting.sqlite_ledger import SQLiteLedger
+            from approxdp.accounting.budget.sqlite_ledger import SQLiteLedger
 
             if not isinstance(ledger, str | os.PathLike):
                 raise ParameterTypeError(

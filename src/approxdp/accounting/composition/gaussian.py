@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from approxdp._validation import as_float_array, check_interval
-from approxdp.accounting.composition import check_steps
+from approxdp.accounting.composition.closed_form import check_steps
 from approxdp.accounting.guarantees import FloatOrArray, Guarantee
 from approxdp.errors import InvalidParameterError
 

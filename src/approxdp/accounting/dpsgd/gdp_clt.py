@@ -31,9 +31,9 @@ import math
 from typing import Any
 
 from approxdp._validation import check_interval, check_probability
-from approxdp.accounting.composition import check_steps
+from approxdp.accounting.composition.closed_form import check_steps
 from approxdp.accounting.guarantees import Guarantee
-from approxdp.accounting.rdp import _check_noise, _check_rate
+from approxdp.accounting.rdp.subsampled_gaussian import _check_noise, _check_rate
 from approxdp.errors import InvalidParameterError
 from approxdp.profiles.gaussian import gaussian_epsilon, gaussian_log_delta
 

@@ -11,7 +11,7 @@ event; only this module knows what each kind of event costs):
 - ``ComposedEvent``: the sum of its parts.
 
 Besides the closed-form parts, every non-Gaussian atomic event contributes its canonical
-description (:func:`event_key`): the PLD accountant (:mod:`approxdp.accounting.pld_accounting`)
+description (:func:`event_key`): the PLD accountant (:mod:`approxdp.accounting.pld.accounting`)
 re-accounts the whole history from those descriptions and the Gaussian ρ.
 
 :class:`LedgerState` is the sufficient statistic of a whole history: the Gaussian ρ, the
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from functools import lru_cache, singledispatch
 from typing import Any
 
-from approxdp.accounting.conversions import amplify_by_subsampling
+from approxdp.accounting.composition.conversions import amplify_by_subsampling
 from approxdp.errors import InvalidParameterError, ParameterTypeError
 from approxdp.events import (
     ComposedEvent,

@@ -1,0 +1,29 @@
+"""The budget: what events cost, the ledger that records spends, and the accountant.
+
+- :mod:`.costs`: an event's cost (Gaussian ρ, (ε, δ) parts, PLD descriptions) and the
+  sufficient statistic of a history (:class:`~.costs.LedgerState`).
+- :mod:`.rules`: the privacy of a whole history under a composition rule.
+- :mod:`.ledger`: the ledger protocol, spend records and the in-memory ledger.
+- :mod:`.sqlite_ledger`: the persistent SQLite ledger.
+- :mod:`.accountant`: :class:`PrivacyAccountant`, which never lets spends exceed the budget.
+- :mod:`.protocols`: the :class:`Accountant` protocol that releases need.
+"""
+
+from __future__ import annotations
+
+from approxdp.accounting.budget.accountant import BudgetStatus, PlanResult, PrivacyAccountant
+from approxdp.accounting.budget.ledger import SpendRecord
+from approxdp.accounting.budget.protocols import Accountant
+from approxdp.accounting.budget.rules import COMPOSITION_RULES
+from approxdp.accounting.budget.sqlite_ledger import LedgerSettings, read_ledger_settings
+
+__all__ = [
+    "COMPOSITION_RULES",
+    "Accountant",
+    "BudgetStatus",
+    "LedgerSettings",
+    "PlanResult",
+    "PrivacyAccountant",
+    "SpendRecord",
+    "read_ledger_settings",
+]

@@ -1,0 +1,36 @@
+"""Accounting for DP-SGD: the ε of a training run and the noise multiplier for a target ε.
+
+- :mod:`.accountants`: :func:`dpsgd_epsilon`, :func:`calibrate_dpsgd` and the comparison of
+  accountants (PLD, RDP, GDP-CLT, amplify+compose).
+- :mod:`.gdp_clt`: the Gaussian-DP central-limit approximation (labelled, never certified).
+"""
+
+from __future__ import annotations
+
+from approxdp.accounting.dpsgd.accountants import (
+    DPSGD_ACCOUNTANTS,
+    AccountantResult,
+    calibrate_dpsgd,
+    compare_dpsgd_accountants,
+    dpsgd_epsilon,
+)
+from approxdp.accounting.dpsgd.gdp_clt import (
+    gdp_clt_delta,
+    gdp_clt_epsilon,
+    gdp_clt_mu,
+    gdp_to_delta,
+    gdp_to_epsilon,
+)
+
+__all__ = [
+    "DPSGD_ACCOUNTANTS",
+    "AccountantResult",
+    "calibrate_dpsgd",
+    "compare_dpsgd_accountants",
+    "dpsgd_epsilon",
+    "gdp_clt_delta",
+    "gdp_clt_epsilon",
+    "gdp_clt_mu",
+    "gdp_to_delta",
+    "gdp_to_epsilon",
+]
