@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from approxdp import PrivacyAccountant
-from approxdp.accounting.budget.costs import contribution, event_key
-from approxdp.accounting.budget.ledger import event_from_json
+from approxdp.accounting.budget.costs import contribution
 from approxdp.accounting.budget.rules import COMPOSITION_RULES
 from approxdp.accounting.budget.sqlite_ledger import SCHEMA_VERSION, SQLiteLedger
 from approxdp.accounting.pld.accounting import pld_delta, pld_epsilon
+from approxdp.accounting.serialization import event_from_json, event_key
 from approxdp.errors import BudgetExceededError, LedgerError
 from approxdp.events import (
     ComposedEvent,

@@ -9,7 +9,6 @@ from __future__ import annotations
 import csv
 import dataclasses
 import datetime as dt
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from approxdp.accounting import BudgetStatus, SpendRecord
-from approxdp.accounting.budget.ledger import event_to_json
+from approxdp.accounting.serialization import event_to_obj
 from approxdp.cli.output import fmt, fmt_values, jsonable, new_table
 from approxdp.releases.result import ReleaseResult
 
@@ -112,7 +111,7 @@ def event_summary(obj: dict[str, Any]) -> str:
 def spend_dict(record: SpendRecord) -> dict[str, Any]:
     """One ledger spend as a JSON object: ``index, timestamp, time, label, event, summary,
     rule, delta_after``."""
-    event = json.loads(event_to_json(record.event))
+    event = event_to_obj(record.event)
     when = dt.datetime.fromtimestamp(record.timestamp, tz=dt.UTC)
     return {
         "index": record.index,

@@ -11,8 +11,9 @@ event; only this module knows what each kind of event costs):
 - ``ComposedEvent``: the sum of its parts.
 
 Besides the closed-form parts, every non-Gaussian atomic event contributes its canonical
-description (:func:`event_key`): the PLD accountant (:mod:`approxdp.accounting.pld.accounting`)
-re-accounts the whole history from those descriptions and the Gaussian ρ.
+description (:func:`~approxdp.accounting.serialization.event_key`): the PLD accountant
+(:mod:`approxdp.accounting.pld.accounting`) re-accounts the whole history from those
+descriptions and the Gaussian ρ.
 
 :class:`LedgerState` is the sufficient statistic of a whole history: the Gaussian ρ, the
 multiset of (ε, δ) parts and the multiset of event descriptions. It is what the ledger stores
@@ -21,14 +22,13 @@ and the accountant reasons about.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 from dataclasses import dataclass
 from functools import lru_cache, singledispatch
-from typing import Any
 
 from approxdp.accounting.composition.conversions import amplify_by_subsampling
+from approxdp.accounting.serialization import event_key
 from approxdp.errors import InvalidParameterError, ParameterTypeError
 from approxdp.events import (
     ComposedEvent,
@@ -46,7 +46,6 @@ __all__ = [
     "add_up",
     "check_cost",
     "contribution",
-    "event_key",
     "is_pld_only",
 ]
 
@@ -55,24 +54,6 @@ def add_up(a: float, b: float) -> float:
     """a + b rounded towards +inf (the private side for accumulated costs)."""
     total = a + b
     return math.nextafter(total, math.inf) if b > 0 else total
-
-
-def _plain(event: Any) -> Any:
-    if isinstance(event, PrivacyEvent):
-        obj: dict[str, Any] = {"type": type(event).__name__}
-        for f in dataclasses.fields(event):
-            if f.name != "label":
-                obj[f.name] = _plain(getattr(event, f.name))
-        return obj
-    if isinstance(event, tuple):
-        return [_plain(v) for v in event]
-    return event
-
-
-def event_key(event: PrivacyEvent) -> str:
-    """The canonical description of an event: its type and fields (labels left out) as JSON
-    with sorted keys. Equal events have equal keys; the ledger's event reader parses it back."""
-    return json.dumps(_plain(event), sort_keys=True, allow_nan=True)
 
 
 @lru_cache(maxsize=4096)
@@ -195,7 +176,8 @@ class LedgerState:
         groups: sorted tuple of (ε, δ, count): the multiset of (ε, δ) parts.
         count: number of recorded spends.
         pld: sorted tuple of (event description, count): the multiset of non-Gaussian atomic
-            events (:func:`event_key`), from which the PLD rule re-accounts the history.
+            events (:func:`~approxdp.accounting.serialization.event_key`), from which the PLD
+            rule re-accounts the history.
     """
 
     rho: float = 0.0

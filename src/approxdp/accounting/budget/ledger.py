@@ -1,4 +1,4 @@
-"""The ledger protocol, spend records, event (de)serialisation, and the in-memory ledger.
+"""The ledger protocol, spend records, and the in-memory ledger.
 
 A ledger stores spends and their sufficient statistic (:class:`LedgerState`). Its one write
 operation, :meth:`Ledger.append`, is atomic: it reads the current state, asks the caller's
@@ -9,80 +9,16 @@ inside one ``BEGIN IMMEDIATE`` transaction, across threads and processes.
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
-from approxdp import events as _events
 from approxdp.accounting.budget.costs import Contribution, LedgerState
-from approxdp.errors import LedgerError
 from approxdp.events import PrivacyEvent
 
-__all__ = [
-    "Ledger",
-    "MemoryLedger",
-    "SpendRecord",
-    "event_from_json",
-    "event_to_json",
-]
-
-_EVENT_TYPES: dict[str, type[PrivacyEvent]] = {
-    name: getattr(_events, name)
-    for name in _events.__all__
-    if isinstance(getattr(_events, name), type)
-}
-
-
-def _event_to_obj(event: PrivacyEvent) -> dict[str, Any]:
-    obj: dict[str, Any] = {"type": type(event).__name__}
-    for f in dataclasses.fields(event):
-        value = getattr(event, f.name)
-        if isinstance(value, PrivacyEvent):
-            obj[f.name] = _event_to_obj(value)
-        elif isinstance(value, tuple):
-            obj[f.name] = [_event_to_obj(v) for v in value]
-        else:
-            obj[f.name] = value
-    return obj
-
-
-def _event_from_obj(obj: Any) -> PrivacyEvent:
-    if not isinstance(obj, dict) or obj.get("type") not in _EVENT_TYPES:
-        raise LedgerError(f"ledger holds an unknown event record: {str(obj)[:80]}")
-    cls = _EVENT_TYPES[obj["type"]]
-    kwargs: dict[str, Any] = {}
-    for key, value in obj.items():
-        if key == "type":
-            continue
-        if isinstance(value, dict):
-            kwargs[key] = _event_from_obj(value)
-        elif isinstance(value, list):
-            kwargs[key] = tuple(_event_from_obj(v) for v in value)
-        else:
-            kwargs[key] = value
-    try:
-        return cls(**kwargs)
-    except Exception as exc:
-        raise LedgerError(f"ledger holds an invalid {obj['type']} record: {exc}") from exc
-
-
-def event_to_json(event: PrivacyEvent) -> str:
-    """Serialise an event (including nested ones) to JSON text."""
-    return json.dumps(_event_to_obj(event), sort_keys=True, allow_nan=True)
-
-
-def event_from_json(text: str) -> PrivacyEvent:
-    """Inverse of :func:`event_to_json`; raises LedgerError for anything not written by it."""
-    try:
-        obj = json.loads(text)
-    except (TypeError, ValueError) as exc:
-        raise LedgerError(f"ledger holds an unreadable event record: {exc}") from exc
-    return _event_from_obj(obj)
-
+__all__ = ["Ledger", "MemoryLedger", "SpendRecord"]
 
 @dataclass(frozen=True, slots=True)
 class SpendRecord:

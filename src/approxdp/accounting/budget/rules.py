@@ -38,11 +38,11 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 
 from approxdp.accounting.budget.costs import LedgerState, add_up
-from approxdp.accounting.budget.ledger import event_from_json
 from approxdp.accounting.composition.gaussian import sigma_from_rho
 from approxdp.accounting.composition.optimal import OPTIMAL_MAX_STEPS, kov_delta
 from approxdp.accounting.guarantees import round_up
 from approxdp.accounting.pld.accounting import pld_delta, pld_epsilon
+from approxdp.accounting.serialization import event_from_json
 from approxdp.events import GaussianEvent, PrivacyEvent
 
 __all__ = [

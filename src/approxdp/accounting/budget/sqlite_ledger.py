@@ -42,7 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from approxdp.accounting.budget.costs import Contribution, LedgerState, contribution
-from approxdp.accounting.budget.ledger import Check, SpendRecord, event_from_json, event_to_json
+from approxdp.accounting.budget.ledger import Check, SpendRecord
+from approxdp.accounting.serialization import event_from_json, event_to_json
 from approxdp.errors import LedgerError
 from approxdp.events import PrivacyEvent
 
