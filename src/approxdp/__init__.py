@@ -41,6 +41,7 @@ from approxdp.errors import (
     ApproxDPError,
     BudgetExceededError,
     DataError,
+    ExpressionError,
     InternalError,
     InvalidParameterError,
     LedgerError,
@@ -48,6 +49,7 @@ from approxdp.errors import (
     NotPrivateError,
     NotPrivateWarning,
     ParameterTypeError,
+    PrivateJoinError,
     UnknownMethodError,
 )
 from approxdp.events import (
@@ -109,6 +111,7 @@ __all__ = [
     "DiscreteGaussianEvent",
     "DiscreteGaussianMechanism",
     "EpsilonDeltaEvent",
+    "ExpressionError",
     "GaussianEvent",
     "GaussianMechanism",
     "Guarantee",
@@ -129,6 +132,7 @@ __all__ = [
     "PlanResult",
     "PrivacyAccountant",
     "PrivacyEvent",
+    "PrivateJoinError",
     "PrivateTable",
     "Query",
     "ReleasePlan",
