@@ -53,9 +53,10 @@ tested with ``IS [NOT] NULL``).
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Literal, cast
@@ -95,6 +96,8 @@ _MAX_SQL = 200_000
 RESERVED_PREFIX = "__"
 
 _MAX_FLOAT = 1.7976931348623157e308
+#: Most copies of one operand in the normalised tree (nested round/floor/ceil/ln/CAST).
+_MAX_COPIES = 512
 _NULL = "null"  # the type of a NULL literal: fits any other
 _NUMERIC = ("integer", "float")
 
@@ -350,6 +353,7 @@ class _Checker:
         self.types = types
         self.fail = fail
         _handlers_ready()
+        self.factor = 1  # how many times the node being visited will be written out
         self.columns: list[str] = []
         self._lower: dict[str, list[str]] = {}
         for name in types:
@@ -366,6 +370,21 @@ class _Checker:
         part = self.part(node)
         return self.fail(f"{reason} ({part})", part)
 
+    @contextlib.contextmanager
+    def copies(self, k: int, node: Any) -> Iterator[None]:
+        """Visit an operand that the normalised tree repeats ``k`` times (round, floor, CAST to
+        BIGINT... repeat theirs): nested repeats multiply, and past :data:`_MAX_COPIES` the
+        expression is refused before anything exponential is built."""
+        self.factor *= k
+        try:
+            if self.factor > _MAX_COPIES:
+                raise self.refuse(node, "too large once written out for the engines (nested "
+                                        "round/floor/ceil/ln/CAST repeat their operand); "
+                                        "simplify it")
+            yield
+        finally:
+            self.factor //= k
+
     def only(self, node: Any, *keys: str) -> None:
         """Refuse ``node`` if it carries arguments other than ``keys`` (unsupported forms,
         such as ``BETWEEN SYMMETRIC`` or ``TRIM(BOTH 'x' FROM s)``)."""
@@ -376,6 +395,8 @@ class _Checker:
     # -- dispatch ---------------------------------------------------------------------------
     def visit(self, node: Any) -> tuple[Any, str]:
         exp = _exp()
+        if not isinstance(node, exp.Expression):  # an operator missing an operand ('@')
+            raise self.fail("incomplete expression: an operator or function lacks an operand")
         if node.comments:
             raise self.refuse(node, "comments are not allowed")
         handler = _HANDLERS.get(type(node))
@@ -591,17 +612,15 @@ class _Checker:
 
     # -- CASE and friends -------------------------------------------------------------------
     def case(self, node: Any) -> tuple[Any, str]:
-        exp = _exp()
         self.only(node, "this", "ifs", "default")
         subject = node.args.get("this")
         subj = self.visit(subject) if subject is not None else None
         branches, kinds = [], []
         for branch in node.args.get("ifs") or []:
             self.only(branch, "this", "true")
-            if subj is not None:
-                when, kw = self.visit(branch.this)
+            if subj is not None:  # CASE x WHEN v: x = v, the same on both engines
+                cond, kw = self.visit(branch.this)
                 self.unify(node, [subj[1], kw], comparable=True)
-                cond = exp.EQ(this=_p(subj[0].copy()), expression=_p(when))
             else:
                 cond = self.boolean_operand(node, branch.this)
             value, kind = self.visit(branch.args["true"])
@@ -613,7 +632,10 @@ class _Checker:
             out_default, kind = self.visit(default)
             kinds.append(kind)
         kind = self.unify(node, kinds)
-        return _case(branches, out_default), kind
+        out = _case(branches, out_default)
+        if subj is not None:
+            out.set("this", _p(subj[0]))
+        return out, kind
 
     def if_(self, node: Any) -> tuple[Any, str]:
         self.only(node, "this", "true", "false")
@@ -662,7 +684,10 @@ class _Checker:
     def math1(self, node: Any) -> tuple[Any, str]:
         exp = _exp()
         self.only(node, "this")
-        (x,) = self.numeric(node, node.this)
+        copies = 3 if isinstance(node, exp.Floor | exp.Ceil) else 2 if isinstance(
+            node, exp.Ln) else 1
+        with self.copies(copies, node):
+            (x,) = self.numeric(node, node.this)
         if isinstance(node, exp.Ln):  # NULL for x <= 0 on both engines (DuckDB: -inf/NaN)
             return _case([(exp.GT(this=x.copy(), expression=_float(0.0)), exp.Ln(this=x))]), \
                 "float"
@@ -680,7 +705,8 @@ class _Checker:
         ):
             raise self.refuse(node, "log(x) means log10 on DuckDB and ln on Spark: write ln(x) "
                                     "or log10(x)")
-        (x,) = self.numeric(node, node.expression)
+        with self.copies(2, node):
+            (x,) = self.numeric(node, node.expression)
         value = exp.Log(this=_integer(10), expression=x)
         return _case([(exp.GT(this=x.copy(), expression=_float(0.0)), value)]), "float"
 
@@ -692,7 +718,8 @@ class _Checker:
     def round_(self, node: Any) -> tuple[Any, str]:
         exp = _exp()
         self.only(node, "this", "decimals")
-        (x,) = self.numeric(node, node.this)
+        with self.copies(7, node):
+            (x,) = self.numeric(node, node.this)
         digits: int | None = 0
         if node.args.get("decimals") is not None:
             digits = self.int_literal(node.args["decimals"])
@@ -774,7 +801,8 @@ class _Checker:
     def cast(self, node: Any) -> tuple[Any, str]:
         exp = _exp()
         self.only(node, "this", "to", "safe", "requires_string")
-        sub, kind = self.visit(node.this)
+        with self.copies(9, node):  # at most: to BIGINT from a float or text
+            sub, kind = self.visit(node.this)
         to = node.args["to"]
         goal = CAST_TARGETS.get(str(to.this.value)) if isinstance(to, exp.DataType) else None
         if goal is None or (to.expressions and goal != "float"):
