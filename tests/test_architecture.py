@@ -1,13 +1,13 @@
 """The package's shape: imports flow one way, without cycles, and optional dependencies load
 lazily.
 
-The layering: numerics → profiles/calibration → mechanisms →
-accounting → releases/engines → plots/experiments → reports → the front ends (CLI, web). Every import of approxdp inside the package — at
-module level, inside a function or under ``TYPE_CHECKING``, written ``import approxdp.X``,
-``from approxdp.X import y`` or ``from approxdp import X`` — must point to the same layer or a
-lower one. Within a layer, parts must not import each other both ways (plots draw the data of
-experiments, never the reverse), and no two files may import each other, directly or through
-others (a file cycle).
+The layering: numerics → profiles/calibration → mechanisms → accounting → releases/engines →
+plots/experiments → reports → the front ends (CLI, web). Every import of approxdp inside the
+package — at module level, inside a function or under ``TYPE_CHECKING``, written ``import
+approxdp.X``, ``from approxdp.X import y`` or ``from approxdp import X`` — must point to the
+same layer or a lower one. Within a layer, parts must not import each other both ways (plots
+draw the data of experiments, never the reverse), and no two files may import each other,
+directly or through others (a file cycle).
 """
 
 from __future__ import annotations

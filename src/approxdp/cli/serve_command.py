@@ -15,8 +15,8 @@ import click
 
 from approxdp.accounting import COMPOSITION_RULES
 from approxdp.cli.output import Number, error_line
-from approxdp.web.config import is_loopback, make_config
 from approxdp.errors import MissingDependencyError
+from approxdp.web.config import is_loopback, make_config
 
 __all__ = ["serve_command"]
 
