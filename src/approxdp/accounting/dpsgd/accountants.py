@@ -167,7 +167,9 @@ def dpsgd_schedule_epsilon(
         phases: :class:`DPSGDPhase` objects or (noise_multiplier, sample_rate, steps) triples
             (Opacus's ``accountant.history`` is such a list).
         delta: δ in (0, 1), or an array of them (each entry solved and certified on its own).
-        sampling, accountant, precision: as in :func:`dpsgd_epsilon`.
+        sampling: as in :func:`dpsgd_epsilon`.
+        accountant: as in :func:`dpsgd_epsilon`.
+        precision: as in :func:`dpsgd_epsilon`.
 
     Returns:
         A :class:`~approxdp.accounting.Guarantee`; for an array of δ, ``epsilon``, ``delta``
@@ -235,8 +237,9 @@ def dpsgd_epsilon(
         "approximation", ``bracket`` (PLD) certifies (lower, upper) around the true ε.
 
     Raises:
-        InvalidParameterError, ParameterTypeError, UnknownMethodError: on bad input (an
-        array where one number is meant included).
+        InvalidParameterError: a value out of range, or an array where one number is meant.
+        ParameterTypeError: a value of the wrong type.
+        UnknownMethodError: an unknown ``sampling`` or ``accountant``.
 
     Example:
         >>> g = dpsgd_epsilon(noise_multiplier=1.1, sample_rate=256 / 60000, steps=14063,
@@ -261,9 +264,13 @@ def dpsgd_delta(
     """The δ of T steps of DP-SGD at ε (the inverse of :func:`dpsgd_epsilon`).
 
     Args:
-        noise_multiplier, sample_rate, steps, sampling, accountant, precision: as in
-            :func:`dpsgd_epsilon`.
+        noise_multiplier: σ in (0, ∞].
+        sample_rate: q in (0, 1].
+        steps: T, an integer in [1, 10^12].
         epsilon: ε ≥ 0 (finite), or an array of them (each entry certified on its own).
+        sampling: as in :func:`dpsgd_epsilon`.
+        accountant: as in :func:`dpsgd_epsilon`.
+        precision: as in :func:`dpsgd_epsilon`.
 
     Returns:
         A :class:`~approxdp.accounting.Guarantee`; the PLD's ``bracket`` certifies (lower,
