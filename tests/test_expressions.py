@@ -220,3 +220,14 @@ def test_token_soup_gives_an_expression_or_a_typed_error(tokens: list[str]) -> N
     except (ExpressionError, ParameterTypeError):
         return
     _reads_back(expr)
+
+
+def test_the_guide_lists_every_function() -> None:
+    """docs/guide/transformations.md's table of functions is the allow-list, in order."""
+    from pathlib import Path
+
+    guide = Path(__file__).resolve().parent.parent / "docs" / "guide" / "transformations.md"
+    rows = [line.split("|")[1].strip().strip("`") for line in guide.read_text().splitlines()
+            if line.startswith("| `") and "(" in line.split("|")[1]]
+    listed = [r for r in rows if r.split("(")[0] in EXAMPLES]
+    assert listed == list(FUNCTIONS)

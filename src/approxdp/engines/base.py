@@ -18,6 +18,11 @@ Data shapes, step by step, of an aggregate request::
     → clamp values                         # value ↦ min(max(value, low), high)
     → group by ``by``                      # (key..., count/sum per aggregation, __rows)
 
+Row transformations (:meth:`Engine.filter_rows`, :meth:`Engine.with_expression`,
+:meth:`Engine.join_lookup`) return a new handle over transformed rows; their predicates and
+expressions are checked trees of :mod:`approxdp.engines.expressions`, which each engine writes
+out in its own dialect, never text a caller wrote.
+
 :meth:`Engine.map_cells` is the one primitive whose output may be too large for the caller's
 process: it spreads such an aggregate over every cell of a grid and maps it, batch by batch,
 where the data lives::
