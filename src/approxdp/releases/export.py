@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -25,7 +25,48 @@ from approxdp.errors import DataError, MissingDependencyError
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from approxdp.releases.result import ReleaseResult
+
+class Released(Protocol):
+    """What an export reads of a :class:`~approxdp.releases.result.ReleaseResult` (which
+    imports this module, so it is not imported here)."""
+
+    @property
+    def label(self) -> str: ...
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def columns(self) -> tuple[str, ...]: ...
+
+    @property
+    def level(self) -> float: ...
+
+    @property
+    def mechanism(self) -> str: ...
+
+    @property
+    def method(self) -> str: ...
+
+    @property
+    def sigma(self) -> float: ...
+
+    @property
+    def epsilon(self) -> float: ...
+
+    @property
+    def delta(self) -> float: ...
+
+    @property
+    def secure(self) -> bool: ...
+
+    @property
+    def informative(self) -> Any: ...
+
+    @property
+    def table(self) -> Any: ...
+
+    def to_arrow(self) -> Any: ...
 
 __all__ = ["PARAMETER_COLUMNS", "VALUE_COLUMNS", "export_table", "write_csv", "write_parquet"]
 
@@ -36,7 +77,7 @@ PARAMETER_COLUMNS = ("statistic", "kind", "level", "epsilon", "delta", "mechanis
                      "sigma", "secure")
 
 
-def public_parameters(result: ReleaseResult) -> dict[str, Any]:
+def public_parameters(result: Released) -> dict[str, Any]:
     """The release's public parameters (the values of :data:`PARAMETER_COLUMNS`)."""
     return {"statistic": result.label, "kind": result.kind, "level": float(result.level),
             "epsilon": float(result.epsilon), "delta": float(result.delta),
@@ -44,7 +85,7 @@ def public_parameters(result: ReleaseResult) -> dict[str, Any]:
             "sigma": float(result.sigma), "secure": bool(result.secure)}
 
 
-def export_table(result: ReleaseResult) -> pa.Table:
+def export_table(result: Released) -> pa.Table:
     """The release as one Arrow table: key columns, :data:`VALUE_COLUMNS`,
     :data:`PARAMETER_COLUMNS` (module docstring); schema metadata ``approxdp.secure`` and
     ``approxdp.release``."""
@@ -75,7 +116,7 @@ def export_table(result: ReleaseResult) -> pa.Table:
     return pa.table(columns).replace_schema_metadata(meta)
 
 
-def write_csv(result: ReleaseResult, path: str | os.PathLike[str]) -> Path:
+def write_csv(result: Released, path: str | os.PathLike[str]) -> Path:
     """Write :func:`export_table` to ``path`` as CSV (header, one row per cell); returns it."""
     from pyarrow import csv
 
@@ -84,7 +125,7 @@ def write_csv(result: ReleaseResult, path: str | os.PathLike[str]) -> Path:
     return out
 
 
-def write_parquet(result: ReleaseResult, path: str | os.PathLike[str]) -> Path:
+def write_parquet(result: Released, path: str | os.PathLike[str]) -> Path:
     """Write :func:`export_table` to ``path`` as Parquet (with its metadata); returns it."""
     import pyarrow.parquet as pq
 
@@ -93,7 +134,7 @@ def write_parquet(result: ReleaseResult, path: str | os.PathLike[str]) -> Path:
     return out
 
 
-def to_polars(result: ReleaseResult) -> Any:
+def to_polars(result: Released) -> Any:
     """:func:`export_table` as a Polars DataFrame."""
     try:
         import polars as pl
@@ -103,7 +144,7 @@ def to_polars(result: ReleaseResult) -> Any:
     return pl.from_arrow(export_table(result))
 
 
-def to_pandas(result: ReleaseResult) -> Any:
+def to_pandas(result: Released) -> Any:
     """:func:`export_table` as a pandas DataFrame."""
     try:
         import pandas  # noqa: F401
