@@ -3,6 +3,8 @@
 - :mod:`.accountants`: :func:`dpsgd_epsilon`, :func:`calibrate_dpsgd` and the comparison of
   accountants (PLD, RDP, GDP-CLT, amplify+compose).
 - :mod:`.gdp_clt`: the Gaussian-DP central-limit approximation (labelled, never certified).
+- :mod:`.training`: :class:`TrainingAccountant`, the accountant of a training loop (O(1) per
+  step, phases of equal (σ, q), (ε, δ) on demand, checkpoints).
 """
 
 from __future__ import annotations
@@ -21,10 +23,14 @@ from approxdp.accounting.dpsgd.gdp_clt import (
     gdp_to_delta,
     gdp_to_epsilon,
 )
+from approxdp.accounting.dpsgd.phases import Phase
+from approxdp.accounting.dpsgd.training import TrainingAccountant
 
 __all__ = [
     "DPSGD_ACCOUNTANTS",
     "AccountantResult",
+    "Phase",
+    "TrainingAccountant",
     "calibrate_dpsgd",
     "compare_dpsgd_accountants",
     "dpsgd_epsilon",
