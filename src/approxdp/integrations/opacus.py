@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import Any, Final
 
 from approxdp.accounting.dpsgd.accountants import calibrate_dpsgd
-from approxdp.accounting.dpsgd.phases import Phase
+from approxdp.accounting.dpsgd.phases import check_sample_rate
 from approxdp.accounting.dpsgd.training import TrainingAccountant
 from approxdp.accounting.guarantees import Guarantee
 from approxdp.accounting.pld.accounting import DEFAULT_PRECISION
@@ -294,7 +294,7 @@ def get_noise_multiplier(
     if (steps is None) == (epochs is None):
         raise InvalidParameterError("give exactly one of epochs and steps")
     if steps is None:
-        steps = _steps_of(epochs, Phase(1.0, sample_rate, 1).sample_rate)  # q validated
+        steps = _steps_of(epochs, check_sample_rate(sample_rate))
     return calibrate_dpsgd(
         epsilon=target_epsilon, delta=target_delta, sample_rate=sample_rate, steps=steps,
         sampling=sampling,

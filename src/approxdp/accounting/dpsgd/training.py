@@ -6,12 +6,12 @@ multiplier σ and sampling rate q (Abadi et al. 2016, https://arxiv.org/abs/1607
 (σ, q) — so that :meth:`~TrainingAccountant.step` is O(1) (it extends the last phase, or opens a
 new one) and a schedule of any length costs memory in the number of (σ, q) changes only.
 
-(ε, δ) is computed on demand by the PLD accountant (:func:`~approxdp.accounting.pld_epsilon`,
-:func:`~approxdp.accounting.pld_delta`): the phases compose as one history, each distinct
-(σ, q) discretized once and raised to its total number of steps by FFT (Koskela et al. 2021,
-https://arxiv.org/abs/2006.07134; Doroshenko et al. 2022, https://arxiv.org/abs/2207.04380).
-A run of one phase goes through :func:`~approxdp.accounting.dpsgd_epsilon` (closed forms for
-T = 1 and q = 1). Answers are cached until the next step.
+(ε, δ) is computed on demand by
+:func:`~approxdp.accounting.dpsgd.accountants.dpsgd_schedule_epsilon` and
+:func:`~approxdp.accounting.dpsgd.accountants.dpsgd_schedule_delta` (PLD by default: each
+distinct (σ, q) discretized once and raised to its number of steps by FFT; Koskela et al.
+2021, https://arxiv.org/abs/2006.07134; Doroshenko et al. 2022,
+https://arxiv.org/abs/2207.04380). Answers for one target are cached until the next step.
 
 Sampling and neighbours are those of :func:`~approxdp.accounting.dpsgd_epsilon`:
 ``"poisson"`` (add/remove neighbours, as Opacus and dp_accounting) or
@@ -31,23 +31,20 @@ from typing import Any, Final
 
 import numpy as np
 
-from approxdp._validation import check_interval, check_probability
+from approxdp._validation import is_scalar
+from approxdp.accounting.dpsgd.accountants import dpsgd_schedule_delta, dpsgd_schedule_epsilon
+from approxdp.accounting.dpsgd.bounds import event_of
 from approxdp.accounting.dpsgd.phases import (
-    Phase,
-    check_accountant,
-    check_count,
+    MAX_STEPS,
+    DPSGDPhase,
+    check_noise_multiplier,
     check_phases,
-    check_precision,
-    check_rate,
+    check_sample_rate,
     check_sampling,
-    check_sigma,
-    delta_at,
-    epsilon_at,
-    over_targets,
-    phase_events,
+    check_steps,
 )
 from approxdp.accounting.guarantees import Guarantee
-from approxdp.accounting.pld.accounting import DEFAULT_PRECISION
+from approxdp.accounting.pld.accounting import DEFAULT_PRECISION, check_precision
 from approxdp.errors import InvalidParameterError, ParameterTypeError
 from approxdp.events import PrivacyEvent
 
@@ -56,7 +53,6 @@ __all__ = ["STATE_FORMAT", "TrainingAccountant"]
 #: The ``format`` field of a state dict (with ``version``: what load_state_dict reads).
 STATE_FORMAT: Final = "approxdp.training-accountant"
 _STATE_VERSION: Final = 1
-_MAX_STEPS: Final = 10**12
 _CACHE_SIZE: Final = 64
 #: Types whose equality with the last step's (σ, q) is an exact float comparison.
 _PLAIN: Final = (float, int, np.float64)
@@ -69,7 +65,8 @@ class TrainingAccountant:
         sampling: ``"poisson"`` (default; add/remove neighbours, Opacus's and dp_accounting's
             setting) or ``"without-replacement"`` (fixed batches, substitution neighbours).
         precision: the PLD's target relative excess of ε over the true value (default 1e-3).
-        phases: a run so far, as :class:`Phase` objects or (σ, q, steps) triples.
+        phases: a run so far, as :class:`~approxdp.accounting.DPSGDPhase` objects or
+            (σ, q, steps) triples (Opacus's ``history``).
 
     Example:
         >>> acct = TrainingAccountant()
@@ -85,16 +82,15 @@ class TrainingAccountant:
 
     __slots__ = (
         "_cache",
-        "_cache_version",
+        "_cache_state",
         "_counts",
+        "_epoch",
         "_last_rate",
         "_last_sigma",
         "_precision",
         "_rates",
         "_sampling",
         "_sigmas",
-        "_total",
-        "_version",
     )
 
     def __init__(
@@ -102,28 +98,28 @@ class TrainingAccountant:
         *,
         sampling: str = "poisson",
         precision: float = DEFAULT_PRECISION,
-        phases: Iterable[Phase | Sequence[Any]] = (),
+        phases: Iterable[DPSGDPhase | Sequence[Any]] = (),
     ) -> None:
         self._sampling = check_sampling(sampling)
         self._precision = check_precision(precision)
         self._sigmas: list[float] = []
         self._rates: list[float] = []
         self._counts: list[int] = []
-        self._total = 0
         self._last_sigma = math.nan  # compares unequal to everything: the first step is slow
         self._last_rate = math.nan
-        self._version = 0
+        self._epoch = 0  # bumped when the run is replaced (reset, load_state_dict)
         self._cache: dict[tuple[Any, ...], Guarantee] = {}
-        self._cache_version = 0
-        for item in check_phases(phases, "phases"):
+        self._cache_state: tuple[int, int, int] = (-1, 0, 0)
+        for item in _checked(phases):
             self._append(item.noise_multiplier, item.sample_rate, item.steps)
 
     # -- recording ------------------------------------------------------------------------
 
     def _append(self, sigma: float, rate: float, steps: int) -> None:
-        if self._total + steps > _MAX_STEPS:
+        total = sum(self._counts) + steps
+        if total > MAX_STEPS:
             raise InvalidParameterError(
-                f"the run would hold {self._total + steps} steps; at most 1e12 are accounted"
+                f"the run would hold {total} steps; at most 1e12 are accounted"
             )
         if self._counts and sigma == self._last_sigma and rate == self._last_rate:
             self._counts[-1] += steps
@@ -133,8 +129,6 @@ class TrainingAccountant:
             self._counts.append(steps)
             self._last_sigma = sigma
             self._last_rate = rate
-        self._total += steps
-        self._version += 1
 
     def step(self, *, noise_multiplier: float, sample_rate: float, steps: int = 1) -> None:
         """Record ``steps`` steps (default one) with noise multiplier σ and sampling rate q.
@@ -156,12 +150,10 @@ class TrainingAccountant:
             and type(steps) is int
         ):  # the hot path: the same (σ, q) as the last step (NaN never gets here)
             self._counts[-1] += 1
-            self._total += 1
-            self._version += 1
             return
-        sigma = check_sigma(noise_multiplier)
-        rate = check_rate(sample_rate)
-        self._append(sigma, rate, check_count(steps))
+        sigma = check_noise_multiplier(noise_multiplier)
+        rate = check_sample_rate(sample_rate)
+        self._append(sigma, rate, check_steps(steps))
 
     def add_phase(self, *, noise_multiplier: float, sample_rate: float, steps: int) -> None:
         """Record a whole phase: ``steps`` steps at (σ, q) (a schedule, or a planned run)."""
@@ -172,9 +164,8 @@ class TrainingAccountant:
         self._sigmas.clear()
         self._rates.clear()
         self._counts.clear()
-        self._total = 0
         self._last_sigma = self._last_rate = math.nan
-        self._version += 1
+        self._epoch += 1
         self._cache.clear()
 
     # -- what was recorded ----------------------------------------------------------------
@@ -190,10 +181,11 @@ class TrainingAccountant:
         return self._precision
 
     @property
-    def phases(self) -> tuple[Phase, ...]:
-        """The run so far, one :class:`Phase` per run of equal (σ, q)."""
+    def phases(self) -> tuple[DPSGDPhase, ...]:
+        """The run so far, one :class:`~approxdp.accounting.DPSGDPhase` per run of equal
+        (σ, q)."""
         return tuple(
-            Phase(s, q, c) for s, q, c in zip(self._sigmas, self._rates, self._counts,
+            DPSGDPhase(s, q, c) for s, q, c in zip(self._sigmas, self._rates, self._counts,
                                                strict=True)
         )
 
@@ -205,13 +197,13 @@ class TrainingAccountant:
     @property
     def steps(self) -> int:
         """The number of steps recorded."""
-        return self._total
+        return sum(self._counts)
 
     def __len__(self) -> int:
-        return self._total
+        return sum(self._counts)
 
     def __repr__(self) -> str:
-        return (f"TrainingAccountant(sampling={self._sampling!r}, steps={self._total}, "
+        return (f"TrainingAccountant(sampling={self._sampling!r}, steps={len(self)}, "
                 f"phases={len(self._counts)})")
 
     # -- checkpoints ----------------------------------------------------------------------
@@ -266,7 +258,7 @@ class TrainingAccountant:
                 "to load it)"
             )
         precision = check_precision(state["precision"])
-        phases = check_phases(state["phases"], "state['phases']")
+        phases = _checked(state["phases"])
         self.reset()
         self._precision = precision
         for p in phases:
@@ -286,33 +278,30 @@ class TrainingAccountant:
     # -- (ε, δ) ---------------------------------------------------------------------------
 
     def events(self) -> list[tuple[PrivacyEvent, int]]:
-        """The run as a PLD history of (event, steps) pairs (see :func:`phase_events`), e.g.
-        to compose it with other releases on the same data by
-        :func:`~approxdp.accounting.pld_epsilon`."""
-        return phase_events(self.phases, self._sampling)
+        """The run as a PLD history of (event, steps) pairs, one per phase, e.g. to compose it
+        with other runs or releases on the same data by :func:`~approxdp.accounting.pld_epsilon`.
+        """
+        return [(event_of(p, self._sampling), p.steps) for p in self.phases]
 
     def epsilon(self, delta: Any, *, accountant: str = "pld") -> Guarantee:
-        """ε of the run so far at δ (see :func:`~approxdp.accounting.dpsgd.phases.phases_epsilon`).
+        """ε of the run so far at δ (see
+        :func:`~approxdp.accounting.dpsgd.accountants.dpsgd_schedule_epsilon`).
 
         Args:
             delta: δ in (0, 1), or an array of them.
-            accountant: ``"pld"`` (certified, tight; default), ``"rdp"`` (certified, looser)
-                or ``"gdp-clt"`` (an approximation; may be below the true ε).
+            accountant: ``"pld"`` (certified, tight; default), ``"rdp"`` (certified, looser),
+                ``"gdp-clt"`` (an approximation; may be below the true ε) or
+                ``"amplify+compose"`` (certified, loose).
 
         Returns:
-            A :class:`~approxdp.accounting.Guarantee`. For one δ the PLD's carries a certified
-            ``bracket`` (lower, upper) around the true ε; for an array of δ, ``epsilon`` and
-            ``delta`` are arrays of that shape (and ``bracket`` is None).
+            A :class:`~approxdp.accounting.Guarantee`; the PLD's carries a certified
+            ``bracket`` (lower, upper) around the true ε (arrays for an array of δ).
         """
-        name = check_accountant(accountant)
-        deltas = check_probability("delta", delta)
-        return over_targets(deltas, lambda d: self._answer("epsilon", name, d))
+        return self._answer("epsilon", delta, accountant)
 
     def delta(self, epsilon: Any, *, accountant: str = "pld") -> Guarantee:
         """δ of the run so far at ε (ε ≥ 0, or an array of them); see :meth:`epsilon`."""
-        name = check_accountant(accountant)
-        eps = check_interval("epsilon", epsilon, 0.0, math.inf, high_open=True)
-        return over_targets(eps, lambda e: self._answer("delta", name, e))
+        return self._answer("delta", epsilon, accountant)
 
     def get_epsilon(self, delta: Any) -> Any:
         """The PLD's ε at δ as a plain float (an array for an array of δ), as Opacus's
@@ -323,17 +312,34 @@ class TrainingAccountant:
         """The PLD's δ at ε as a plain float (an array for an array of ε): an upper bound."""
         return self.delta(epsilon).delta
 
-    def _answer(self, solve: str, accountant: str, given: float) -> Guarantee:
-        """The answer for the run as it is now, from the cache when it was asked before."""
-        if self._cache_version != self._version:
+    def _answer(self, solve: str, given: Any, accountant: str) -> Guarantee:
+        """The answer for the run as it is now; one number asked before comes from the cache
+        (arrays are solved afresh)."""
+        # every change appends a phase or lengthens the last one, or replaces the run
+        state = (self._epoch, len(self._counts), self._counts[-1] if self._counts else 0)
+        if self._cache_state != state:
             self._cache.clear()
-            self._cache_version = self._version
-        key = (solve, accountant, given)
-        hit = self._cache.get(key)
-        if hit is None:
-            at = epsilon_at if solve == "epsilon" else delta_at
-            hit = at(self.phases, given, self._sampling, accountant, self._precision)
+            self._cache_state = state
+        one = is_scalar(given) and not isinstance(given, bool) and isinstance(accountant, str)
+        key = (solve, accountant, float(given)) if one else None
+        if key is not None and key in self._cache:
+            return self._cache[key]
+        phases = self.phases or (DPSGDPhase(math.inf, 1.0, 1),)  # no step: no privacy loss
+        if solve == "epsilon":
+            g = dpsgd_schedule_epsilon(phases, delta=given, sampling=self._sampling,
+                                       accountant=accountant, precision=self._precision)
+        else:
+            g = dpsgd_schedule_delta(phases, epsilon=given, sampling=self._sampling,
+                                     accountant=accountant, precision=self._precision)
+        if key is not None:
             if len(self._cache) >= _CACHE_SIZE:
                 self._cache.clear()
-            self._cache[key] = hit
-        return hit
+            self._cache[key] = g
+        return g
+
+
+def _checked(phases: Any) -> tuple[DPSGDPhase, ...]:
+    """``phases`` checked as a schedule (an empty run allowed)."""
+    if isinstance(phases, list | tuple) and not phases:
+        return ()
+    return check_phases(phases)
