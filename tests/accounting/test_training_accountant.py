@@ -11,8 +11,8 @@ import pytest
 
 import approxdp as dp
 import approxdp.accounting as acc
-from approxdp.accounting import pld_epsilon
 from approxdp.accounting import DPSGDPhase as Phase
+from approxdp.accounting import pld_epsilon
 from approxdp.accounting.dpsgd.training import STATE_FORMAT, TrainingAccountant
 from approxdp.errors import InvalidParameterError, ParameterTypeError, UnknownMethodError
 from approxdp.events import GaussianEvent, SubsampledEvent

@@ -2,7 +2,7 @@
 ε: ``approxdp dpsgd``'s report, also shown by the browser's Compose / DP-SGD page.
 
 A run is one phase (σ, q, T) per noise multiplier, or a schedule of phases
-(:mod:`approxdp.accounting.dpsgd.phases`). ε is reported at each δ asked for, δ at each ε.
+(:class:`~approxdp.accounting.DPSGDPhase`). ε is reported at each δ asked for, δ at each ε.
 """
 
 from __future__ import annotations
@@ -14,14 +14,10 @@ from typing import Any
 from approxdp.accounting.dpsgd.accountants import (
     DPSGD_ACCOUNTANTS,
     calibrate_dpsgd,
-    compare_dpsgd_accountants,
+    dpsgd_schedule_delta,
+    dpsgd_schedule_epsilon,
 )
-from approxdp.accounting.dpsgd.phases import (
-    SCHEDULE_ACCOUNTANTS,
-    Phase,
-    phases_delta,
-    phases_epsilon,
-)
+from approxdp.accounting.dpsgd.phases import DPSGDPhase
 from approxdp.accounting.guarantees import Guarantee
 from approxdp.errors import InvalidParameterError
 from approxdp.reports.formatting import JSON_SCHEMA_VERSION
@@ -47,59 +43,26 @@ def _row(name: str, g: Guarantee, seconds: float, solved: str) -> dict[str, Any]
     }
 
 
-def _schedule_accountants(accountants: Sequence[str] | None, why: str) -> tuple[str, ...]:
-    """The accountants for a schedule or for δ at ε: all of PLD, RDP, GDP-CLT by default;
-    amplify+compose (one phase, ε only) is refused by name."""
-    chosen = tuple(accountants) if accountants else SCHEDULE_ACCOUNTANTS
-    other = [a for a in chosen if a not in SCHEDULE_ACCOUNTANTS]
-    if other:
-        raise InvalidParameterError(
-            f"--accountant {other[0]} does not account {why}; use "
-            f"{', '.join(SCHEDULE_ACCOUNTANTS)}"
-        )
-    return chosen
-
-
-def _epsilon_results(
-    runs: Sequence[tuple[float | None, list[Phase]]], deltas: Sequence[float], sampling: str,
-    accountants: Sequence[str] | None,
+def _results(
+    runs: Sequence[tuple[float | None, list[DPSGDPhase]]], targets: Sequence[float],
+    solve: str, sampling: str, accountants: Sequence[str] | None,
 ) -> list[dict[str, Any]]:
+    """One result per (run, target): ε at δ (``solve="epsilon"``) or δ at ε, under each
+    accountant, with the time each took."""
+    given = "delta" if solve == "epsilon" else "epsilon"
     out = []
     for sigma, phases in runs:
-        for delta in deltas:
-            if len(phases) == 1:  # one phase: every accountant, amplify+compose included
-                p = phases[0]
-                rows = [
-                    _row(r.accountant, r.guarantee, r.seconds, "epsilon")
-                    for r in compare_dpsgd_accountants(
-                        noise_multiplier=p.noise_multiplier, sample_rate=p.sample_rate,
-                        steps=p.steps, delta=delta, sampling=sampling,
-                        accountants=tuple(accountants) if accountants else DPSGD_ACCOUNTANTS,
-                    )
-                ]
-            else:
-                rows = []
-                for name in _schedule_accountants(accountants, "a schedule of phases"):
-                    g, s = _timed(phases_epsilon, phases, delta, sampling=sampling,
-                                  accountant=name)
-                    rows.append(_row(name, g, s, "epsilon"))
-            out.append({"noise_multiplier": sigma, "delta": delta, "accountants": rows})
-    return out
-
-
-def _delta_results(
-    runs: Sequence[tuple[float | None, list[Phase]]], at_epsilons: Sequence[float],
-    sampling: str, accountants: Sequence[str] | None,
-) -> list[dict[str, Any]]:
-    names = _schedule_accountants(accountants, "δ at a given ε")
-    out = []
-    for sigma, phases in runs:
-        for eps in at_epsilons:
+        for target in targets:
             rows = []
-            for name in names:
-                g, s = _timed(phases_delta, phases, eps, sampling=sampling, accountant=name)
-                rows.append(_row(name, g, s, "delta"))
-            out.append({"noise_multiplier": sigma, "epsilon": eps, "accountants": rows})
+            for name in accountants or DPSGD_ACCOUNTANTS:
+                if solve == "epsilon":
+                    g, s = _timed(dpsgd_schedule_epsilon, phases, delta=target,
+                                  sampling=sampling, accountant=name)
+                else:
+                    g, s = _timed(dpsgd_schedule_delta, phases, epsilon=target,
+                                  sampling=sampling, accountant=name)
+                rows.append(_row(name, g, s, solve))
+            out.append({"noise_multiplier": sigma, given: target, "accountants": rows})
     return out
 
 
@@ -121,9 +84,9 @@ def dpsgd_reports(
     ``noise_multipliers``; ``deltas`` asks for ε, ``at_epsilons`` for δ; ``epsilons`` (with
     ``deltas``, and no noise multiplier) asks for the least noise multiplier.
     """
-    schedule = [Phase(*p) for p in phases]
+    schedule = [DPSGDPhase(*p) for p in phases]
     if schedule:
-        runs: list[tuple[float | None, list[Phase]]] = [(None, schedule)]
+        runs: list[tuple[float | None, list[DPSGDPhase]]] = [(None, schedule)]
         rates = {p.sample_rate for p in schedule}
         q_top = rates.pop() if len(rates) == 1 else None
         t_top = sum(p.steps for p in schedule)
@@ -131,7 +94,7 @@ def dpsgd_reports(
         if sample_rate is None or steps is None:
             raise InvalidParameterError("give --sample-rate and --steps, or --phase")
         q_top, t_top = sample_rate, steps
-        runs = [(s, [Phase(s, sample_rate, steps)]) for s in noise_multipliers]
+        runs = [(s, [DPSGDPhase(s, sample_rate, steps)]) for s in noise_multipliers]
     base: dict[str, Any] = {
         "command": "dpsgd",
         "schema_version": JSON_SCHEMA_VERSION,
@@ -171,11 +134,11 @@ def dpsgd_reports(
         )
     if at_epsilons:
         base.update(mode="delta", epsilons=list(at_epsilons),
-                    results=_delta_results(runs, at_epsilons, sampling, accountants))
+                    results=_results(runs, at_epsilons, "delta", sampling, accountants))
         return base
     if not deltas:
         raise InvalidParameterError("give -d δ (ε at δ) or --at-epsilon ε (δ at ε)")
-    results = _epsilon_results(runs, deltas, sampling, accountants)
+    results = _results(runs, deltas, "epsilon", sampling, accountants)
     first = results[0]
     base.update(mode="epsilon", results=results, delta=first["delta"],
                 noise_multiplier=first["noise_multiplier"], accountants=first["accountants"])
