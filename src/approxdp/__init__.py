@@ -46,6 +46,7 @@ from approxdp.errors import (
     ApproxDPError,
     BudgetExceededError,
     DataError,
+    ExpressionError,
     InternalError,
     InvalidParameterError,
     LedgerError,
@@ -53,6 +54,7 @@ from approxdp.errors import (
     NotPrivateError,
     NotPrivateWarning,
     ParameterTypeError,
+    PrivateJoinError,
     UnknownMethodError,
 )
 from approxdp.events import (
@@ -115,6 +117,7 @@ __all__ = [
     "DiscreteGaussianEvent",
     "DiscreteGaussianMechanism",
     "EpsilonDeltaEvent",
+    "ExpressionError",
     "GaussianEvent",
     "GaussianMechanism",
     "Guarantee",
@@ -135,6 +138,7 @@ __all__ = [
     "PlanResult",
     "PrivacyAccountant",
     "PrivacyEvent",
+    "PrivateJoinError",
     "PrivateTable",
     "Query",
     "ReleasePlan",
