@@ -83,12 +83,16 @@ class ExpressionError(InvalidParameterError):
     Attributes:
         expression: The expression as given.
         part: The offending part of it (a function, a column, an operator...).
+        reason: What is wrong, without the expression (front ends prefix it with their own
+            name for the expression, e.g. ``--where 'x > 1': ...``).
     """
 
-    def __init__(self, message: str, *, expression: str = "", part: str = ""):
+    def __init__(self, message: str, *, expression: str = "", part: str = "",
+                 reason: str = ""):
         super().__init__(message)
         self.expression = expression
         self.part = part
+        self.reason = reason or message
 
 
 class PrivateJoinError(ParameterTypeError):

@@ -190,7 +190,8 @@ def parse_expression(
 
     def fail(reason: str, part: str = "") -> ExpressionError:
         shown = text if len(text) <= 200 else text[:200] + "..."
-        return ExpressionError(f"{what} {shown!r}: {reason}", expression=text, part=part)
+        return ExpressionError(f"{what} {shown!r}: {reason}", expression=text, part=part,
+                               reason=reason)
 
     if not text.strip():
         raise fail("the expression is empty")
