@@ -14,15 +14,14 @@ from approxdp.engines.base import (
     AggregateRequest,
     AggregateResult,
     Aggregation,
-    Binning,
     CellMapRequest,
     CellMapResult,
-    CentredPowers,
     ColumnKind,
     Engine,
     Membership,
     PerKeyLimit,
 )
+from approxdp.engines.derivation import Derivation, Expression
 from approxdp.errors import UnknownMethodError
 
 __all__ = [
@@ -30,12 +29,12 @@ __all__ = [
     "AggregateRequest",
     "AggregateResult",
     "Aggregation",
-    "Binning",
     "CellMapRequest",
     "CellMapResult",
-    "CentredPowers",
     "ColumnKind",
+    "Derivation",
     "Engine",
+    "Expression",
     "Membership",
     "PerKeyLimit",
     "engine_for",

@@ -44,17 +44,17 @@ from approxdp.errors import DataError, InvalidParameterError, ParameterTypeError
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from approxdp.engines.derivation import Derivation
+
 __all__ = [
     "LITERAL_TYPES",
     "RESERVED_PREFIX",
     "AggregateRequest",
     "AggregateResult",
     "Aggregation",
-    "Binning",
     "CellBatchMapper",
     "CellMapRequest",
     "CellMapResult",
-    "CentredPowers",
     "ColumnKind",
     "Engine",
     "Membership",
@@ -170,93 +170,6 @@ class PerKeyLimit:
         if not isinstance(self.seed, int | np.integer) or not 0 <= self.seed < 2**63:
             raise InvalidParameterError(f"seed must be an integer in [0, 2**63), got {self.seed!r}")
         object.__setattr__(self, "seed", int(self.seed))
-
-
-@dataclass(frozen=True, slots=True)
-class Binning:
-    """Integer bin columns of a numeric ``column`` (for :meth:`Engine.with_bins`).
-
-    Each row's leaf is ``min(floor((min(max(x, low), high) - low) / width), n_bins - 1)`` with
-    ``width = (high - low) / n_bins`` (computed once, here, so every engine divides by the same
-    float64), and each output ``(name, divisor)`` is the column ``floor(leaf / divisor)``.
-    Rows whose value is NULL or NaN are dropped; ±inf are clamped like any other value.
-
-    With ``log_floor`` = f > 0 the leaves are cut on the signed log scale instead: ``x`` is
-    first replaced by ``sign(x) · max(log10(max(|x|, f)) − log10(f), 0)`` (|x| ≤ f maps to
-    0; ``log10(f)`` computed here once), so ``low``/``high`` are in decades above f.
-    """
-
-    column: str
-    low: float
-    high: float
-    n_bins: int
-    outputs: tuple[tuple[str, int], ...]
-    log_floor: float = 0.0
-
-    def __post_init__(self) -> None:
-        _check_name(self.column, "Binning.column")
-        if not (math.isfinite(self.low) and math.isfinite(self.high) and self.low < self.high
-                and math.isfinite(self.high - self.low)):
-            raise InvalidParameterError(
-                f"Binning needs finite low < high with a finite width, got low={self.low}, "
-                f"high={self.high}"
-            )
-        if isinstance(self.n_bins, bool) or not isinstance(self.n_bins, int) or not (
-            1 <= self.n_bins <= 2**20
-        ):
-            raise InvalidParameterError(
-                f"Binning.n_bins must be an integer in [1, 2**20], got {self.n_bins!r}"
-            )
-        outputs = tuple((_check_name(n, "Binning output"), int(d)) for n, d in self.outputs)
-        if not outputs or any(d < 1 for _, d in outputs) or len({n for n, _ in outputs}) != len(
-            outputs
-        ):
-            raise InvalidParameterError(
-                f"Binning.outputs must be distinct (name, divisor >= 1) pairs, got {outputs}"
-            )
-        object.__setattr__(self, "outputs", outputs)
-        if not (math.isfinite(self.log_floor) and self.log_floor >= 0.0):
-            raise InvalidParameterError(
-                f"Binning.log_floor must be finite and >= 0, got {self.log_floor!r}"
-            )
-
-    @property
-    def log10_floor(self) -> float:
-        """log10(log_floor), the offset of the signed log scale (0 when linear)."""
-        return math.log10(self.log_floor) if self.log_floor > 0 else 0.0
-
-    @property
-    def width(self) -> float:
-        """The leaves' width, (high − low) / n_bins."""
-        return (self.high - self.low) / self.n_bins
-
-
-@dataclass(frozen=True, slots=True)
-class CentredPowers:
-    """The centred clamped value of a numeric ``column`` and its square (for
-    :meth:`Engine.with_centred_powers`): ``d = min(max(x, low), high) - centre`` as column
-    ``value_name`` and ``d * d`` (a product, the same float64 on every engine) as
-    ``square_name``. Rows whose value is NULL or NaN are dropped; ±inf are clamped."""
-
-    column: str
-    low: float
-    high: float
-    centre: float
-    value_name: str
-    square_name: str
-
-    def __post_init__(self) -> None:
-        for name in (self.column, self.value_name, self.square_name):
-            _check_name(name, "CentredPowers column")
-        if self.value_name == self.square_name:
-            raise InvalidParameterError("CentredPowers needs two distinct output names")
-        if not all(math.isfinite(v) for v in (self.low, self.high, self.centre)) or not (
-            self.low <= self.high
-        ):
-            raise InvalidParameterError(
-                f"CentredPowers needs finite low <= high and centre, got low={self.low}, "
-                f"high={self.high}, centre={self.centre}"
-            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -419,14 +332,10 @@ class Engine(Protocol[TableT]):
         (see :meth:`count_unconvertible`) becoming NULL; the other columns unchanged."""
         ...
 
-    def with_bins(self, table: TableT, binning: Binning) -> TableT:
-        """``table`` without the rows whose ``binning.column`` is NULL or NaN, with the int64
-        columns ``binning.outputs`` added (see :class:`Binning`); the other columns unchanged."""
-        ...
-
-    def with_centred_powers(self, table: TableT, powers: CentredPowers) -> TableT:
-        """``table`` without the rows whose ``powers.column`` is NULL or NaN, with the float64
-        columns of ``powers`` added (see :class:`CentredPowers`); the others unchanged."""
+    def derive(self, table: TableT, derivation: Derivation) -> TableT:
+        """``table`` without the rows whose ``derivation.column`` is NULL or NaN, with the
+        columns of ``derivation`` added (see :class:`~approxdp.engines.derivation.Derivation`);
+        the other columns unchanged."""
         ...
 
     def aggregate(self, table: TableT, request: AggregateRequest) -> AggregateResult:
@@ -509,7 +418,7 @@ def check_condition_column(schema: Mapping[str, ColumnKind], condition: Membersh
 
 def check_new_columns(schema: Mapping[str, ColumnKind], column: str, new: Sequence[str]) -> None:
     """Raise :class:`DataError` if ``column`` (read by a derived-column primitive such as
-    :meth:`Engine.with_bins`) is missing or one of the ``new`` columns already exists."""
+    :meth:`Engine.derive`) is missing or one of the ``new`` columns already exists."""
     check_column(schema, column)
     clash = [n for n in new if n in schema]
     if clash:

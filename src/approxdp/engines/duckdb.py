@@ -48,11 +48,9 @@ from typing import TYPE_CHECKING, Any
 from approxdp.engines.base import (
     AggregateRequest,
     AggregateResult,
-    Binning,
     CellBatchMapper,
     CellMapRequest,
     CellMapResult,
-    CentredPowers,
     ColumnKind,
     Engine,
     KeyValue,
@@ -64,9 +62,11 @@ from approxdp.engines.base import (
     check_new_columns,
     is_glob,
 )
+from approxdp.engines.derivation import Derivation
 from approxdp.engines.duckdb_sql import SOURCE as _SOURCE
 from approxdp.engines.duckdb_sql import (
     build_aggregate_sql,
+    expression_sql,
     in_table_sql,
     membership_sql,
     quote_identifier,
@@ -330,44 +330,14 @@ class DuckDBEngine:
         rel = table.run(f"SELECT * REPLACE ({value} AS {col}) FROM {_SOURCE}")
         return DuckDBTable(None, rel, table.description, own=table.own)
 
-    def with_bins(self, table: DuckDBTable, binning: Binning) -> DuckDBTable:
-        """Rows with a value, plus the bin columns of ``binning``, as a new handle."""
-        schema = self.schema(table)
-        check_new_columns(schema, binning.column, tuple(n for n, _ in binning.outputs))
-
-        def lit(v: float) -> str:  # the exact float64, never a DECIMAL literal
-            return f"CAST('{float(v)!r}' AS DOUBLE)"
-
-        x = f"CAST({quote_identifier(binning.column)} AS DOUBLE)"
-        v = x
-        if binning.log_floor > 0:
-            v = (f"(sign({x}) * GREATEST(log10(GREATEST(abs({x}), {lit(binning.log_floor)})) - "
-                 f"{lit(binning.log10_floor)}, {lit(0.0)}))")
-        leaf = (f"LEAST(floor((LEAST(GREATEST({v}, {lit(binning.low)}), {lit(binning.high)}) - "
-                f"{lit(binning.low)}) / {lit(binning.width)}), {lit(binning.n_bins - 1)})")
-        cols = ", ".join(
-            f"CAST(floor({leaf} / {lit(d)}) AS BIGINT) AS {quote_identifier(n)}"
-            for n, d in binning.outputs
-        )
+    def derive(self, table: DuckDBTable, derivation: Derivation) -> DuckDBTable:
+        """Rows with a value, plus the columns of ``derivation``, as a new handle."""
+        check_new_columns(self.schema(table), derivation.column, derivation.names)
+        x = f"CAST({quote_identifier(derivation.column)} AS DOUBLE)"
+        cols = ", ".join(f"{expression_sql(expr, x)} AS {quote_identifier(name)}"
+                         for name, expr in derivation.outputs)
         rel = table.run(f"SELECT *, {cols} FROM {_SOURCE} WHERE {x} IS NOT NULL AND NOT "
                         f"isnan({x})")
-        return DuckDBTable(None, rel, table.description, own=table.own)
-
-    def with_centred_powers(self, table: DuckDBTable, powers: CentredPowers) -> DuckDBTable:
-        """Rows with a value, plus the centred value and its square, as a new handle."""
-        schema = self.schema(table)
-        check_new_columns(schema, powers.column, (powers.value_name, powers.square_name))
-
-        def lit(v: float) -> str:
-            return f"CAST('{float(v)!r}' AS DOUBLE)"
-
-        x = f"CAST({quote_identifier(powers.column)} AS DOUBLE)"
-        d = f"(LEAST(GREATEST({x}, {lit(powers.low)}), {lit(powers.high)}) - {lit(powers.centre)})"
-        rel = table.run(
-            f"SELECT *, {d} AS {quote_identifier(powers.value_name)}, {d} * {d} AS "
-            f"{quote_identifier(powers.square_name)} FROM {_SOURCE} WHERE {x} IS NOT NULL AND "
-            f"NOT isnan({x})"
-        )
         return DuckDBTable(None, rel, table.description, own=table.own)
 
     # -- aggregation -----------------------------------------------------------------------

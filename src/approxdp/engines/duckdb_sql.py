@@ -13,12 +13,15 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from approxdp.engines.base import AggregateRequest, Aggregation, KeyValue, Membership
+from approxdp.engines.derivation import Expression
 from approxdp.engines.keyed_hash import DuckDBSteps, hash_input_of_duckdb_type, seed_state
 from approxdp.errors import ParameterTypeError
 
 __all__ = [
     "SOURCE",
     "build_aggregate_sql",
+    "double_literal",
+    "expression_sql",
     "in_table_sql",
     "membership_sql",
     "quote_identifier",
@@ -55,6 +58,30 @@ def sql_literal(value: KeyValue) -> str:
         f"domain values must be str, int, float, bool or None, got {type(value).__name__} "
         f"{value!r}"
     )
+
+
+def double_literal(value: float) -> str:
+    """The exact float64 ``value`` as SQL (``CAST('0.1' AS DOUBLE)``: never a DECIMAL)."""
+    return f"CAST('{float(value)!r}' AS DOUBLE)"
+
+
+_INFIX = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/"}
+_CALLS = {"least": "LEAST", "greatest": "GREATEST", "floor": "floor", "abs": "abs",
+          "sign": "sign", "log10": "log10"}
+
+
+def expression_sql(expr: Expression, x: str) -> str:
+    """``expr`` (:mod:`approxdp.engines.derivation`) as SQL over the value ``x`` (SQL)."""
+    args = [expression_sql(a, x) for a in expr.args]
+    if expr.op == "value":
+        return x
+    if expr.op == "number":
+        return double_literal(expr.constant)
+    if expr.op in _INFIX:
+        return f"({args[0]} {_INFIX[expr.op]} {args[1]})"
+    if expr.op == "integer":
+        return f"CAST({args[0]} AS BIGINT)"
+    return f"{_CALLS[expr.op]}({', '.join(args)})"
 
 
 def membership_sql(cond: Membership) -> str:

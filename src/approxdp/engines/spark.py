@@ -36,11 +36,9 @@ from approxdp.engines.base import (
     AggregateRequest,
     AggregateResult,
     Aggregation,
-    Binning,
     CellBatchMapper,
     CellMapRequest,
     CellMapResult,
-    CentredPowers,
     ColumnKind,
     Engine,
     KeyValue,
@@ -52,6 +50,7 @@ from approxdp.engines.base import (
     check_new_columns,
     is_glob,
 )
+from approxdp.engines.derivation import Derivation, Expression
 from approxdp.engines.keyed_hash import HashInput
 from approxdp.engines.spark_hash import quote_column as _q
 from approxdp.engines.spark_hash import with_rank
@@ -253,42 +252,15 @@ class SparkEngine:
                  else _try_double(F, column))
         return SparkTable(table.df.withColumn(column, value), table.description)
 
-    def with_bins(self, table: SparkTable, binning: Binning) -> SparkTable:
-        """Rows with a value, plus the bin columns of ``binning``, as a new handle."""
-        schema = self.schema(table)
-        check_new_columns(schema, binning.column, tuple(n for n, _ in binning.outputs))
+    def derive(self, table: SparkTable, derivation: Derivation) -> SparkTable:
+        """Rows with a value, plus the columns of ``derivation``, as a new handle."""
+        check_new_columns(self.schema(table), derivation.column, derivation.names)
         from pyspark.sql import functions as F
 
-        x = F.col(_q(binning.column)).cast("double")
-        low, high = F.lit(float(binning.low)), F.lit(float(binning.high))
-        v = x
-        if binning.log_floor > 0:
-            v = F.signum(x) * F.greatest(
-                F.log10(F.greatest(F.abs(x), F.lit(float(binning.log_floor))))
-                - F.lit(float(binning.log10_floor)),
-                F.lit(0.0),
-            )
-        leaf = F.least(
-            F.floor((F.least(F.greatest(v, low), high) - low) / F.lit(float(binning.width)))
-            .cast("double"),
-            F.lit(float(binning.n_bins - 1)),
-        )
+        x = F.col(_q(derivation.column)).cast("double")
         df = table.df.filter(x.isNotNull() & ~F.isnan(x))
-        for name, divisor in binning.outputs:
-            df = df.withColumn(name, F.floor(leaf / F.lit(float(divisor))).cast("long"))
-        return SparkTable(df, table.description)
-
-    def with_centred_powers(self, table: SparkTable, powers: CentredPowers) -> SparkTable:
-        """Rows with a value, plus the centred value and its square, as a new handle."""
-        check_new_columns(self.schema(table), powers.column,
-                           (powers.value_name, powers.square_name))
-        from pyspark.sql import functions as F
-
-        x = F.col(_q(powers.column)).cast("double")
-        d = (F.least(F.greatest(x, F.lit(float(powers.low))), F.lit(float(powers.high)))
-             - F.lit(float(powers.centre)))
-        df = table.df.filter(x.isNotNull() & ~F.isnan(x))
-        df = df.withColumn(powers.value_name, d).withColumn(powers.square_name, d * d)
+        for name, expr in derivation.outputs:
+            df = df.withColumn(name, _expression_column(F, expr, x))
         return SparkTable(df, table.description)
 
     def _filter(
@@ -570,3 +542,29 @@ if TYPE_CHECKING:  # mypy checks that SparkEngine implements the Engine protocol
 
     def _implements_engine(engine: SparkEngine) -> Engine[SparkTable]:
         return engine
+
+
+def _expression_column(F: Any, expr: Expression, x: Any) -> Any:
+    """``expr`` (:mod:`approxdp.engines.derivation`) as a Spark column over the value ``x``:
+    constants as float64 literals, ``floor`` as float64 (Spark's own returns a long)."""
+    args = [_expression_column(F, a, x) for a in expr.args]
+    op = expr.op
+    if op == "value":
+        return x
+    if op == "number":
+        return F.lit(float(expr.constant))
+    if op == "add":
+        return args[0] + args[1]
+    if op == "subtract":
+        return args[0] - args[1]
+    if op == "multiply":
+        return args[0] * args[1]
+    if op == "divide":
+        return args[0] / args[1]
+    if op == "integer":
+        return args[0].cast("long")
+    if op == "floor":
+        return F.floor(args[0]).cast("double")
+    functions = {"least": F.least, "greatest": F.greatest, "abs": F.abs, "sign": F.signum,
+                 "log10": F.log10}
+    return functions[op](*args)

@@ -157,6 +157,13 @@ def accuracy_of(
     check_interval("level", level, 0.0, 1.0, low_open=True, high_open=True)
     if rows is not None and (isinstance(rows, bool) or not isinstance(rows, int) or rows < 1):
         raise InvalidParameterError(f"rows must be a positive integer, got rows={rows!r}")
+    for q in plan.queries:
+        if q.parts() != (q,):
+            raise InvalidParameterError(
+                f"query {q.label()!r}: accuracy planning covers count, sum, mean, histogram and "
+                f"linear queries; a {q.kind}'s interval comes from post-processing of its "
+                "noisy parts (its result reports it)"
+            )
     allocated = allocate(plan, epsilon, delta, method=method)
     out = []
     for i, aq in enumerate(allocated.queries):

@@ -190,6 +190,11 @@ class Query:
         """The measures released per cell."""
         raise NotImplementedError
 
+    def parts(self) -> tuple[Query, ...]:
+        """The linear queries this release is made of: the query itself (a statistic computed
+        from several, :class:`~approxdp.releases.derived.DerivedQuery`, lists them)."""
+        return (self,)
+
     def cells(self) -> list[tuple[KeyValue, ...]]:
         """All cells of the declared domain, in row-major order of ``domain``."""
         dom = self.cell_domain
