@@ -42,7 +42,7 @@ from approxdp.releases.quantiles import bin_derivation
 from approxdp.releases.result import ReleaseResult
 from approxdp.releases.specs import Histogram, Query
 
-__all__ = ["BINS", "THRESHOLD_ALPHA", "Bounds"]
+__all__ = ["BINS", "THRESHOLD_ALPHA", "PrivateBounds"]
 
 #: Bins of the histogram: 16 per decade over 2 × 18 decades (the default range).
 BINS = 576
@@ -59,7 +59,7 @@ def _to_value(t: float, floor: float) -> float:
 
 
 @dataclass(frozen=True, slots=True)
-class Bounds(DerivedQuery):
+class PrivateBounds(DerivedQuery):
     """Private clamping bounds (low, high) of ``column``: its ``tail`` and 1 − ``tail``
     quantiles read from a noisy histogram over the data-independent signed log range
     ±[``floor``, ``ceiling``] (module docstring). ``result.values`` is ``[low, high]`` (keys
@@ -69,8 +69,13 @@ class Bounds(DerivedQuery):
     floor: float = 1e-6
     ceiling: float = 1e12
 
+    @property
+    def kind(self) -> str:
+        """``bounds``."""
+        return "bounds"
+
     def __post_init__(self) -> None:
-        super(Bounds, self).__post_init__()
+        super(PrivateBounds, self).__post_init__()
         object.__setattr__(self, "tail", float(check_interval(
             "tail", self.tail, 0.0, 0.5, low_open=True, high_open=True)))
         for name in ("floor", "ceiling"):

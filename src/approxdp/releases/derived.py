@@ -1,6 +1,6 @@
 """Statistics computed from linear queries on columns the engine derives from one numeric
 column: the base of :class:`~approxdp.releases.quantiles.Quantiles`,
-:class:`~approxdp.releases.variance.Variance` and :class:`~approxdp.releases.bounds.Bounds`.
+:class:`~approxdp.releases.variance.Variance` and :class:`~approxdp.releases.bounds.PrivateBounds`.
 
 Such a statistic is a query spec like any other (it goes into a plan, shares its joint
 calibration and its one spend), described in three parts:

@@ -26,10 +26,11 @@ from approxdp.engines.base import KeyValue
 from approxdp.errors import BudgetExceededError, InvalidParameterError, ParameterTypeError
 from approxdp.events import PrivacyEvent
 from approxdp.releases.accuracy import AccuracyPlan, accuracy_of, plan_for_accuracy
-from approxdp.releases.bounds import Bounds
+from approxdp.releases.bounds import PrivateBounds
 from approxdp.releases.dense import LARGE_DOMAIN_CELLS
 from approxdp.releases.derived import check_numeric_column
 from approxdp.releases.execute import execute
+from approxdp.releases.kinds import KindInputs, ReleaseKind, describe, release_kind
 from approxdp.releases.plan import AllocatedPlan, ReleasePlan, allocate
 from approxdp.releases.quantiles import Median, Quantiles
 from approxdp.releases.result import ReleaseResult
@@ -321,7 +322,7 @@ class PrivateTable:
         # allocated with the rest of the budget (its columns are checked on the data below and
         # again by execute, which spends nothing when one fails).
         rest = self.allocate(self.plan([query((0.0, 1.0))]), epsilon=eps_r, delta=delta_r)
-        first = self.allocate(self.plan([Bounds(column)]), epsilon=eps_b, delta=delta_b)
+        first = self.allocate(self.plan([PrivateBounds(column)]), epsilon=eps_b, delta=delta_b)
         check_numeric_column(self.engine.schema(self.table), column, f"bounds({column})")
         # The release's own data checks (columns, groups, domain, empty table), run now on
         # placeholder bounds by an accountant that stops at the spend: nothing spent or drawn.
@@ -368,7 +369,7 @@ class PrivateTable:
         ``result.values`` is ``[low, high]`` (keys ``("low",)``, ``("high",)``), ready for
         :meth:`mean`, :meth:`sum`, :meth:`quantiles` or :meth:`variance`.
         """
-        return self._one(Bounds(column, tail=tail, floor=floor, ceiling=ceiling,
+        return self._one(PrivateBounds(column, tail=tail, floor=floor, ceiling=ceiling,
                                 name=f"bounds({column})"), epsilon, delta, 0.95)
 
     def histogram(
@@ -454,6 +455,31 @@ class PrivateTable:
                 f"bounds_share applies only with bounds='private', got bounds={bounds!r}"
             )
         return self._one(query(bounds), epsilon, delta, level)
+
+    def release_kind(
+        self, kind: str | ReleaseKind, inputs: KindInputs, *, epsilon: float, delta: float,
+        level: float = 0.95, bounds_share: float | None = None,
+    ) -> ReleaseResult:
+        """One release of a kind of :data:`~approxdp.releases.kinds.RELEASE_KINDS` (by name)
+        from the inputs a front end collected: what ``approxdp release`` and the browser
+        wizard call. ``inputs.bounds == "private"``: the bounds are estimated first from
+        ``bounds_share`` of (ε, δ) (default 0.2), as for :meth:`mean`.
+
+        Raises:
+            InvalidParameterError: an unknown kind, or inputs that do not fit it.
+        """
+        entry = release_kind(kind) if isinstance(kind, str) else kind
+        problem = entry.problem(inputs)
+        if problem is not None:
+            raise InvalidParameterError(describe(problem))
+        if inputs.bounds is None:  # a kind without clamping bounds
+            if bounds_share is not None:
+                raise ParameterTypeError(f"{entry.name} takes no bounds_share (it has no "
+                                         "bounds to estimate)")
+            return self._one(entry.build(inputs), epsilon, delta, level)
+        return self._statistic(lambda b: entry.build(dataclasses.replace(inputs, bounds=b)),
+                               inputs.columns[0], inputs.bounds, epsilon, delta, level,
+                               bounds_share)
 
     def remaining(self) -> BudgetStatus:
         """What the accountant has left."""
