@@ -47,6 +47,7 @@ from approxdp.releases.derived import DerivedQuery
 from approxdp.releases.execute import execute
 from approxdp.releases.kinds import RELEASE_KINDS, KindInputs, ReleaseKind
 from approxdp.releases.plan import AllocatedPlan, AllocatedQuery, ReleasePlan, allocate
+from approxdp.releases.quantiles import Median, Quantiles
 from approxdp.releases.result import (
     COMPARED_METHODS,
     MethodComparison,
@@ -54,7 +55,6 @@ from approxdp.releases.result import (
     compare_methods,
 )
 from approxdp.releases.sensitivity import Sensitivity, query_sensitivity
-from approxdp.releases.quantiles import Median, Quantiles
 from approxdp.releases.session import ColumnOptions, PrivateTable
 from approxdp.releases.specs import (
     ColumnQuery,
