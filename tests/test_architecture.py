@@ -178,6 +178,26 @@ def test_the_browser_ui_imports_no_command_line() -> None:
     assert not leaks, f"the web UI imports the command line: {leaks}"
 
 
+#: The libraries only the engines may import (they translate every error of theirs).
+ENGINE_LIBRARIES = ("duckdb", "pyspark", "py4j")
+
+
+@pytest.mark.parametrize("part", ["cli", "web", "reports", "releases"])
+def test_only_engines_import_an_engine_library(part: str) -> None:
+    """Front ends (and the releases above the engines) never import DuckDB or Spark: the
+    engines turn every error of theirs into approxdp's errors."""
+    found = []
+    for path in _modules():
+        if _part(path) != part:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            found += [f"{path.relative_to(PACKAGE)}: {n}" for n in names
+                      if n.split(".")[0] in ENGINE_LIBRARIES]
+    assert not found, f"engine libraries imported outside the engines: {found}"
+
+
 def test_the_cycle_checks_see_a_cycle() -> None:
     """The checks above are not vacuous: a two-file and a three-file loop are found."""
     assert _cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [{"a", "b"}]

@@ -195,8 +195,6 @@ def release_command(
       approxdp release median people.csv income --bounds private -e 1 -d 1e-6
       approxdp release batch spec.toml --ledger budget.sqlite
     """
-    import duckdb
-
     from approxdp.releases.session import PrivateTable
 
     if kind == "batch":
@@ -236,9 +234,6 @@ def release_command(
             result = table.release_kind(entry, inputs, epsilon=epsilon, delta=delta,
                                         level=level, bounds_share=bounds_share)
         status = accountant.remaining()
-    except duckdb.Error as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise DataError(f"cannot read {str(file)!r}: {first}") from exc
     finally:
         accountant.close()
     data: dict[str, Any] = {

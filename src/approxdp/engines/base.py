@@ -66,6 +66,7 @@ __all__ = [
     "check_condition_column",
     "check_new_columns",
     "check_values",
+    "engine_error",
     "is_glob",
 ]
 
@@ -423,6 +424,15 @@ def check_new_columns(schema: Mapping[str, ColumnKind], column: str, new: Sequen
     clash = [n for n in new if n in schema]
     if clash:
         raise DataError(f"derived column {clash[0]!r} already exists in the table")
+
+
+def engine_error(what: str, exc: BaseException) -> DataError:
+    """The :class:`DataError` an engine raises for its library's error ``exc`` about ``what``
+    (the first line of the library's message: every engine error is translated where it
+    happens, and no front end imports an engine library)."""
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else type(exc).__name__
+    return DataError(f"cannot read {what}: {first}")
 
 
 def is_glob(path: str) -> bool:

@@ -35,15 +35,16 @@ identical results on both engines. ``benchmarks/release.py`` measures it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import glob
 import itertools
 import os
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from approxdp.engines.base import (
     AggregateRequest,
@@ -60,6 +61,7 @@ from approxdp.engines.base import (
     check_columns,
     check_condition_column,
     check_new_columns,
+    engine_error,
     is_glob,
 )
 from approxdp.engines.derivation import Derivation
@@ -87,6 +89,8 @@ _NUMERIC_PREFIXES = (
     "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "DECIMAL", "REAL",
 )  # fmt: skip
 _counter = itertools.count()
+P = ParamSpec("P")
+R = TypeVar("R")
 _INLINE_VALUES = 2000  # longer membership lists become semi-joins on registered tables
 #: One in-memory DuckDB database per (process, settings), shared by engines through cursors.
 _DATABASES: dict[tuple[object, ...], duckdb.DuckDBPyConnection] = {}
@@ -138,14 +142,30 @@ class DuckDBTable:
 
 @contextlib.contextmanager
 def _data_errors(description: str) -> Iterator[None]:
-    """Turn DuckDB's errors about the data (unreadable file, bad encoding, a value that does
-    not convert) into :class:`DataError` naming the input; other errors pass unchanged."""
+    """Turn every DuckDB error (an unreadable file, a bad encoding, a value that does not
+    convert...) into :class:`DataError` naming the input: no DuckDB exception leaves the
+    engine, so no front end needs to know DuckDB."""
     duckdb = _import_duckdb()
     try:
         yield
-    except (duckdb.InvalidInputException, duckdb.ConversionException, duckdb.IOException) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise DataError(f"cannot read {description}: {first}") from exc
+    except duckdb.Error as exc:
+        raise engine_error(description, exc) from exc
+
+
+def _translated(method: Callable[Concatenate[DuckDBEngine, P], R]
+                ) -> Callable[Concatenate[DuckDBEngine, P], R]:
+    """A primitive whose DuckDB errors become :class:`DataError` naming its table (or the
+    source it loads)."""
+
+    def run(self: DuckDBEngine, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        first = args[0] if args else None
+        what = first.description if isinstance(first, DuckDBTable) else (
+            f"file {str(first)!r}" if isinstance(first, str | os.PathLike) else "the data")
+        with _data_errors(what):
+            return method(self, *args, **kwargs)
+
+    functools.update_wrapper(run, method)
+    return run
 
 
 def _arrow(rel: duckdb.DuckDBPyRelation) -> pa.Table:
@@ -196,6 +216,7 @@ class DuckDBEngine:
         module = type(source).__module__.split(".")[0]
         return module in ("pandas", "polars", "pyarrow")
 
+    @_translated
     def load(self, source: object) -> DuckDBTable:
         """Wrap a path, DataFrame, Arrow table or DuckDB relation (see the module docstring)."""
         if isinstance(source, self._duckdb.DuckDBPyRelation):
@@ -249,6 +270,7 @@ class DuckDBEngine:
         return DuckDBTable(None, view, f"file {path.name}", own=True)
 
     # -- metadata --------------------------------------------------------------------------
+    @_translated
     def sql_types(self, table: DuckDBTable) -> dict[str, str]:
         """Column names in order, with their DuckDB SQL types (upper case)."""
         if table.relation is not None:  # the relation knows its columns: no query needed
@@ -257,6 +279,7 @@ class DuckDBEngine:
             rows = table.rows(f"DESCRIBE SELECT * FROM {_SOURCE}")
         return {str(row[0]): str(row[1]).upper() for row in rows}
 
+    @_translated
     def schema(self, table: DuckDBTable) -> dict[str, ColumnKind]:
         """Column names in order, with their :class:`ColumnKind`."""
         if table.columns:
@@ -275,10 +298,12 @@ class DuckDBEngine:
         table.columns.update(out)
         return out
 
+    @_translated
     def count_rows(self, table: DuckDBTable) -> int:
         """``SELECT count(*)``."""
         return int(table.rows(f"SELECT count(*) FROM {_SOURCE}")[0][0])
 
+    @_translated
     def count_outside(
         self, table: DuckDBTable, condition: Membership, limit: int = 3
     ) -> tuple[int, tuple[KeyValue, ...]]:
@@ -304,6 +329,7 @@ class DuckDBEngine:
                 self._connection.unregister(name)
         return n, tuple(r[0] for r in rows)
 
+    @_translated
     def count_unconvertible(
         self, table: DuckDBTable, column: str, limit: int = 3
     ) -> tuple[int, tuple[str, ...]]:
@@ -320,6 +346,7 @@ class DuckDBEngine:
         )
         return n, tuple(str(r[0]) for r in rows)
 
+    @_translated
     def cast_to_double(self, table: DuckDBTable, column: str) -> DuckDBTable:
         """``SELECT * REPLACE (TRY_CAST(column AS DOUBLE) AS column)`` as a new handle."""
         schema = self.schema(table)
@@ -330,6 +357,7 @@ class DuckDBEngine:
         rel = table.run(f"SELECT * REPLACE ({value} AS {col}) FROM {_SOURCE}")
         return DuckDBTable(None, rel, table.description, own=table.own)
 
+    @_translated
     def derive(self, table: DuckDBTable, derivation: Derivation) -> DuckDBTable:
         """Rows with a value, plus the columns of ``derivation``, as a new handle."""
         check_new_columns(self.schema(table), derivation.column, derivation.names)
@@ -341,6 +369,7 @@ class DuckDBEngine:
         return DuckDBTable(None, rel, table.description, own=table.own)
 
     # -- aggregation -----------------------------------------------------------------------
+    @_translated
     def aggregate(self, table: DuckDBTable, request: AggregateRequest) -> AggregateResult:
         """Run a (possibly key-sampled) grouped count/sum as one SQL query (two, in the rare
         case where two groups of one key share a rank: see :func:`build_aggregate_sql`)."""
@@ -389,6 +418,7 @@ class DuckDBEngine:
         return name
 
     # -- cells of a grid --------------------------------------------------------------------
+    @_translated
     def map_cells(self, table: DuckDBTable, request: CellMapRequest) -> CellMapResult:
         """Aggregate, left-join onto every grid cell, stream batches through the function.
 

@@ -22,15 +22,16 @@ exactly the groups the DuckDB engine keeps for the same seed. The shapes::
 
 from __future__ import annotations
 
+import functools
 import glob
 import itertools
 import math
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeGuard, TypeVar
 
 from approxdp.engines.base import (
     AggregateRequest,
@@ -48,6 +49,7 @@ from approxdp.engines.base import (
     check_columns,
     check_condition_column,
     check_new_columns,
+    engine_error,
     is_glob,
 )
 from approxdp.engines.derivation import Derivation, Expression
@@ -70,6 +72,8 @@ _NUMERIC_TYPES = ("FloatType", "DoubleType", "DecimalType", *_INTEGER_TYPES[:-1]
 _STRING_TYPES = ("StringType", "VarcharType", "CharType")
 _INLINE_VALUES = 2000  # longer membership lists become (broadcast) semi-joins
 _counter = itertools.count()
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def _require_pyspark() -> None:
@@ -79,6 +83,32 @@ def _require_pyspark() -> None:
         raise MissingDependencyError(
             f"the Spark engine needs PySpark, which is not installed: {INSTALL_HINT}"
         ) from exc
+
+
+def _spark_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions PySpark raises about a query (its own, and the JVM's through Py4J)."""
+    from py4j.protocol import Py4JError
+    from pyspark.errors import PySparkException
+
+    return (PySparkException, Py4JError)
+
+
+def _translated(method: Callable[Concatenate[SparkEngine, P], R]
+                ) -> Callable[Concatenate[SparkEngine, P], R]:
+    """A primitive whose Spark errors become :class:`DataError` naming its table (or the
+    source it loads): no Spark exception leaves the engine."""
+
+    def run(self: SparkEngine, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(self, *args, **kwargs)
+        except _spark_errors() as exc:
+            first = args[0] if args else None
+            what = first.description if isinstance(first, SparkTable) else (
+                f"file {str(first)!r}" if isinstance(first, str | os.PathLike) else "the data")
+            raise engine_error(what, exc) from exc
+
+    functools.update_wrapper(run, method)
+    return run
 
 
 def is_spark_dataframe(source: object) -> TypeGuard[DataFrame]:
@@ -135,6 +165,7 @@ class SparkEngine:
             return True
         return type(source).__module__.split(".")[0] in ("pandas", "polars", "pyarrow")
 
+    @_translated
     def load(self, source: object) -> SparkTable:
         """Wrap a DataFrame, read a path, or convert an in-memory table (module docstring)."""
         if is_spark_dataframe(source):
@@ -186,6 +217,7 @@ class SparkEngine:
         return SparkTable(df, f"file {Path(path).name}")
 
     # -- metadata --------------------------------------------------------------------------
+    @_translated
     def schema(self, table: SparkTable) -> dict[str, ColumnKind]:
         """Column names in order, with their :class:`ColumnKind`."""
         out: dict[str, ColumnKind] = {}
@@ -207,10 +239,12 @@ class SparkEngine:
             for f in table.df.schema.fields
         }
 
+    @_translated
     def count_rows(self, table: SparkTable) -> int:
         """``df.count()``."""
         return int(table.df.count())
 
+    @_translated
     def count_outside(
         self, table: SparkTable, condition: Membership, limit: int = 3
     ) -> tuple[int, tuple[KeyValue, ...]]:
@@ -226,6 +260,7 @@ class SparkEngine:
         rows = outside.select(col).distinct().orderBy(col.asc_nulls_last()).limit(limit)
         return n, tuple(r[0] for r in rows.collect())
 
+    @_translated
     def count_unconvertible(
         self, table: SparkTable, column: str, limit: int = 3
     ) -> tuple[int, tuple[str, ...]]:
@@ -242,6 +277,7 @@ class SparkEngine:
         rows = bad.select(text.alias("v")).distinct().orderBy("v").limit(limit).collect()
         return n, tuple(str(r[0]) for r in rows)
 
+    @_translated
     def cast_to_double(self, table: SparkTable, column: str) -> SparkTable:
         """``withColumn(column, try_cast(column AS DOUBLE))`` as a new handle."""
         schema = self.schema(table)
@@ -252,6 +288,7 @@ class SparkEngine:
                  else _try_double(F, column))
         return SparkTable(table.df.withColumn(column, value), table.description)
 
+    @_translated
     def derive(self, table: SparkTable, derivation: Derivation) -> SparkTable:
         """Rows with a value, plus the columns of ``derivation``, as a new handle."""
         check_new_columns(self.schema(table), derivation.column, derivation.names)
@@ -293,6 +330,7 @@ class SparkEngine:
         )
 
     # -- aggregation -----------------------------------------------------------------------
+    @_translated
     def aggregate(self, table: SparkTable, request: AggregateRequest) -> AggregateResult:
         """Run a (possibly key-sampled) grouped count/sum on the executors; collect the groups."""
         out = self._aggregate_frame(table, request)  # (by..., aggregations, __rows)
@@ -378,6 +416,7 @@ class SparkEngine:
         return F.when(F.coalesce(cond, F.lit(False)), value)
 
     # -- cells of a grid --------------------------------------------------------------------
+    @_translated
     def map_cells(self, table: SparkTable, request: CellMapRequest) -> CellMapResult:
         """Aggregate, left-join onto the grid, ``mapInArrow`` the function; all on executors.
 

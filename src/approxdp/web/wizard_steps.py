@@ -71,28 +71,18 @@ _MAX_SIMULATED_ROWS = 1_000_000
 _MADE_UP_RANGE = (1.0, 1000.0)
 
 
-def _duckdb_error(file: DataFile, exc: Exception) -> DataError:
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return DataError(f"cannot read {file.label!r}: {first}")
-
-
 def schema_of(file: DataFile) -> dict[str, str]:
     """Column name → kind (``numeric``, ``string``, ``boolean``, ``other``) of a data file, in
-    order. Reads the header only as far as DuckDB needs to type the columns.
+    order. Reads the header only as far as the engine needs to type the columns.
 
     Raises:
         DataError: the file cannot be read as CSV or Parquet.
     """
-    import duckdb
-
     from approxdp.engines import engine_for
 
-    try:
-        engine = engine_for(str(file.path))
-        table = engine.load(str(file.path))
-        return {name: kind.value for name, kind in engine.schema(table).items()}
-    except duckdb.Error as exc:
-        raise _duckdb_error(file, exc) from exc
+    engine = engine_for(str(file.path))
+    table = engine.load(str(file.path))
+    return {name: kind.value for name, kind in engine.schema(table).items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -377,8 +367,6 @@ def release(spec: ReleaseSpec, schema: Mapping[str, str], ledger: Path) -> dict[
         BudgetExceededError: the ledger cannot pay; nothing was spent.
         DataError: the file cannot be read or the query does not fit the data.
     """
-    import duckdb
-
     from approxdp.releases import PrivateTable
 
     settings = read_ledger_settings(ledger)
@@ -388,8 +376,6 @@ def release(spec: ReleaseSpec, schema: Mapping[str, str], ledger: Path) -> dict[
         table = PrivateTable(str(spec.file.path), accountant=accountant, **_table_options(spec))
         result = _run(table, spec, schema)
         status = accountant.remaining()
-    except duckdb.Error as exc:
-        raise _duckdb_error(spec.file, exc) from exc
     finally:
         accountant.close()
     return {
