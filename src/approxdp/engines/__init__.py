@@ -10,18 +10,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from approxdp.engines.base import (
+from approxdp.engines.base import Engine
+from approxdp.engines.derivation import Derivation, Expression
+from approxdp.engines.shapes import (
     AggregateRequest,
     AggregateResult,
     Aggregation,
     CellMapRequest,
     CellMapResult,
     ColumnKind,
-    Engine,
     Membership,
     PerKeyLimit,
 )
-from approxdp.engines.derivation import Derivation, Expression
 from approxdp.errors import UnknownMethodError
 
 __all__ = [

@@ -6,7 +6,7 @@ DataFrame, a PyArrow Table or RecordBatchReader, or a DuckDB relation (which is 
 own connection, so views and temporary tables it refers to work).
 ``duckdb`` is imported only when an engine is created.
 
-Per-key limits (:class:`~approxdp.engines.base.PerKeyLimit`) need no ``random()``: each row
+Per-key limits (:class:`~approxdp.engines.shapes.PerKeyLimit`) need no ``random()``: each row
 gets the rank of its (key, group) pair under the engine-independent keyed hash of
 :mod:`approxdp.engines.keyed_hash` (so DuckDB and Spark keep the same groups for the same
 seed; the group part comes from a dictionary of the distinct groups, joined back), one window
@@ -46,23 +46,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
-from approxdp.engines.base import (
-    AggregateRequest,
-    AggregateResult,
-    CellBatchMapper,
-    CellMapRequest,
-    CellMapResult,
-    ColumnKind,
-    Engine,
-    KeyValue,
-    Membership,
-    aggregate_result,
+from approxdp.engines.base import Engine, engine_error, is_glob
+from approxdp.engines.checks import (
     check_column,
     check_columns,
     check_condition_column,
     check_new_columns,
-    engine_error,
-    is_glob,
 )
 from approxdp.engines.derivation import Derivation
 from approxdp.engines.duckdb_sql import SOURCE as _SOURCE
@@ -73,6 +62,17 @@ from approxdp.engines.duckdb_sql import (
     membership_sql,
     quote_identifier,
     sql_literal,
+)
+from approxdp.engines.shapes import (
+    AggregateRequest,
+    AggregateResult,
+    CellBatchMapper,
+    CellMapRequest,
+    CellMapResult,
+    ColumnKind,
+    KeyValue,
+    Membership,
+    aggregate_result,
 )
 from approxdp.errors import DataError, MissingDependencyError, ParameterTypeError
 

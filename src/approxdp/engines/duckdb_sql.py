@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from approxdp.engines.base import AggregateRequest, Aggregation, KeyValue, Membership
 from approxdp.engines.derivation import Expression
 from approxdp.engines.keyed_hash import DuckDBSteps, hash_input_of_duckdb_type, seed_state
+from approxdp.engines.shapes import AggregateRequest, Aggregation, KeyValue, Membership
 from approxdp.errors import ParameterTypeError
 
 __all__ = [

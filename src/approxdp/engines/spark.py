@@ -33,7 +33,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeGuard, TypeVar
 
-from approxdp.engines.base import (
+from approxdp.engines.base import Engine, engine_error, is_glob
+from approxdp.engines.checks import (
+    check_column,
+    check_columns,
+    check_condition_column,
+    check_new_columns,
+)
+from approxdp.engines.derivation import Derivation
+from approxdp.engines.keyed_hash import HashInput
+from approxdp.engines.shapes import (
     AggregateRequest,
     AggregateResult,
     Aggregation,
@@ -41,25 +50,26 @@ from approxdp.engines.base import (
     CellMapRequest,
     CellMapResult,
     ColumnKind,
-    Engine,
     KeyValue,
     Membership,
     aggregate_result,
-    check_column,
-    check_columns,
-    check_condition_column,
-    check_new_columns,
-    engine_error,
-    is_glob,
 )
-from approxdp.engines.derivation import Derivation, Expression
-from approxdp.engines.keyed_hash import HashInput
+from approxdp.engines.spark_frames import (
+    aggregate_column,
+    arrow_for_spark,
+    collect_arrow,
+    create_frame,
+    expression_column,
+    membership_column,
+    sort_nulls_last,
+    try_double,
+    values_frame,
+)
 from approxdp.engines.spark_hash import quote_column as _q
 from approxdp.engines.spark_hash import with_rank
 from approxdp.errors import DataError, MissingDependencyError, ParameterTypeError
 
 if TYPE_CHECKING:
-    import pyarrow as pa
     from pyspark.sql import Column, DataFrame, SparkSession
 
 __all__ = ["SparkEngine", "SparkTable", "is_spark_dataframe"]
@@ -189,8 +199,8 @@ class SparkEngine:
             table = pa.Table.from_pandas(table, preserve_index=False)
         if isinstance(table, pa.RecordBatchReader):
             table = table.read_all()
-        table = _arrow_for_spark(table)
-        return SparkTable(_create(self.spark, table), f"{module} {type(table).__name__}")
+        table = arrow_for_spark(table)
+        return SparkTable(create_frame(self.spark, table), f"{module} {type(table).__name__}")
 
     def _load_path(self, path: str) -> SparkTable:
         lower = path.lower()
@@ -270,7 +280,7 @@ class SparkEngine:
         from pyspark.sql import functions as F
 
         text = F.col(_q(column)).cast("string")
-        bad = table.df.filter(text.isNotNull() & _try_double(F, column).isNull())
+        bad = table.df.filter(text.isNotNull() & try_double(F, column).isNull())
         n = int(bad.count())
         if n == 0:
             return 0, ()
@@ -285,7 +295,7 @@ class SparkEngine:
         from pyspark.sql import functions as F
 
         value = (F.col(_q(column)).cast("double") if schema[column] is ColumnKind.NUMERIC
-                 else _try_double(F, column))
+                 else try_double(F, column))
         return SparkTable(table.df.withColumn(column, value), table.description)
 
     @_translated
@@ -297,7 +307,7 @@ class SparkEngine:
         x = F.col(_q(derivation.column)).cast("double")
         df = table.df.filter(x.isNotNull() & ~F.isnan(x))
         for name, expr in derivation.outputs:
-            df = df.withColumn(name, _expression_column(F, expr, x))
+            df = df.withColumn(name, expression_column(F, expr, x))
         return SparkTable(df, table.description)
 
     def _filter(
@@ -310,7 +320,7 @@ class SparkEngine:
             col = df[_q(cond.column)]
             present = [v for v in cond.values if v is not None]
             if len(present) <= _INLINE_VALUES:
-                inside = _membership_column(col, cond)
+                inside = membership_column(col, cond)
                 df = df.filter(inside if keep else ~F.coalesce(inside, F.lit(False)))
                 continue
             listed = [*present, None] if None in cond.values else present
@@ -325,7 +335,7 @@ class SparkEngine:
         """A one-column DataFrame ``__v`` of ``values``, typed like ``df[column]`` (via Arrow)."""
         from pyspark.sql import functions as F
 
-        return _arrow_frame(df.sparkSession, {"__v": values}, column).select(
+        return values_frame(df.sparkSession, {"__v": values}, column).select(
             F.col("__v").cast(df.schema[column].dataType).alias("__v")
         )
 
@@ -334,9 +344,9 @@ class SparkEngine:
     def aggregate(self, table: SparkTable, request: AggregateRequest) -> AggregateResult:
         """Run a (possibly key-sampled) grouped count/sum on the executors; collect the groups."""
         out = self._aggregate_frame(table, request)  # (by..., aggregations, __rows)
-        result = _collect_arrow(out)  # small: sorted here, not by a distributed sort
+        result = collect_arrow(out)  # small: sorted here, not by a distributed sort
         if request.by:
-            result = _sort_nulls_last(result, request.by)
+            result = sort_nulls_last(result, request.by)
         return aggregate_result(result, request)
 
     def _aggregate_frame(self, table: SparkTable, request: AggregateRequest) -> DataFrame:
@@ -352,7 +362,7 @@ class SparkEngine:
         if request.sample is None:
             rows = df.select(*by, *values)  # (by..., __v_i)
             parts = [
-                F.coalesce(_agg(a, F.col(f"__v{i}")), F.lit(0.0)).alias(a.name)
+                F.coalesce(aggregate_column(a, F.col(f"__v{i}")), F.lit(0.0)).alias(a.name)
                 for i, a in enumerate(aggs)
             ]
             grouped = rows.groupBy(*group_cols) if request.by else rows
@@ -363,7 +373,7 @@ class SparkEngine:
         # pairs: (unit, by..., n, partial per aggregation)
         pairs = rows.groupBy(F.col("__unit"), *group_cols).agg(
             F.count(F.lit(1)).alias("__n"),
-            *(_agg(a, F.col(f"__v{i}")).alias(f"__p{i}") for i, a in enumerate(aggs)),
+            *(aggregate_column(a, F.col(f"__v{i}")).alias(f"__p{i}") for i, a in enumerate(aggs)),
         )
         if request.by:  # ≤ max_groups pairs per unit, smallest keyed rank first
             kinds = self._hash_inputs(table)
@@ -397,7 +407,7 @@ class SparkEngine:
         """Per-row contribution of ``agg`` (NULL when it contributes nothing)."""
         from pyspark.sql import functions as F
 
-        conds = [_membership_column(df[_q(m.column)], m) for m in agg.where]
+        conds = [membership_column(df[_q(m.column)], m) for m in agg.where]
         if agg.column is not None:
             col = df[_q(agg.column)].cast("double")
             conds.append(col.isNotNull() & ~F.isnan(col))
@@ -482,7 +492,7 @@ class SparkEngine:
         strides = [math.prod(sizes[i + 1 :]) for i in range(len(sizes))]
         frames = []
         for i, (col, values) in enumerate(request.grid):
-            frame = _arrow_frame(session, {"v": values, "pos": range(len(values))}, col)
+            frame = values_frame(session, {"v": values, "pos": range(len(values))}, col)
             frames.append(frame.select(
                 F.col("v").cast(table.df.schema[col].dataType).alias(col),
                 (F.col("pos") * F.lit(strides[i])).alias(f"__c{i}"),
@@ -496,114 +506,7 @@ class SparkEngine:
         return grid.select(*(F.col(_q(c)) for c, _ in request.grid), cell.alias("__cell"))
 
 
-def _try_double(F: Any, column: str) -> Any:
-    """``column`` as a double, NULL where it does not convert (under ANSI mode too: try_cast)."""
-    return F.expr(f"try_cast(cast({_q(column)} AS string) AS double)")
-
-
-def _arrow_frame(
-    session: SparkSession, columns: dict[str, Sequence[KeyValue] | range], column: str
-) -> DataFrame:
-    """A Spark DataFrame from Python value lists, sent as Arrow (fast for long lists)."""
-    import pyarrow as pa
-
-    try:
-        table = pa.table({name: pa.array(list(values)) for name, values in columns.items()})
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-        raise DataError(f"values for column {column!r} mix types: {exc}") from exc
-    return _create(session, table)
-
-
-def _create(session: SparkSession, table: pa.Table) -> DataFrame:
-    """``createDataFrame`` from a PyArrow table (PySpark >= 4; older ones go via pandas)."""
-    try:
-        return session.createDataFrame(table)
-    except TypeError:  # pragma: no cover - PySpark 3.5 takes no Arrow table
-        return session.createDataFrame(table.to_pandas())
-
-
-def _membership_column(col: Column, cond: Membership) -> Column:
-    """``col IN values`` with NULL matching when ``None`` is listed (NULL otherwise → no match)."""
-    from pyspark.sql import functions as F
-
-    present = [v for v in cond.values if v is not None]
-    parts = []
-    if present:
-        parts.append(col.isin(present))
-    if len(present) != len(cond.values):
-        parts.append(col.isNull())
-    if not parts:
-        return F.lit(False)
-    out = parts[0]
-    for p in parts[1:]:
-        out = out | p
-    return out
-
-
-def _agg(agg: Aggregation, col: Column) -> Column:
-    from pyspark.sql import functions as F
-
-    return F.count(col).cast("double") if agg.function == "count" else F.sum(col)
-
-
-def _collect_arrow(df: DataFrame) -> pa.Table:
-    """A small DataFrame on the driver as a PyArrow table."""
-    if hasattr(df, "toArrow"):
-        return df.toArrow()
-    import pyarrow as pa  # pragma: no cover - PySpark < 4
-
-    rows = df.collect()
-    return pa.table({c: [r[i] for r in rows] for i, c in enumerate(df.columns)})
-
-
-def _sort_nulls_last(table: pa.Table, by: Sequence[str]) -> pa.Table:
-    """Sort an Arrow table by ``by`` ascending, NULLs last (as DuckDB's ORDER BY ... NULLS LAST)."""
-    try:  # PyArrow >= 20: null placement per sort key
-        return table.sort_by([(c, "ascending", "at_end") for c in by])
-    except (TypeError, ValueError):  # pragma: no cover - older PyArrow
-        return table.sort_by([(c, "ascending") for c in by], null_placement="at_end")
-
-
-def _arrow_for_spark(table: pa.Table) -> pa.Table:
-    """Spark reads plain strings best: large/view strings become ``pa.string()``."""
-    import pyarrow as pa
-
-    fields = []
-    for f in table.schema:
-        if pa.types.is_large_string(f.type) or str(f.type) == "string_view":
-            fields.append(pa.field(f.name, pa.string(), f.nullable))
-        else:
-            fields.append(f)
-    return table.cast(pa.schema(fields))
-
-
 if TYPE_CHECKING:  # mypy checks that SparkEngine implements the Engine protocol over SparkTable
 
     def _implements_engine(engine: SparkEngine) -> Engine[SparkTable]:
         return engine
-
-
-def _expression_column(F: Any, expr: Expression, x: Any) -> Any:
-    """``expr`` (:mod:`approxdp.engines.derivation`) as a Spark column over the value ``x``:
-    constants as float64 literals, ``floor`` as float64 (Spark's own returns a long)."""
-    args = [_expression_column(F, a, x) for a in expr.args]
-    op = expr.op
-    if op == "value":
-        return x
-    if op == "number":
-        return F.lit(float(expr.constant))
-    if op == "add":
-        return args[0] + args[1]
-    if op == "subtract":
-        return args[0] - args[1]
-    if op == "multiply":
-        return args[0] * args[1]
-    if op == "divide":
-        return args[0] / args[1]
-    if op == "integer":
-        return args[0].cast("long")
-    if op == "floor":
-        return F.floor(args[0]).cast("double")
-    functions = {"least": F.least, "greatest": F.greatest, "abs": F.abs, "sign": F.signum,
-                 "log10": F.log10}
-    return functions[op](*args)

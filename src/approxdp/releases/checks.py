@@ -12,17 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from approxdp.engines.base import (
-    LITERAL_TYPES,
-    AggregateRequest,
-    AggregateResult,
-    ColumnKind,
-    Engine,
-    Membership,
-    TableT,
-    check_columns,
-    check_values,
-)
+from approxdp.engines.base import Engine, TableT
+from approxdp.engines.checks import LITERAL_TYPES, check_columns, check_values
+from approxdp.engines.shapes import AggregateRequest, AggregateResult, ColumnKind, Membership
 from approxdp.errors import DataError
 from approxdp.releases.aggregation import canonical_key
 from approxdp.releases.plan import AllocatedQuery

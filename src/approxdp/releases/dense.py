@@ -36,7 +36,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from approxdp.engines.base import AggregateRequest, CellMapRequest, Engine, TableT
+from approxdp.engines.base import Engine, TableT
+from approxdp.engines.shapes import AggregateRequest, CellMapRequest
 from approxdp.errors import DataError
 from approxdp.mechanisms.gaussian import SecureGaussianNoise
 from approxdp.mechanisms.randomness import SecureBits

@@ -22,8 +22,8 @@ import difflib
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from approxdp.engines.base import ColumnKind
 from approxdp.engines.derivation import Derivation
+from approxdp.engines.shapes import ColumnKind
 from approxdp.errors import DataError, ParameterTypeError
 from approxdp.releases.result import ReleaseResult
 from approxdp.releases.specs import Measure, Query

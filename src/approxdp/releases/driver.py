@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from approxdp.engines.base import AggregateResult
+from approxdp.engines.shapes import AggregateResult
 from approxdp.releases.checks import DROPPED_NOTE
 from approxdp.releases.intervals import mean_interval, noise_spread
 from approxdp.releases.noise import SEEDED_NOTE, PreparedNoise

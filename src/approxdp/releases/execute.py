@@ -36,7 +36,8 @@ import numpy as np
 import numpy.typing as npt
 
 from approxdp.accounting.budget.protocols import Accountant
-from approxdp.engines.base import AggregateRequest, AggregateResult, Engine, TableT
+from approxdp.engines.base import Engine, TableT
+from approxdp.engines.shapes import AggregateRequest, AggregateResult
 from approxdp.errors import DataError
 from approxdp.releases.aggregation import build_request, cell_matrix, run_merged
 from approxdp.releases.checks import (

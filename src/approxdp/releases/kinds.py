@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from approxdp.engines.base import KeyValue
+from approxdp.engines.shapes import KeyValue
 from approxdp.errors import InvalidParameterError
 from approxdp.releases.bounds import PrivateBounds
 from approxdp.releases.quantiles import Median, Quantiles

@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from approxdp.calibration import method_verdicts
-from approxdp.engines.base import CellMapResult
+from approxdp.engines.shapes import CellMapResult
 from approxdp.errors import InvalidParameterError
 from approxdp.mechanisms.outputs import SimulatedArray, SimulatedFloat
 from approxdp.releases.sensitivity import Sensitivity

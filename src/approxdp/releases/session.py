@@ -22,7 +22,7 @@ from approxdp._validation import check_interval
 from approxdp.accounting import Accountant, BudgetStatus, PrivacyAccountant
 from approxdp.accounting.budget.ledger import SpendRecord
 from approxdp.engines import Engine, engine_for
-from approxdp.engines.base import KeyValue
+from approxdp.engines.shapes import KeyValue
 from approxdp.errors import BudgetExceededError, InvalidParameterError, ParameterTypeError
 from approxdp.events import PrivacyEvent
 from approxdp.releases.accuracy import AccuracyPlan, accuracy_of, plan_for_accuracy

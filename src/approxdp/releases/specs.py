@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from approxdp._validation import check_interval
-from approxdp.engines.base import KeyValue, Membership
+from approxdp.engines.shapes import KeyValue, Membership
 from approxdp.errors import InvalidParameterError, ParameterTypeError
 
 __all__ = [
@@ -104,7 +104,7 @@ class ContributionBounds:
         max_partitions: Cells of a grouped query a unit may contribute to (k).
         max_rows_per_partition: Rows' worth a unit may contribute to one cell, or to a global
             query (m). A unit with n > m rows in a cell counts m there and its sums are scaled
-            by m/n (see :class:`approxdp.engines.base.PerKeyLimit`).
+            by m/n (see :class:`approxdp.engines.shapes.PerKeyLimit`).
     """
 
     privacy_unit: str | None = None
