@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import os
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -112,28 +111,28 @@ def _typed_domain(table: Any, domain: dict[str, list[str]]) -> dict[str, list[An
 @click.argument("kind", type=click.Choice((*RELEASE_KINDS, "batch")))
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
 @click.argument("columns", nargs=-1)
-@click.option("-e", "--epsilon", type=Number(0, math.inf, min_open=True, max_open=True),
+@click.option("-e", "--epsilon", type=Number.of("epsilon_positive"),
               metavar="FLOAT", default=None,
               help="ε this release spends (required; a batch may take it from its spec).")
-@click.option("-d", "--delta", type=Number(0, 1, min_open=True, max_open=True), metavar="FLOAT",
+@click.option("-d", "--delta", type=Number.of("delta"), metavar="FLOAT",
               default=None,
               help="δ this release spends (required; a batch may take it from its spec).")
 @click.option("--bounds", cls=BoundsOption, default=None,
               help="Clamping bounds of the value column (sum, mean, median, quantiles, variance, "
                    "std), or 'private': estimated first from --bounds-share of the budget (a "
                    "release of its own: two spends).")
-@click.option("--bounds-share", type=Number(0, 1, min_open=True, max_open=True),
+@click.option("--bounds-share", type=Number.of("probability"),
               metavar="FLOAT", default=None,
               help="With --bounds private: the share of -e/-d spent on the bounds (default 0.2).")
 @click.option("--by", multiple=True, metavar="COLUMN", help="Group a sum or mean (repeatable).")
-@click.option("--q", "qs", multiple=True, type=Number(0, 1), metavar="FLOAT",
+@click.option("--q", "qs", multiple=True, type=Number.of("quantile"), metavar="FLOAT",
               help="A quantile to release (quantiles; repeatable; default 0.25, 0.5, 0.75).")
 @click.option("--domain", "domain_specs", multiple=True, metavar="COLUMN=V1,V2,...",
               help="Public values of a grouping column (repeatable; NULL for missing). "
                    "Without a domain, cells are chosen by DP partition selection.")
 @click.option("--outside-domain", type=click.Choice(["error", "drop"]), default="error",
               show_default=True, help="What to do with rows outside the declared domain.")
-@click.option("--budget", type=(Number(0, math.inf, max_open=True), Number(0, 1, max_open=True)),
+@click.option("--budget", type=(Number.of("epsilon"), Number.of("delta_cost")),
               default=None, metavar="EPSILON DELTA",
               help="Total budget: needed to create a new --ledger; an existing ledger keeps "
                    "the budget stored in it (leave --budget out, or give the same one: a "
@@ -152,7 +151,7 @@ def _typed_domain(table: Any, domain: dict[str, list[str]]) -> dict[str, list[An
               help="Rows one unit may contribute per cell (needs --privacy-unit).")
 @click.option("--neighbouring", type=click.Choice(["add-remove", "replace-one"]),
               default="add-remove", show_default=True, help="Neighbouring relation.")
-@click.option("--level", type=Number(0, 1, min_open=True, max_open=True), metavar="FLOAT",
+@click.option("--level", type=Number.of("level"), metavar="FLOAT",
               default=0.95, show_default=True,
               help="Confidence level of the intervals.")
 @click.option("--method", type=click.Choice(list(CALIBRATION_METHODS)), default="optimal",

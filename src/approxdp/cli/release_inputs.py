@@ -7,7 +7,6 @@ The kinds themselves, and which inputs each takes, come from the registry
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -55,7 +54,7 @@ def parse_casts(specs: Sequence[str]) -> dict[str, str]:
     return casts
 
 
-_FINITE = Number(-math.inf, math.inf, min_open=True, max_open=True)
+_FINITE = Number.of("finite")
 
 
 class _BoundsType(click.ParamType[Any, Any]):

@@ -41,7 +41,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import special
 
-from approxdp._validation import check_interval
+from approxdp._validation import check_parameter
 from approxdp.calibration import calibrate_gaussian, get_method
 from approxdp.errors import NotPrivateError, ParameterTypeError
 from approxdp.events import GaussianEvent
@@ -220,7 +220,7 @@ class GaussianMechanism:
         mech = object.__new__(cls)
         mech._set_budget(epsilon, delta, sensitivity, method)
         get_method(method)
-        sig = float(check_interval("sigma", sigma, 0.0, math.inf, low_open=True, high_open=True))
+        sig = float(check_parameter("sigma", sigma, "sigma_finite"))
         achieved = float(gaussian_delta(mech.epsilon, sig, mech.sensitivity))
         if not achieved <= mech.delta:
             raise NotPrivateError(

@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from approxdp._validation import check_interval
+from approxdp._validation import check_interval, check_parameter
 from approxdp.errors import InvalidParameterError
 
 __all__ = [
@@ -65,9 +65,9 @@ def laplace_delta(epsilon: npt.ArrayLike, scale: float, sensitivity: float = 1.0
     >>> laplace_delta(1.0, 1.0, 1.0)
     0.0
     """
-    eps = check_interval("epsilon", epsilon, 0.0, math.inf)
-    b = float(check_interval("scale", scale, 0.0, math.inf, low_open=True))
-    d = float(check_interval("sensitivity", sensitivity, 0.0, math.inf, high_open=True))
+    eps = check_parameter("epsilon", epsilon, "epsilon_unbounded")
+    b = float(check_parameter("scale", scale))
+    d = float(check_parameter("sensitivity", sensitivity))
     eps0 = d / b
     out = np.where(eps < eps0, -np.expm1(np.minimum(eps - eps0, 0.0) / 2.0), 0.0)
     return float(out) if out.ndim == 0 else out
@@ -114,7 +114,7 @@ def truncated_laplace_delta(
     >>> truncated_laplace_delta(0.5, lam, tau, 1.0) > d
     True
     """
-    eps = check_interval("epsilon", epsilon, 0.0, math.inf)
+    eps = check_parameter("epsilon", epsilon, "epsilon_unbounded")
     lm = float(check_interval("lam", lam, 0.0, math.inf, low_open=True, high_open=True))
     t = float(check_interval("tau", tau, 0.0, math.inf, low_open=True, high_open=True))
     d = float(check_interval("sensitivity", sensitivity, 0.0, math.inf, low_open=True))
@@ -146,7 +146,7 @@ def _terms_below_loss(eps: FloatArray, rate: float, shift: int) -> FloatArray:
 def _check_discrete(
     epsilon: npt.ArrayLike, rate: float, shift: int
 ) -> tuple[FloatArray, float, int]:
-    eps = check_interval("epsilon", epsilon, 0.0, math.inf)
+    eps = check_parameter("epsilon", epsilon, "epsilon_unbounded")
     r = float(check_interval("rate", rate, 0.0, math.inf, low_open=True, high_open=True))
     m = float(check_interval("shift", shift, 1.0, 2.0**52))
     if m != math.floor(m):

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from scipy import special
 
-from approxdp._validation import check_interval, check_probability
+from approxdp._validation import check_parameter
 from approxdp.errors import InvalidParameterError, NotPrivateError, ParameterTypeError
 from approxdp.mechanisms import GaussianMechanism
 from approxdp.releases.intervals import noise_spread
@@ -154,7 +154,7 @@ def accuracy_of(
     rmse: Sequence[float | None] | None = None,
 ) -> AccuracyPlan:
     """The per-query accuracy of ``plan`` released at (ε, δ) (see the module docstring)."""
-    check_interval("level", level, 0.0, 1.0, low_open=True, high_open=True)
+    check_parameter("level", level)
     if rows is not None and (isinstance(rows, bool) or not isinstance(rows, int) or rows < 1):
         raise InvalidParameterError(f"rows must be a positive integer, got rows={rows!r}")
     for q in plan.queries:
@@ -186,7 +186,7 @@ def _targets(name: str, value: float | Sequence[float | None] | None, n: int
     out: list[float | None] = []
     for v in values:
         out.append(None if v is None else float(
-            check_interval(name, v, 0.0, math.inf, low_open=True, high_open=True)))
+            check_parameter(name, v, "positive")))
     return tuple(out)
 
 
@@ -202,7 +202,7 @@ def plan_for_accuracy(
     Raises:
         InvalidParameterError: No target given, a target ≤ 0, or no ε up to 10⁶ meets them.
     """
-    check_probability("delta", delta)
+    check_parameter("delta", delta)
     n = len(plan.queries)
     widths = _targets("half_width", half_width, n)
     errors = _targets("rmse", rmse, n)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from approxdp._validation import check_interval, check_probability
+from approxdp._validation import check_parameter
 from approxdp.calibration import calibrate_gaussian, scale_sigma
 from approxdp.errors import InvalidParameterError, ParameterTypeError
 from approxdp.events import ComposedEvent, EpsilonDeltaEvent, GaussianEvent, PrivacyEvent
@@ -74,7 +74,7 @@ class ReleasePlan:
             raise ParameterTypeError("bounds must be a ContributionBounds")
         if self.weights is not None:
             w = tuple(
-                float(check_interval("weights", x, 0.0, math.inf, low_open=True, high_open=True))
+                float(check_parameter("weights", x, "positive"))
                 for x in self.weights
             )
             if len(w) != len(queries):
@@ -175,9 +175,9 @@ def allocate(
             this (ε, δ) (from ``calibrate_gaussian``), or a query's bounds are so wide that its
             noise would overflow (:func:`check_noise_fits`).
     """
-    eps = float(check_interval("epsilon", epsilon, 0.0, math.inf, low_open=True, high_open=True))
-    dlt = float(check_probability("delta", delta))
-    frac = float(check_probability("selection_fraction", selection_fraction))
+    eps = float(check_parameter("epsilon", epsilon, "epsilon_positive"))
+    dlt = float(check_parameter("delta", delta))
+    frac = float(check_parameter("selection_fraction", selection_fraction, "probability"))
     parts = plan.parts()
     owners = tuple(i for i, _ in parts)
     sens = plan.sensitivities()

@@ -43,7 +43,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import special
 
-from approxdp._validation import check_interval
+from approxdp._validation import check_parameter
 from approxdp.engines import derivation as ex
 from approxdp.engines.derivation import Derivation
 from approxdp.errors import InvalidParameterError, ParameterTypeError
@@ -102,7 +102,7 @@ class QuantileTree:
 def _check_qs(qs: object) -> tuple[float, ...]:
     if isinstance(qs, str) or not isinstance(qs, Sequence) or not qs:
         raise ParameterTypeError(f"qs must be a non-empty list of probabilities, got {qs!r}")
-    return tuple(float(check_interval("qs", q, 0.0, 1.0)) for q in qs)
+    return tuple(float(check_parameter("qs", q, "quantile")) for q in qs)
 
 
 def _edge_estimates(

@@ -18,7 +18,7 @@ from typing import Any, Literal, TypedDict, Unpack, cast
 
 import numpy as np
 
-from approxdp._validation import check_interval
+from approxdp._validation import check_parameter
 from approxdp.accounting import Accountant, BudgetStatus, PrivacyAccountant
 from approxdp.accounting.budget.ledger import SpendRecord
 from approxdp.engines import Engine, engine_for
@@ -169,7 +169,7 @@ class PrivateTable:
         self, allocated: AllocatedPlan, *, level: float = 0.95
     ) -> tuple[ReleaseResult, ...]:
         """Step 3: aggregate, spend, add noise."""
-        check_interval("level", level, 0.0, 1.0, low_open=True, high_open=True)
+        check_parameter("level", level)
         results = execute(allocated, self.engine, self.table, self.accountant, key=self._key(),
                           rng=self._rng, level=level, large_domain_cells=self.large_domain_cells,
                           output_dir=self.output_dir)
@@ -313,9 +313,8 @@ class PrivateTable:
         check of both (column, query, shares, budget arithmetic) runs before the first spend;
         the result's notes say how the budget was split and which bounds were used.
         """
-        share = float(check_interval("bounds_share", bounds_share, 0.0, 1.0, low_open=True,
-                                     high_open=True))
-        check_interval("level", level, 0.0, 1.0, low_open=True, high_open=True)
+        share = float(check_parameter("bounds_share", bounds_share, "probability"))
+        check_parameter("level", level)
         eps_b, delta_b = epsilon * share, delta * share
         eps_r, delta_r = epsilon - eps_b, delta - delta_b
         # Every check before the first spend: the query with placeholder bounds is planned and

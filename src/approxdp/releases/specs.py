@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from approxdp._validation import check_interval
+from approxdp._validation import check_parameter
 from approxdp.engines.shapes import KeyValue, Membership
 from approxdp.errors import InvalidParameterError, ParameterTypeError
 
@@ -47,10 +47,8 @@ def check_bounds(name: str, bounds: object) -> tuple[float, float]:
     """Validate ``bounds = (low, high)``: finite, low <= high; return floats."""
     if not isinstance(bounds, Sequence) or isinstance(bounds, str) or len(bounds) != 2:
         raise ParameterTypeError(f"{name} must be a pair (low, high), got {bounds!r}")
-    low = float(check_interval(f"{name}[0]", bounds[0], -math.inf, math.inf, low_open=True,
-                               high_open=True))
-    high = float(check_interval(f"{name}[1]", bounds[1], -math.inf, math.inf, low_open=True,
-                                high_open=True))
+    low = float(check_parameter(f"{name}[0]", bounds[0], "finite"))
+    high = float(check_parameter(f"{name}[1]", bounds[1], "finite"))
     if low > high:
         raise InvalidParameterError(
             f"{name} must satisfy low <= high, got {name}=({low:g}, {high:g}); swap them"

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import math
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,7 +42,7 @@ from approxdp.reports.releases import (
     write_cells_csv,
 )
 from approxdp.web.config import DataFile, ServeConfig, data_file
-from approxdp.web.forms import integer, number, on_field
+from approxdp.web.forms import integer, on_field, parameter
 
 __all__ = [
     "KINDS",
@@ -168,10 +167,9 @@ def read_spec(
     if kind not in KINDS:
         with on_field("kind"):
             raise InvalidParameterError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
-    epsilon = number("epsilon", form.get("epsilon"), 0.0, math.inf, low_open=True,
-                     high_open=True)
-    delta = number("delta", form.get("delta"), 0.0, 1.0, low_open=True, high_open=True)
-    level = number("level", form.get("level", "0.95"), 0.0, 1.0, low_open=True, high_open=True)
+    epsilon = parameter("epsilon", form.get("epsilon"), "epsilon_positive")
+    delta = parameter("delta", form.get("delta"))
+    level = parameter("level", form.get("level", "0.95"))
     unit = str(form.get("privacy_unit") or "") or None
     if unit is not None:
         with on_field("privacy_unit"):
@@ -216,10 +214,8 @@ def read_spec(
             for column in columns:
                 _check_column(kind, column, schema)
     if entry.bounds:
-        low = number("low", form.get("low"), -math.inf, math.inf, low_open=True,
-                     high_open=True)
-        high = number("high", form.get("high"), -math.inf, math.inf, low_open=True,
-                      high_open=True)
+        low = parameter("low", form.get("low"), "finite")
+        high = parameter("high", form.get("high"), "finite")
         if not low < high:
             with on_field("high"):
                 raise InvalidParameterError(
@@ -258,7 +254,7 @@ def _probabilities(name: str, text: object) -> tuple[float, ...]:
     if not parts:
         return DEFAULT_QS
     with on_field(name):
-        return tuple(number(name, p, 0.0, 1.0) for p in parts)
+        return tuple(parameter(name, p, "quantile") for p in parts)
 
 
 def _typed_values(column: str, raw: Sequence[str], schema: Mapping[str, str]) -> list[Any]:
