@@ -45,6 +45,7 @@ from approxdp.errors import (
     ApproxDPError,
     BudgetExceededError,
     DataError,
+    ExpressionError,
     InternalError,
     InvalidParameterError,
     LedgerError,
@@ -52,6 +53,7 @@ from approxdp.errors import (
     NotPrivateError,
     NotPrivateWarning,
     ParameterTypeError,
+    PrivateJoinError,
     UnknownMethodError,
 )
 from approxdp.events import (
@@ -114,6 +116,7 @@ __all__ = [
     "DiscreteGaussianEvent",
     "DiscreteGaussianMechanism",
     "EpsilonDeltaEvent",
+    "ExpressionError",
     "GaussianEvent",
     "GaussianMechanism",
     "Guarantee",
@@ -134,6 +137,7 @@ __all__ = [
     "PlanResult",
     "PrivacyAccountant",
     "PrivacyEvent",
+    "PrivateJoinError",
     "PrivateTable",
     "Query",
     "ReleasePlan",

@@ -47,6 +47,7 @@ from approxdp.releases.specs import (
     Query,
     Sum,
 )
+from approxdp.releases.transformations import TableTransformations
 from approxdp.releases.variance import Std, Variance
 
 __all__ = ["BOUNDS_SHARE", "CAST_TYPES", "ColumnOptions", "PrivateTable"]
@@ -70,8 +71,11 @@ class ColumnOptions(TypedDict, total=False):
 BOUNDS_SHARE = 0.2
 
 
-class PrivateTable:
+class PrivateTable(TableTransformations):
     """A table to release statistics from, with the accountant that pays for them.
+
+    :meth:`filter`, :meth:`with_column` and :meth:`join_public` return new tables over
+    transformed rows that share this one's accountant (:mod:`approxdp.releases.transformations`).
 
     Args:
         data: CSV/Parquet path, pandas or Polars DataFrame, PyArrow table, DuckDB relation, or
@@ -184,7 +188,7 @@ class PrivateTable:
     def _with_cast_notes(
         self, results: tuple[ReleaseResult, ...]
     ) -> tuple[ReleaseResult, ...]:
-        notes = tuple(
+        notes = self._step_notes() + tuple(
             f"casts: {n} value(s) of column {column!r} were not numbers (e.g. {list(examples)})"
             " and count as missing (exact, NOT private: for the data owner only)"
             for column, (n, examples) in self.cast_report.items() if n
@@ -234,9 +238,10 @@ class PrivateTable:
         """Number of rows."""
         return self._one(Count(), epsilon, delta, level)
 
-    def sum(self, column: str, bounds: tuple[float, float] | Literal["private"], *,
-            epsilon: float, delta: float, **options: Unpack[ColumnOptions]) -> ReleaseResult:
-        """Sum of ``column`` clamped to ``bounds`` (NULL/NaN contribute nothing).
+    def sum(self, column: str, bounds: tuple[float, float] | Literal["private"] | None = None,
+            *, epsilon: float, delta: float, **options: Unpack[ColumnOptions]) -> ReleaseResult:
+        """Sum of ``column`` clamped to ``bounds`` (NULL/NaN contribute nothing); ``None``:
+        the bounds :meth:`with_column` declared for it.
 
         ``bounds="private"``: first estimate them with :meth:`estimate_bounds` from
         ``bounds_share`` of (ε, δ) (default 0.2), then release the sum with the rest — two
@@ -247,9 +252,10 @@ class PrivateTable:
         """
         return self._column(Sum, column, bounds, epsilon, delta, options)
 
-    def mean(self, column: str, bounds: tuple[float, float] | Literal["private"], *,
-             epsilon: float, delta: float, **options: Unpack[ColumnOptions]) -> ReleaseResult:
-        """Mean of ``column`` clamped to ``bounds`` over non-missing values.
+    def mean(self, column: str, bounds: tuple[float, float] | Literal["private"] | None = None,
+             *, epsilon: float, delta: float, **options: Unpack[ColumnOptions]) -> ReleaseResult:
+        """Mean of ``column`` clamped to ``bounds`` over non-missing values (``None``: the
+        bounds :meth:`with_column` declared for it).
 
         ``bounds="private"``: the bounds are first estimated privately
         (:meth:`estimate_bounds`, the 1 % and 99 % quantiles) from ``bounds_share`` of
@@ -267,10 +273,11 @@ class PrivateTable:
 
     def _column(
         self, kind: type[ColumnQuery], column: str,
-        bounds: tuple[float, float] | Literal["private"], epsilon: float, delta: float,
+        bounds: tuple[float, float] | Literal["private"] | None, epsilon: float, delta: float,
         options: ColumnOptions,
     ) -> ReleaseResult:
         what = kind.__name__.lower()
+        bounds = self._bounds_for(column, bounds, what)
         unknown = sorted(set(options) - set(ColumnOptions.__annotations__))
         if unknown:
             raise ParameterTypeError(
@@ -390,7 +397,7 @@ class PrivateTable:
                          level)
 
     def quantiles(
-        self, column: str, qs: Sequence[float], bounds: ClampBounds, *,
+        self, column: str, qs: Sequence[float], bounds: ClampBounds | None = None, *,
         epsilon: float, delta: float, level: float = 0.95, bins: int = 1024,
         branching: int = 32, bounds_share: float | None = None,
     ) -> ReleaseResult:
@@ -403,44 +410,50 @@ class PrivateTable:
         of each level. ``bounds="private"``: estimated first, as for :meth:`mean`.
         """
         return self._statistic(
+            "quantiles",
             lambda b: Quantiles(column, cast(tuple[float, ...], qs), b, bins, branching,
                                 name=f"quantiles({column})"),
             column, bounds, epsilon, delta, level, bounds_share)
 
     def median(
-        self, column: str, bounds: ClampBounds, *, epsilon: float, delta: float,
+        self, column: str, bounds: ClampBounds | None = None, *, epsilon: float, delta: float,
         level: float = 0.95, bins: int = 1024, branching: int = 32,
         bounds_share: float | None = None,
     ) -> ReleaseResult:
         """The median of ``column`` clamped to ``bounds`` (:meth:`quantiles` at q = 0.5,
         :class:`~approxdp.releases.quantiles.Median`)."""
         return self._statistic(
+            "median",
             lambda b: Median(column, (0.5,), b, bins, branching, name=f"median({column})"),
             column, bounds, epsilon, delta, level, bounds_share)
 
     def variance(
-        self, column: str, bounds: ClampBounds, *, epsilon: float, delta: float,
+        self, column: str, bounds: ClampBounds | None = None, *, epsilon: float, delta: float,
         level: float = 0.95, bounds_share: float | None = None,
     ) -> ReleaseResult:
         """Population variance of ``column`` clamped to ``bounds`` over non-missing values:
         one Gaussian on (Σd, Σd², n) (:class:`~approxdp.releases.variance.Variance`), one
         spend (two with ``bounds="private"``, as for :meth:`mean`)."""
-        return self._statistic(lambda b: Variance(column, b, name=f"variance({column})"),
+        return self._statistic("variance",
+                               lambda b: Variance(column, b, name=f"variance({column})"),
                                column, bounds, epsilon, delta, level, bounds_share)
 
     def std(
-        self, column: str, bounds: ClampBounds, *, epsilon: float, delta: float,
+        self, column: str, bounds: ClampBounds | None = None, *, epsilon: float, delta: float,
         level: float = 0.95, bounds_share: float | None = None,
     ) -> ReleaseResult:
         """Standard deviation of ``column`` clamped to ``bounds`` (√ of :meth:`variance`)."""
-        return self._statistic(lambda b: Std(column, b, name=f"std({column})"),
+        return self._statistic("std", lambda b: Std(column, b, name=f"std({column})"),
                                column, bounds, epsilon, delta, level, bounds_share)
 
     def _statistic(
-        self, query: Callable[[tuple[float, float]], Query], column: str, bounds: ClampBounds,
-        epsilon: float, delta: float, level: float, bounds_share: float | None,
+        self, what: str, query: Callable[[tuple[float, float]], Query], column: str,
+        given: ClampBounds | None, epsilon: float, delta: float, level: float,
+        bounds_share: float | None,
     ) -> ReleaseResult:
-        """``query(bounds)`` released, or with ``bounds="private"`` estimated first."""
+        """``query(bounds)`` released, or with ``bounds="private"`` estimated first (no
+        bounds: those :meth:`with_column` declared for ``column``)."""
+        bounds = self._bounds_for(column, given, what)
         if isinstance(bounds, str):
             if bounds != "private":
                 raise InvalidParameterError(
@@ -468,6 +481,9 @@ class PrivateTable:
             InvalidParameterError: an unknown kind, or inputs that do not fit it.
         """
         entry = release_kind(kind) if isinstance(kind, str) else kind
+        if entry.bounds and inputs.bounds is None and len(inputs.columns) == 1:
+            declared = self._declared.get(inputs.columns[0])  # with_column(..., bounds=)
+            inputs = dataclasses.replace(inputs, bounds=declared)
         problem = entry.problem(inputs)
         if problem is not None:
             raise InvalidParameterError(describe(problem))
@@ -476,7 +492,8 @@ class PrivateTable:
                 raise ParameterTypeError(f"{entry.name} takes no bounds_share (it has no "
                                          "bounds to estimate)")
             return self._one(entry.build(inputs), epsilon, delta, level)
-        return self._statistic(lambda b: entry.build(dataclasses.replace(inputs, bounds=b)),
+        return self._statistic(entry.name,
+                               lambda b: entry.build(dataclasses.replace(inputs, bounds=b)),
                                inputs.columns[0], inputs.bounds, epsilon, delta, level,
                                bounds_share)
 
