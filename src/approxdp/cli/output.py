@@ -84,7 +84,11 @@ class Number(click.FloatRange):
         """The option type of a kind of parameter, with its range from the one table
         :data:`approxdp._validation.PARAMETER_RANGES` (the API checks the same range)."""
         r = PARAMETER_RANGES[kind]
-        return cls(r.low, r.high, min_open=r.low_open, max_open=r.high_open)
+
+        def end(x: float) -> float:  # whole numbers as Click shows them: 0<x<1, not 0.0<x<1.0
+            return int(x) if math.isfinite(x) and x.is_integer() else x
+
+        return cls(end(r.low), end(r.high), min_open=r.low_open, max_open=r.high_open)
 
     def convert(self, value: Any, param: click.Parameter | None,
                 ctx: click.Context | None) -> Any:
