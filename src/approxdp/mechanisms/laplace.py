@@ -36,7 +36,7 @@ from approxdp.mechanisms.base import (
     prepare_value,
 )
 from approxdp.mechanisms.exact_sampling import DiscreteLaplaceSampler
-from approxdp.mechanisms.lattice import Lattice, power_of_two_at_most
+from approxdp.mechanisms.lattice import Lattice, power_of_two_at_most, release_on_lattice
 from approxdp.mechanisms.outputs import mark_simulated
 from approxdp.mechanisms.randomness import SecureBits
 from approxdp.profiles.laplace import discrete_laplace_delta, laplace_delta
@@ -167,7 +167,5 @@ class LaplaceMechanism:
             noisy += arr
             return mark_simulated(noisy, scalar)
         noise = self.secure_noise(max(arr.size, 1))
-        index = noise.lattice.to_integers(arr)
-        draws = noise.sampler.sample(SecureBits(), index.size).reshape(index.shape)
-        out = noise.lattice.to_reals(index + draws)
-        return float(out) if scalar else np.asarray(out)
+        return release_on_lattice(arr, scalar, noise.lattice,
+                                  lambda n: noise.sampler.sample(SecureBits(), n))

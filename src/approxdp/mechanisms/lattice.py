@@ -13,6 +13,7 @@ g/2, so two neighbouring queries round to integer vectors whose difference has
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,7 +21,7 @@ import numpy.typing as npt
 
 from approxdp.errors import DataError
 
-__all__ = ["MAX_INDEX", "Lattice", "power_of_two_at_most"]
+__all__ = ["MAX_INDEX", "Lattice", "power_of_two_at_most", "release_on_lattice"]
 
 #: Indices |x/g| must stay below this to be exact in float64 (and fit an int64).
 MAX_INDEX = 2.0**52
@@ -68,3 +69,21 @@ class Lattice:
         if dimension == 1:
             return float(math.floor(sensitivity / self.g) + 1)
         return sensitivity / self.g + math.sqrt(dimension)
+
+
+def release_on_lattice(
+    value: npt.NDArray[np.float64], scalar: bool, lattice: Lattice,
+    draw: Callable[[int], npt.NDArray[np.int64]],
+) -> float | npt.NDArray[np.float64]:
+    """The secure release of every lattice mechanism (Gaussian, Laplace, truncated Laplace):
+    round ``value`` onto ``lattice``, add ``draw(n)`` — n exact integer noises from the
+    mechanism's sampler — and map back, so every float operation after the noise is
+    post-processing of an exact integer (module docstring).
+
+    Raises:
+        DataError: a value that is not finite or too large for exact lattice indices.
+    """
+    index = lattice.to_integers(value)
+    draws = np.asarray(draw(index.size)).reshape(index.shape)
+    out = lattice.to_reals(index + draws)
+    return float(out) if scalar else np.asarray(out)

@@ -52,7 +52,7 @@ from approxdp.mechanisms.base import (
 )
 from approxdp.mechanisms.exact_sampling import DiscreteLaplaceSampler
 from approxdp.mechanisms.laplace import discrete_laplace_sampler
-from approxdp.mechanisms.lattice import Lattice, power_of_two_at_most
+from approxdp.mechanisms.lattice import Lattice, power_of_two_at_most, release_on_lattice
 from approxdp.mechanisms.outputs import mark_simulated
 from approxdp.mechanisms.randomness import SecureBits
 from approxdp.profiles.laplace import (
@@ -263,7 +263,6 @@ class TruncatedLaplaceMechanism:
             sign = np.where(gen.random(size=arr.shape) < 0.5, -1.0, 1.0)
             return mark_simulated(arr + sign * magnitude, scalar)
         noise = self.secure_noise(d)
-        index = noise.lattice.to_integers(arr)
-        draws = noise.sampler.sample(SecureBits(), index.size, bound=noise.bound)
-        out = noise.lattice.to_reals(index + draws.reshape(index.shape))
-        return float(out) if scalar else np.asarray(out)
+        return release_on_lattice(arr, scalar, noise.lattice,
+                                  lambda n: noise.sampler.sample(SecureBits(), n,
+                                                                 bound=noise.bound))

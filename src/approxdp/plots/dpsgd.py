@@ -5,20 +5,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from approxdp.experiments.dpsgd_curves import DPSGDCurves, dpsgd_curves
-from approxdp.plots.style import log_axes, new_figure
+from approxdp.plots.style import accountant_style, log_axes, new_figure
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = ["plot_dpsgd"]
-
-_STYLE = {
-    "pld": ("#000000", "-"),
-    "rdp": ("#d62728", "--"),
-    "gdp-clt": ("#1f77b4", ":"),
-    "amplify+compose": ("#7f7f7f", "-."),
-}
-
 
 def plot_dpsgd(
     curves: DPSGDCurves | None = None,
@@ -38,9 +30,8 @@ def plot_dpsgd(
     fig, axes = new_figure(1, 1, width=7.5, height=4.8)
     ax = axes[0, 0]
     for name, eps in c.epsilons.items():
-        color, ls = _STYLE.get(name, ("#2ca02c", "-"))
-        ax.plot(c.steps, eps, color=color, linestyle=ls, marker=".",
-                label=f"{name} ({c.kinds[name]})")
+        ax.plot(c.steps, eps, marker=".", label=f"{name} ({c.kinds[name]})",
+                **accountant_style(name))
     log_axes(ax, x=True, y=True)
     ax.set_xlabel("steps T")
     ax.set_ylabel(f"epsilon at delta = {c.delta:g}")
