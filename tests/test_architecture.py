@@ -226,3 +226,20 @@ def test_every_public_name_resolves() -> None:
     missing = [name for name in approxdp.__all__ if not hasattr(approxdp, name)]
     assert not missing
     assert len(set(approxdp.__all__)) == len(approxdp.__all__)
+
+
+def test_the_package_docstring_maps_every_public_name() -> None:
+    """``approxdp``'s docstring is a sectioned map of its API: every exported name is in it,
+    and every name it lists in a section is exported."""
+    import re
+
+    doc = approxdp.__doc__ or ""
+    missing = [n for n in approxdp.__all__ if n != "__version__" and n not in doc]
+    assert not missing, f"add to approxdp's docstring: {missing}"
+    listed = {name for block in re.findall(r"\n    (.+(?:\n    .+)*)", doc)
+              for name in re.findall(r"\b([A-Za-z_][A-Za-z0-9_]*[a-z_A-Z0-9])\b", block)
+              if name not in ("the", "and", "of", "its", "kinds", "budget", "splitting",
+                              "composition", "conversions", "PLD", "RDP", "DP", "SGD",
+                              "query", "specs")}
+    unknown = sorted(n for n in listed if not hasattr(approxdp, n))
+    assert not unknown, f"approxdp's docstring lists names it does not export: {unknown}"

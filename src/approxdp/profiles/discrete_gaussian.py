@@ -27,7 +27,7 @@ bounds it by the smaller of two proven bounds:
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import overload
 
 import numpy as np
 import numpy.typing as npt
@@ -115,9 +115,19 @@ def _log_delta_scalar(eps: float, sigma: float, delta_sens: float) -> float:
     return float(special.logsumexp(log_terms)) - discrete_gaussian_log_normalizer(sigma)
 
 
+@overload
+def discrete_gaussian_log_delta(
+    epsilon: float, sigma: float, sensitivity: float = ...
+) -> float: ...
+@overload
+def discrete_gaussian_log_delta(
+    epsilon: npt.ArrayLike, sigma: float, sensitivity: float = ...
+) -> FloatArray: ...
+
+
 def discrete_gaussian_log_delta(
     epsilon: npt.ArrayLike, sigma: float, sensitivity: float = 1.0
-) -> Any:
+) -> float | FloatArray:
     """ln δ(ε) of the one-dimensional discrete Gaussian mechanism (Canonne et al. 2020, Thm 7),
     see the module docstring.
 
@@ -136,9 +146,19 @@ def discrete_gaussian_log_delta(
     return float(out) if out.ndim == 0 else out
 
 
+@overload
+def discrete_gaussian_delta(
+    epsilon: float, sigma: float, sensitivity: float = ...
+) -> float: ...
+@overload
+def discrete_gaussian_delta(
+    epsilon: npt.ArrayLike, sigma: float, sensitivity: float = ...
+) -> FloatArray: ...
+
+
 def discrete_gaussian_delta(
     epsilon: npt.ArrayLike, sigma: float, sensitivity: float = 1.0
-) -> Any:
+) -> float | FloatArray:
     """δ(ε) = P[Y > εσ²/Δ − Δ/2] − e^ε P[Y > εσ²/Δ + Δ/2], Y ~ N_Z(0, σ²) (Canonne et al. 2020,
     Thm 7).
 

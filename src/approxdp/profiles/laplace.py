@@ -40,7 +40,7 @@ See https://arxiv.org/abs/1810.00877 (Geng et al. 2018) for the truncated Laplac
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -59,7 +59,15 @@ __all__ = [
 FloatArray = npt.NDArray[np.float64]
 
 
-def laplace_delta(epsilon: npt.ArrayLike, scale: float, sensitivity: float = 1.0) -> Any:
+@overload
+def laplace_delta(epsilon: float, scale: float, sensitivity: float = ...) -> float: ...
+@overload
+def laplace_delta(epsilon: npt.ArrayLike, scale: float, sensitivity: float = ...) -> FloatArray: ...
+
+
+def laplace_delta(
+    epsilon: npt.ArrayLike, scale: float, sensitivity: float = 1.0
+) -> float | FloatArray:
     """δ(ε) = max(0, 1 − e^((ε − Δ/b)/2)) of the one-dimensional Laplace mechanism.
 
     >>> laplace_delta(1.0, 1.0, 1.0)
@@ -92,9 +100,19 @@ def truncated_laplace_tau(epsilon: float, delta: float, sensitivity: float = 1.0
     return (sensitivity / epsilon) * soft * (1.0 + 1e-12)
 
 
+@overload
+def truncated_laplace_delta(
+    epsilon: float, lam: float, tau: float, sensitivity: float = ...
+) -> float: ...
+@overload
+def truncated_laplace_delta(
+    epsilon: npt.ArrayLike, lam: float, tau: float, sensitivity: float = ...
+) -> FloatArray: ...
+
+
 def truncated_laplace_delta(
     epsilon: npt.ArrayLike, lam: float, tau: float, sensitivity: float = 1.0
-) -> Any:
+) -> float | FloatArray:
     """Exact δ(ε) of the truncated Laplace mechanism (module docstring), for every ε ≥ 0.
 
     Args:
@@ -154,7 +172,13 @@ def _check_discrete(
     return eps, r, int(m)
 
 
-def discrete_laplace_delta(epsilon: npt.ArrayLike, rate: float, shift: int) -> Any:
+@overload
+def discrete_laplace_delta(epsilon: float, rate: float, shift: int) -> float: ...
+@overload
+def discrete_laplace_delta(epsilon: npt.ArrayLike, rate: float, shift: int) -> FloatArray: ...
+
+
+def discrete_laplace_delta(epsilon: npt.ArrayLike, rate: float, shift: int) -> float | FloatArray:
     """Exact δ(ε) of the discrete Laplace (geometric) mechanism, P[k] ∝ e^(−rate·|k|), for an
     integer shift m between neighbours (module docstring). 0 for ε ≥ rate·m.
 
