@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-import approxdp.engines.duckdb_sql as duckdb_sql
+import approxdp.engines._duckdb_sql as duckdb_sql
 from approxdp.engines import AggregateRequest, Aggregation, Membership, PerKeyLimit
 from approxdp.engines.duckdb import DuckDBEngine
 from approxdp.engines.keyed_hash import reference_rank

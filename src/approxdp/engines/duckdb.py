@@ -47,6 +47,15 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from approxdp.engines import duckdb_rows
+from approxdp.engines._duckdb_sql import SOURCE as _SOURCE
+from approxdp.engines._duckdb_sql import (
+    build_aggregate_sql,
+    expression_sql,
+    in_table_sql,
+    membership_sql,
+    quote_identifier,
+    sql_literal,
+)
 from approxdp.engines.base import Engine, engine_error, is_glob
 from approxdp.engines.checks import (
     check_column,
@@ -55,15 +64,6 @@ from approxdp.engines.checks import (
     check_new_columns,
 )
 from approxdp.engines.derivation import Derivation
-from approxdp.engines.duckdb_sql import SOURCE as _SOURCE
-from approxdp.engines.duckdb_sql import (
-    build_aggregate_sql,
-    expression_sql,
-    in_table_sql,
-    membership_sql,
-    quote_identifier,
-    sql_literal,
-)
 from approxdp.engines.shapes import (
     AggregateRequest,
     AggregateResult,

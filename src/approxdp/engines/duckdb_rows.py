@@ -19,7 +19,7 @@ import itertools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
-from approxdp.engines.duckdb_sql import SOURCE, quote_identifier
+from approxdp.engines._duckdb_sql import SOURCE, quote_identifier
 from approxdp.engines.transforms import (
     JoinHow,
     check_derived_name,

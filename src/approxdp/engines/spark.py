@@ -34,6 +34,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeGuard, TypeVar
 
 from approxdp.engines import spark_rows
+from approxdp.engines._spark_frames import (
+    aggregate_column,
+    arrow_for_spark,
+    collect_arrow,
+    create_frame,
+    expression_column,
+    membership_column,
+    sort_nulls_last,
+    try_double,
+    values_frame,
+)
+from approxdp.engines._spark_hash import quote_column as _q
+from approxdp.engines._spark_hash import with_rank
 from approxdp.engines.base import Engine, engine_error, is_glob
 from approxdp.engines.checks import (
     check_column,
@@ -55,19 +68,6 @@ from approxdp.engines.shapes import (
     Membership,
     aggregate_result,
 )
-from approxdp.engines.spark_frames import (
-    aggregate_column,
-    arrow_for_spark,
-    collect_arrow,
-    create_frame,
-    expression_column,
-    membership_column,
-    sort_nulls_last,
-    try_double,
-    values_frame,
-)
-from approxdp.engines.spark_hash import quote_column as _q
-from approxdp.engines.spark_hash import with_rank
 from approxdp.errors import DataError, MissingDependencyError, ParameterTypeError
 
 if TYPE_CHECKING:

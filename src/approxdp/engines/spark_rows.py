@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from approxdp.engines.spark_hash import quote_column as _q
+from approxdp.engines._spark_hash import quote_column as _q
 from approxdp.engines.transforms import (
     JoinHow,
     check_derived_name,

@@ -7,7 +7,7 @@ sensitivity 1 (:func:`~approxdp.calibration.calibrate_gaussian`, never an approx
 released interval is value ± z · u_q · s, with s the scale of the released measure (1 for
 counts, the bounds' largest |value − centre| for sums) and u_q the noise's interval scale —
 σ_q for a seeded simulation, and for the secure lattice release the slightly larger scale of
-:func:`~approxdp.releases.intervals.noise_spread` (the exact discrete noise plus rounding),
+:func:`~approxdp.releases._intervals.noise_spread` (the exact discrete noise plus rounding),
 computed here exactly as the release computes it. For a query whose cells are selected
 privately the number of cells (which sets the lattice) is not known before the data is read,
 so the largest scale over 1 to 2^24 cells is used. Its RMSE is the noise's standard deviation
@@ -35,7 +35,7 @@ from scipy import special
 from approxdp._validation import check_parameter
 from approxdp.errors import InvalidParameterError, NotPrivateError, ParameterTypeError
 from approxdp.mechanisms import GaussianMechanism
-from approxdp.releases.intervals import noise_spread
+from approxdp.releases._intervals import noise_spread
 from approxdp.releases.plan import AllocatedPlan, AllocatedQuery, ReleasePlan, allocate
 from approxdp.releases.specs import Mean
 

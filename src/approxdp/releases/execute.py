@@ -1,8 +1,8 @@
 """Execute an allocated plan: check and aggregate in the engine, spend, then add noise.
 
 Order matters. Everything that can fail runs before the spend: the data checks (columns,
-types, empty table, domain: :mod:`~approxdp.releases.checks`), every aggregation
-(:mod:`~approxdp.releases.aggregation`), and the preparation of the noise itself — each
+types, empty table, domain: :mod:`~approxdp.releases._checks`), every aggregation
+(:mod:`~approxdp.releases._aggregation`), and the preparation of the noise itself — each
 query's mechanism built from the σ its allocation calibrated, the secure lattice and its
 certificate, the check that every aggregate is finite and fits the lattice, the comparisons
 with other calibrations (:mod:`~approxdp.releases.noise`) — and last the check that every
@@ -10,7 +10,7 @@ query will add exactly the noise the spend records. A failing release therefore 
 nothing, and a spend is recorded only for a release that will be delivered. The accountant is
 charged before any noise is drawn, so a refused spend
 (:class:`~approxdp.errors.BudgetExceededError`) releases nothing. Then each query is noised,
-in this process (:mod:`~approxdp.releases.driver`) or, over a large declared domain, where the
+in this process (:mod:`~approxdp.releases._driver`) or, over a large declared domain, where the
 data lives (:mod:`~approxdp.releases.dense`).
 
 A release whose noise comes from a seed (``PrivateTable(seed=...)``) is a reproducible
@@ -39,14 +39,16 @@ from approxdp.accounting.budget.protocols import Accountant
 from approxdp.engines.base import Engine, TableT
 from approxdp.engines.shapes import AggregateRequest, AggregateResult
 from approxdp.errors import DataError
-from approxdp.releases.aggregation import build_request, cell_matrix, run_merged
-from approxdp.releases.checks import (
+from approxdp.releases._aggregation import build_request, cell_matrix, run_merged
+from approxdp.releases._checks import (
     EMPTY_TABLE,
     check_domain_in_result,
     check_measure_columns,
     check_outside_domain,
     check_request_columns,
 )
+from approxdp.releases._driver import release_collected
+from approxdp.releases._intervals import normal_quantile
 from approxdp.releases.dense import (
     LARGE_DOMAIN_CELLS,
     check_cell_columns,
@@ -55,8 +57,6 @@ from approxdp.releases.dense import (
     release_dense,
 )
 from approxdp.releases.derived import DerivedQuery, check_numeric_column
-from approxdp.releases.driver import release_collected
-from approxdp.releases.intervals import normal_quantile
 from approxdp.releases.noise import (
     PreparedNoise,
     check_recorded_sigma,

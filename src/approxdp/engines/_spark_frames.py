@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from approxdp.engines._spark_hash import quote_column as _q
 from approxdp.engines.derivation import Expression
 from approxdp.engines.shapes import Aggregation, KeyValue, Membership
-from approxdp.engines.spark_hash import quote_column as _q
 from approxdp.errors import DataError
 
 if TYPE_CHECKING:

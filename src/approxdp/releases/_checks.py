@@ -16,7 +16,7 @@ from approxdp.engines.base import Engine, TableT
 from approxdp.engines.checks import LITERAL_TYPES, check_columns, check_values
 from approxdp.engines.shapes import AggregateRequest, AggregateResult, ColumnKind, Membership
 from approxdp.errors import DataError
-from approxdp.releases.aggregation import canonical_key
+from approxdp.releases._aggregation import canonical_key
 from approxdp.releases.plan import AllocatedQuery
 
 __all__ = [
