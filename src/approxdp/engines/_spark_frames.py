@@ -5,12 +5,13 @@ so importing this module needs no PySpark."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from approxdp.engines._spark_hash import quote_column as _q
 from approxdp.engines.derivation import Expression
-from approxdp.engines.shapes import Aggregation, KeyValue, Membership
+from approxdp.engines.shapes import Aggregation, CellMapRequest, KeyValue, Membership
 from approxdp.errors import DataError
 
 if TYPE_CHECKING:
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
 __all__ = [
     "aggregate_column",
     "arrow_for_spark",
+    "cell_grid",
     "collect_arrow",
     "create_frame",
     "expression_column",
@@ -136,3 +138,33 @@ def expression_column(F: Any, expr: Expression, x: Any) -> Any:
     functions = {"least": F.least, "greatest": F.greatest, "abs": F.abs, "sign": F.signum,
                  "log10": F.log10}
     return functions[op](*args)
+
+
+def cell_grid(df: DataFrame, request: CellMapRequest) -> DataFrame:
+    """The grid's cells of :meth:`~approxdp.engines.spark.SparkEngine.map_cells` on the
+    executors: (key..., __cell), row-major cell index.
+
+    One small DataFrame per column, (value, position · stride); the longest is spread over
+    ``spark.sql.shuffle.partitions`` partitions and the others cross-joined onto it, so the
+    cells (and the function over them) are generated in parallel. The join order does not
+    change a cell's index.
+    """
+    from pyspark.sql import functions as F
+
+    session = df.sparkSession
+    sizes = [len(v) for _, v in request.grid]
+    strides = [math.prod(sizes[i + 1 :]) for i in range(len(sizes))]
+    frames = []
+    for i, (col, values) in enumerate(request.grid):
+        frame = values_frame(session, {"v": values, "pos": range(len(values))}, col)
+        frames.append(frame.select(
+            F.col("v").cast(df.schema[col].dataType).alias(col),
+            (F.col("pos") * F.lit(strides[i])).alias(f"__c{i}"),
+        ))
+    order = sorted(range(len(sizes)), key=lambda i: -sizes[i])
+    parts = int(session.conf.get("spark.sql.shuffle.partitions", "200") or 200)
+    grid = frames[order[0]].repartition(max(1, min(sizes[order[0]], parts)))
+    for i in order[1:]:
+        grid = grid.crossJoin(F.broadcast(frames[i]))
+    cell = sum((F.col(f"__c{i}") for i in range(1, len(sizes))), F.col("__c0"))
+    return grid.select(*(F.col(_q(c)) for c, _ in request.grid), cell.alias("__cell"))

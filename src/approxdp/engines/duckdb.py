@@ -6,30 +6,8 @@ DataFrame, a PyArrow Table or RecordBatchReader, or a DuckDB relation (which is 
 own connection, so views and temporary tables it refers to work).
 ``duckdb`` is imported only when an engine is created.
 
-Per-key limits (:class:`~approxdp.engines.shapes.PerKeyLimit`) need no ``random()``: each row
-gets the rank of its (key, group) pair under the engine-independent keyed hash of
-:mod:`approxdp.engines.keyed_hash` (so DuckDB and Spark keep the same groups for the same
-seed; the group part comes from a dictionary of the distinct groups, joined back), one window
-over the rows, partitioned by key and ordered by the rank alone, keeps the rows of groups whose
-rank is among the key's ``max_groups`` smallest distinct ranks; those rows are aggregated per
-(key, rank) — one (key, group) pair each — and pairs with more than ``max_rows`` rows are
-rescaled. If two groups of one key share a rank among its best (a 32-bit collision: rare), the
-statement says so (``__ties``) and is run again ranking by (rank, group values), NULL last,
-which is exact in every case but slower, as string group values then enter the sort. The
-shapes::
-
-    rows                              # (key, by..., rank, value per aggregation)
-    → kept  dense_rank(rank) ≤ max_groups   # the same, only rows of each key's best groups
-    → pairs GROUP BY key, rank        # (by..., n, partials, mixed?), ≤ max_groups per key
-    → groups GROUP BY by              # (by..., Σ partial·min(1, max_rows/n), Σ min(n, max_rows))
-
-Cost: with 10^6 keys in random order, no exact per-key limit is cheap. Grouping all rows by
-key (a hash table far larger than the CPU caches) already takes about twice the CPU of a
-plain ``GROUP BY`` over a few hundred cells, and a key's second-smallest *distinct* rank has
-no one-pass scalar aggregate in DuckDB. Aggregating every (key, group) pair first (10^7
-groups) costs more than the window over the rows (measured: 28× a plain ``GROUP BY`` against
-17×); the keyed rank costs about 20% more than DuckDB's own ``hash()`` would, the price of
-identical results on both engines. ``benchmarks/release.py`` measures it.
+Per-key limits and what they cost: :mod:`approxdp.engines._duckdb_sql`, which writes the
+statements.
 """
 
 from __future__ import annotations
@@ -50,6 +28,7 @@ from approxdp.engines import duckdb_rows
 from approxdp.engines._duckdb_sql import SOURCE as _SOURCE
 from approxdp.engines._duckdb_sql import (
     build_aggregate_sql,
+    cells_sql,
     expression_sql,
     in_table_sql,
     membership_sql,
@@ -480,28 +459,17 @@ class DuckDBEngine:
         agg_cols = {f"k{i}": agg.column(c) for i, c in enumerate(request.aggregate.by)}
         agg_cols.update({f"m{j}": agg.column(a) for j, a in enumerate(names)})
         self._connection.register(f"__approxdp_agg_{n}", pa.table(agg_cols))
-        strides = _strides([len(v) for _, v in request.grid])
-        selects, joins, cell = [], [], []
-        for i, ((col, values), stride) in enumerate(zip(request.grid, strides, strict=True)):
-            grid_name = f"__approxdp_grid_{n}_{i}"
+        grids = []
+        for i, (col, values) in enumerate(request.grid):
             try:
                 arr = pa.array(list(values))
             except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
                 raise DataError(f"domain[{col!r}] mixes value types: {exc}") from exc
+            grids.append(f"__approxdp_grid_{n}_{i}")
             self._connection.register(
-                grid_name, pa.table({"v": arr, "pos": pa.array(range(len(values)), pa.int64())})
+                grids[-1], pa.table({"v": arr, "pos": pa.array(range(len(values)), pa.int64())})
             )
-            selects.append(f"g{i}.v AS {quote_identifier(col)}")
-            joins.append(f"{quote_identifier(grid_name)} g{i}")
-            cell.append(f"g{i}.pos * {stride}")
-        on = " AND ".join(f"g{i}.v IS NOT DISTINCT FROM a.k{i}" for i in range(len(request.grid)))
-        measures = ", ".join(
-            f"coalesce(a.m{j}, 0.0)::DOUBLE AS {quote_identifier(a)}" for j, a in enumerate(names)
-        )
-        sql = (
-            f"SELECT {', '.join(selects)}, ({' + '.join(cell)})::BIGINT AS __cell, {measures} "
-            f"FROM {' CROSS JOIN '.join(joins)} LEFT JOIN __approxdp_agg_{n} a ON {on}"
-        )
+        sql = cells_sql(request, f"__approxdp_agg_{n}", grids)
         mapper = CellBatchMapper.of(request)
         rel = self._connection.sql(sql)
         fetch = getattr(rel, "to_arrow_reader", None) or rel.fetch_record_batch
@@ -536,14 +504,6 @@ class DuckDBEngine:
 
 
 _CELL_BATCH_ROWS = 1 << 17
-
-
-def _strides(sizes: Sequence[int]) -> list[int]:
-    """Row-major strides: the last column varies fastest."""
-    out = [1] * len(sizes)
-    for i in range(len(sizes) - 2, -1, -1):
-        out[i] = out[i + 1] * sizes[i + 1]
-    return out
 
 
 if TYPE_CHECKING:  # mypy checks that DuckDBEngine implements the Engine protocol over DuckDBTable

@@ -25,7 +25,6 @@ from __future__ import annotations
 import functools
 import glob
 import itertools
-import math
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -37,6 +36,7 @@ from approxdp.engines import spark_rows
 from approxdp.engines._spark_frames import (
     aggregate_column,
     arrow_for_spark,
+    cell_grid,
     collect_arrow,
     create_frame,
     expression_column,
@@ -487,7 +487,7 @@ class SparkEngine:
                 *(F.col(_q(a.name)).alias(f"__m{j}")
                   for j, a in enumerate(request.aggregate.aggregations)),
             )
-            grid = self._grid(table, request)  # (key..., __cell)
+            grid = cell_grid(table.df, request)  # (key..., __cell)
             on = [grid[_q(c)].eqNullSafe(renamed[f"__k{i}"]) for i, c in enumerate(by)]
             joined = grid.join(renamed, on, "left").select(
                 *(grid[_q(c)] for c in by),
@@ -514,34 +514,6 @@ class SparkEngine:
         finally:
             agg.unpersist()
         return CellMapResult(out, request.path, request.n_cells, rows_used)
-
-    def _grid(self, table: SparkTable, request: CellMapRequest) -> DataFrame:
-        """The grid's cells on the executors: (key..., __cell), row-major cell index.
-
-        One small DataFrame per column, (value, position · stride); the longest is spread over
-        ``spark.sql.shuffle.partitions`` partitions and the others cross-joined onto it, so the
-        cells (and the function over them) are generated in parallel. The join order does not
-        change a cell's index.
-        """
-        from pyspark.sql import functions as F
-
-        session = table.df.sparkSession
-        sizes = [len(v) for _, v in request.grid]
-        strides = [math.prod(sizes[i + 1 :]) for i in range(len(sizes))]
-        frames = []
-        for i, (col, values) in enumerate(request.grid):
-            frame = values_frame(session, {"v": values, "pos": range(len(values))}, col)
-            frames.append(frame.select(
-                F.col("v").cast(table.df.schema[col].dataType).alias(col),
-                (F.col("pos") * F.lit(strides[i])).alias(f"__c{i}"),
-            ))
-        order = sorted(range(len(sizes)), key=lambda i: -sizes[i])
-        parts = int(session.conf.get("spark.sql.shuffle.partitions", "200") or 200)
-        grid = frames[order[0]].repartition(max(1, min(sizes[order[0]], parts)))
-        for i in order[1:]:
-            grid = grid.crossJoin(F.broadcast(frames[i]))
-        cell = sum((F.col(f"__c{i}") for i in range(1, len(sizes))), F.col("__c0"))
-        return grid.select(*(F.col(_q(c)) for c, _ in request.grid), cell.alias("__cell"))
 
 
 if TYPE_CHECKING:  # mypy checks that SparkEngine implements the Engine protocol over SparkTable

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import secrets
 from collections.abc import Callable, Mapping, Sequence
@@ -20,15 +19,12 @@ import numpy as np
 
 from approxdp._validation import check_parameter
 from approxdp.accounting import Accountant, BudgetStatus, PrivacyAccountant
-from approxdp.accounting.budget.ledger import SpendRecord
 from approxdp.engines import Engine, engine_for
 from approxdp.engines.shapes import KeyValue
-from approxdp.errors import BudgetExceededError, InvalidParameterError, ParameterTypeError
-from approxdp.events import PrivacyEvent
+from approxdp.errors import InvalidParameterError, ParameterTypeError
 from approxdp.releases.accuracy import AccuracyPlan, accuracy_of, plan_for_accuracy
 from approxdp.releases.bounds import PrivateBounds
 from approxdp.releases.dense import LARGE_DOMAIN_CELLS
-from approxdp.releases.derived import check_numeric_column
 from approxdp.releases.execute import execute
 from approxdp.releases.kinds import KindInputs, ReleaseKind, describe, release_kind
 from approxdp.releases.plan import AllocatedPlan, ReleasePlan, allocate
@@ -320,48 +316,10 @@ class PrivateTable(TableTransformations):
         check of both (column, query, shares, budget arithmetic) runs before the first spend;
         the result's notes say how the budget was split and which bounds were used.
         """
-        share = float(check_parameter("bounds_share", bounds_share, "probability"))
-        check_parameter("level", level)
-        eps_b, delta_b = epsilon * share, delta * share
-        eps_r, delta_r = epsilon - eps_b, delta - delta_b
-        # Every check before the first spend: the query with placeholder bounds is planned and
-        # allocated with the rest of the budget (its columns are checked on the data below and
-        # again by execute, which spends nothing when one fails).
-        rest = self.allocate(self.plan([query((0.0, 1.0))]), epsilon=eps_r, delta=delta_r)
-        first = self.allocate(self.plan([PrivateBounds(column)]), epsilon=eps_b, delta=delta_b)
-        check_numeric_column(self.engine.schema(self.table), column, f"bounds({column})")
-        # The release's own data checks (columns, groups, domain, empty table), run now on
-        # placeholder bounds by an accountant that stops at the spend: nothing spent or drawn.
-        with contextlib.suppress(_StoppedError):
-            execute(rest, self.engine, self.table, _StopAtSpend(self.accountant), key=0,
-                    rng=None, level=level, large_domain_cells=self.large_domain_cells,
-                    output_dir=self.output_dir)
-        # Both events are known before any data is read (σ does not depend on the bounds), so
-        # an accountant that can plan refuses the pair before the first spend.
-        events = [e for e in (first.event(), rest.event()) if e is not None]
-        planner = getattr(self.accountant, "plan", None)
-        if callable(planner):
-            verdict = planner(events)
-            if not verdict.fits:
-                raise BudgetExceededError(
-                    f"bounds='private': the two spends (bounds with ε={eps_b:g}, δ={delta_b:g},"
-                    f" then the release with ε={eps_r:g}, δ={delta_r:g}) do not fit the "
-                    f"remaining budget ({self.accountant.remaining()}); nothing was spent",
-                    remaining=self.accountant.remaining(), requested=tuple(events),
-                )
-        found = execute(first, self.engine, self.table, self.accountant, key=self._key(),
-                        rng=self._rng, level=0.95)[0]
-        low, high = (float(v) for v in found.values)
-        result = self._one(query((low, high)), eps_r, delta_r, level)
-        split = (
-            f"bounds='private': budget split in two spends — bounds [{low:.6g}, {high:.6g}] "
-            f"estimated privately with ε={eps_b:g}, δ={delta_b:g} (bounds_share={share:g}: "
-            "the 1 % and 99 % quantiles on a log scale), then this release with "
-            f"ε={eps_r:g}, δ={delta_r:g}; at most ε={epsilon:g}, δ={delta:g} together (basic "
-            "composition; the ledger may compose the two tighter)"
-        )
-        return dataclasses.replace(result, notes=(*result.notes, split),
-                                   extra={**result.extra, "bounds": found.values})
+        from approxdp.releases.private_bounds import release_with_private_bounds
+
+        return release_with_private_bounds(self, query, column, epsilon=epsilon, delta=delta,
+                                           level=level, bounds_share=bounds_share)
 
     def estimate_bounds(
         self, column: str, *, epsilon: float, delta: float, tail: float = 0.01,
@@ -500,23 +458,6 @@ class PrivateTable(TableTransformations):
     def remaining(self) -> BudgetStatus:
         """What the accountant has left."""
         return self.accountant.remaining()
-
-
-class _StoppedError(Exception):
-    """Raised by :class:`_StopAtSpend` where a release would spend."""
-
-
-class _StopAtSpend:
-    """An accountant that stops a release at its spend (a dry run of every check before it)."""
-
-    def __init__(self, inner: Accountant) -> None:
-        self._inner = inner
-
-    def spend(self, event: PrivacyEvent) -> SpendRecord:
-        raise _StoppedError
-
-    def remaining(self) -> BudgetStatus:
-        return self._inner.remaining()
 
 
 #: The conversions ``PrivateTable(casts=...)`` knows.
