@@ -64,9 +64,10 @@ def spark_session() -> Iterator[Any]:
     # Python workers: this interpreter (with approxdp), and the test modules importable, since
     # cell functions defined in tests are pickled by reference
     os.environ["PYSPARK_PYTHON"] = sys.executable
-    here = str(Path(__file__).resolve().parent)
+    here = Path(__file__).resolve().parent  # tests/ and its folders, as pytest imports them
+    folders = [str(here), *(str(d) for d in sorted(here.iterdir()) if d.is_dir())]
     os.environ["PYTHONPATH"] = os.pathsep.join(
-        p for p in (here, os.environ.get("PYTHONPATH", "")) if p
+        p for p in (*folders, os.environ.get("PYTHONPATH", "")) if p
     )
     from pyspark.sql import SparkSession
 

@@ -3,7 +3,7 @@
 Releases (``approxdp.releases``) are written once against :class:`Engine`; each engine
 (:mod:`~approxdp.engines.duckdb`, :mod:`~approxdp.engines.spark`) implements every primitive
 over its own table handle, and one conformance test suite
-(``tests/test_engine_conformance.py``) runs against each. The model is PipelineDP's
+(``tests/engines/test_conformance.py``) runs against each. The model is PipelineDP's
 ``PipelineBackend``, but coarser: SQL engines plan a whole bounded aggregation best as one
 query, so the central primitive, :meth:`Engine.aggregate`, takes a declarative
 :class:`AggregateRequest` (filter → clamp → per-key sampling → group → count/sum) instead of a

@@ -6,7 +6,7 @@ an :class:`Expression` of the row's value ``x`` (the column as float64) and floa
 Rows whose value is NULL or NaN are dropped (±inf stay, and are clamped like any other value
 by the expressions that clamp). Every engine writes the same tree in its own language, every
 constant as the exact float64 (never a decimal literal), so each output is the same float64
-on every engine (``tests/test_engine_conformance.py``).
+on every engine (``tests/engines/test_conformance.py``).
 
 The releases build their derived columns from these (a quantile tree's bin indices,
 :mod:`approxdp.releases.quantiles`; the signed-log bins of private bounds,

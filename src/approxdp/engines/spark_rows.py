@@ -3,7 +3,7 @@
 Each is a lazy DataFrame step run on the executors. The predicate or expression is Spark SQL
 generated from its checked tree (:mod:`approxdp.engines.expressions`: every identifier in
 backticks, every literal escaped) and handed to ``functions.expr``, never text the caller
-wrote; its semantics are normalised to DuckDB's (``tests/test_engine_conformance.py``). The
+wrote; its semantics are normalised to DuckDB's (``tests/engines/test_conformance.py``). The
 lookup of a join is broadcast (lookups are small). The shapes::
 
     filter       rows                  → rows where the predicate is true

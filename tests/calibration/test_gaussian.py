@@ -29,7 +29,7 @@ from approxdp import (
     gaussian_pdp_delta,
 )
 
-REF = Path(__file__).parent / "reference"
+REF = Path(__file__).resolve().parents[1] / "reference"
 mp.mp.dps = 80
 
 
