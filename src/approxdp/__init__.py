@@ -28,7 +28,8 @@ Accounting (:mod:`approxdp.accounting`) — what releases cost together
     PLD: pld_epsilon, pld_delta; RDP: rdp_subsampled_gaussian, rdp_to_epsilon,
     rdp_to_delta;
     DP-SGD: dpsgd_epsilon, dpsgd_delta, calibrate_dpsgd, compare_dpsgd_accountants,
-    dpsgd_schedule_epsilon, dpsgd_schedule_delta, DPSGDPhase, DPSGD_ACCOUNTANTS;
+    dpsgd_schedule_epsilon, dpsgd_schedule_delta, DPSGDPhase, TrainingAccountant,
+    DPSGD_ACCOUNTANTS;
     the budget: PrivacyAccountant, BudgetStatus, PlanResult, SpendRecord,
     read_ledger_settings, COMPOSITION_RULES
 
@@ -65,6 +66,7 @@ from approxdp.accounting import (
     PlanResult,
     PrivacyAccountant,
     SpendRecord,
+    TrainingAccountant,
     advanced_composition,
     amplify_by_subsampling,
     basic_composition,
@@ -225,6 +227,7 @@ __all__ = [
     "Std",
     "SubsampledEvent",
     "Sum",
+    "TrainingAccountant",
     "TruncatedLaplaceMechanism",
     "UnknownMethodError",
     "Variance",
