@@ -51,12 +51,9 @@ from approxdp.mechanisms.base import (
     check_dimension,
     check_epsilon,
     check_sensitivity,
-    choose_path,
-    prepare_value,
 )
 from approxdp.mechanisms.exact_sampling import DiscreteGaussianSampler
-from approxdp.mechanisms.lattice import Lattice, power_of_two_at_most, release_on_lattice
-from approxdp.mechanisms.outputs import mark_simulated
+from approxdp.mechanisms.lattice import Lattice, lattice_release, power_of_two_at_most
 from approxdp.mechanisms.randomness import SecureBits
 from approxdp.profiles.discrete_gaussian_smoothing import (
     SmoothingBound,
@@ -89,6 +86,10 @@ class SecureGaussianNoise:
     sampler: DiscreteGaussianSampler
     dimension: int
     certificate: SmoothingBound
+
+    def draw(self, n: int) -> npt.NDArray[np.int64]:
+        """``n`` exact N_Z(0, s²) draws from the OS CSPRNG (lattice units)."""
+        return np.asarray(self.sampler.sample(SecureBits(), n), dtype=np.int64)
 
     @property
     def sigma(self) -> float:
@@ -287,12 +288,6 @@ class GaussianMechanism:
         Returns:
             A float or float64 array (secure), or a SimulatedFloat/SimulatedArray.
         """
-        path, gen = choose_path(rng, secure)
-        arr, scalar = prepare_value(value)
-        if path != "secure" and gen is not None:
-            noisy = gen.normal(0.0, self.sigma, size=arr.shape)
-            noisy += arr
-            return mark_simulated(noisy, scalar)
-        noise = self.secure_noise(max(arr.size, 1))
-        return release_on_lattice(arr, scalar, noise.lattice,
-                                  lambda n: noise.sampler.sample(SecureBits(), n))
+        return lattice_release(
+            value, rng, secure, noise=self.secure_noise,
+            simulate=lambda gen, shape: gen.normal(0.0, self.sigma, size=shape))
