@@ -39,7 +39,7 @@ Releases (:mod:`approxdp.releases`) — private statistics of tables
     ContributionBounds, ReleasePlan, ReleaseResult, MethodComparison
 
 Engines (:mod:`approxdp.engines`) — where the data lives: DuckDB (default) and Spark;
-imported on use. Plots (:mod:`approxdp.plots`) and the paper's experiments
+imported on use. Plots (:mod:`approxdp.plots`) and the experiments of Zhao et al. 2019
 (:mod:`approxdp.experiments`, :mod:`approxdp.reproduction`) need the ``plots`` extra.
 Front ends: the ``approxdp`` command (:mod:`approxdp.cli`) and ``approxdp serve``
 (:mod:`approxdp.web`).
