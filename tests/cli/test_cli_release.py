@@ -33,7 +33,7 @@ def test_count_json_shape_and_value(
     assert set(data) == {"command", "schema_version", "file", "query", "result", "budget",
                          "ledger"}
     assert data["query"] == {"kind": "count", "columns": [], "by": [], "bounds": None,
-                             "domain": None}
+                             "domain": None, "derive": {}, "where": []}
     result = data["result"]
     assert set(result) == RESULT_KEYS
     (cell,) = result["cells"]

@@ -17,6 +17,7 @@ from approxdp.accounting import PrivacyAccountant
 from approxdp.cli.output import JSON_SCHEMA_VERSION, emit, jsonable, progress
 from approxdp.cli.query_spec import load_spec
 from approxdp.cli.release_views import render_budget, render_release, render_shares
+from approxdp.cli.row_options import transform_rows
 from approxdp.errors import InvalidParameterError
 from approxdp.reports.releases import budget_dict, release_dict
 
@@ -33,9 +34,11 @@ def run_batch(
     spec_path: Path, *, epsilon: float | None, delta: float | None, level: float | None,
     budget: tuple[float, float] | None, ledger: Path | None, composition: str | None,
     seed: int | None, output: Path | None, show: int, as_json: bool,
-    make_accountant: AccountantFactory,
+    make_accountant: AccountantFactory, engine: str | None = None,
 ) -> None:
-    """Release every query of the spec at ``spec_path`` as one plan (see the module)."""
+    """Release every query of the spec at ``spec_path`` as one plan (see the module), over
+    the spec's file after its ``derive`` columns and ``where`` filters; ``engine`` (the
+    command's ``--engine``) wins over the spec's."""
     from approxdp.releases.session import PrivateTable
 
     spec = load_spec(spec_path)
@@ -53,7 +56,13 @@ def run_batch(
     try:
         with progress(f"Releasing {len(spec.queries)} private queries from "
                       f"{Path(spec.file).name}"):
-            table = PrivateTable(spec.file, accountant=accountant, seed=seed, **spec.table)
+            settings = {**spec.table, **({"engine": engine} if engine is not None else {})}
+            table = transform_rows(
+                PrivateTable(spec.file, accountant=accountant, seed=seed, **settings),
+                derive=spec.derive, where=spec.where,
+                derive_label=lambda name: f"spec derive.{name} = ",
+                where_label=lambda i: "spec where" if len(spec.where) == 1 else
+                f"spec where[{i}]")
             allocated = table.allocate(table.plan(list(spec.queries), spec.weights),
                                        epsilon=eps, delta=dlt)
             results = table.execute(allocated,
@@ -64,6 +73,7 @@ def run_batch(
     data: dict[str, Any] = {
         "command": "release batch", "schema_version": JSON_SCHEMA_VERSION,
         "spec": str(spec_path), "file": spec.file, "epsilon": eps, "delta": dlt,
+        "derive": dict(spec.derive), "where": list(spec.where),
         "results": [{**release_dict(r), "share": share}
                     for r, share in zip(results, allocated.shares, strict=True)],
         "budget": budget_dict(status),

@@ -7,6 +7,9 @@ A spec is TOML (read with the standard library's ``tomllib``) or JSON (``.json``
     delta = 1e-6
     privacy_unit = "person_id"     # optional, with max_partitions, max_rows_per_partition,
     neighbouring = "add-remove"    # neighbouring, method, level, casts = {amount = "double"}
+    engine = "duckdb"              # or "spark" (release batch --engine wins)
+    where = ["sex = 'F'", "age > 30"]         # optional: keep rows where all hold (or one string)
+    derive = {net = "gain - loss"}            # optional: new columns, computed before `where`
 
     [[query]]
     kind = "count"
@@ -28,6 +31,14 @@ bounds are a query of their own (``kind = "bounds"``); ``bounds = "private"`` is
 spec, since bounds estimated from the data's noisy release can only be used by a second,
 later release (two spends: ``approxdp release KIND FILE COLUMN --bounds private``).
 
+``derive`` and ``where`` transform the table before every query (as ``--derive`` and
+``--where`` do on the command line, :mod:`approxdp.cli.row_options`): the derived columns
+first, in the order written, then the rows where every condition holds. They are keys of the
+spec, not of a query: a plan's queries are released together from ONE table, in one scan and
+one spend (:func:`approxdp.releases.execute.execute`); for another subset, write another
+spec (its spend is a second one). A derived value column takes the query's ``bounds``.
+``approxdp plan`` reads no data and ignores them (the noise does not depend on the rows).
+
 A relative ``file`` is read relative to the spec's folder.
 """
 
@@ -47,8 +58,8 @@ from approxdp.releases.specs import Query
 
 __all__ = ["BatchSpec", "load_spec"]
 _TABLE_KEYS = ("privacy_unit", "max_partitions", "max_rows_per_partition", "neighbouring",
-               "method", "casts")
-_TOP_KEYS = ("file", "epsilon", "delta", "level", "query", *_TABLE_KEYS)
+               "method", "casts", "engine")
+_TOP_KEYS = ("file", "epsilon", "delta", "level", "where", "derive", "query", *_TABLE_KEYS)
 _QUERY_KEYS = ("kind", "column", "columns", "bounds", "by", "domain", "outside_domain", "qs",
                "weight", "half_width", "rmse", "name")
 
@@ -68,6 +79,8 @@ class BatchSpec:
     weights: tuple[float, ...] | None
     half_widths: tuple[float | None, ...]
     rmses: tuple[float | None, ...]
+    where: tuple[str, ...] = ()
+    derive: tuple[tuple[str, str], ...] = ()
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -165,6 +178,13 @@ def _query(i: int, raw: object) -> tuple[Query, float, float | None, float | Non
     where = f"query {i + 1}"
     if not isinstance(raw, Mapping):
         raise ParameterTypeError(f"{where} must be a table of settings, got {raw!r}")
+    if "where" in raw or "derive" in raw:
+        key = "where" if "where" in raw else "derive"
+        raise InvalidParameterError(
+            f"{where}: {key} is a key of the spec, at the top (it applies to every query): a "
+            "batch's queries are one plan over one table; for another subset, write another "
+            "spec"
+        )
     unknown = sorted(set(raw) - set(_QUERY_KEYS))
     if unknown:
         raise InvalidParameterError(f"{where} has unknown key(s) {unknown}; allowed: "
@@ -202,6 +222,9 @@ def load_spec(path: Path) -> BatchSpec:
     if file is not None and "://" not in file and not Path(file).is_absolute():
         file = str(path.parent / file)
     weights = tuple(w for _, w, _, _ in parsed)
+    engine = data.get("engine", "duckdb")
+    if engine not in ("duckdb", "spark"):
+        raise InvalidParameterError(f"engine must be \"duckdb\" or \"spark\", got {engine!r}")
     return BatchSpec(
         path=path, file=file,
         epsilon=None if "epsilon" not in data else _number("epsilon", data["epsilon"]),
@@ -212,7 +235,28 @@ def load_spec(path: Path) -> BatchSpec:
         weights=None if all(w == 1.0 for w in weights) else weights,
         half_widths=tuple(h for _, _, h, _ in parsed),
         rmses=tuple(r for _, _, _, r in parsed),
+        where=_where(data.get("where", [])),
+        derive=_derive(data.get("derive", {})),
     )
+
+
+def _where(value: object) -> tuple[str, ...]:
+    """The spec's ``where``: one condition or a list of them (all must hold)."""
+    conditions = [value] if isinstance(value, str) else value
+    if not isinstance(conditions, list) or not all(isinstance(c, str) for c in conditions):
+        raise ParameterTypeError(
+            f"where must be an SQL condition (a string) or a list of them, got {value!r}")
+    return tuple(conditions)
+
+
+def _derive(value: object) -> tuple[tuple[str, str], ...]:
+    """The spec's ``derive``: {name: SQL expression}, computed in the order written."""
+    if not isinstance(value, Mapping) or not all(
+            isinstance(k, str) and k and isinstance(v, str) for k, v in value.items()):
+        raise ParameterTypeError(
+            "derive must be a mapping of new column names to SQL expressions, e.g. derive = "
+            f"{{net = \"gain - loss\"}}, got {value!r}")
+    return tuple(value.items())
 
 
 def targets(values: Sequence[float | None]) -> Sequence[float | None] | None:

@@ -32,6 +32,7 @@ from approxdp.cli.output import (
 )
 from approxdp.cli.release_inputs import BoundsOption, cli_problem, parse_casts
 from approxdp.cli.release_views import render_budget, render_release
+from approxdp.cli.row_options import parse_derives, row_options, transform_rows
 from approxdp.errors import DataError, InvalidParameterError
 from approxdp.releases.kinds import RELEASE_KINDS, KindInputs
 from approxdp.releases.specs import Neighbouring, OutsideDomain
@@ -160,6 +161,11 @@ def _typed_domain(table: Any, domain: dict[str, list[str]]) -> dict[str, list[An
               help="Convert a value column to numbers before anything else; values that are "
                    "not numbers become missing (counted, with examples, in the result notes). "
                    "Repeatable.")
+@row_options
+@click.option("--engine", type=click.Choice(["duckdb", "spark"]), default=None,
+              help="What reads FILE and computes: duckdb (default; a batch: the spec's "
+                   "engine, else duckdb), or spark (a local session unless one is active; "
+                   "needs approxdp[spark]).")
 @click.option("--seed", type=int, default=None,
               help="Seed the noise (tests and demos only: seeded noise is NOT secure).")
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), default=None,
@@ -175,8 +181,8 @@ def release_command(
     outside_domain: str, budget: tuple[float, float] | None, ledger: Path | None,
     composition: str | None, privacy_unit: str | None, max_partitions: int,
     max_rows_per_partition: int, neighbouring: str, level: float, method: str,
-    cast_specs: tuple[str, ...], seed: int | None, output: Path | None, show: int,
-    as_json: bool,
+    cast_specs: tuple[str, ...], wheres: tuple[str, ...], derive_specs: tuple[str, ...],
+    engine: str | None, seed: int | None, output: Path | None, show: int, as_json: bool,
 ) -> None:
     """A private statistic of a CSV or Parquet FILE.
 
@@ -192,6 +198,8 @@ def release_command(
           --ledger budget.sqlite --budget 4 1e-5 --output sex.csv
       approxdp release quantiles people.csv age --bounds 0 100 --q 0.1 --q 0.9 -e 1 -d 1e-6
       approxdp release median people.csv income --bounds private -e 1 -d 1e-6
+      approxdp release mean people.csv hours --bounds 0 100 \\
+          --where "sex = 'F' AND age > 30" -e 0.5 -d 1e-6
       approxdp release batch spec.toml --ledger budget.sqlite
     """
     from approxdp.releases.session import PrivateTable
@@ -201,9 +209,14 @@ def release_command(
 
         if columns:
             raise InvalidParameterError("release batch takes one spec FILE and no COLUMNS")
+        if wheres or derive_specs:
+            raise InvalidParameterError(
+                "release batch takes its filters and derived columns from the spec (keys "
+                "where and derive), not from --where/--derive")
         run_batch(file, epsilon=epsilon, delta=delta, level=level if level != 0.95 else None,
                   budget=budget, ledger=ledger, composition=composition, seed=seed,
-                  output=output, show=show, as_json=as_json, make_accountant=_accountant)
+                  output=output, show=show, as_json=as_json, make_accountant=_accountant,
+                  engine=engine)
         return
     for name, value in (("-e' / '--epsilon", epsilon), ("-d' / '--delta", delta)):
         if value is None:
@@ -220,6 +233,7 @@ def release_command(
         raise InvalidParameterError("--bounds-share goes with --bounds private")
     _check_output(output)
     casts = parse_casts(cast_specs)
+    derives = parse_derives(derive_specs)
     accountant = _accountant(ledger, budget, composition, (epsilon, delta))
     try:
         with progress(f"Releasing a private {kind} from {file.name}"):
@@ -227,8 +241,9 @@ def release_command(
                 str(file), accountant=accountant, neighbouring=cast(Neighbouring, neighbouring),
                 privacy_unit=privacy_unit, max_partitions=max_partitions,
                 max_rows_per_partition=max_rows_per_partition, seed=seed, method=method,
-                casts=casts,
+                casts=casts, engine=engine or "duckdb",
             )
+            table = transform_rows(table, derive=derives, where=wheres)
             inputs = dataclasses.replace(inputs, domain=_typed_domain(table, domain))
             result = table.release_kind(entry, inputs, epsilon=epsilon, delta=delta,
                                         level=level, bounds_share=bounds_share)
@@ -241,7 +256,7 @@ def release_command(
         "file": str(file),
         "query": {"kind": kind, "columns": list(columns), "by": list(by),
                   "bounds": list(bounds) if isinstance(bounds, tuple) else bounds,
-                  "domain": domain or None},
+                  "domain": domain or None, "derive": dict(derives), "where": list(wheres)},
         "result": release_dict(result),
         "budget": budget_dict(status),
         "ledger": str(ledger) if ledger is not None else None,
