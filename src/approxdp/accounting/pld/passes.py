@@ -1,0 +1,336 @@
+"""One direction of a history, on one grid: discretize (cached), compose, certify, estimate.
+
+- :func:`upper_epsilon`: the certified upper bound on ε(δ) from the pessimistic
+  discretization, tilted where the answer is (a saddle-point estimate first, then the answer
+  itself when the first window's error terms are not small there).
+- :func:`excess`: an estimate of how far that bound sits above the true ε, from the variance
+  the connect-the-dots split adds (its ``spread``) — what picks the grid step.
+- :func:`lower_epsilon` / :func:`lower_delta`: the certified lower bound from the rounded
+  loss used as a test (:func:`~approxdp.accounting.pld.grid.discretize_rounded`).
+
+References: Doroshenko et al. 2022 (https://arxiv.org/abs/2207.04380) for connect-the-dots,
+Koskela et al. 2021 (https://arxiv.org/abs/2006.07134) for the FFT, Daniels 1954 and
+Lugannani, Rice 1980 (https://doi.org/10.2307/1426607) for the saddle-point estimate.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+from scipy import special
+
+from approxdp.accounting.pld.compose import (
+    MAX_WINDOW,
+    ComposedPLD,
+    DiscretePLD,
+    RoundedPLD,
+    WindowTooLargeError,
+    compose,
+    discretize,
+    discretize_rounded,
+    rounded_tails,
+    tail_edge,
+    test_delta,
+    test_epsilon,
+)
+from approxdp.accounting.pld.privacy_loss import LossSource
+from approxdp.accounting.pld.window import (
+    Support,
+    Window,
+    clear_supports,
+    composed_moments,
+    solve_tilt,
+    support_of,
+)
+from approxdp.errors import InvalidParameterError
+
+__all__ = [
+    "ExcessModel",
+    "Parts",
+    "calibrated",
+    "clear_caches",
+    "coarse_moments",
+    "composed",
+    "excess_model",
+    "lower_delta",
+    "lower_epsilon",
+    "quantize",
+    "saddle_epsilon",
+    "upper_epsilon",
+]
+
+Parts = Sequence[tuple[LossSource, int]]
+_COARSE_POINTS = 4096
+
+
+def quantize(h: float, up: bool = False) -> float:
+    """Round a grid step to a power of 2^(1/4), down by default (so discretizations can be
+    cached across calls)."""
+    k = 4.0 * math.log2(h)
+    return float(2.0 ** ((math.ceil(k) if up else math.floor(k)) / 4.0))
+
+
+@lru_cache(maxsize=256)
+def coarse_moments(source: LossSource) -> tuple[float, float, float]:
+    """(mean, variance, width) of the finite loss under P, from a coarse discretization."""
+    lo = tail_edge(source, 1e-9, 1e-14, upper=False)
+    hi = tail_edge(source, 1e-9, 1e-14, upper=True)
+    width = max(hi - lo, 1e-12)
+    coarse = discretize(source, width / _COARSE_POINTS, 1e-14)
+    mean, var = coarse.mean_var()
+    return mean, var, width
+
+
+@lru_cache(maxsize=256)
+def _coarse_support(source: LossSource) -> Support:
+    lo = tail_edge(source, 1e-9, 1e-14, upper=False)
+    hi = tail_edge(source, 1e-9, 1e-14, upper=True)
+    width = max(hi - lo, 1e-12)
+    return Support(discretize(source, width / _COARSE_POINTS, 1e-14))
+
+
+@lru_cache(maxsize=256)
+def _discretized(source: LossSource, h: float, tail: float) -> DiscretePLD:
+    return discretize(source, h, tail)
+
+
+@lru_cache(maxsize=64)
+def _rounded(source: LossSource, h: float, tail: float) -> RoundedPLD:
+    return discretize_rounded(source, h, tail)
+
+
+def clear_caches() -> None:
+    """Forget every cached discretization (for benchmarks of cold calls, and tests)."""
+    coarse_moments.cache_clear()
+    _coarse_support.cache_clear()
+    _discretized.cache_clear()
+    _rounded.cache_clear()
+    clear_supports()
+
+
+def _step_tail(parts: Parts, tail: float) -> float:
+    return tail / max(sum(c for _, c in parts), 1)
+
+
+def composed(
+    parts: Parts, h: float, tail: float, tilt_at: float | None, below: float | None = None
+) -> ComposedPLD:
+    """Discretize (cached) and compose; a window too large for memory coarsens the grid
+    (still certified, a little looser)."""
+    step_tail = _step_tail(parts, tail)
+    for _ in range(6):
+        plds = [(_discretized(s, h, step_tail), c) for s, c in parts]
+        try:
+            return compose(plds, tail=tail, tilt_at=tilt_at, below=below)
+        except WindowTooLargeError as exc:
+            h = quantize(h * 1.1 * exc.needed / MAX_WINDOW, up=True)
+    raise InvalidParameterError(  # pragma: no cover - the grid grows geometrically
+        "the PLD window did not fit in memory; use a coarser precision"
+    )
+
+
+def _log_hockey(lam: float, sd: float) -> float:
+    """log E[e^(−λX)(1 − e^(−X)); X > 0] for X ~ N(0, sd²): (erfcx(λs/√2) − erfcx((λ+1)s/√2))/2
+    (the saddle-point factor of the hockey-stick divergence)."""
+    r = 1.0 / math.sqrt(2.0)
+    g = float(special.erfcx(lam * sd * r)) - float(special.erfcx((lam + 1.0) * sd * r))
+    return math.log(max(g, 1e-300)) - math.log(2.0)
+
+
+def saddle_epsilon(parts: Parts, delta: float) -> float | None:
+    """A saddle-point estimate of ε(δ) (not certified: it only aims the tilt), on coarse
+    copies of the steps: log δ ≈ K(λ) − λK'(λ) + log E[e^(−λX)(1 − e^(−X)); X > 0] with
+    X ~ N(0, K''(λ)) and ε = K'(λ). None where δ is above its value at λ = 0."""
+    coarse = [(_coarse_support(s), c) for s, c in parts]
+    target = math.log(delta)
+
+    def f(lam: float) -> tuple[float, float]:
+        mo = composed_moments(coarse, lam)
+        return mo.k - lam * mo.mean + _log_hockey(lam, math.sqrt(mo.var)), mo.mean
+
+    at0, _ = f(0.0)
+    if target >= at0:
+        return None
+    lo, hi = 0.0, 1.0
+    for _ in range(60):  # bracket: f falls as λ grows
+        val, _ = f(hi)
+        if val < target:
+            break
+        lo, hi = hi, 2.0 * hi
+    for _ in range(50):
+        mid = 0.5 * (lo + hi)
+        val, _ = f(mid)
+        if val > target:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-4 * hi:
+            break
+    return f(0.5 * (lo + hi))[1]
+
+
+def _guess(parts: Parts, delta: float) -> float:
+    """The tilt target: the saddle-point ε, else the normal approximation's m + sd·Φ⁻¹(1 − δ)."""
+    saddle = saddle_epsilon(parts, delta)
+    if saddle is not None and math.isfinite(saddle):
+        return max(saddle, 0.0)
+    mean = sum(c * coarse_moments(s)[0] for s, c in parts)
+    var = sum(c * coarse_moments(s)[1] for s, c in parts)
+    return max(0.0, mean + math.sqrt(var) * -float(special.ndtri(delta)))
+
+
+def _clean(comp: ComposedPLD, eps: float, delta: float) -> bool:
+    """Whether the window's own error terms are small against δ at the answer (round-off and
+    left-out tails), so that another tilt would not tighten it."""
+    if not math.isfinite(eps):
+        return False
+    rounding, tails = comp.error_terms(eps)
+    return rounding <= 1e-4 * delta and tails <= 1e-3 * delta and eps >= comp.bottom
+
+
+def upper_epsilon(
+    parts: Parts, delta: float, h: float, guess: float | None = None, below: float | None = None
+) -> tuple[ComposedPLD, float]:
+    """The composed pessimistic PLD of one direction, good at its ε(δ), and that certified ε.
+
+    Tilted at ``guess`` (default: the saddle-point estimate); if the error terms at the answer
+    are not small against δ, composed again tilted at the answer (every pass is a valid upper
+    bound: the best is kept). ``below``: how far under ``guess`` the answer may lie (default:
+    three tilted standard deviations and a tenth of it)."""
+    tail = 1e-4 * delta
+    target = _guess(parts, delta) if guess is None else guess
+    first = composed(parts, h, tail, target, below)
+    eps = first.epsilon(delta)
+    if _clean(first, eps, delta):
+        return first, eps
+    passes = [(eps, first)]
+    tried = [target]
+    for _ in range(3):
+        best_eps, best = min(passes, key=lambda p: p[0])
+        if math.isfinite(best_eps):
+            nxt = best_eps
+        else:  # nothing certified in the window: aim at what the masses point to
+            core = best._core_epsilon(delta - best.infinity_mass, with_rounding=False)
+            nxt = core if math.isfinite(core) and core > 0.0 else 2.0 * max(tried) + 1.0
+        if any(abs(nxt - t) <= 1e-6 * (1.0 + abs(t)) for t in tried):
+            break
+        tried.append(nxt)
+        comp = composed(parts, h, tail, nxt)
+        e = comp.epsilon(delta)
+        passes.append((e, comp))
+        if _clean(comp, e, delta):
+            break
+    best_eps, best = min(passes, key=lambda p: p[0])
+    return best, best_eps
+
+
+def _tilted_spread(pld: DiscretePLD, lam: float) -> float:
+    """The connect-the-dots spread of one step under the λ-tilted measure: Σ_k v_k e^(λ m_k) /
+    Σ_i p_i e^(λ l_i), m_k the interval's midpoint."""
+    if pld.spread is None or pld.spread.size == 0:
+        return 0.0
+    with np.errstate(divide="ignore"):
+        lp = np.log(np.maximum(pld.pmf, 0.0)) + lam * pld.losses
+        ls = np.log(pld.spread) + lam * (pld.losses[:-1] + 0.5 * pld.h)
+    norm = float(special.logsumexp(lp))
+    top = float(ls.max())
+    if not (math.isfinite(norm) and math.isfinite(top)):
+        return 0.0
+    return math.exp(top - norm) * float(np.exp(ls - top).sum())
+
+
+@dataclass(frozen=True, slots=True)
+class ExcessModel:
+    """≈ how far the certified ε sits above the true ε, as a function of the grid step.
+
+    The split adds variance V_j(h) to step j (mean V_j/2: it keeps E_P[e^(−L)]), which raises
+    the tilted log-MGF by ΔK ≈ Σ_j c_j V_j λ(1 + λ)/2 at the saddle point λ of the answer
+    (tilted mean = ε); δ(ε) moves by that factor and ε by about ΔK / s, s = −d log δ/dε =
+    e^ε E[e^(−S); S > ε]/δ measured on the composed distribution (s ≈ λ for a near-Gaussian
+    sum). ``scale`` corrects it by what two grids measured (:func:`calibrated`): where a few
+    large losses make δ the model keeps its shape in h but not its constant."""
+
+    parts: tuple[tuple[LossSource, int], ...]
+    delta: float
+    lam: float
+    factor: float
+    scale: float = 1.0
+
+    def at(self, h: float) -> float:
+        """The estimated excess at grid step h (discretizes at h: cached)."""
+        step_tail = _step_tail(self.parts, 1e-4 * self.delta)
+        spread = sum(
+            c * _tilted_spread(_discretized(s, h, step_tail), self.lam) for s, c in self.parts
+        )
+        return self.scale * self.factor * spread
+
+
+def excess_model(
+    parts: Parts, h: float, comp: ComposedPLD, eps: float, delta: float
+) -> ExcessModel:
+    """The excess model at the answer ``eps`` of the pass ``comp`` (grid step h)."""
+    step_tail = _step_tail(parts, 1e-4 * delta)
+    plds = [(_discretized(s, h, step_tail), c) for s, c in parts]
+    lam = solve_tilt([(support_of(p), c) for p, c in plds], eps, start=comp.lam)
+    slope = comp.slope(eps) / delta if delta > 0.0 else lam
+    ratio = max(1.0, lam / slope) if slope > 0.0 else 1.0 + lam
+    return ExcessModel(tuple(parts), delta, lam, (1.0 + lam) / 2.0 * ratio)
+
+
+def calibrated(model: ExcessModel, coarse: tuple[float, float], fine: tuple[float, float]) -> (
+    ExcessModel
+):
+    """``model`` scaled by what two certified passes measured: (h, ε) on a coarse and on a
+    finer grid. The model's drop between them should be the drop of ε; where ε fell more,
+    the model is scaled up (by at most 100), never down."""
+    (h1, e1), (h2, e2) = coarse, fine
+    drop = model.at(h1) - model.at(h2)
+    if not (drop > 0.0 and e1 - e2 > drop):
+        return model
+    return ExcessModel(model.parts, model.delta, model.lam, model.factor,
+                       min(100.0, (e1 - e2) / drop))
+
+
+def _rounded_tails(
+    parts: Parts, h: float, tail: float, tilt_at: float, below: float | None = None
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Certified (P-tail lower, Q-tail upper) of the rounded loss, composed tilted at
+    ``tilt_at`` (λ for P, λ + 1 for Q: Q-masses are about P-masses times e^(−loss), so both
+    tilted measures have one shape and share one window)."""
+    step_tail = _step_tail(parts, tail)
+    rounded = [(_rounded(s, h, step_tail), c) for s, c in parts]
+    p_parts = [(r.as_measures()[0], c) for r, c in rounded]
+    q_parts = [(r.as_measures()[1], c) for r, c in rounded]
+    try:
+        p_comp = compose(p_parts, tail=tail, tilt_at=tilt_at, below=below)
+        if p_comp.size <= 1:
+            return None
+        win = Window(p_comp.lam, p_comp.offset, p_comp.size)
+        q_comp = compose(q_parts, tail=tail, window=win, lam_shift=1.0)
+    except WindowTooLargeError:
+        return None
+    return rounded_tails(p_comp, q_comp)
+
+
+def lower_epsilon(
+    parts: Parts, delta: float, h: float, near: float, below: float | None = None
+) -> float:
+    """A certified lower bound on ε(δ) of one direction: the rounded-loss tests at grid step
+    h, composed tilted at ``near`` (the upper bound: the answer is at most ``below`` under
+    it)."""
+    tails = _rounded_tails(parts, h, 1e-4 * delta, near, below)
+    if tails is None:
+        return 0.0
+    return test_epsilon(tails[0], tails[1], delta)
+
+
+def lower_delta(parts: Parts, epsilon: float, h: float) -> float:
+    """A certified lower bound on δ(ε) of one direction (the rounded-loss tests)."""
+    tails = _rounded_tails(parts, h, 1e-30, epsilon)
+    if tails is None:
+        return 0.0
+    return test_delta(tails[0], tails[1], epsilon)
