@@ -1,5 +1,6 @@
 """The grid of the PLD accountant: one mechanism's privacy-loss distribution, discretized on
-the points i·h pessimistically (a dominating pair) or optimistically (a dominated one).
+the points i·h pessimistically (a dominating pair, for the upper bound) or rounded to the
+nearest point under P and under Q (a test statistic, for the lower bound).
 
 See :mod:`approxdp.accounting.pld.compose` for how they are composed and bounded; Doroshenko, Ghazi,
 Kamath, Kumar, Manurangsi 2022 (https://arxiv.org/abs/2207.04380) for connect-the-dots, and
@@ -13,7 +14,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from scipy import optimize
 
 from approxdp.accounting.pld.privacy_loss import LossSource
 from approxdp.errors import InvalidParameterError
@@ -22,7 +22,6 @@ __all__ = [
     "DiscretePLD",
     "RoundedPLD",
     "discretize",
-    "discretize_optimistic",
     "discretize_rounded",
     "tail_edge",
 ]
@@ -33,7 +32,6 @@ FloatArray = npt.NDArray[np.float64]
 
 _U = float(np.finfo(np.float64).eps) / 2  # unit round-off
 _MAX_STEP_POINTS = 1 << 22  # one step's grid
-_LARGEST_EXPONENT = 700.0  # e^700 ≈ 1e304: beyond, e^ε overflows float64
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,85 +238,3 @@ def discretize_rounded(source: LossSource, h: float, tail: float) -> RoundedPLD:
         p_inf=p_inf,
         r_inf=r_inf,
     )
-
-
-def _minorant_slopes(x: FloatArray, g: FloatArray) -> FloatArray:
-    """Slopes of the greatest convex minorant of the piecewise-linear curve through (x, g):
-    the weighted isotonic (non-decreasing) regression of the chords' slopes, weights the
-    interval lengths (the Grenander construction; pool-adjacent-violators,
-    ``scipy.optimize.isotonic_regression``). Non-decreasing exactly, so the masses it gives are
-    never negative; it keeps both end points (the weighted sums are preserved)."""
-    dx = np.diff(x)
-    return np.asarray(optimize.isotonic_regression(np.diff(g) / dx, weights=dx).x)
-
-
-def discretize_optimistic(source: LossSource, h: float, tail: float) -> DiscretePLD:
-    """An *optimistic* discretization on the grid i·h: a pair dominated by ``source``.
-
-    The finite loss above the grid's top is first moved down to it (the loss only falls). The
-    privacy curve δ(x) of that distribution, as a function of x = e^ε, is convex; on each grid
-    interval it lies at most G_k = (x_k − x_{k−1})·r_k/4 below its chord, r_k being the
-    interval's Q-mass (the jump of its slope). The values δ(e_i) − max(G_i, G_{i+1}) at the
-    grid points, joined by chords and made convex (lower hull), therefore lie below δ
-    everywhere, and every convex, decreasing curve below δ is the privacy curve of a pair that
-    (P, Q) dominates (Blackwell's theorem for binary experiments; Zhu, Dong, Wang 2022,
-    https://arxiv.org/abs/2106.08567, Sec. 2). Its error is second order in h, like
-    connect-the-dots' from above, so the two bracket the truth tightly.
-    """
-    i_lo, n, edges = _grid(source, h, tail)
-    c = source.cdfs(np.concatenate((edges, [np.inf])))
-    p_inf = float(c.sp[-1])
-    if edges[-1] > _LARGEST_EXPONENT:
-        # e^ε overflows on this grid: round every finite loss down to its grid point instead
-        # (pointwise lower losses, so every composed δ is lower too; a looser lower bound)
-        fp = c.fp[:-1]
-        mass = np.maximum(np.diff(fp), 0.0)  # P-mass of (e_{k−1}, e_k] goes to e_{k−1}
-        pmf = np.zeros(n)
-        pmf[:-1] = mass
-        pmf[0] += fp[0]
-        pmf[-1] += max(float(c.sp[-2]) - p_inf, 0.0)  # the tail above the top, down to it
-        return DiscretePLD(h=h, offset=i_lo, pmf=pmf, infinity_mass=p_inf)
-    sp, sq, fq = c.sp[:-1], c.sq[:-1], c.fq[:-1]
-    top = edges[-1]
-    moved = max(float(sp[-1]) - p_inf, 0.0)  # finite P-mass above the top, moved down to it
-    with np.errstate(over="ignore", under="ignore"):
-        x = np.exp(edges)
-        sq_opt = sq - sq[-1] + moved * math.exp(-top)
-        sq_opt[-1] = 0.0
-        sp_opt = sp.copy()
-        sp_opt[-1] = p_inf
-        delta = sp_opt - x * sq_opt
-        err = 8.0 * _U * (sp_opt + x * sq_opt) + 1e-300
-        # Q-mass of each interval (its slope jump), the moved atom in the last one
-        use_f = fq[1:] <= sq[:-1]
-        r = np.where(use_f, fq[1:] - fq[:-1], sq[:-1] - sq[1:])
-        r = np.maximum(r, 0.0) * (1.0 + 8.0 * _U)
-        r[-1] += moved * math.exp(-top) * (1.0 + 8.0 * _U)
-        gap = np.diff(x) * r / 4.0
-    lower = np.zeros(n)
-    lower[:-1] = gap
-    lower[1:] = np.maximum(lower[1:], gap)
-    g = delta - lower - err
-    # A valid curve starts on the line 1 − x (total Q-mass ≤ 1) and ends flat at P(L = ∞).
-    # Raising one point to such a floor would undo its gap margin (the chord into it could
-    # then cross δ where δ reaches the floor inside the interval), so the floors take over
-    # whole runs instead: up to the last point below 1 − x, and from the point before the
-    # first one at or below P(L = ∞). The chord into each run ends at a point that kept its
-    # margin, and the run itself (the line 1 − x, the constant P(L = ∞)) is below δ.
-    floor_line = 1.0 - x
-    below_line = np.nonzero(g < floor_line)[0]
-    if below_line.size:
-        last = int(below_line[-1]) + 1
-        g[: last + 1] = floor_line[: last + 1]
-    g[0] = max(g[0], floor_line[0])
-    at_floor = np.nonzero(g <= p_inf)[0]
-    first = int(at_floor[0]) - 1 if at_floor.size else g.size - 2
-    g[max(first, 0) :] = p_inf
-    g = np.maximum(g, p_inf)  # (the line 1 − x may dip below P(L = ∞) far right)
-    # points: (0, 1), the grid, and the flat ray at P(L = ∞) beyond the top
-    xs = np.concatenate(([0.0], x))
-    gs = np.concatenate(([1.0], g))
-    slopes = _minorant_slopes(xs, gs)
-    b = np.concatenate((-slopes, [0.0]))  # Q-mass above each point; 0 on the flat ray
-    pmf = np.maximum(x * (b[:-1] - b[1:]), 0.0)
-    return DiscretePLD(h=h, offset=i_lo, pmf=pmf, infinity_mass=p_inf)
