@@ -125,6 +125,7 @@ class ComposedPLD:
         log_below: float,
         steps: int,
         lam_target: float | None = None,
+        alias_theta: float = 0.0,
     ) -> None:
         self.h = h
         self.offset = offset
@@ -139,6 +140,10 @@ class ComposedPLD:
         self.log_below = log_below  # log bound on the true mass below the window's bottom
         self.steps = steps  # composed steps
         self.lam_target = lam_target  # the loss the tilt was aimed at (None: untilted)
+        self.tilted = tilted  # the whole window, tilted (for composing in blocks)
+        self.block_spread = 0.0  # variance added by regridding blocks (under the tilt)
+        self.blocked = False  # composed in blocks (passes.composed)
+        self.alias_theta = alias_theta  # the θ of log_alias_up (for per-entry alias bounds)
         l = (offset + np.arange(tilted.size)) * h
         keep = l >= 0.0  # only ε ≥ 0 is ever asked for: atoms at l ≤ 0 never count
         self._l = l[keep]
@@ -152,6 +157,19 @@ class ComposedPLD:
         with np.errstate(over="ignore", under="ignore"):
             self._r2 = _suffix(self._m * np.exp(np.maximum(ref - self._l, -745.0)))
         self._r3 = _suffix(untilt)  # (only the untilt factors' suffix sums are kept)
+
+    def alias_bounds(self) -> FloatArray:
+        """Per entry of the window, a bound on the tilted mass that aliasing put there (from
+        above: the tilted mass beyond the top, at least N·h higher; from below: the mass
+        below the bottom, untilting shrinking it by e^(−λNh)), in the units of ``tilted``."""
+        rel = np.arange(self.size) * self.h  # s − bottom
+        norm = self.log_mgf
+        with np.errstate(over="ignore", under="ignore"):
+            up = np.exp(np.minimum(self.log_alias_up - norm - self.alias_theta * rel, 0.0))
+            span = self.size * self.h
+            low = np.exp(np.minimum(
+                self.log_below + self.lam * (self.bottom + rel - span) - norm, 0.0))
+        return np.asarray(up + low)
 
     @property
     def losses(self) -> FloatArray:
@@ -318,8 +336,7 @@ def _fft_power(
     log_rel = np.zeros(n // 2 + 1)
     fwd: list[tuple[FloatArray, float, int]] = []
     for p, c in parts:
-        with np.errstate(divide="ignore"):
-            lt = np.log(np.maximum(p.pmf, 0.0)) + lam * p.losses
+        lt = p.log_masses() + lam * p.losses
         norm = float(special.logsumexp(lt))
         log_mgf += c * norm
         tilted = np.exp(lt - norm) if math.isfinite(norm) else np.zeros_like(lt)
@@ -397,6 +414,7 @@ def compose(
     below: float | None = None,
     window: Window | None = None,
     lam_shift: float = 0.0,
+    lam: float | None = None,
 ) -> ComposedPLD:
     """Compose ``count`` copies of each discretized measure (all on one grid step h).
 
@@ -409,6 +427,7 @@ def compose(
         window: reuse this window (tilt λ + ``lam_shift``): to compose a second measure on
             the same points (the Q-measure of a rounded loss, with ``lam_shift=1``).
         lam_shift: added to the window's tilt.
+        lam: use this tilt (``tilt_at`` then only places the window).
 
     Raises:
         WindowTooLargeError: the window would need more than :data:`MAX_WINDOW` points.
@@ -429,7 +448,7 @@ def compose(
     if window is None:
         window = plan_window(
             supports, h=h, tilt_at=tilt_at, log_tail=math.log(tail),
-            support=(support_lo, support_hi), below=below, delta_scale=tail * 1e4,
+            support=(support_lo, support_hi), below=below, delta_scale=tail * 1e4, lam=lam,
         )
     lam = window.lam + lam_shift
     a_idx = window.a_idx
@@ -473,4 +492,5 @@ def compose(
         log_below=log_below,
         steps=steps,
         lam_target=tilt_at,
+        alias_theta=window.alias[0],
     )

@@ -45,7 +45,9 @@ class DiscretePLD:
         infinity_mass: P-mass at loss +∞ (pure δ, and the truncated upper tail).
         spread: for connect-the-dots, the variance that the split adds in each interval
             (e_k, e_(k+1)], h²·a(p − a)/p for an interval of P-mass p of which a goes up: what
-            the discretization costs in ε (:func:`discretization_excess`); None otherwise.
+            the discretization costs in ε; None otherwise.
+        tilt: the masses are stored tilted by e^(tilt·loss) (see :meth:`log_masses`).
+        log_norm: with ``tilt``, the log of the normalizer.
     """
 
     h: float
@@ -53,6 +55,17 @@ class DiscretePLD:
     pmf: FloatArray
     infinity_mass: float
     spread: FloatArray | None = None
+    tilt: float = 0.0
+    log_norm: float = 0.0
+
+    def log_masses(self) -> FloatArray:
+        """log of the true masses: ``pmf`` is stored tilted when ``tilt`` ≠ 0 (a composed
+        block), the true mass being pmf · e^(log_norm − tilt·loss)."""
+        with np.errstate(divide="ignore"):
+            out = np.log(np.maximum(self.pmf, 0.0))
+        if self.tilt != 0.0 or self.log_norm != 0.0:
+            out = out + (self.log_norm - self.tilt * self.losses)
+        return np.asarray(out)
 
     @property
     def losses(self) -> FloatArray:

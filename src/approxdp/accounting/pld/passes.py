@@ -23,6 +23,13 @@ from functools import lru_cache
 import numpy as np
 from scipy import special
 
+from approxdp.accounting.pld.blocks import (
+    BLOCK_FROM,
+    block_measure,
+    block_plan,
+    block_step,
+    rounded_blocks,
+)
 from approxdp.accounting.pld.compose import (
     MAX_WINDOW,
     ComposedPLD,
@@ -43,6 +50,7 @@ from approxdp.accounting.pld.window import (
     Window,
     clear_supports,
     composed_moments,
+    plan_window,
     solve_tilt,
     support_of,
 )
@@ -119,18 +127,82 @@ def _step_tail(parts: Parts, tail: float) -> float:
 def composed(
     parts: Parts, h: float, tail: float, tilt_at: float | None, below: float | None = None
 ) -> ComposedPLD:
-    """Discretize (cached) and compose; a window too large for memory coarsens the grid
+    """Discretize (cached) and compose — in blocks where a part has many steps
+    (:mod:`approxdp.accounting.pld.blocks`); a window too large for memory coarsens the grid
     (still certified, a little looser)."""
     step_tail = _step_tail(parts, tail)
     for _ in range(6):
         plds = [(_discretized(s, h, step_tail), c) for s, c in parts]
         try:
+            if _blocks_pay(plds, tail, tilt_at):
+                return _in_blocks(plds, tail, tilt_at, below)
             return compose(plds, tail=tail, tilt_at=tilt_at, below=below)
         except WindowTooLargeError as exc:
             h = quantize(h * 1.1 * exc.needed / MAX_WINDOW, up=True)
     raise InvalidParameterError(  # pragma: no cover - the grid grows geometrically
         "the PLD window did not fit in memory; use a coarser precision"
     )
+
+
+def _blocks_pay(
+    plds: Sequence[tuple[DiscretePLD, int]], tail: float, tilt_at: float | None
+) -> bool:
+    """Whether composing in blocks needs fewer FFT points than one composition: the planned
+    window of the whole sum against the largest part's block window plus the coarser second
+    level (a near-Gaussian sum gains √B-fold; a heavy-tailed one, whose window is set by a few
+    large losses, does not)."""
+    if all(c < BLOCK_FROM for _, c in plds):
+        return False
+    sup = [(support_of(p), c) for p, c in plds]
+    h = plds[0][0].h
+    lo = sum(c * p.offset for p, c in plds)
+    hi = sum(c * (p.offset + p.pmf.size - 1) for p, c in plds)
+    whole = plan_window(sup, h=h, tilt_at=tilt_at, log_tail=math.log(tail), support=(lo, hi),
+                        below=None, delta_scale=1e4 * tail).n
+    p, c = max(plds, key=lambda item: item[1])
+    block, k, _ = block_plan(c)
+    _, factor = block_step(h, block)
+    lam = 0.0 if tilt_at is None else solve_tilt(sup, tilt_at)
+    one = [(support_of(p), block)]
+    mean = one[0][0].moments(lam)[1]
+    part = plan_window(one, h=h, tilt_at=None if tilt_at is None else block * mean,
+                       log_tail=math.log(tail / (k + 1)),
+                       support=(block * p.offset, block * (p.offset + p.pmf.size - 1)),
+                       below=None, delta_scale=1e4 * tail, lam=lam).n
+    return 2 * part + whole / factor < 0.5 * whole
+
+
+def _in_blocks(
+    plds: Sequence[tuple[DiscretePLD, int]], tail: float, tilt_at: float | None,
+    below: float | None,
+) -> ComposedPLD:
+    """Each part composed in blocks of B steps (and a remainder) on the fine grid, regridded
+    to the coarser one, and the blocks composed there; both levels tilted alike (λ solving
+    the whole sum's tilted mean = ``tilt_at``), each block's left-out mass within its share of
+    ``tail``."""
+    sup = [(support_of(p), c) for p, c in plds]
+    lam = 0.0 if tilt_at is None else solve_tilt(sup, tilt_at)
+    big = max(block_plan(c)[0] for _, c in plds)
+    _, factor = block_step(plds[0][0].h, big)
+    pieces: list[tuple[DiscretePLD, int]] = []
+    spread = 0.0
+    n_blocks = sum(block_plan(c)[1] + 1 for _, c in plds)
+    for (p, c), (s, _) in zip(plds, sup, strict=True):
+        block, k, r = block_plan(c) if c >= BLOCK_FROM else (c, 1, 0)
+        mean = s.moments(lam)[1]
+        for size, copies in ((block, k), (r, 1)):
+            if size == 0:
+                continue
+            piece, v = block_measure(
+                p, size, lam=lam, tilt_at=None if tilt_at is None else size * mean,
+                tail=tail / n_blocks, factor=factor,
+            )
+            pieces.append((piece, copies))
+            spread += copies * v
+    comp = compose(pieces, tail=tail, tilt_at=tilt_at, below=below)
+    comp.block_spread = spread
+    comp.blocked = True
+    return comp
 
 
 def _log_hockey(lam: float, sd: float) -> float:
@@ -141,10 +213,11 @@ def _log_hockey(lam: float, sd: float) -> float:
     return math.log(max(g, 1e-300)) - math.log(2.0)
 
 
-def saddle_epsilon(parts: Parts, delta: float) -> float | None:
-    """A saddle-point estimate of ε(δ) (not certified: it only aims the tilt), on coarse
-    copies of the steps: log δ ≈ K(λ) − λK'(λ) + log E[e^(−λX)(1 − e^(−X)); X > 0] with
-    X ~ N(0, K''(λ)) and ε = K'(λ). None where δ is above its value at λ = 0."""
+def saddle_epsilon(parts: Parts, delta: float) -> tuple[float, float] | None:
+    """A saddle-point estimate of ε(δ) and its tilt λ (not certified: they only aim the
+    tilt and size the first grid), on coarse copies of the steps: log δ ≈ K(λ) − λK'(λ) +
+    log E[e^(−λX)(1 − e^(−X)); X > 0] with X ~ N(0, K''(λ)) and ε = K'(λ). None where δ is
+    above its value at λ = 0."""
     coarse = [(_coarse_support(s), c) for s, c in parts]
     target = math.log(delta)
 
@@ -170,14 +243,15 @@ def saddle_epsilon(parts: Parts, delta: float) -> float | None:
             hi = mid
         if hi - lo <= 1e-4 * hi:
             break
-    return f(0.5 * (lo + hi))[1]
+    lam = 0.5 * (lo + hi)
+    return f(lam)[1], lam
 
 
 def _guess(parts: Parts, delta: float) -> float:
     """The tilt target: the saddle-point ε, else the normal approximation's m + sd·Φ⁻¹(1 − δ)."""
     saddle = saddle_epsilon(parts, delta)
-    if saddle is not None and math.isfinite(saddle):
-        return max(saddle, 0.0)
+    if saddle is not None and math.isfinite(saddle[0]):
+        return max(saddle[0], 0.0)
     mean = sum(c * coarse_moments(s)[0] for s, c in parts)
     var = sum(c * coarse_moments(s)[1] for s, c in parts)
     return max(0.0, mean + math.sqrt(var) * -float(special.ndtri(delta)))
@@ -234,7 +308,7 @@ def _tilted_spread(pld: DiscretePLD, lam: float) -> float:
     if pld.spread is None or pld.spread.size == 0:
         return 0.0
     with np.errstate(divide="ignore"):
-        lp = np.log(np.maximum(pld.pmf, 0.0)) + lam * pld.losses
+        lp = pld.log_masses() + lam * pld.losses
         ls = np.log(pld.spread) + lam * (pld.losses[:-1] + 0.5 * pld.h)
     norm = float(special.logsumexp(lp))
     top = float(ls.max())
@@ -259,6 +333,8 @@ class ExcessModel:
     lam: float
     factor: float
     scale: float = 1.0
+    gaussian: bool = False  # the saddle point's slope matched s: the model needs no calibration
+    blocks: tuple[float, float] = (0.0, 1.0)  # (regridding spread, at grid step): ∝ h²
 
     def at(self, h: float) -> float:
         """The estimated excess at grid step h (discretizes at h: cached)."""
@@ -266,7 +342,13 @@ class ExcessModel:
         spread = sum(
             c * _tilted_spread(_discretized(s, h, step_tail), self.lam) for s, c in self.parts
         )
+        spread += self.blocks[0] * (h / self.blocks[1]) ** 2
         return self.scale * self.factor * spread
+
+    def with_scale(self, scale: float) -> ExcessModel:
+        """The same model, scaled."""
+        return ExcessModel(self.parts, self.delta, self.lam, self.factor, scale, self.gaussian,
+                           self.blocks)
 
 
 def excess_model(
@@ -278,7 +360,9 @@ def excess_model(
     lam = solve_tilt([(support_of(p), c) for p, c in plds], eps, start=comp.lam)
     slope = comp.slope(eps) / delta if delta > 0.0 else lam
     ratio = max(1.0, lam / slope) if slope > 0.0 else 1.0 + lam
-    return ExcessModel(tuple(parts), delta, lam, (1.0 + lam) / 2.0 * ratio)
+    gaussian = slope > 0.0 and 0.8 <= lam / slope <= 1.25 and lam >= 0.5
+    return ExcessModel(tuple(parts), delta, lam, (1.0 + lam) / 2.0 * ratio, 1.0, gaussian,
+                       (comp.block_spread, h))
 
 
 def calibrated(model: ExcessModel, coarse: tuple[float, float], fine: tuple[float, float]) -> (
@@ -288,23 +372,28 @@ def calibrated(model: ExcessModel, coarse: tuple[float, float], fine: tuple[floa
     finer grid. The model's drop between them should be the drop of ε; where ε fell more,
     the model is scaled up (by at most 100), never down."""
     (h1, e1), (h2, e2) = coarse, fine
-    drop = model.at(h1) - model.at(h2)
-    if not (drop > 0.0 and e1 - e2 > drop):
-        return model
-    return ExcessModel(model.parts, model.delta, model.lam, model.factor,
-                       min(100.0, (e1 - e2) / drop))
+    base = model.with_scale(1.0)
+    drop = base.at(h1) - base.at(h2)
+    scale = model.scale
+    if drop > 0.0 and e1 - e2 > drop * scale:
+        scale = min(100.0, (e1 - e2) / drop)
+    return model.with_scale(scale)
 
 
 def _rounded_tails(
-    parts: Parts, h: float, tail: float, tilt_at: float, below: float | None = None
+    parts: Parts, h: float, tail: float, tilt_at: float, below: float | None = None,
+    blocks: bool = False,
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """Certified (P-tail lower, Q-tail upper) of the rounded loss, composed tilted at
     ``tilt_at`` (λ for P, λ + 1 for Q: Q-masses are about P-masses times e^(−loss), so both
     tilted measures have one shape and share one window)."""
     step_tail = _step_tail(parts, tail)
     rounded = [(_rounded(s, h, step_tail), c) for s, c in parts]
-    p_parts = [(r.as_measures()[0], c) for r, c in rounded]
-    q_parts = [(r.as_measures()[1], c) for r, c in rounded]
+    if blocks:
+        p_parts, q_parts = _rounded_in_blocks(rounded, tail, tilt_at)
+    else:
+        p_parts = [(r.as_measures()[0], c) for r, c in rounded]
+        q_parts = [(r.as_measures()[1], c) for r, c in rounded]
     try:
         p_comp = compose(p_parts, tail=tail, tilt_at=tilt_at, below=below)
         if p_comp.size <= 1:
@@ -316,13 +405,39 @@ def _rounded_tails(
     return rounded_tails(p_comp, q_comp)
 
 
+def _rounded_in_blocks(
+    rounded: Sequence[tuple[RoundedPLD, int]], tail: float, tilt_at: float
+) -> tuple[list[tuple[DiscretePLD, int]], list[tuple[DiscretePLD, int]]]:
+    """The rounded loss in blocks (as :func:`_in_blocks` for the upper bound): per part, the
+    P-lower and Q-upper measures of its blocks and remainder on the coarser grid."""
+    sup = [(support_of(r.as_measures()[0]), c) for r, c in rounded]
+    lam = solve_tilt(sup, tilt_at)
+    big = max(block_plan(c)[0] for _, c in rounded)
+    _, factor = block_step(rounded[0][0].h, big)
+    n_blocks = sum(block_plan(c)[1] + 1 for _, c in rounded)
+    p_parts: list[tuple[DiscretePLD, int]] = []
+    q_parts: list[tuple[DiscretePLD, int]] = []
+    for (r, c), (s, _) in zip(rounded, sup, strict=True):
+        block, k, rem = block_plan(c) if c >= BLOCK_FROM else (c, 1, 0)
+        mean = s.moments(lam)[1]
+        for size, copies in ((block, k), (rem, 1)):
+            if size == 0:
+                continue
+            pb, qb = rounded_blocks(r, size, lam=lam, tilt_at=size * mean, tail=tail / n_blocks,
+                                    factor=factor)
+            p_parts.append((pb, copies))
+            q_parts.append((qb, copies))
+    return p_parts, q_parts
+
+
 def lower_epsilon(
-    parts: Parts, delta: float, h: float, near: float, below: float | None = None
+    parts: Parts, delta: float, h: float, near: float, below: float | None = None,
+    blocks: bool = False,
 ) -> float:
     """A certified lower bound on ε(δ) of one direction: the rounded-loss tests at grid step
     h, composed tilted at ``near`` (the upper bound: the answer is at most ``below`` under
-    it)."""
-    tails = _rounded_tails(parts, h, 1e-4 * delta, near, below)
+    it), in blocks if ``blocks``."""
+    tails = _rounded_tails(parts, h, 1e-4 * delta, near, below, blocks)
     if tails is None:
         return 0.0
     return test_epsilon(tails[0], tails[1], delta)

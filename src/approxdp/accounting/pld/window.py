@@ -56,7 +56,7 @@ class Support:
     def __init__(self, pld: DiscretePLD) -> None:
         keep = pld.pmf > 0.0
         losses = pld.losses[keep]
-        self.logp = np.log(pld.pmf[keep])
+        self.logp = pld.log_masses()[keep]
         self.ref = float(losses[losses.size // 2]) if losses.size else 0.0
         self.l = losses - self.ref  # centred: the variance keeps its digits
         self.l2 = self.l * self.l
@@ -316,6 +316,7 @@ def plan_window(
     support: tuple[int, int],
     below: float | None,
     delta_scale: float,
+    lam: float | None = None,
 ) -> Window:
     """The tilt and window for an FFT that must give δ at ``tilt_at`` (None: untilted, the
     whole distribution), each left-out term at most e^``log_tail`` there.
@@ -323,10 +324,11 @@ def plan_window(
     The tilt that centres the composed mean at ``tilt_at`` minimizes FFT round-off there, but
     tilting a heavy-tailed sum (a few large losses) fattens its upper tail and widens the
     window it needs several-fold. So smaller tilts are tried as well, and the one with the
-    narrowest window kept among those whose modelled round-off stays within 1e-5 of
+    narrowest window kept among those whose modelled round-off stays within 3e-5 of
     ``delta_scale`` (δ) — the composer still bounds the real round-off. ``below``: how far
     under ``tilt_at`` the window must reach (default: three tilted standard deviations and a
-    tenth of ``tilt_at``)."""
+    tenth of ``tilt_at``). ``lam``: use this tilt (the mean is then ``tilt_at``'s only use).
+    """
     lo_idx, hi_idx = support
     count = sum(c for _, c in parts)
     m0 = composed_moments(parts, 0.0)
@@ -344,9 +346,10 @@ def plan_window(
     # a tilted mean can only sit below the top of the support
     top_support = sum(c * sup.hi for sup, c in parts)
     eps_ref = max(min(tilt_at, m0.mean + 0.95 * (top_support - m0.mean)), 0.0)
-    star = solve_tilt(parts, eps_ref)
+    star = solve_tilt(parts, eps_ref) if lam is None else lam
+    fracs = (1.0, 0.7, 0.5, 0.35, 0.25) if lam is None else (1.0,)
     best: Window | None = None
-    for frac in (1.0, 0.5, 0.25):
+    for frac in fracs:
         lam = star * frac
         mo = composed_moments(parts, lam)
         sd = math.sqrt(mo.var) if mo.var > 0.0 else h
@@ -362,7 +365,7 @@ def plan_window(
         if frac < 1.0:
             noise = _predicted_roundoff(count, lam=lam, eps_ref=eps_ref, h=h, n=win.n,
                                         k_lam=mo.k, sd=sd)
-            if noise > 1e-5 * delta_scale:
+            if noise > 3e-5 * delta_scale:
                 break  # smaller tilts only make it worse
         if best is None or win.n < best.n:
             best = win
