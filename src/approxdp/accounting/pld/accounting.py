@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from approxdp._validation import check_interval, check_probability
 from approxdp.accounting.guarantees import Guarantee
+from approxdp.accounting.pld.blocks import BLOCK_FROM
 from approxdp.accounting.pld.compose import ComposedPLD
 from approxdp.accounting.pld.event_losses import LossPair, event_losses, gaussian_source
 from approxdp.accounting.pld.passes import (
@@ -163,8 +164,8 @@ def _first_step(parts: Parts, precision: float, delta: float) -> float:
     step = min(step, precision * widest * math.sqrt(n) / 4.0)
     # a step's grid within 2^15 points of its range (the excess check refines where needed)
     step = max(step, widest / _STEP_POINTS)
-    # and the composed window (~2z standard deviations) within 2^21 points
-    step = max(step, 2.0 * z * math.sqrt(var) / (1 << 21))
+    if n < BLOCK_FROM:  # and one composed window (~2z standard deviations) within 2^21 points
+        step = max(step, 2.0 * z * math.sqrt(var) / (1 << 21))  # (blocks need no such floor)
     return quantize(step)
 
 
@@ -243,9 +244,12 @@ def _finer(cur: _Solved, target: float) -> float:
     """About the coarsest grid step whose modelled excess is within ``target`` (the model only
     discretizes: cheap next to composing): power-law steps down from ``cur.h``, the exponent
     measured between the points tried (first guess 1.5: the excess goes as h for concentrated
-    losses, h² for smooth ones), then back up inside the last bracket."""
+    losses, h² for smooth ones), then back up inside the last bracket. Where the model stops
+    falling (the float guard of the split, ∝ 1/h, wins at astronomically many steps), the
+    step where it was least."""
     assert cur.model is not None
     hi_h, hi_ex = cur.h, cur.excess  # too coarse
+    best = (hi_ex, hi_h)
     k = 1.5
     ok: tuple[float, float] | None = None
     for _ in range(5):
@@ -257,7 +261,13 @@ def _finer(cur: _Solved, target: float) -> float:
             h = quantize(ok[0] * max(1.0, ratio))
             if h >= hi_h or h <= ok[0]:
                 break
-        ex = cur.model.at(h)
+        try:
+            ex = cur.model.at(h)
+        except InvalidParameterError:  # the step's grid would not fit: coarser only
+            break
+        if ok is None and ex >= best[0]:  # finer is no better: the least is behind us
+            break
+        best = min(best, (ex, h))
         if ex > 0.0 and hi_ex > 0.0 and h != hi_h:
             k = min(2.5, max(0.8, math.log(hi_ex / ex) / math.log(hi_h / h)))
         if ex <= target:
@@ -266,7 +276,9 @@ def _finer(cur: _Solved, target: float) -> float:
                 break
         else:
             hi_h, hi_ex = h, ex
-    return ok[0] if ok is not None else quantize(hi_h * 0.5)
+    if ok is not None:
+        return ok[0]
+    return best[1] if best[1] < cur.h else quantize(cur.h * 0.5)
 
 
 def _target(eps: float, precision: float) -> float:
@@ -292,7 +304,13 @@ def _refine(parts: Parts, delta: float, first: _Solved, precision: float) -> _So
         if cur.model is None or cur.excess <= target or cur.eps == 0.0:
             return cur
         room = 2.0 * cur.excess + 0.01 * cur.eps + 32.0 * cur.h
-        cur = _step(cur, _solve(parts, delta, _finer(cur, target), cur.eps, room))
+        h = _finer(cur, target)
+        try:
+            if cur.model.at(h) > 0.7 * cur.excess:  # a finer grid would gain little
+                return cur
+        except InvalidParameterError:
+            return cur
+        cur = _step(cur, _solve(parts, delta, h, cur.eps, room))
     return cur
 
 

@@ -25,10 +25,11 @@ from scipy import special
 
 from approxdp.accounting.pld.blocks import (
     BLOCK_FROM,
-    block_measure,
+    EXTENDED_FROM,
+    block_factor,
+    block_pieces,
     block_plan,
-    block_step,
-    rounded_blocks,
+    rounded_pieces,
 )
 from approxdp.accounting.pld.compose import (
     MAX_WINDOW,
@@ -161,7 +162,7 @@ def _blocks_pay(
                         below=None, delta_scale=1e4 * tail).n
     p, c = max(plds, key=lambda item: item[1])
     block, k, _ = block_plan(c)
-    _, factor = block_step(h, block)
+    factor = block_factor(block)
     lam = 0.0 if tilt_at is None else solve_tilt(sup, tilt_at)
     one = [(support_of(p), block)]
     mean = one[0][0].moments(lam)[1]
@@ -176,30 +177,15 @@ def _in_blocks(
     plds: Sequence[tuple[DiscretePLD, int]], tail: float, tilt_at: float | None,
     below: float | None,
 ) -> ComposedPLD:
-    """Each part composed in blocks of B steps (and a remainder) on the fine grid, regridded
-    to the coarser one, and the blocks composed there; both levels tilted alike (λ solving
-    the whole sum's tilted mean = ``tilt_at``), each block's left-out mass within its share of
-    ``tail``."""
+    """Each part composed in blocks (:mod:`approxdp.accounting.pld.blocks`), the blocks
+    composed on their coarser grid; every level tilted alike (λ solving the whole sum's tilted
+    mean = ``tilt_at``)."""
     sup = [(support_of(p), c) for p, c in plds]
     lam = 0.0 if tilt_at is None else solve_tilt(sup, tilt_at)
-    big = max(block_plan(c)[0] for _, c in plds)
-    _, factor = block_step(plds[0][0].h, big)
-    pieces: list[tuple[DiscretePLD, int]] = []
-    spread = 0.0
-    n_blocks = sum(block_plan(c)[1] + 1 for _, c in plds)
-    for (p, c), (s, _) in zip(plds, sup, strict=True):
-        block, k, r = block_plan(c) if c >= BLOCK_FROM else (c, 1, 0)
-        mean = s.moments(lam)[1]
-        for size, copies in ((block, k), (r, 1)):
-            if size == 0:
-                continue
-            piece, v = block_measure(
-                p, size, lam=lam, tilt_at=None if tilt_at is None else size * mean,
-                tail=tail / n_blocks, factor=factor,
-            )
-            pieces.append((piece, copies))
-            spread += copies * v
-    comp = compose(pieces, tail=tail, tilt_at=tilt_at, below=below)
+    ext = sum(c for _, c in plds) >= EXTENDED_FROM
+    pieces, spread = block_pieces(plds, lam=lam, tilt_at=tilt_at, tail=tail / 2.0,
+                                  extended=ext)
+    comp = compose(pieces, tail=tail / 2.0, tilt_at=tilt_at, below=below, extended=ext)
     comp.block_spread = spread
     comp.blocked = True
     return comp
@@ -339,11 +325,12 @@ class ExcessModel:
     def at(self, h: float) -> float:
         """The estimated excess at grid step h (discretizes at h: cached)."""
         step_tail = _step_tail(self.parts, 1e-4 * self.delta)
-        spread = sum(
-            c * _tilted_spread(_discretized(s, h, step_tail), self.lam) for s, c in self.parts
-        )
+        plds = [(_discretized(s, h, step_tail), c) for s, c in self.parts]
+        spread = sum(c * _tilted_spread(p, self.lam) for p, c in plds)
         spread += self.blocks[0] * (h / self.blocks[1]) ** 2
-        return self.scale * self.factor * spread
+        # the split's float guard shifts every step's mean up (∝ 1/h: it can win at huge T)
+        shift = sum(c * p.guard for p, c in plds)
+        return self.scale * self.factor * spread + shift
 
     def with_scale(self, scale: float) -> ExcessModel:
         """The same model, scaled."""
@@ -394,12 +381,13 @@ def _rounded_tails(
     else:
         p_parts = [(r.as_measures()[0], c) for r, c in rounded]
         q_parts = [(r.as_measures()[1], c) for r, c in rounded]
+    ext = blocks and sum(c for _, c in parts) >= EXTENDED_FROM
     try:
-        p_comp = compose(p_parts, tail=tail, tilt_at=tilt_at, below=below)
+        p_comp = compose(p_parts, tail=tail, tilt_at=tilt_at, below=below, extended=ext)
         if p_comp.size <= 1:
             return None
         win = Window(p_comp.lam, p_comp.offset, p_comp.size)
-        q_comp = compose(q_parts, tail=tail, window=win, lam_shift=1.0)
+        q_comp = compose(q_parts, tail=tail, window=win, lam_shift=1.0, extended=ext)
     except WindowTooLargeError:
         return None
     return rounded_tails(p_comp, q_comp)
@@ -408,26 +396,12 @@ def _rounded_tails(
 def _rounded_in_blocks(
     rounded: Sequence[tuple[RoundedPLD, int]], tail: float, tilt_at: float
 ) -> tuple[list[tuple[DiscretePLD, int]], list[tuple[DiscretePLD, int]]]:
-    """The rounded loss in blocks (as :func:`_in_blocks` for the upper bound): per part, the
-    P-lower and Q-upper measures of its blocks and remainder on the coarser grid."""
+    """The rounded loss in blocks (as :func:`_in_blocks` for the upper bound): the P-lower
+    and Q-upper measures of every part's blocks on one coarser grid."""
     sup = [(support_of(r.as_measures()[0]), c) for r, c in rounded]
     lam = solve_tilt(sup, tilt_at)
-    big = max(block_plan(c)[0] for _, c in rounded)
-    _, factor = block_step(rounded[0][0].h, big)
-    n_blocks = sum(block_plan(c)[1] + 1 for _, c in rounded)
-    p_parts: list[tuple[DiscretePLD, int]] = []
-    q_parts: list[tuple[DiscretePLD, int]] = []
-    for (r, c), (s, _) in zip(rounded, sup, strict=True):
-        block, k, rem = block_plan(c) if c >= BLOCK_FROM else (c, 1, 0)
-        mean = s.moments(lam)[1]
-        for size, copies in ((block, k), (rem, 1)):
-            if size == 0:
-                continue
-            pb, qb = rounded_blocks(r, size, lam=lam, tilt_at=size * mean, tail=tail / n_blocks,
-                                    factor=factor)
-            p_parts.append((pb, copies))
-            q_parts.append((qb, copies))
-    return p_parts, q_parts
+    ext = sum(c for _, c in rounded) >= EXTENDED_FROM
+    return rounded_pieces(rounded, lam=lam, tilt_at=tilt_at, tail=tail / 2.0, extended=ext)
 
 
 def lower_epsilon(

@@ -327,7 +327,8 @@ def plan_window(
     narrowest window kept among those whose modelled round-off stays within 3e-5 of
     ``delta_scale`` (δ) — the composer still bounds the real round-off. ``below``: how far
     under ``tilt_at`` the window must reach (default: three tilted standard deviations and a
-    tenth of ``tilt_at``). ``lam``: use this tilt (the mean is then ``tilt_at``'s only use).
+    tenth of ``tilt_at``; ``inf``: down to where the untilted mass below is within the
+    budget, for a block whose every part matters). ``lam``: use this tilt.
     """
     lo_idx, hi_idx = support
     count = sum(c for _, c in parts)
@@ -340,7 +341,7 @@ def plan_window(
         eps_ref = m0.mean if tilt_at is None else tilt_at
         room = 0.0 if tilt_at is None else (3.0 * sd0 + 0.1 * abs(eps_ref) + 16.0 * h
                                             if below is None else below)
-        a = min(eps_ref - room, b_low)
+        a = b_low if math.isinf(room) else min(eps_ref - room, b_low)
         top = min(max(b_top, eps_ref + h), (hi_idx + 1) * h)
         return _window(0.0, a, top, h, lo_idx, hi_idx, (th_b, k_b), (th_b, k_b), (th_l, k_l))
     # a tilted mean can only sit below the top of the support
@@ -360,7 +361,10 @@ def plan_window(
         room = 3.0 * sd + 0.1 * abs(eps_ref) + 16.0 * h if below is None else below
         # what lies below a aliases up: harmless if it is small (a below the Chernoff point)
         # or if untilting shrinks it enough when it lands n·h higher (e^(−λ(top − a)) ≤ tail)
-        a = min(eps_ref - room, max(b_low, top + log_tail / lam) if lam > 0.0 else b_low)
+        if math.isinf(room):  # the whole distribution matters (a block): from its low point
+            a = b_low
+        else:
+            a = min(eps_ref - room, max(b_low, top + log_tail / lam) if lam > 0.0 else b_low)
         win = _window(lam, a, top, h, lo_idx, hi_idx, (th_b, k_b), (th_a, k_a), (th_l, k_l))
         if frac < 1.0:
             noise = _predicted_roundoff(count, lam=lam, eps_ref=eps_ref, h=h, n=win.n,
