@@ -83,7 +83,8 @@ def _triples(phases: Sequence[DPSGDPhase]) -> list[tuple[float, float, int]]:
 
 
 def _pld_epsilon(
-    phases: Sequence[DPSGDPhase], delta: float, sampling: str, precision: float
+    phases: Sequence[DPSGDPhase], delta: float, sampling: str, precision: float,
+    bracket: bool = True,
 ) -> Guarantee:
     from approxdp.profiles.gaussian import gaussian_epsilon
 
@@ -104,7 +105,7 @@ def _pld_epsilon(
     items = [(event_of(p, sampling), p.steps) for p in phases]
     many = steps >= RDP_TOO_FROM
     try:
-        g = pld_epsilon(items, delta, precision=precision)
+        g = pld_epsilon(items, delta, precision=precision, bracket=bracket)
     except InvalidParameterError:
         if not many:
             raise
@@ -195,7 +196,7 @@ def _amplify_epsilon(
     return Guarantee(eps, delta, "upper bound", _AMPLIFY_RULE)
 
 
-EpsilonOf = Callable[[Sequence[DPSGDPhase], float, str, float], Guarantee]
+EpsilonOf = Callable[..., Guarantee]
 
 
 def _certified_only(

@@ -63,6 +63,7 @@ __all__ = [
     "grid_step",
     "pld_delta",
     "pld_epsilon",
+    "search_grid",
 ]
 
 PLD_RULE = (
@@ -323,6 +324,36 @@ def _step(cur: _Solved, nxt: _Solved) -> _Solved:
     if nxt.eps > cur.eps:  # (a coarser grid can be luckier: both are certified)
         return _Solved(cur.comp, cur.eps, nxt.h, model)
     return _Solved(nxt.comp, nxt.eps, nxt.h, model)
+
+
+def search_grid(
+    items: Sequence[tuple[PrivacyEvent, int]], delta: float,
+    precision: float = DEFAULT_PRECISION,
+) -> tuple[float, tuple[str, ...]]:
+    """The grid step :func:`pld_epsilon` ends on for this history at δ, and the directions
+    ("remove", "add") that matter there (the dominant one, and the other too when it is within
+    1 %): a search over a parameter (calibrating a noise multiplier) holds them fixed, so that
+    ε is monotone along it and each try costs one pass per direction."""
+    precision = check_precision(precision)
+    delta = _check_delta(delta)
+    plan = _plan(items)
+    names = ("remove", "add") if _directions(plan) != (plan.remove,) else ("remove",)
+    solved = []
+    for name in names:
+        parts = plan.remove if name == "remove" else plan.add
+        if parts:
+            solved.append((_solve(parts, delta, _coarse_step(parts, precision, delta), None),
+                           name, parts))
+    solved.sort(key=lambda item: -item[0].eps)
+    first, name, parts = solved[0]
+    top = _refine(parts, delta, first, precision)
+    chosen = [name]
+    for other, other_name, other_parts in solved[1:]:
+        if other.eps > top.eps * 0.99:  # close: it may take over along the search
+            finer = _solve(other_parts, delta, top.h, other.eps)
+            if finer.eps > top.eps * 0.99:
+                chosen.append(other_name)
+    return top.h, tuple(chosen)
 
 
 def epsilon_by_direction(
