@@ -15,7 +15,9 @@ Gaussian mechanism with noise multiplier σ (μ = 1/σ per step). Two samplings:
 Accountants (each result says what it is):
 
 - ``"pld"`` (default): certified upper bound, within ~0.05 % of the true ε at the default
-  precision (:mod:`approxdp.accounting.pld.compose`); exact closed forms for T = 1 and q = 1.
+  precision, with a certified (lower, upper) bracket (:mod:`approxdp.accounting.pld`); exact
+  closed forms for T = 1 and q = 1; from 10^8 steps RDP is computed too and the smaller
+  reported (alone where ε > 1000).
 - ``"rdp"``: Rényi DP (Mironov, Talwar, Zhang 2019) with the best RDP → DP conversion; a
   certified but looser upper bound.
 - ``"gdp-clt"``: the central-limit Gaussian-DP approximation (Bu et al. 2020) — an

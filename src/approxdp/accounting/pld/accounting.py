@@ -445,6 +445,43 @@ def pld_epsilon(
     )
 
 
+def _delta_pass(parts: Parts, epsilon: float, h: float, tail: float) -> tuple[float, _Solved]:
+    """δ(ε) of one direction at grid step h (its certified upper bound), and the pass as a
+    :class:`_Solved` whose excess model says how far ε is from where the true δ equals it."""
+    comp = composed(parts, h, tail, epsilon)
+    d = comp.delta(epsilon)
+    model = None
+    if 0.0 < d < 1.0 and comp.slope(epsilon) > 0.0:
+        model = excess_model(parts, h, comp, epsilon, d)
+    return d, _Solved(comp, epsilon, h, model)
+
+
+def _delta_direction(
+    parts: Parts, epsilon: float, precision: float, fixed: float | None
+) -> tuple[float, float, bool]:
+    """(certified δ(ε), grid step, blocked) of one direction: a coarse pass (tilted at ε, its
+    left-out tails within 1e-30), then finer ones — each with the left-out tails within
+    1e-4 of the δ found — until the excess model puts the grid's cost in ε within
+    ``precision``/2 (the same grid pld_epsilon would use for the δ it reports)."""
+    if fixed is not None:
+        d, cur = _delta_pass(parts, epsilon, fixed, 1e-30)
+        return d, fixed, cur.comp.blocked
+    h = _coarse_step(parts, precision, 1e-30)
+    d, cur = _delta_pass(parts, epsilon, h, 1e-30)
+    best = d
+    for _ in range(3):
+        target = _target(epsilon, precision)
+        if cur.model is None or cur.excess <= target or best <= 0.0:
+            break
+        h = _finer(cur, target)
+        d, nxt = _delta_pass(parts, epsilon, h, max(1e-4 * best, 1e-300))
+        if nxt.model is not None and cur.model is not None:
+            nxt = _Solved(nxt.comp, epsilon, h, nxt.model.with_scale(cur.model.scale))
+        best = min(best, d)
+        cur = nxt
+    return best, cur.h, cur.comp.blocked
+
+
 def pld_delta(
     items: Sequence[tuple[PrivacyEvent, int]],
     epsilon: float,
@@ -453,18 +490,26 @@ def pld_delta(
     h: float | None = None,
 ) -> Guarantee:
     """Certified δ(ε) of a history of (event, count) pairs under add/remove neighbours, with a
-    certified (lower, upper) bracket around the true δ."""
+    certified (lower, upper) bracket around the true δ.
+
+    Args:
+        items: (event, count) pairs.
+        epsilon: ε ≥ 0 (finite).
+        precision: as in :func:`pld_epsilon`: the grid is refined until it costs at most
+            about ``precision``/2 of ε (so δ is that close to the truth in ε terms).
+        h: force the grid step.
+    """
     precision = check_precision(precision)
     epsilon = float(check_interval("epsilon", epsilon, 0.0, math.inf, high_open=True))
     fixed = _check_step(h)
     plan = _plan(items)
     if plan.steps == 0:
         return Guarantee(epsilon, 0.0, "exact", "no privacy loss", bracket=(0.0, 0.0))
-    step = _grid_step(plan, precision, fixed, 1e-30)
     d_up = 0.0
     d_lo = 0.0
     for parts in _directions(plan):
-        comp = composed(parts, step, 1e-30, epsilon)
-        d_up = max(d_up, comp.delta(epsilon))
-        d_lo = max(d_lo, lower_delta(parts, epsilon, step))
+        d, step, blocked = _delta_direction(parts, epsilon, precision, fixed)
+        d_up = max(d_up, d)
+        if d > 0.0:
+            d_lo = max(d_lo, lower_delta(parts, epsilon, step, blocked))
     return Guarantee(epsilon, d_up, "upper bound", PLD_RULE, bracket=(min(d_lo, d_up), d_up))

@@ -417,9 +417,9 @@ def lower_epsilon(
     return test_epsilon(tails[0], tails[1], delta)
 
 
-def lower_delta(parts: Parts, epsilon: float, h: float) -> float:
+def lower_delta(parts: Parts, epsilon: float, h: float, blocks: bool = False) -> float:
     """A certified lower bound on δ(ε) of one direction (the rounded-loss tests)."""
-    tails = _rounded_tails(parts, h, 1e-30, epsilon)
+    tails = _rounded_tails(parts, h, 1e-30, epsilon, None, blocks)
     if tails is None:
         return 0.0
     return test_delta(tails[0], tails[1], epsilon)
