@@ -45,6 +45,7 @@ from approxdp.accounting.pld.passes import (
     lower_delta,
     lower_epsilon,
     quantize,
+    saddle_delta,
     saddle_epsilon,
     upper_epsilon,
 )
@@ -459,15 +460,20 @@ def _delta_pass(parts: Parts, epsilon: float, h: float, tail: float) -> tuple[fl
 def _delta_direction(
     parts: Parts, epsilon: float, precision: float, fixed: float | None
 ) -> tuple[float, float, bool]:
-    """(certified δ(ε), grid step, blocked) of one direction: a coarse pass (tilted at ε, its
-    left-out tails within 1e-30), then finer ones — each with the left-out tails within
-    1e-4 of the δ found — until the excess model puts the grid's cost in ε within
-    ``precision``/2 (the same grid pld_epsilon would use for the δ it reports)."""
+    """(certified δ(ε), grid step, blocked) of one direction: a coarse pass (tilted at ε), then
+    finer ones — each with the left-out tails within 1e-4 of the δ found — until the excess
+    model puts the grid's cost in ε within ``precision``/2 (the grid pld_epsilon would use for
+    the δ it reports)."""
+    # the first pass's tails within 1e-7 of a saddle-point estimate of δ (later ones: 1e-4 of
+    # the δ found); a guess too high only loosens that pass, which the next one redoes
+    first_tail = max(1e-7 * saddle_delta(parts, epsilon), 1e-300)
     if fixed is not None:
-        d, cur = _delta_pass(parts, epsilon, fixed, 1e-30)
+        d, cur = _delta_pass(parts, epsilon, fixed, first_tail)
+        if d < 1e3 * first_tail:  # the tails were not small against δ: again, with smaller
+            d, cur = _delta_pass(parts, epsilon, fixed, max(1e-4 * d, 1e-300))
         return d, fixed, cur.comp.blocked
-    h = _coarse_step(parts, precision, 1e-30)
-    d, cur = _delta_pass(parts, epsilon, h, 1e-30)
+    h = _coarse_step(parts, precision, max(first_tail * 1e4, 1e-300))
+    d, cur = _delta_pass(parts, epsilon, h, first_tail)
     best = d
     for _ in range(3):
         target = _target(epsilon, precision)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
@@ -121,15 +122,21 @@ def tail_edge(source: LossSource, h: float, tail: float, upper: bool) -> float:
     return float(fine[int(np.nonzero(g)[0][-1])]) if bool(g.any()) else float(probes[idx])
 
 
+@lru_cache(maxsize=1024)
+def _edges(source: LossSource, scale: float, tail: float) -> tuple[float, float]:
+    """(lower, upper) tail edges of ``source``, probed from the step ``scale`` (cached: the
+    edges hardly depend on the grid, which then rounds them outwards)."""
+    finite = 1.0 - float(source.cdfs(np.array([np.inf])).sp[0])
+    if finite <= tail:  # (nearly) all mass at loss +∞, e.g. the vacuous pair: a 2-point grid
+        return 0.0, 0.0
+    e_hi = tail_edge(source, scale, tail, upper=True)
+    return min(tail_edge(source, scale, tail, upper=False), e_hi), e_hi
+
+
 def _grid(source: LossSource, h: float, tail: float) -> tuple[int, int, FloatArray]:
     """(index of the first grid point, number of points, the losses i·h) covering ``source``
     up to ``tail`` of P-mass on each side."""
-    finite = 1.0 - float(source.cdfs(np.array([np.inf])).sp[0])
-    if finite <= tail:  # (nearly) all mass at loss +∞, e.g. the vacuous pair: a 2-point grid
-        e_lo = e_hi = 0.0
-    else:
-        e_hi = tail_edge(source, h, tail, upper=True)
-        e_lo = min(tail_edge(source, h, tail, upper=False), e_hi)
+    e_lo, e_hi = _edges(source, float(16.0 ** math.floor(math.log(h, 16.0))), tail)
     i_lo = math.floor(e_lo / h)
     i_hi = max(math.ceil(e_hi / h), i_lo + 1)
     n = i_hi - i_lo + 1

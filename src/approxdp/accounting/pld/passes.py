@@ -45,6 +45,7 @@ from approxdp.accounting.pld.compose import (
     test_delta,
     test_epsilon,
 )
+from approxdp.accounting.pld.grid import _edges
 from approxdp.accounting.pld.privacy_loss import LossSource
 from approxdp.accounting.pld.window import (
     Support,
@@ -68,6 +69,7 @@ __all__ = [
     "lower_delta",
     "lower_epsilon",
     "quantize",
+    "saddle_delta",
     "saddle_epsilon",
     "upper_epsilon",
 ]
@@ -118,6 +120,7 @@ def clear_caches() -> None:
     _coarse_support.cache_clear()
     _discretized.cache_clear()
     _rounded.cache_clear()
+    _edges.cache_clear()
     clear_supports()
 
 
@@ -231,6 +234,18 @@ def saddle_epsilon(parts: Parts, delta: float) -> tuple[float, float] | None:
             break
     lam = 0.5 * (lo + hi)
     return f(lam)[1], lam
+
+
+def saddle_delta(parts: Parts, epsilon: float) -> float:
+    """A saddle-point estimate of δ(ε) (not certified: it sizes the first pass's tails), on
+    coarse copies of the steps; 1 where ε is below the mean."""
+    coarse = [(_coarse_support(s), c) for s, c in parts]
+    lam = solve_tilt(coarse, epsilon)
+    if lam <= 0.0:
+        return 1.0
+    mo = composed_moments(coarse, lam)
+    log_d = mo.k - lam * epsilon + _log_hockey(lam, math.sqrt(mo.var))
+    return math.exp(min(log_d, 0.0))
 
 
 def _guess(parts: Parts, delta: float) -> float:

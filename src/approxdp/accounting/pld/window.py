@@ -116,6 +116,7 @@ def clear_supports() -> None:
     """Forget the cached supports and window edges."""
     _SUPPORTS.clear()
     _EDGES.clear()
+    _STACKS.clear()
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,8 +128,58 @@ class Moments:
     var: float
 
 
+class _Stacked:
+    """Several supports side by side, for their moments in one vectorized pass (a schedule
+    of many phases would otherwise loop over them in Python at every θ tried)."""
+
+    def __init__(self, parts: Parts) -> None:
+        sizes = [sup.l.size for sup, _ in parts]
+        self.starts = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.intp)
+        self.logp = np.concatenate([sup.logp for sup, _ in parts])
+        self.l = np.concatenate([sup.l for sup, _ in parts])
+        self.l2 = self.l * self.l
+        self.ref = np.array([sup.ref for sup, _ in parts])
+        self.count = np.array([float(c) for _, c in parts])
+        self.seg = np.repeat(np.arange(len(parts)), sizes)
+        self._memo: dict[float, Moments] = {}
+
+    def moments(self, u: float) -> Moments:
+        hit = self._memo.get(u)
+        if hit is not None:
+            return hit
+        with np.errstate(over="ignore", invalid="ignore"):
+            a = self.logp + u * self.l
+        top = np.maximum.reduceat(a, self.starts)
+        if not bool(np.all(np.isfinite(top))):
+            return Moments(math.nan, math.nan, math.nan)
+        with np.errstate(over="ignore", under="ignore"):
+            w = np.exp(a - top[self.seg])
+        s0 = np.add.reduceat(w, self.starts)
+        m = np.add.reduceat(w * self.l, self.starts) / s0
+        var = np.maximum(np.add.reduceat(w * self.l2, self.starts) / s0 - m * m, 0.0)
+        k = top + np.log(s0) + u * self.ref
+        c = self.count
+        out = Moments(float((c * k).sum()), float((c * (m + self.ref)).sum()),
+                      float((c * var).sum()))
+        if len(self._memo) < 256:
+            self._memo[u] = out
+        return out
+
+
+_STACKS: dict[tuple[tuple[int, int], ...], tuple[Parts, _Stacked]] = {}
+
+
 def composed_moments(parts: Parts, u: float) -> Moments:
     """K(u) = Σ_j c_j log M_j(u) and its first two derivatives, exactly."""
+    if len(parts) > 2:
+        key = tuple((id(sup), c) for sup, c in parts)
+        hit = _STACKS.get(key)
+        if hit is None or any(a is not b for (a, _), (b, _) in zip(hit[0], parts, strict=True)):
+            if len(_STACKS) >= 8:
+                _STACKS.pop(next(iter(_STACKS)))
+            hit = (list(parts), _Stacked(parts))
+            _STACKS[key] = hit
+        return hit[1].moments(u)
     k = mean = var = 0.0
     for sup, c in parts:
         lm, m, v = sup.moments(u)
