@@ -49,7 +49,12 @@ from approxdp.accounting.pld.passes import (
     saddle_epsilon,
     upper_epsilon,
 )
-from approxdp.accounting.pld.privacy_loss import LossSource
+from approxdp.accounting.pld.privacy_loss import (
+    DiscreteGaussianLoss,
+    EpsilonDeltaLoss,
+    LaplaceLoss,
+    LossSource,
+)
 from approxdp.errors import InvalidParameterError, ParameterTypeError
 from approxdp.events import PrivacyEvent
 
@@ -283,6 +288,25 @@ def _finer(cur: _Solved, target: float) -> float:
     return best[1] if best[1] < cur.h else quantize(cur.h * 0.5)
 
 
+def _atomic(source: LossSource) -> bool:
+    inner = getattr(source, "inner", source)
+    return isinstance(inner, EpsilonDeltaLoss | LaplaceLoss | DiscreteGaussianLoss)
+
+
+def _has_atoms(parts: Parts) -> bool:
+    """Whether a direction has losses with atoms or hard edges ((ε, δ) parts, Laplace,
+    discrete Gaussians): there the excess model (a variance added to a smooth sum) does not
+    hold, and the atom-aware first step is used as is."""
+    return any(_atomic(s) for s, _ in parts)
+
+
+def _start_step(parts: Parts, precision: float, delta: float) -> float:
+    """The first pass's grid: :func:`_coarse_step`, or for losses with atoms the final one."""
+    if _has_atoms(parts):
+        return _first_step(parts, precision, delta)
+    return _coarse_step(parts, precision, delta)
+
+
 def _target(eps: float, precision: float) -> float:
     """The excess allowed: ``precision``/2 of ε (of 0.001 for smaller ε: an absolute floor)."""
     return 0.5 * precision * max(eps, 1e-3)
@@ -343,11 +367,11 @@ def search_grid(
     for name in names:
         parts = plan.remove if name == "remove" else plan.add
         if parts:
-            solved.append((_solve(parts, delta, _coarse_step(parts, precision, delta), None),
+            solved.append((_solve(parts, delta, _start_step(parts, precision, delta), None),
                            name, parts))
     solved.sort(key=lambda item: -item[0].eps)
     first, name, parts = solved[0]
-    top = _refine(parts, delta, first, precision)
+    top = first if _has_atoms(parts) else _refine(parts, delta, first, precision)
     chosen = [name]
     for other, other_name, other_parts in solved[1:]:
         if other.eps > top.eps * 0.99:  # close: it may take over along the search
@@ -412,7 +436,7 @@ def pld_epsilon(
         return Guarantee(0.0, delta, "exact", "no privacy loss", bracket=(0.0, 0.0))
     if fixed is None:
         first = [
-            (parts, _solve(parts, delta, _coarse_step(parts, precision, delta), None))
+            (parts, _solve(parts, delta, _start_step(parts, precision, delta), None))
             for parts in _directions(plan)
         ]
     else:
@@ -420,7 +444,7 @@ def pld_epsilon(
     first.sort(key=lambda item: -item[1].eps)
     top_parts, top = first[0]
     first_h = top.h
-    if fixed is None:
+    if fixed is None and not _has_atoms(top_parts):
         top = _refine(top_parts, delta, top, precision)
     eps_up = top.eps
     for parts, other in first[1:]:  # certified at its first grid; if it matters, on the
@@ -472,7 +496,9 @@ def _delta_direction(
         if d < 1e3 * first_tail:  # the tails were not small against δ: again, with smaller
             d, cur = _delta_pass(parts, epsilon, fixed, max(1e-4 * d, 1e-300))
         return d, fixed, cur.comp.blocked
-    h = _coarse_step(parts, precision, max(first_tail * 1e4, 1e-300))
+    # δ at a given ε can sit on a kink (an atom's loss), where the grid's cost in ε says little:
+    # start no coarser than the atom-aware first step
+    h = _first_step(parts, precision, max(first_tail * 1e4, 1e-300))
     d, cur = _delta_pass(parts, epsilon, h, first_tail)
     best = d
     for _ in range(3):
@@ -515,7 +541,19 @@ def pld_delta(
     d_lo = 0.0
     for parts in _directions(plan):
         d, step, blocked = _delta_direction(parts, epsilon, precision, fixed)
+        low = lower_delta(parts, epsilon, step, blocked) if d > 0.0 else 0.0
+        # at a kink of δ (ε on an atom's loss) the grid's cost in ε says little; the bracket
+        # does: a finer grid while it is wide
+        for _ in range(3 if fixed is None and low > 0.0 else 0):
+            if d <= low * (1.0 + 20.0 * precision) or d <= d_up:
+                break
+            try:
+                finer = quantize(step / 4.0)
+                d = min(d, _delta_pass(parts, epsilon, finer, max(1e-4 * low, 1e-300))[0])
+                low = max(low, lower_delta(parts, epsilon, finer, False))
+            except InvalidParameterError:  # the grid would not fit: keep what is certified
+                break
+            step = finer
         d_up = max(d_up, d)
-        if d > 0.0:
-            d_lo = max(d_lo, lower_delta(parts, epsilon, step, blocked))
+        d_lo = max(d_lo, low)
     return Guarantee(epsilon, d_up, "upper bound", PLD_RULE, bracket=(min(d_lo, d_up), d_up))
