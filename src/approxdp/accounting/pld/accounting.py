@@ -537,23 +537,31 @@ def pld_delta(
     plan = _plan(items)
     if plan.steps == 0:
         return Guarantee(epsilon, 0.0, "exact", "no privacy loss", bracket=(0.0, 0.0))
-    d_up = 0.0
-    d_lo = 0.0
-    for parts in _directions(plan):
-        d, step, blocked = _delta_direction(parts, epsilon, precision, fixed)
-        low = lower_delta(parts, epsilon, step, blocked) if d > 0.0 else 0.0
-        # at a kink of δ (ε on an atom's loss) the grid's cost in ε says little; the bracket
-        # does: a finer grid while it is wide
-        for _ in range(3 if fixed is None and low > 0.0 else 0):
-            if d <= low * (1.0 + 20.0 * precision) or d <= d_up:
-                break
-            try:
-                finer = quantize(step / 4.0)
-                d = min(d, _delta_pass(parts, epsilon, finer, max(1e-4 * low, 1e-300))[0])
-                low = max(low, lower_delta(parts, epsilon, finer, False))
-            except InvalidParameterError:  # the grid would not fit: keep what is certified
-                break
-            step = finer
-        d_up = max(d_up, d)
-        d_lo = max(d_lo, low)
-    return Guarantee(epsilon, d_up, "upper bound", PLD_RULE, bracket=(min(d_lo, d_up), d_up))
+    # every direction's certified δ, then the lower bound of the largest only (it bounds
+    # the max over directions from below)
+    solved = sorted(
+        ((*_delta_direction(parts, epsilon, precision, fixed), parts)
+         for parts in _directions(plan)),
+        key=lambda item: -item[0],
+    )
+    d, step, blocked, parts = solved[0]
+    others = max((item[0] for item in solved[1:]), default=0.0)
+
+    def lower(h: float, in_blocks: bool, near: float) -> float:
+        return lower_delta(parts, epsilon, h, in_blocks, max(1e-4 * near, 1e-300))
+
+    low = lower(step, blocked, d) if d > 0.0 else 0.0
+    # at a kink of δ (ε on an atom's loss) the grid's cost in ε says little; the bracket
+    # does: a finer grid while it is wide
+    for _ in range(3 if fixed is None and low > 0.0 else 0):
+        if d <= low * (1.0 + 20.0 * precision) or d <= others:
+            break
+        try:
+            finer = quantize(step / 4.0)
+            d = min(d, _delta_pass(parts, epsilon, finer, max(1e-4 * low, 1e-300))[0])
+            low = max(low, lower(finer, False, low))
+        except InvalidParameterError:  # the grid would not fit: keep what is certified
+            break
+        step = finer
+    d_up = max(d, others)
+    return Guarantee(epsilon, d_up, "upper bound", PLD_RULE, bracket=(min(low, d_up), d_up))

@@ -414,7 +414,10 @@ def _rebound(
     top = (window.a_idx + window.n) * h
     bottom = window.a_idx * h
     beyond = chernoff_at(supports, lam=0.0, edge=top, upper=True)
-    alias = chernoff_at(supports, lam=lam, edge=top, upper=True)
+    # both minimize K(u) − (u − λ₀)·top over u ≥ λ₀: where beyond's u is above λ it serves both
+    alias = (beyond[0] - lam, beyond[1]) if beyond[0] > lam else chernoff_at(
+        supports, lam=lam, edge=top, upper=True
+    )
     low = chernoff_at(supports, lam=0.0, edge=bottom, upper=False)
     return Window(window.lam, window.a_idx, window.n, beyond, alias, low)
 

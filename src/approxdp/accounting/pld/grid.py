@@ -136,7 +136,9 @@ def _edges(source: LossSource, scale: float, tail: float) -> tuple[float, float]
 def _grid(source: LossSource, h: float, tail: float) -> tuple[int, int, FloatArray]:
     """(index of the first grid point, number of points, the losses i·h) covering ``source``
     up to ``tail`` of P-mass on each side."""
-    e_lo, e_hi = _edges(source, float(16.0 ** math.floor(math.log(h, 16.0))), tail)
+    # the probes' first step: the edges come out to about 1/128 of themselves whatever it is,
+    # so one scale serves every grid from 16^-8 up (passes on several grids share the edges)
+    e_lo, e_hi = _edges(source, float(16.0 ** min(math.floor(math.log(h, 16.0)), -8)), tail)
     i_lo = math.floor(e_lo / h)
     i_hi = max(math.ceil(e_hi / h), i_lo + 1)
     n = i_hi - i_lo + 1
