@@ -29,7 +29,7 @@ import numbers
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from approxdp._validation import check_interval, check_probability
+from approxdp._validation import check_parameter
 from approxdp.accounting.guarantees import Guarantee
 from approxdp.accounting.pld.blocks import BLOCK_FROM
 from approxdp.accounting.pld.compose import ComposedPLD
@@ -192,7 +192,7 @@ def grid_step(
 
 def _check_delta(delta: object) -> float:
     """δ in [1e-300, 1): below, δ's own tail terms (1e-4 δ) underflow."""
-    value = float(check_probability("delta", delta))
+    value = float(check_parameter("delta", delta))
     if value < 1e-300:
         raise InvalidParameterError(f"delta must be in [1e-300, 1), got delta={value:.6g}")
     return value
@@ -532,7 +532,7 @@ def pld_delta(
         h: force the grid step.
     """
     precision = check_precision(precision)
-    epsilon = float(check_interval("epsilon", epsilon, 0.0, math.inf, high_open=True))
+    epsilon = float(check_parameter("epsilon", epsilon))
     fixed = _check_step(h)
     plan = _plan(items)
     if plan.steps == 0:
