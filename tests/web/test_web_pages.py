@@ -357,8 +357,27 @@ def test_every_statistic_and_casting_in_the_wizard(tmp_path: Path) -> None:
     cells = made["result"]["cells"]
     assert [c["key"]["quantile"] for c in cells] == [0.1, 0.9]
     assert 0 <= cells[0]["value"] <= cells[1]["value"] <= 10000  # secure noise: not seeded
-    assert any("were not numbers" in note for note in made["result"]["notes"])
-    assert made["query"]["casts"] == ["income"]
+    assert made["query"]["casts"] == ["income"] and made["query"]["cast_errors"] == "drop"
+    refuse = wizard.read_spec(config, {**cast, "cast_errors": "error"}, schema)
+    assert refuse.cast_errors == "error"
+    assert "cast_errors='error'" in wizard.release_script(refuse, schema, config.ledger)
+
+    def spends() -> int:
+        accountant = dp.PrivacyAccountant(read_ledger_settings(config.ledger).budget,
+                                          ledger=config.ledger)
+        try:
+            return len(accountant.history())
+        finally:
+            accountant.close()
+
+    spent = spends()
+    with pytest.raises(DataError, match="column 'income' has values that are not numbers") as e:
+        wizard.release(refuse, schema, config.ledger)
+    assert "n/a" not in str(e.value) and "12" not in str(e.value)  # no value, no count
+    assert spends() == spent
+    with pytest.raises(InvalidParameterError) as bad_errors:
+        wizard.read_spec(config, {**cast, "cast_errors": "coerce"}, schema)
+    assert forms.locate(bad_errors.value, ["cast_errors"]) == "cast_errors"
     with pytest.raises(InvalidParameterError) as bad_q:
         wizard.read_spec(config, {**cast, "kind": "quantiles", "qs": "0.1, 2"}, schema)
     assert forms.locate(bad_q.value, ["qs"]) == "qs"

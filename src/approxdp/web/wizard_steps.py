@@ -33,6 +33,7 @@ from approxdp.accounting import PrivacyAccountant, read_ledger_settings
 from approxdp.errors import DataError, InvalidParameterError
 from approxdp.events import EpsilonDeltaEvent
 from approxdp.releases.kinds import DEFAULT_QS, RELEASE_KINDS, KindInputs
+from approxdp.releases.specs import CAST_ERRORS
 from approxdp.reports.formatting import JSON_SCHEMA_VERSION, jsonable
 from approxdp.reports.releases import (
     budget_dict,
@@ -90,7 +91,8 @@ class ReleaseSpec:
 
     ``columns`` is the value column or the columns counted (histogram); ``domain`` maps
     grouping columns to their public values, as typed (``NULL`` for missing); ``casts`` are
-    the columns converted to numbers first (values that are not numbers become missing).
+    the columns converted to numbers first, and ``cast_errors`` what becomes of their values
+    that are not numbers (``drop``: missing values; ``error``: the release is refused).
     """
 
     file: DataFile
@@ -109,6 +111,7 @@ class ReleaseSpec:
     neighbouring: str = "add-remove"
     qs: tuple[float, ...] = ()
     casts: tuple[str, ...] = ()
+    cast_errors: str = "drop"
 
     @property
     def label(self) -> str:
@@ -191,6 +194,11 @@ def read_spec(
         casts = _names(form.get("casts"))
         for column in casts:
             _check_column("cast", column, schema)
+    cast_errors = str(form.get("cast_errors") or "drop")
+    if cast_errors not in CAST_ERRORS:
+        with on_field("cast_errors"):
+            raise InvalidParameterError(
+                f"cast_errors must be one of {list(CAST_ERRORS)}, got {cast_errors!r}")
     columns: tuple[str, ...] = ()
     bounds = None
     by: tuple[str, ...] = ()
@@ -245,6 +253,7 @@ def read_spec(
         by=by, domain={c: tuple(v) for c, v in raw.items()}, outside_domain=outside,
         level=level, privacy_unit=unit, max_partitions=max_partitions,
         max_rows_per_partition=max_rows, neighbouring=neighbouring, qs=qs, casts=casts,
+        cast_errors=cast_errors,
     )
 
 
@@ -276,6 +285,8 @@ def _table_options(spec: ReleaseSpec) -> dict[str, Any]:
         "neighbouring": spec.neighbouring}
     if spec.casts:
         options["casts"] = {c: "double" for c in spec.casts}
+        if spec.cast_errors != "drop":
+            options["cast_errors"] = spec.cast_errors
     return options
 
 
@@ -381,7 +392,8 @@ def release(spec: ReleaseSpec, schema: Mapping[str, str], ledger: Path) -> dict[
         "query": {"kind": spec.kind, "columns": list(spec.columns), "by": list(spec.by),
                   "bounds": list(spec.bounds) if spec.bounds is not None else None,
                   "domain": {c: list(v) for c, v in spec.domain.items()} or None,
-                  "qs": list(spec.qs) or None, "casts": list(spec.casts) or None},
+                  "qs": list(spec.qs) or None, "casts": list(spec.casts) or None,
+                  "cast_errors": spec.cast_errors if spec.casts else None},
         "result": release_dict(result),
         "budget": budget_dict(status),
         "ledger": str(ledger),

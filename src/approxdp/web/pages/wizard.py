@@ -33,7 +33,7 @@ FIELDS = {
     "outside_domain": "wiz_outside_domain", "epsilon": "wiz_epsilon", "delta": "wiz_delta",
     "level": "wiz_level", "privacy_unit": "wiz_unit", "max_partitions": "wiz_max_partitions",
     "max_rows_per_partition": "wiz_max_rows", "neighbouring": "wiz_neighbouring",
-    "qs": "wiz_qs", "casts": "wiz_casts", "rows": "wiz_rows",
+    "qs": "wiz_qs", "casts": "wiz_casts", "cast_errors": "wiz_cast_errors", "rows": "wiz_rows",
 }
 
 
@@ -70,10 +70,12 @@ def panel(config: ServeConfig, schema: Mapping[str, str]) -> Any:
         ui.input_select("wiz_file", "data file", {f.key: f.label for f in config.data}),
         ui.output_ui("wiz_file__error"),
         ui.output_ui("wiz_schema"),
-        ui.input_selectize("wiz_casts", "convert to numbers (text columns with dirty values: "
-                           "what is not a number becomes missing, and is counted)",
-                           _text_columns(schema), multiple=True),
+        ui.input_selectize("wiz_casts", "convert to numbers (text columns with a few values "
+                           "that are not numbers)", _text_columns(schema), multiple=True),
         ui.output_ui("wiz_casts__error"),
+        ui.input_select("wiz_cast_errors", "values that are not numbers",
+                        {"drop": "drop them (they become missing values)",
+                         "error": "refuse the release"}),
     )
     step2 = ui.card(
         ui.card_header("2. Privacy unit: whom to protect"),
