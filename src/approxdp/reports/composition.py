@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from approxdp._validation import check_parameter
 from approxdp.accounting import advanced_composition, compose_gaussian, optimal_composition
 from approxdp.accounting.budget.costs import LedgerState, check_cost, contribution
 from approxdp.accounting.budget.rules import epsilon_at
@@ -286,8 +287,7 @@ def composition_report(
 
     ``progress(description, total)`` is a context that yields ``advance(amount)`` (the
     command line's progress bar; by default nothing is shown)."""
-    if not (0.0 < delta < 1.0):
-        raise InvalidParameterError(f"delta must be in (0, 1), got delta={delta:g}")
+    delta = float(check_parameter("delta", delta))
     if not releases:
         raise InvalidParameterError("give at least one release, e.g. 10xgaussian:4")
     wanted = list(dict.fromkeys(rules)) if rules else list(RULES)
