@@ -18,6 +18,7 @@ from htmltools import TagChild
 from shiny import Inputs, Outputs, reactive, render, req, ui
 
 from approxdp.releases.kinds import RELEASE_KINDS, ReleaseKind
+from approxdp.releases.session import BOUNDS_SHARE
 from approxdp.reports.formatting import fmt
 from approxdp.web import wizard_steps as steps
 from approxdp.web.config import ServeConfig, data_file
@@ -29,7 +30,8 @@ __all__ = ["FIELDS", "panel", "server"]
 #: API parameter name → input id of the wizard's fields.
 FIELDS = {
     "file": "wiz_file", "kind": "wiz_kind", "column": "wiz_column", "low": "wiz_low",
-    "high": "wiz_high", "by": "wiz_by", "columns": "wiz_columns", "domain": "wiz_domain",
+    "high": "wiz_high", "bounds_mode": "wiz_bounds_mode", "by": "wiz_by",
+    "columns": "wiz_columns", "domain": "wiz_domain",
     "outside_domain": "wiz_outside_domain", "epsilon": "wiz_epsilon", "delta": "wiz_delta",
     "level": "wiz_level", "privacy_unit": "wiz_unit", "max_partitions": "wiz_max_partitions",
     "max_rows_per_partition": "wiz_max_rows", "neighbouring": "wiz_neighbouring",
@@ -102,6 +104,14 @@ def panel(config: ServeConfig, schema: Mapping[str, str]) -> Any:
         ),
         ui.panel_conditional(
             _when(lambda k: k.bounds),
+            ui.input_radio_buttons(
+                "wiz_bounds_mode", "clamping bounds",
+                {"given": "I give them (public knowledge, not read from the data)",
+                 "private": f"estimate them privately first ({BOUNDS_SHARE:.0%} of this "
+                            "release's ε and δ)"}),
+        ),
+        ui.panel_conditional(
+            _when(lambda k: k.bounds) + " && input.wiz_bounds_mode !== 'private'",
             ui.layout_columns(text_field("wiz_low", "lower bound", "0", on_blur=True),
                               text_field("wiz_high", "upper bound", "100", on_blur=True),
                               col_widths=(6, 6)),
