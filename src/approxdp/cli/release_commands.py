@@ -161,6 +161,10 @@ def _typed_domain(table: Any, domain: dict[str, list[str]]) -> dict[str, list[An
               help="Convert a value column to numbers before anything else; values that are "
                    "not numbers become missing (counted, with examples, in the result notes). "
                    "Repeatable.")
+@click.option("--cast-errors", type=click.Choice(["drop", "error"]), default="drop",
+              show_default=True,
+              help="With --cast: values that are not numbers become missing (drop), or refuse "
+                   "the release before anything is spent (error).")
 @row_options
 @click.option("--engine", type=click.Choice(["duckdb", "spark"]), default=None,
               help="What reads FILE and computes: duckdb (default; a batch: the spec's "
@@ -181,8 +185,9 @@ def release_command(
     outside_domain: str, budget: tuple[float, float] | None, ledger: Path | None,
     composition: str | None, privacy_unit: str | None, max_partitions: int,
     max_rows_per_partition: int, neighbouring: str, level: float, method: str,
-    cast_specs: tuple[str, ...], wheres: tuple[str, ...], derive_specs: tuple[str, ...],
-    engine: str | None, seed: int | None, output: Path | None, show: int, as_json: bool,
+    cast_specs: tuple[str, ...], cast_errors: str, wheres: tuple[str, ...],
+    derive_specs: tuple[str, ...], engine: str | None, seed: int | None, output: Path | None,
+    show: int, as_json: bool,
 ) -> None:
     """A private statistic of a CSV or Parquet FILE.
 
@@ -241,7 +246,8 @@ def release_command(
                 str(file), accountant=accountant, neighbouring=cast(Neighbouring, neighbouring),
                 privacy_unit=privacy_unit, max_partitions=max_partitions,
                 max_rows_per_partition=max_rows_per_partition, seed=seed, method=method,
-                casts=casts, engine=engine or "duckdb",
+                casts=casts, cast_errors=cast(Literal["drop", "error"], cast_errors),
+                engine=engine or "duckdb",
             )
             table = transform_rows(table, derive=derives, where=wheres)
             inputs = dataclasses.replace(inputs, domain=_typed_domain(table, domain))
