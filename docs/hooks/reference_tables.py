@@ -24,6 +24,9 @@ The blocks:
   (:data:`approxdp.reproduction.FIGURE_FILES`).
 - ``<!-- approxdp:calibration-methods -->``: the Gaussian calibration methods, their
   formulas, sources and validity (:data:`approxdp.calibration.CALIBRATION_METHODS`).
+- ``<!-- approxdp:accounting-rules -->``: the accounting rules, what each certifies, whether
+  it is a valid privacy filter, the theorems, and the tools that offer it
+  (:data:`approxdp.accounting.registry.ACCOUNTING_RULES`).
 
 It also generates ``css/pygments.css``, the colours of the code blocks (highlighted at build
 time by Pygments, so no highlighter is loaded from the web), and adds it to the pages.
@@ -49,6 +52,7 @@ MARKER = "<!-- approxdp:cli-reference -->"
 PLOT_MARKER = "<!-- approxdp:plot-list -->"
 FILES_MARKER = "<!-- approxdp:reproduce-files -->"
 METHODS_MARKER = "<!-- approxdp:calibration-methods -->"
+RULES_MARKER = "<!-- approxdp:accounting-rules -->"
 PROG = "approxdp"
 #: Columns the generated usage lines are wrapped at (not the terminal's: the text is committed).
 WIDTH = 100
@@ -198,6 +202,25 @@ def calibration_methods() -> str:
     return "\n".join([head, "|---|---|---|---|---|", *rows]) + "\n"
 
 
+def accounting_rules() -> str:
+    """The accounting rules registry as a Markdown table."""
+    from approxdp.accounting.registry import ACCOUNTING_RULES
+
+    def tools(rule: Any) -> str:
+        return ", ".join(
+            t if rule.name_in(t) == rule.name else f"{t} (as `{rule.name_in(t)}`)"
+            for t in rule.tools
+        )
+
+    rows = [
+        f"| `{r.name}` | {r.certifies} | {_cell(r.what)} | {_cell(r.source)} | "
+        f"{'**yes**' if r.filter_valid else 'no'} | {_cell(r.adaptivity_source)} | {tools(r)} |"
+        for r in ACCOUNTING_RULES
+    ]
+    head = "| rule | certifies | what | source | valid filter? | why | offered by |"
+    return "\n".join([head, "|---|---|---|---|---|---|---|", *rows]) + "\n"
+
+
 PYGMENTS_CSS = "css/pygments.css"
 
 
@@ -227,7 +250,7 @@ def _generators() -> dict[str, Callable[[], str]]:
         return cli_reference(cli)
 
     return {MARKER: cli_text, PLOT_MARKER: plot_list, FILES_MARKER: reproduce_files,
-            METHODS_MARKER: calibration_methods}
+            METHODS_MARKER: calibration_methods, RULES_MARKER: accounting_rules}
 
 
 def end_marker(start: str) -> str:

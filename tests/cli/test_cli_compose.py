@@ -12,7 +12,7 @@ import approxdp as dp
 from approxdp.accounting.composition.optimal import OPTIMAL_MAX_STEPS
 
 RULE_KEYS = {"rule", "epsilon", "delta", "kind", "description", "per_release_delta",
-             "ratio_to_best"}
+             "ratio_to_best", "filter"}
 
 
 def test_gaussian_releases_compose_exactly(run_json: Any) -> None:

@@ -7,7 +7,10 @@ Releases are written as tokens, each optionally repeated with a ``K x`` prefix:
 - ``dp:EPSILON[:DELTA]`` — any (ε, δ)-DP step (default δ = 0);
 - e.g. ``100xgaussian:20`` is a hundred Gaussian releases with σ = 20.
 
-For a total δ the command reports the least total ε each rule can certify:
+For a total δ the command reports the least total ε each rule can certify for the list as
+declared (the rules are those of :data:`approxdp.accounting.registry.ACCOUNTING_RULES` offered
+to ``compose``); each row also says whether its rule stays valid when each release's parameters
+are chosen after earlier outputs (``filter``: a valid privacy filter, Rogers et al. 2016):
 
 - ``exact-gaussian``: the Gaussian releases compose exactly into one Gaussian (Zhao et al.
   Lemma 15);
@@ -42,6 +45,7 @@ from approxdp.accounting import advanced_composition, compose_gaussian, optimal_
 from approxdp.accounting.budget.costs import LedgerState, check_cost, contribution
 from approxdp.accounting.budget.rules import epsilon_at
 from approxdp.accounting.composition.optimal import OPTIMAL_MAX_STEPS
+from approxdp.accounting.registry import accounting_rule, rule_names
 from approxdp.cli.output import (
     JSON_SCHEMA_VERSION,
     Number,
@@ -57,8 +61,8 @@ from approxdp.profiles import gaussian_epsilon
 
 __all__ = ["RULES", "Release", "compose_command", "composition_report", "parse_release"]
 
-#: Rules in the order they are shown (tightest first).
-RULES = ("exact-gaussian", "optimal", "advanced", "basic")
+#: Rules in the order they are shown (tightest first), from the registry.
+RULES = rule_names("compose")
 _TOKEN = re.compile(r"^(?:(?P<count>\d+)x)?(?P<kind>gaussian|laplace|dp):(?P<args>.+)$")
 _GRID = 24  # per-release δ₀ candidates for the generic rules
 _FULL_GRID_STEPS = 10_000  # above, optimal is searched on the grid by ternary search
@@ -257,7 +261,7 @@ def _exact_row(releases: Sequence[Release], delta: float) -> dict[str, Any]:
         return {"rule": "exact-gaussian", "epsilon": None, "delta": None, "kind": "n/a",
                 "description": "no Gaussian releases to compose exactly",
                 "per_release_delta": None}
-    if len(gauss) == len(releases):
+    if len(gauss) == len(releases):  # the all-Gaussian case: exact, and a valid filter too
         composed = compose_gaussian([g.a for g in gauss], [g.b for g in gauss],
                                     counts=[g.count for g in gauss])  # O(1) in the counts
         guarantee = composed.guarantee(delta=delta)
@@ -270,7 +274,8 @@ def _exact_row(releases: Sequence[Release], delta: float) -> dict[str, Any]:
         state = state.add(contribution(r.event()), times=r.count)
     eps, rule = epsilon_at(state, delta, "auto")
     return {"rule": "exact-gaussian", "epsilon": eps, "delta": delta,
-            "kind": "upper bound", "description": rule, "per_release_delta": None}
+            "kind": "upper bound", "description": rule, "per_release_delta": None,
+            "filter": False}  # the other releases join by the smallest bound: declared only
 
 
 def composition_report(
@@ -299,6 +304,8 @@ def composition_report(
             row["ratio_to_best"] = eps / best
         else:
             row["ratio_to_best"] = 1.0 if eps == best else None
+    for row in rows:
+        row.setdefault("filter", accounting_rule(row["rule"], "compose").filter_valid)
     rows.sort(key=lambda r: RULES.index(r["rule"]))
     return {
         "command": "compose",
@@ -313,13 +320,16 @@ def composition_report(
 def _render(console: Console, report: dict[str, Any]) -> None:
     table = new_table(
         title=(f"Total privacy of {report['count']} releases at total δ = {report['delta']:g}"),
-        caption="ε: least total ε each rule certifies; × best: relative to the tightest rule.",
+        caption="ε: least total ε each rule certifies for the list as declared; × best: "
+                "relative to the tightest rule; filter: the rule stays valid when each "
+                "release's parameters are chosen after earlier outputs.",
     )
     table.add_column("rule", style="bold")
     table.add_column("total ε", justify="right")
     table.add_column("total δ", justify="right")
     table.add_column("× best", justify="right")
     table.add_column("kind")
+    table.add_column("filter")
     table.add_column("how")
     for row in report["rules"]:
         ratio = row["ratio_to_best"]
@@ -327,7 +337,8 @@ def _render(console: Console, report: dict[str, Any]) -> None:
         if row["per_release_delta"] is not None:
             how += f"; each Gaussian at δ₀ = {row['per_release_delta']:.3g}"
         table.add_row(row["rule"], fmt(row["epsilon"]), fmt(row["delta"], 4),
-                      "n/a" if ratio is None else f"{ratio:.3f}", row["kind"], how)
+                      "n/a" if ratio is None else f"{ratio:.3f}", row["kind"],
+                      "yes" if row["filter"] else "no", how)
     console.print(table)
 
 

@@ -43,6 +43,7 @@ from approxdp.accounting.pld.accounting import (
     pld_epsilon,
 )
 from approxdp.accounting.pld.subsampled_gaussian import subsampled_gaussian_epsilon
+from approxdp.accounting.registry import rule_names
 from approxdp.errors import InvalidParameterError, ParameterTypeError, UnknownMethodError
 from approxdp.events import SAMPLINGS, GaussianEvent, SubsampledEvent
 
@@ -54,7 +55,9 @@ __all__ = [
     "dpsgd_epsilon",
 ]
 
-DPSGD_ACCOUNTANTS = ("pld", "rdp", "gdp-clt", "amplify+compose")
+#: The DP-SGD accountants, from the registry (``approxdp.accounting.registry.ACCOUNTING_RULES``
+#: says what each certifies, and that none is a filter for adaptively chosen runs).
+DPSGD_ACCOUNTANTS = rule_names("dpsgd")
 _MAX_STEPS = 10**12
 _RDP_TOO_FROM = 10**8
 
