@@ -14,8 +14,8 @@ from approxdp.accounting.registry import (
     accounting_rule,
     rule_names,
 )
-from approxdp.cli.composition_commands import RULES, composition_report, parse_release
 from approxdp.errors import UnknownMethodError
+from approxdp.reports.composition import RULES, composition_report, parse_release
 
 
 def test_every_tool_list_is_the_registry() -> None:

@@ -13,7 +13,7 @@ from typing import Any
 import click
 from rich.console import Console
 
-from approxdp.cli.calibration_commands import calibration_report, render_calibration
+from approxdp.cli.calibration_commands import render_calibration
 from approxdp.cli.output import (
     JSON_SCHEMA_VERSION,
     Number,
@@ -24,7 +24,8 @@ from approxdp.cli.output import (
     new_table,
     progress,
 )
-from approxdp.cli.release_views import release_dict
+from approxdp.reports.calibration import calibration_report
+from approxdp.reports.releases import release_dict
 
 __all__ = ["demo_command"]
 

@@ -30,39 +30,25 @@ from approxdp.cli.output import (
     new_table,
     progress,
 )
-from approxdp.cli.release_views import (
-    budget_dict,
-    release_dict,
-    render_budget,
-    render_release,
-    spend_dict,
-    write_cells_csv,
-)
+from approxdp.cli.release_views import render_budget, render_release
 from approxdp.errors import DataError, InvalidParameterError
 from approxdp.releases.specs import Neighbouring
+from approxdp.reports.ledger import ledger_report
+from approxdp.reports.releases import (
+    budget_dict,
+    parse_domain,
+    release_dict,
+    typed_value,
+    write_cells_csv,
+)
 
-__all__ = ["ledger_command", "parse_casts", "parse_domain", "release_command"]
+__all__ = ["ledger_command", "parse_casts", "release_command"]
 
 KINDS = ("count", "sum", "mean", "histogram")
 #: One numeric column with --bounds, released on its own (no --by or --domain).
 COLUMN_KINDS = ("median", "quantiles", "variance", "std")
 _FINITE = Number(-math.inf, math.inf, min_open=True, max_open=True)
 _OUTPUT_SUFFIXES = (".json", ".csv")
-
-
-def parse_domain(specs: Sequence[str]) -> dict[str, list[str]]:
-    """``COLUMN=V1,V2,...`` options as {column: [raw value, ...]} (values typed later)."""
-    domain: dict[str, list[str]] = {}
-    for spec in specs:
-        column, sep, values = spec.partition("=")
-        if not sep or not column or not values:
-            raise InvalidParameterError(
-                f"--domain must look like COLUMN=VALUE1,VALUE2,..., got {spec!r}"
-            )
-        if column in domain:
-            raise InvalidParameterError(f"--domain gives column {column!r} twice")
-        domain[column] = values.split(",")
-    return domain
 
 
 def parse_casts(specs: Sequence[str]) -> dict[str, str]:
@@ -76,29 +62,6 @@ def parse_casts(specs: Sequence[str]) -> dict[str, str]:
             )
         casts[column] = "double"
     return casts
-
-
-def _typed(column: str, raw: str, kind: str) -> Any:
-    """A domain value typed like its column: NULL → None, numbers for numeric columns."""
-    if raw == "NULL":
-        return None
-    if kind == "numeric":
-        try:
-            return int(raw)
-        except ValueError:
-            try:
-                return float(raw)
-            except ValueError:
-                raise InvalidParameterError(
-                    f"--domain value {raw!r} for numeric column {column!r} is not a number"
-                ) from None
-    if kind == "boolean":
-        if raw.lower() not in ("true", "false"):
-            raise InvalidParameterError(
-                f"--domain value {raw!r} for boolean column {column!r} must be true or false"
-            )
-        return raw.lower() == "true"
-    return raw
 
 
 def _check_shape(
@@ -189,7 +152,7 @@ def _run_release(table: Any, kind: str, columns: Sequence[str], options: dict[st
             if column not in schema:
                 raise DataError(f"--domain column {column!r} not found; the table has columns "
                                 f"{list(schema)}")
-        options["domain"] = {c: [_typed(c, v, schema[c].value) for v in vals]
+        options["domain"] = {c: [typed_value(c, v, schema[c].value) for v in vals]
                              for c, vals in domain.items()}
     if kind in COLUMN_KINDS:
         if options.pop("domain", None):
@@ -368,26 +331,10 @@ def ledger_command(file: Path, as_json: bool) -> None:
 
     Example: approxdp ledger budget.sqlite
     """
-    settings = read_ledger_settings(file)
-    accountant = PrivacyAccountant(settings.budget, ledger=file,
-                                   composition=settings.composition)
-    try:
-        spends = [spend_dict(r) for r in accountant.history()]
-        status = accountant.remaining()
-    finally:
-        accountant.close()
-    data: dict[str, Any] = {
-        "command": "ledger",
-        "schema_version": JSON_SCHEMA_VERSION,
-        "file": str(file),
-        "budget": {"epsilon": settings.budget[0], "delta": settings.budget[1]},
-        "composition": settings.composition,
-        "spends": spends,
-        "status": budget_dict(status),
-    }
+    data = ledger_report(file)
+    spends = data["spends"]
 
     def render(console: Console) -> None:
-
         table = new_table(f"Spends in {file}")
         table.add_column("#", justify="right")
         table.add_column("time (UTC)")
