@@ -23,7 +23,9 @@ RESULT_KEYS = {
     "comparisons", "extra", "notes", "secure",
 }
 BUDGET_KEYS = {"budget_epsilon", "budget_delta", "spent_epsilon", "spent_delta",
-               "remaining_epsilon", "remaining_delta", "count", "rule"}
+               "remaining_epsilon", "remaining_delta", "count", "rule", "adaptivity",
+               "certified_by", "spent_meaning", "over_budget", "refusing", "room", "room_used",
+               "basic_share", "basic_share_used", "open_commitments"}
 
 
 def test_count_json_shape_and_value(
@@ -109,10 +111,12 @@ def test_ledger_keeps_the_budget_across_runs(
                       "-e", "0.4", "-d", "1e-6", "--ledger", ledger)
     assert second["budget"]["count"] == 2
     shown = run_json("ledger", ledger)
-    assert set(shown) == {"command", "schema_version", "file", "budget", "composition",
-                          "spends", "status"}
+    assert set(shown) == {"command", "schema_version", "file", "budget", "adaptivity",
+                          "composition", "basic_share", "spends", "commitments", "status",
+                          "explain", "warnings"}
     assert shown["budget"] == {"epsilon": 1.0, "delta": 1e-5}
-    assert shown["composition"] == "auto"
+    assert (shown["adaptivity"], shown["composition"]) == ("full", "gdp")
+    assert "filter 'gdp'" in shown["status"]["certified_by"] and shown["warnings"] == []
     assert [s["label"] for s in shown["spends"]] == ["release: count", "release: sum(income)"]
     assert set(shown["spends"][0]) == {"index", "timestamp", "time", "label", "event",
                                        "summary", "rule", "delta_after"}
@@ -153,7 +157,7 @@ def test_ledger_refuses_another_budget(
     assert "a different one is refused" in help_text
     result = run("release", "count", people_csv, "-e", "0.1", "-d", "1e-7", "--ledger", ledger,
                  "--composition", "basic")
-    one_line_error(result, 2, "--composition basic differs from the rule 'auto'")
+    one_line_error(result, 2, "--composition basic differs from the composition 'gdp'")
     assert run_json("ledger", ledger)["status"]["count"] == 3
 
 

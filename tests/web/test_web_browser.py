@@ -83,7 +83,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         for i in range(500):
             writer.writerow([i, 18 + (i * 7) % 72, "F" if i % 3 else "M"])
     ledger = folder / "budget.sqlite"
-    with dp.PrivacyAccountant((3.0, 1e-5), ledger=ledger) as acct:
+    with dp.PrivacyAccountant((3.0, 1e-5), ledger=ledger, basic_share=(0.5, 2e-7)) as acct:
         acct.spend(dp.GaussianEvent(sigma=6.0, label="survey wave 1"))
         acct.spend(dp.EpsilonDeltaEvent(epsilon=0.25, delta=1e-7, label="survey wave 2"))
     port = _free_port()

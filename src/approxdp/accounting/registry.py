@@ -115,6 +115,23 @@ ACCOUNTING_RULES: tuple[AccountingRule, ...] = (
         aliases=(("split", "gaussian"),),
     ),
     AccountingRule(
+        name="gdp",
+        title="Gaussian-DP residue filter (Smith & Thakurta 2022; Regehr et al. 2026)",
+        certifies="upper bound",
+        what="the whole interaction is (ε, δ)-DP at the budget whatever the analyst adapts: "
+             "Gaussian-DP room Σμᵢ² (Gaussians exactly, pure-ε events by their least "
+             "dominating μ), plans declared before the first spend and shares fixed at "
+             "creation charged by their privacy-loss distribution",
+        source="Dong et al. 2022 (Gaussian DP; Sec. 3, composition of trade-off functions; "
+               "the Laplace trade-off curve); Zhao et al. 2019, Lemma 15; Doroshenko et al. "
+               "2022 (certified PLD)",
+        filter_valid=True,
+        adaptivity_source="Smith & Thakurta 2022 (arXiv:2210.17520, the GDP filter); the "
+                          "residue argument of Regehr et al. 2026 (arXiv:2602.15815): each "
+                          "step leaves a residue fixed before its noise is drawn",
+        tools=("ledger",),
+    ),
+    AccountingRule(
         name="pld",
         title="privacy loss distribution (Doroshenko et al. 2022)",
         certifies="upper bound",

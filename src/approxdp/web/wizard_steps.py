@@ -321,9 +321,8 @@ def cost_preview(spec: ReleaseSpec, ledger: Path) -> dict[str, Any]:
     The check counts the release as an (ε, δ)-DP step under the ledger's rule — an upper bound
     on its cost; the ledger itself may compose the Gaussian noise more tightly.
     """
+    accountant = PrivacyAccountant(ledger=ledger)
     settings = read_ledger_settings(ledger)
-    accountant = PrivacyAccountant(settings.budget, ledger=ledger,
-                                   composition=settings.composition)
     try:
         now = accountant.remaining()
         plan = accountant.plan([EpsilonDeltaEvent(epsilon=spec.epsilon, delta=spec.delta)])
@@ -345,9 +344,7 @@ def release(spec: ReleaseSpec, schema: Mapping[str, str], ledger: Path) -> dict[
 
     from approxdp.releases import PrivateTable
 
-    settings = read_ledger_settings(ledger)
-    accountant = PrivacyAccountant(settings.budget, ledger=ledger,
-                                   composition=settings.composition)
+    accountant = PrivacyAccountant(ledger=ledger)
     try:
         table = PrivateTable(str(spec.file.path), accountant=accountant, **_table_options(spec))
         result = _run(table, spec, schema)
@@ -416,15 +413,12 @@ def release_script(spec: ReleaseSpec, schema: Mapping[str, str], ledger: Path | 
         '"""',
         "",
         "import approxdp as dp",
-        "from approxdp.accounting import read_ledger_settings",
         "",
     ]
     if ledger is not None:
         lines += [
             f"LEDGER = {str(ledger)!r}",
-            "settings = read_ledger_settings(LEDGER)",
-            "accountant = dp.PrivacyAccountant(settings.budget, ledger=LEDGER,",
-            "                                  composition=settings.composition)",
+            "accountant = dp.PrivacyAccountant(ledger=LEDGER)  # its stored budget, mode, rule",
         ]
     else:
         lines += [f"accountant = dp.PrivacyAccountant(budget=({spec.epsilon!r}, "

@@ -251,6 +251,8 @@ def epsilon_at(state: LedgerState, delta: float, rule: str = "auto") -> tuple[fl
     bracket grows by squaring (a dozen evaluations even at ε ~ 1e300), then is bisected
     geometrically and arithmetically.
     """
+    if not state.pld and not state.groups and state.rho == 0.0:
+        return 0.0, "nothing spent"
     if _uses_pld(state, rule) and (state.pld or state.rho > 0.0):
         value = _pld_epsilon(state.rho, state.pld, delta)
         if rule == "pld" or state.pld_only:
