@@ -14,6 +14,7 @@ __all__ = [
     "ApproxDPError",
     "BudgetExceededError",
     "DataError",
+    "ExpressionError",
     "InternalError",
     "InvalidParameterError",
     "LedgerError",
@@ -22,6 +23,7 @@ __all__ = [
     "NotPrivateError",
     "NotPrivateWarning",
     "ParameterTypeError",
+    "PrivateJoinError",
     "UnknownMethodError",
 ]
 
@@ -72,6 +74,28 @@ class LedgerError(ApproxDPError, ValueError):
 
 class DataError(ApproxDPError, ValueError):
     """Input data cannot be released as asked (missing column, wrong type, empty table, ...)."""
+
+
+class ExpressionError(InvalidParameterError):
+    """A filter predicate or derived-column expression is outside approxdp's row-expression
+    language (:mod:`approxdp.engines.expressions`): a subquery, a file reader, an unknown
+    function or column, a statement separator, a comment, or operands of the wrong type.
+
+    Attributes:
+        expression: The expression as given.
+        part: The offending part of it (a function, a column, an operator...).
+    """
+
+    def __init__(self, message: str, *, expression: str = "", part: str = ""):
+        super().__init__(message)
+        self.expression = expression
+        self.part = part
+
+
+class PrivateJoinError(ParameterTypeError):
+    """A join of two private tables was asked for: only a public table (data that does not
+    depend on anyone's private data) may be joined with a private one (see
+    ``PrivateTable.join_public``)."""
 
 
 class InternalError(ApproxDPError, RuntimeError):
