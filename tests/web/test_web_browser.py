@@ -145,6 +145,11 @@ def page(browser: Any, served: dict[str, Any]) -> Iterator[Any]:
                                   accept_downloads=True)
     tab = context.new_page()
     tab.set_default_timeout(_TIMEOUT_MS)
+    from playwright.sync_api import expect
+
+    # assertions wait as long as actions: on a busy machine a Shiny recomputation can take more
+    # than expect()'s own default of 5 s (the failures read "with timeout 5000ms")
+    expect.set_options(timeout=_TIMEOUT_MS)
     failed: list[str] = []
     tab.on("requestfailed", lambda request: failed.append(request.url))
     tab.on("response", lambda r: failed.append(f"{r.status} {r.url}")
