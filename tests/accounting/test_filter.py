@@ -13,7 +13,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from approxdp.accounting import PrivacyAccountant, pld_epsilon
+from approxdp.accounting import PrivacyAccountant, TrainingAccountant, pld_epsilon
 from approxdp.accounting.budget.filter import (
     FilterState,
     budget_rho,
@@ -370,3 +370,38 @@ def test_filter_state_round_trips_through_json() -> None:
     state = acc._ledger.state().filter
     assert state is not None
     assert FilterState.from_json(state.to_json()) == state
+
+
+def test_a_training_run_is_committed_as_one_unit_within_ten_percent_of_its_pld() -> None:
+    """Issue 21 §3: 10 × Gaussian σ=5, 10 × Laplace b=10 and a DP-SGD run (q=0.01, σ=1,
+    T=1000) at δ=1e-6. Declared in advance the PLD certifies ε ≈ 3.953; the default ledger
+    with the run committed (through TrainingAccountant.events()) must admit the history within
+    10 % of that, and refuse it, spent one event at a time without the commitment."""
+    run = TrainingAccountant(phases=[(1.0, 0.01, 1000)])
+    releases = [(GaussianEvent(sigma=5.0), 10), (LaplaceEvent(scale=10.0), 10)]
+    declared = pld_epsilon([*releases, *run.events()], 1e-6).epsilon
+    assert declared == pytest.approx(3.953, abs=2e-3)
+
+    acc = PrivacyAccountant(budget=(1.10 * declared, 1e-6))
+    commitment = acc.commit(run.events(), label="DP-SGD run")
+    assert commitment.pricing == "declared"
+    for _ in range(10):
+        acc.spend(GaussianEvent(sigma=5.0))
+        acc.spend(LaplaceEvent(scale=10.0))
+    (step, steps), = run.events()
+    for _ in range(steps):
+        acc.spend(step)
+    status = acc.remaining()
+    assert status.count == 1020 and status.open_commitments == 0
+    with pytest.raises(BudgetExceededError):  # the run is spent: one step more is not in it
+        acc.spend(step)
+
+    # the same history, nothing committed: each step after the first spend costs its
+    # Gaussian's μ² = 1, far beyond the budget
+    plain = PrivacyAccountant(budget=(1.10 * declared, 1e-6))
+    for _ in range(10):
+        plain.spend(GaussianEvent(sigma=5.0))
+        plain.spend(LaplaceEvent(scale=10.0))
+    with pytest.raises(BudgetExceededError, match="commit the whole run"):
+        for _ in range(steps):
+            plain.spend(step)

@@ -48,7 +48,6 @@ from approxdp.accounting.budget.costs import (
     is_pld_only,
 )
 from approxdp.accounting.budget.filter import (
-    ZERO,
     Commitment,
     FilterKind,
     FilterRefusedError,
@@ -60,6 +59,7 @@ from approxdp.accounting.budget.filter import (
     gdp_equivalent,
     new_filter,
 )
+from approxdp.accounting.budget.filter_state import ZERO
 from approxdp.accounting.budget.ledger import (
     Decision,
     FilterLogEntry,

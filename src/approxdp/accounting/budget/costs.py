@@ -43,7 +43,7 @@ from approxdp.events import (
 )
 
 if TYPE_CHECKING:
-    from approxdp.accounting.budget.filter import FilterState
+    from approxdp.accounting.budget.filter_state import FilterState
 
 __all__ = [
     "Contribution",
