@@ -1,6 +1,8 @@
-"""``release batch QUERY_FILE``: several queries of one file released as one jointly calibrated
-plan (like :meth:`PrivateTable.release <approxdp.releases.session.PrivateTable.release>`),
-one spend for the whole batch. The spec format is in :mod:`approxdp.cli.query_spec`."""
+"""``release batch QUERY_FILE``: several queries of one file — of any kind of the registry
+:data:`~approxdp.releases.kinds.RELEASE_KINDS` — released as one jointly calibrated plan (like
+:meth:`PrivateTable.release <approxdp.releases.session.PrivateTable.release>`), one spend for
+the whole batch, each query's share of it stated with its result. The spec format is in
+:mod:`approxdp.cli.query_spec`."""
 
 from __future__ import annotations
 
@@ -14,8 +16,8 @@ from rich.console import Console
 from approxdp.accounting import PrivacyAccountant
 from approxdp.cli.output import JSON_SCHEMA_VERSION, emit, jsonable, progress
 from approxdp.cli.query_spec import load_spec
-from approxdp.cli.release_views import render_budget, render_release
-from approxdp.errors import DataError, InvalidParameterError
+from approxdp.cli.release_views import render_budget, render_release, render_shares
+from approxdp.errors import InvalidParameterError
 from approxdp.reports.releases import budget_dict, release_dict
 
 __all__ = ["run_batch"]
@@ -34,8 +36,6 @@ def run_batch(
     make_accountant: AccountantFactory,
 ) -> None:
     """Release every query of the spec at ``spec_path`` as one plan (see the module)."""
-    import duckdb
-
     from approxdp.releases.session import PrivateTable
 
     spec = load_spec(spec_path)
@@ -54,25 +54,26 @@ def run_batch(
         with progress(f"Releasing {len(spec.queries)} private queries from "
                       f"{Path(spec.file).name}"):
             table = PrivateTable(spec.file, accountant=accountant, seed=seed, **spec.table)
-            results = table.release(list(spec.queries), epsilon=eps, delta=dlt,
-                                    weights=spec.weights,
+            allocated = table.allocate(table.plan(list(spec.queries), spec.weights),
+                                       epsilon=eps, delta=dlt)
+            results = table.execute(allocated,
                                     level=level if level is not None else spec.level)
         status = accountant.remaining()
-    except duckdb.Error as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise DataError(f"cannot read {spec.file!r}: {first}") from exc
     finally:
         accountant.close()
     data: dict[str, Any] = {
         "command": "release batch", "schema_version": JSON_SCHEMA_VERSION,
         "spec": str(spec_path), "file": spec.file, "epsilon": eps, "delta": dlt,
-        "results": [release_dict(r) for r in results], "budget": budget_dict(status),
+        "results": [{**release_dict(r), "share": share}
+                    for r, share in zip(results, allocated.shares, strict=True)],
+        "budget": budget_dict(status),
         "ledger": str(ledger) if ledger is not None else None,
     }
 
     def render(console: Console) -> None:
         for result in data["results"]:
             render_release(console, result, show)
+        render_shares(console, data["results"], eps, dlt)
         render_budget(console, data["budget"],
                       title="Budget" + (f" in ledger {ledger}" if ledger else " (this session)"))
 

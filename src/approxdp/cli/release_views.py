@@ -16,7 +16,7 @@ from rich.table import Table
 from approxdp.cli.output import new_table
 from approxdp.reports.formatting import fmt, fmt_values
 
-__all__ = ["render_budget", "render_release"]
+__all__ = ["render_budget", "render_release", "render_shares"]
 
 
 def render_release(console: Console, release: dict[str, Any], show: int = 20) -> None:
@@ -118,4 +118,20 @@ def render_budget(console: Console, budget: dict[str, Any], title: str = "Budget
     if budget.get("refusing"):
         lines.append(f"[bold red]REFUSING SPENDS:[/] {escape(budget['refusing'])}")
     table.caption = "\n".join(lines)
+    console.print(table)
+
+
+def render_shares(console: Console, results: list[dict[str, Any]], epsilon: float,
+                  delta: float) -> None:
+    """Draw each query's share of a batch's one plan (``share`` of its results)."""
+    table = new_table(f"One plan, one spend of ε = {epsilon:g}, δ = {delta:g}: each query's "
+                      "share")
+    table.add_column("query")
+    table.add_column("share", justify="right")
+    table.add_column("σ (scaled vector)", justify="right")
+    for result in results:
+        table.add_row(escape(result["label"]), f"{result['share']:.1%}", fmt(result["sigma"]))
+    table.caption = ("share w/W of the plan's Gaussian noise budget (1/σ*², Zhao et al. Lemma "
+                     "15): the queries are calibrated jointly, so the shares add up to the "
+                     "whole (ε, δ)")
     console.print(table)
