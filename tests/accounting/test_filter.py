@@ -278,7 +278,7 @@ def test_commit_inputs_are_checked() -> None:
         fixed.commit([STEP])
 
 
-def test_commit_of_a_training_run_is_fast_enough_to_call_per_run() -> None:
+def test_the_declared_room_is_the_largest_that_fits() -> None:
     """Correctness of the declared room: the certified PLD of the block plus the Gaussian room
     fits the budget, and a little more room would not."""
     budget = (4.2, 1e-6)
