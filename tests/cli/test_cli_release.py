@@ -337,3 +337,23 @@ def test_bounds_private_and_the_bounds_kind_from_the_command_line(
                        "--bounds-share", "0.5", *common), 2, "--bounds-share goes with")
     one_line_error(run("release", "median", people_csv, "age", "--bounds", "1", *common), 2,
                    "'--bounds'")
+
+
+def test_basic_share_lets_a_ledger_pay_for_partition_selection_later(
+    run: Any, run_json: Any, people_csv: Path, tmp_path: Path
+) -> None:
+    """Partition selection's δ is covered by no Gaussian: after a ledger's first spend the
+    default filter admits it only from a basic share fixed when the ledger was created."""
+    plain, shared = str(tmp_path / "plain.sqlite"), str(tmp_path / "shared.sqlite")
+    for ledger, share in ((plain, ()), (shared, ("--basic-share", "0", "1e-6"))):
+        run_json("release", "count", people_csv, "-e", "0.2", "-d", "1e-7", "--ledger", ledger,
+                 "--budget", "2", "1e-5", *share)
+    refused = run("release", "histogram", people_csv, "sex", "-e", "0.2", "-d", "1e-7",
+                  "--ledger", plain)
+    assert refused.exit_code == 3 and "basic share" in refused.output
+    made = run_json("release", "histogram", people_csv, "sex", "-e", "0.2", "-d", "1e-7",
+                    "--ledger", shared)
+    assert made["budget"]["count"] == 2
+    other = run("release", "count", people_csv, "-e", "0.1", "-d", "1e-7", "--ledger", shared,
+                "--basic-share", "0", "2e-6")
+    assert other.exit_code != 0 and "--basic-share" in other.output

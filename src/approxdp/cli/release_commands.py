@@ -54,10 +54,11 @@ _OUTPUT_SUFFIXES = (".json", ".csv")
 def _accountant(
     ledger: Path | None, budget: tuple[float, float] | None, composition: str | None,
     release_budget: tuple[float, float], adaptivity: str | None = None,
+    basic_share: tuple[float, float] | None = None,
 ) -> PrivacyAccountant:
     if ledger is None:
         return PrivacyAccountant(budget or release_budget, composition=composition,
-                                 adaptivity=adaptivity)
+                                 adaptivity=adaptivity, basic_share=basic_share)
     if ledger.exists() and not ledger.is_dir():
         settings = read_ledger_settings(ledger)
         if budget is not None and tuple(map(float, budget)) != settings.budget:
@@ -69,22 +70,24 @@ def _accountant(
             )
         # an existing ledger keeps its mode and rule (one written before privacy filters, with
         # no mode stored, takes the one asked for: PrivacyAccountant re-certifies it)
+        share = None if basic_share is None else tuple(map(float, basic_share))
         for flag, asked, stored in (("--composition", composition, settings.composition),
-                                    ("--adaptivity", adaptivity, settings.adaptivity)):
+                                    ("--adaptivity", adaptivity, settings.adaptivity),
+                                    ("--basic-share", share, settings.basic_share)):
             if settings.adaptivity is not None and asked is not None and asked != stored:
                 raise InvalidParameterError(
                     f"{flag} {asked} differs from the {flag[2:]} {stored!r} stored in ledger "
                     f"{str(ledger)!r}; leave out {flag} to use it"
                 )
         return PrivacyAccountant(settings.budget, ledger=ledger, composition=composition,
-                                 adaptivity=adaptivity)
+                                 adaptivity=adaptivity, basic_share=basic_share)
     if budget is None:
         raise InvalidParameterError(
             f"ledger {str(ledger)!r} does not exist yet; create it by also giving its total "
             "budget: --budget EPSILON DELTA"
         )
     return PrivacyAccountant(budget, ledger=ledger, composition=composition,
-                             adaptivity=adaptivity)
+                             adaptivity=adaptivity, basic_share=basic_share)
 
 
 def _check_output(output: Path | None) -> None:
@@ -156,6 +159,12 @@ def _typed_domain(table: Any, domain: dict[str, list[str]]) -> dict[str, list[An
               help="full (default): spends may be chosen after earlier outputs, the ledger is "
                    "a privacy filter. fixed: you promise every spend's parameters were fixed "
                    "before any noise was drawn.")
+@click.option("--basic-share", type=(Number.of("epsilon"), Number.of("delta_cost")),
+              default=None, metavar="EPSILON DELTA",
+              help="For a new ledger (fixed when it is created): the part of the budget kept "
+                   "for δ that no Gaussian covers, e.g. partition selection (a histogram or "
+                   "grouped query without --domain) after the ledger's first spend; it costs "
+                   "the Gaussian releases the room it takes.")
 @click.option("--privacy-unit", default=None, metavar="COLUMN",
               help="Column identifying whom to protect (default: each row).")
 @click.option("--max-partitions", type=int, default=1, show_default=True,
@@ -186,7 +195,8 @@ def release_command(
     bounds_share: float | None, by: tuple[str, ...], qs: tuple[float, ...],
     domain_specs: tuple[str, ...],
     outside_domain: str, budget: tuple[float, float] | None, ledger: Path | None,
-    composition: str | None, adaptivity: str | None, privacy_unit: str | None,
+    composition: str | None, adaptivity: str | None,
+    basic_share: tuple[float, float] | None, privacy_unit: str | None,
     max_partitions: int,
     max_rows_per_partition: int, neighbouring: str, level: float, method: str,
     cast_specs: tuple[str, ...], seed: int | None, output: Path | None, show: int,
@@ -218,7 +228,8 @@ def release_command(
         run_batch(file, epsilon=epsilon, delta=delta, level=level if level != 0.95 else None,
                   budget=budget, ledger=ledger, composition=composition, seed=seed,
                   output=output, show=show, as_json=as_json,
-                  make_accountant=functools.partial(_accountant, adaptivity=adaptivity))
+                  make_accountant=functools.partial(_accountant, adaptivity=adaptivity,
+                                                    basic_share=basic_share))
         return
     for name, value in (("-e' / '--epsilon", epsilon), ("-d' / '--delta", delta)):
         if value is None:
@@ -235,7 +246,8 @@ def release_command(
         raise InvalidParameterError("--bounds-share goes with --bounds private")
     _check_output(output)
     casts = parse_casts(cast_specs)
-    accountant = _accountant(ledger, budget, composition, (epsilon, delta), adaptivity)
+    accountant = _accountant(ledger, budget, composition, (epsilon, delta), adaptivity,
+                             basic_share)
     try:
         with progress(f"Releasing a private {kind} from {file.name}"):
             table = PrivateTable(
