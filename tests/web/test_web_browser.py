@@ -246,6 +246,10 @@ def test_ledger_page(page: Any, served: dict[str, Any], shots: Path) -> None:
     expect(page.locator("#ledger_count")).to_have_text(f"{count} spend(s)")
     expect(page.locator("#ledger_table")).to_contain_text("survey wave 1")
     expect(page.locator("#ledger_status tr[data-row=budget]")).to_contain_text("3")
+    # which filter and mode certify the total, and what the spent figures are
+    expect(page.locator("#ledger_certified")).to_contain_text("filter 'gdp'")
+    expect(page.locator("#ledger_certified")).to_contain_text("fully adaptive")
+    expect(page.locator("#ledger_spent_meaning")).to_contain_text("the guarantee")
     _plot_src(page, "ledger_burn")
     page.screenshot(path=str(shots / "ledger.png"), full_page=True)
     assert served["ledger"].read_bytes() == before

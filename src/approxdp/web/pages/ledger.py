@@ -77,13 +77,23 @@ def server(ledger_path: Path) -> None:
             return error_box(result, "ledger_error")
         view = result.value
         status = view["status"]
-        return ui.div(
+        mode = ("a privacy filter, fully adaptive" if view["adaptivity"] == "full" else
+                "fixed: a declared sequence, as its owner promised")
+        parts: list[TagChild] = [
             ui.p(f"Budget (ε, δ) = ({view['budget']['epsilon']:g}, "
-                 f"{view['budget']['delta']:g}); composition rule: "
-                 f"{view['composition']} (now: {status['rule']}); ",
+                 f"{view['budget']['delta']:g}); filter or rule: {view['composition']} "
+                 f"({mode}); ",
                  ui.tags.b(f"{status['count']} spend(s)", id="ledger_count"), "."),
+            ui.p(ui.tags.b("Certified by: "), status.get("certified_by") or status["rule"],
+                 id="ledger_certified"),
             budget_table(status, "ledger_status"),
-        )
+            ui.p(ui.tags.small("Spent figures: ", status.get("spent_meaning") or ""),
+                 id="ledger_spent_meaning"),
+        ]
+        if status.get("refusing"):
+            parts.insert(0, ui.div(ui.tags.b("Refusing spends: "), status["refusing"],
+                                   class_="approxdp-error", id="ledger_refusing"))
+        return ui.div(*parts)
 
     @render.ui
     def ledger_spends() -> TagChild:
