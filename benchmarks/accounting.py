@@ -45,8 +45,10 @@ from approxdp.accounting.budget import filter as privacy_filter
 from approxdp.accounting.composition.splitting import seed_gaussian_split
 from approxdp.accounting.pld.accounting import clear_caches
 from approxdp.calibration import calibrate_gaussian
-from approxdp.errors import BudgetExceededError
 from approxdp.events import EpsilonDeltaEvent, LaplaceEvent, PrivacyEvent, SubsampledEvent
+from filter_designs import DELTA as ISSUE_DELTA
+from filter_designs import RELEASES as ISSUE_RELEASES
+from filter_designs import least as least_admitted
 
 BIG_BUDGET = (1e9, 0.5)
 
@@ -168,36 +170,6 @@ def commit_times(repeat: int) -> tuple[float, float, float]:
     return cold, warm, pld
 
 
-ISSUE_DELTA = 1e-6
-ISSUE_RELEASES: list[tuple[PrivacyEvent, int]] = [(GaussianEvent(sigma=5.0), 10),
-                                                   (LaplaceEvent(scale=10.0), 10)]
-
-
-def _issue_history_fits(epsilon: float, commit_first: bool) -> bool:
-    acc = PrivacyAccountant(budget=(epsilon, ISSUE_DELTA))
-    try:
-        if commit_first:
-            acc.commit([(STEP, 1000)], label="DP-SGD run")
-        for event, count in ISSUE_RELEASES:
-            for _ in range(count):
-                acc.spend(event)
-        for _ in range(1000):
-            acc.spend(STEP)
-    except BudgetExceededError:
-        return False
-    return True
-
-
-def least_admitted_epsilon(commit_first: bool, low: float, high: float) -> float:
-    """The least budget ε (to 0.1 %) at δ = 1e-6 that admits the issue's history."""
-    while not _issue_history_fits(high, commit_first):
-        low, high = high, 2.0 * high
-    while high - low > 1e-3 * high:
-        mid = 0.5 * (low + high)
-        low, high = (low, mid) if _issue_history_fits(mid, commit_first) else (mid, high)
-    return high
-
-
 def median_time(fn: Callable[[], object], repeat: int) -> float:
     times = []
     for _ in range(repeat):
@@ -241,8 +213,8 @@ def main() -> None:
           f"({durable / closed:.0f}x optimal)")
     declared = float(pld_epsilon([*ISSUE_RELEASES, (STEP, 1000)], ISSUE_DELTA,
                                  bracket=False).epsilon)
-    committed = least_admitted_epsilon(True, declared, 1.2 * declared)
-    one_by_one = least_admitted_epsilon(False, declared, 100.0)
+    committed = least_admitted(1000, True, declared)
+    one_by_one = least_admitted(1000, False, declared)
     print("\n== the issue's history (10 Gaussian s=5, 10 Laplace b=10, DP-SGD q=0.01 s=1 "
           "T=1000), least eps at delta=1e-6")
     print(f"baseline: PLD, declared in advance      : {declared:9.4f}")
