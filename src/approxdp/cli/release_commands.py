@@ -182,6 +182,10 @@ def _typed_domain(table: Any, domain: dict[str, list[str]]) -> dict[str, list[An
               help="Convert a value column to numbers before anything else; values that are "
                    "not numbers become missing (counted, with examples, in the result notes). "
                    "Repeatable.")
+@click.option("--cast-errors", type=click.Choice(["drop", "error"]), default="drop",
+              show_default=True,
+              help="With --cast: values that are not numbers become missing (drop), or refuse "
+                   "the release before anything is spent (error).")
 @click.option("--seed", type=int, default=None,
               help="Seed the noise (tests and demos only: seeded noise is NOT secure).")
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), default=None,
@@ -199,7 +203,8 @@ def release_command(
     basic_share: tuple[float, float] | None, privacy_unit: str | None,
     max_partitions: int,
     max_rows_per_partition: int, neighbouring: str, level: float, method: str,
-    cast_specs: tuple[str, ...], seed: int | None, output: Path | None, show: int,
+    cast_specs: tuple[str, ...], cast_errors: str, seed: int | None, output: Path | None,
+    show: int,
     as_json: bool,
 ) -> None:
     """A private statistic of a CSV or Parquet FILE.
@@ -254,7 +259,7 @@ def release_command(
                 str(file), accountant=accountant, neighbouring=cast(Neighbouring, neighbouring),
                 privacy_unit=privacy_unit, max_partitions=max_partitions,
                 max_rows_per_partition=max_rows_per_partition, seed=seed, method=method,
-                casts=casts,
+                casts=casts, cast_errors=cast(Literal["drop", "error"], cast_errors),
             )
             inputs = dataclasses.replace(inputs, domain=_typed_domain(table, domain))
             result = table.release_kind(entry, inputs, epsilon=epsilon, delta=delta,
