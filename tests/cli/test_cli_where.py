@@ -23,6 +23,7 @@ from approxdp.releases.kinds import RELEASE_KINDS, KindInputs
 
 EPS, DELTA = 1.0, 1e-6
 WOMEN_OVER_30 = ("sex = 'Female'", "age > 30")
+RACES = ("White", "Black", "Asian-Pac-Islander", "Amer-Indian-Eskimo", "Other")
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +64,8 @@ KIND_CASES: dict[str, tuple[list[str], KindInputs]] = {
             KindInputs(columns=("hours-per-week",), bounds=(0.0, 100.0))),
     "mean": (["hours-per-week", "--bounds", "0", "100"],
              KindInputs(columns=("hours-per-week",), bounds=(0.0, 100.0))),
-    "histogram": (["race"], KindInputs(columns=("race",))),
+    "histogram": (["race", "--domain", f"race={','.join(RACES)}"],
+                  KindInputs(columns=("race",), domain={"race": RACES})),
     "median": (["age", "--bounds", "0", "100"],
                KindInputs(columns=("age",), bounds=(0.0, 100.0))),
     "quantiles": (["age", "--bounds", "0", "100", "--q", "0.1", "--q", "0.9"],
