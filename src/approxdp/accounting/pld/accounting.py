@@ -543,14 +543,13 @@ def pld_delta(
     plan = _plan(items)
     if plan.steps == 0:
         return Guarantee(epsilon, 0.0, "exact", "no privacy loss", bracket=(0.0, 0.0))
-    # every direction's certified δ, then the lower bound of the largest only (it bounds
-    # the max over directions from below)
-    # the likely dominant direction first (a saddle-point estimate); the others only refined
-    # while above what it certified
+    # every direction's certified δ — the likely dominant one first (a saddle-point estimate),
+    # the others refined only while above what it certified — then the lower bound of the
+    # largest only (it bounds the max over directions from below)
     solved: list[tuple[float, float, bool, Parts]] = []
-    for parts in sorted(_directions(plan), key=lambda p: -saddle_delta(p, epsilon)):
+    for way in sorted(_directions(plan), key=lambda p: -saddle_delta(p, epsilon)):
         enough = max((item[0] for item in solved), default=0.0)
-        solved.append((*_delta_direction(parts, epsilon, precision, fixed, enough), parts))
+        solved.append((*_delta_direction(way, epsilon, precision, fixed, enough), way))
     solved.sort(key=lambda item: -item[0])
     d, step, blocked, parts = solved[0]
     others = max((item[0] for item in solved[1:]), default=0.0)
