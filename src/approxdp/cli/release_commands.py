@@ -11,6 +11,7 @@ the ledger is left unchanged.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 from pathlib import Path
@@ -20,6 +21,7 @@ import click
 from rich.console import Console
 
 from approxdp.accounting import COMPOSITION_RULES, PrivacyAccountant, read_ledger_settings
+from approxdp.accounting.registry import ADAPTIVITY_MODES
 from approxdp.calibration import CALIBRATION_METHODS
 from approxdp.cli.output import (
     JSON_SCHEMA_VERSION,
@@ -51,10 +53,12 @@ _OUTPUT_SUFFIXES = (".json", ".csv")
 
 def _accountant(
     ledger: Path | None, budget: tuple[float, float] | None, composition: str | None,
-    release_budget: tuple[float, float],
+    release_budget: tuple[float, float], adaptivity: str | None = None,
+    basic_share: tuple[float, float] | None = None,
 ) -> PrivacyAccountant:
     if ledger is None:
-        return PrivacyAccountant(budget or release_budget, composition=composition or "auto")
+        return PrivacyAccountant(budget or release_budget, composition=composition,
+                                 adaptivity=adaptivity, basic_share=basic_share)
     if ledger.exists() and not ledger.is_dir():
         settings = read_ledger_settings(ledger)
         if budget is not None and tuple(map(float, budget)) != settings.budget:
@@ -64,19 +68,26 @@ def _accountant(
                 f"{str(ledger)!r}; a ledger's budget never changes: leave out --budget to use "
                 "the stored one (or start a new ledger file)"
             )
-        if composition is not None and composition != settings.composition:
-            raise InvalidParameterError(
-                f"--composition {composition} differs from the rule {settings.composition!r} "
-                f"stored in ledger {str(ledger)!r}; leave out --composition to use it"
-            )
-        return PrivacyAccountant(settings.budget, ledger=ledger,
-                                 composition=settings.composition)
+        # an existing ledger keeps its mode and rule (one written before privacy filters, with
+        # no mode stored, takes the one asked for: PrivacyAccountant re-certifies it)
+        share = None if basic_share is None else tuple(map(float, basic_share))
+        for flag, asked, stored in (("--composition", composition, settings.composition),
+                                    ("--adaptivity", adaptivity, settings.adaptivity),
+                                    ("--basic-share", share, settings.basic_share)):
+            if settings.adaptivity is not None and asked is not None and asked != stored:
+                raise InvalidParameterError(
+                    f"{flag} {asked} differs from the {flag[2:]} {stored!r} stored in ledger "
+                    f"{str(ledger)!r}; leave out {flag} to use it"
+                )
+        return PrivacyAccountant(settings.budget, ledger=ledger, composition=composition,
+                                 adaptivity=adaptivity, basic_share=basic_share)
     if budget is None:
         raise InvalidParameterError(
             f"ledger {str(ledger)!r} does not exist yet; create it by also giving its total "
             "budget: --budget EPSILON DELTA"
         )
-    return PrivacyAccountant(budget, ledger=ledger, composition=composition or "auto")
+    return PrivacyAccountant(budget, ledger=ledger, composition=composition,
+                             adaptivity=adaptivity, basic_share=basic_share)
 
 
 def _check_output(output: Path | None) -> None:
@@ -145,8 +156,19 @@ _CLAMPED = ", ".join(k.name for k in RELEASE_KINDS.values() if k.bounds)
 @click.option("--ledger", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="SQLite ledger file that keeps the budget across runs (created if absent).")
 @click.option("--composition", type=click.Choice(list(COMPOSITION_RULES)), default=None,
-              help="Composition rule of the accountant (default: auto, or the ledger's; an "
-                   "existing ledger's rule cannot change).")
+              help="Rule of the accountant (default: the 'gdp' privacy filter, or the "
+                   "ledger's; an existing ledger's rule cannot change). Rules that are not "
+                   "filters need --adaptivity fixed.")
+@click.option("--adaptivity", type=click.Choice(list(ADAPTIVITY_MODES)), default=None,
+              help="full (default): spends may be chosen after earlier outputs, the ledger is "
+                   "a privacy filter. fixed: you promise every spend's parameters were fixed "
+                   "before any noise was drawn.")
+@click.option("--basic-share", type=(Number.of("epsilon"), Number.of("delta_cost")),
+              default=None, metavar="EPSILON DELTA",
+              help="For a new ledger (fixed when it is created): the part of the budget kept "
+                   "for δ that no Gaussian covers, e.g. partition selection (a histogram or "
+                   "grouped query without --domain) after the ledger's first spend; it costs "
+                   "the Gaussian releases the room it takes.")
 @click.option("--privacy-unit", default=None, metavar="COLUMN",
               help="Column identifying whom to protect (default: each row).")
 @click.option("--max-partitions", type=int, default=1, show_default=True,
@@ -181,7 +203,9 @@ def release_command(
     bounds_share: float | None, by: tuple[str, ...], qs: tuple[float, ...],
     domain_specs: tuple[str, ...],
     outside_domain: str, budget: tuple[float, float] | None, ledger: Path | None,
-    composition: str | None, privacy_unit: str | None, max_partitions: int,
+    composition: str | None, adaptivity: str | None,
+    basic_share: tuple[float, float] | None, privacy_unit: str | None,
+    max_partitions: int,
     max_rows_per_partition: int, neighbouring: str, level: float, method: str,
     cast_specs: tuple[str, ...], cast_errors: str, seed: int | None, output: Path | None,
     show: int,
@@ -212,7 +236,9 @@ def release_command(
             raise InvalidParameterError("release batch takes one spec FILE and no COLUMNS")
         run_batch(file, epsilon=epsilon, delta=delta, level=level if level != 0.95 else None,
                   budget=budget, ledger=ledger, composition=composition, seed=seed,
-                  output=output, show=show, as_json=as_json, make_accountant=_accountant)
+                  output=output, show=show, as_json=as_json,
+                  make_accountant=functools.partial(_accountant, adaptivity=adaptivity,
+                                                    basic_share=basic_share))
         return
     for name, value in (("-e' / '--epsilon", epsilon), ("-d' / '--delta", delta)):
         if value is None:
@@ -229,7 +255,8 @@ def release_command(
         raise InvalidParameterError("--bounds-share goes with --bounds private")
     _check_output(output)
     casts = parse_casts(cast_specs)
-    accountant = _accountant(ledger, budget, composition, (epsilon, delta))
+    accountant = _accountant(ledger, budget, composition, (epsilon, delta), adaptivity,
+                             basic_share)
     try:
         with progress(f"Releasing a private {kind} from {file.name}"):
             table = PrivateTable(
@@ -274,12 +301,18 @@ def release_command(
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
 @json_option
 def ledger_command(file: Path, as_json: bool) -> None:
-    """Show a ledger file's budget, every spend, and what remains.
+    """Show a ledger file's budget, which filter and mode certify it, every spend and
+    committed plan, and what remains.
+
+    A ledger written before privacy filters is upgraded and re-certified when opened (under
+    the 'gdp' filter); if its history exceeds the budget under the filter, this says so and
+    the ledger refuses spends until you decide.
 
     Example: approxdp ledger budget.sqlite
     """
     data = ledger_report(file)
     spends = data["spends"]
+    commitments = data["commitments"]
 
     def render(console: Console) -> None:
         table = new_table(f"Spends in {file}")
@@ -294,6 +327,14 @@ def ledger_command(file: Path, as_json: bool) -> None:
         if not spends:
             table.caption = "no spends yet"
         console.print(table)
+        if commitments:
+            plans = new_table("Committed plans")
+            for col in ("#", "label", "pricing", "spent", "state"):
+                plans.add_column(col)
+            for c in commitments:
+                plans.add_row(str(c["id"]), c["label"], c["pricing"],
+                              f"{c['spent']} of {c['planned_count']}", c["state"])
+            console.print(plans)
         render_budget(console, data["status"])
 
     emit(data, as_json, render)

@@ -12,19 +12,35 @@ Guarantees:
 - **Foreign or corrupt files are refused** with :class:`LedgerError` before anything is
   written: the SQLite header, ``application_id``, schema version, ``quick_check`` and the
   consistency of totals with rows are checked when a file is opened; a ledger made for a
-  different budget or composition rule is refused too.
-- **A failed call changes nothing**: a refused spend rolls back.
+  different budget, mode (``adaptivity``) or rule is refused too.
+- **A failed call changes nothing**: a refused spend or commitment rolls back.
 
-Schema (version 2): ``meta(key, value)``; ``spends(id, created, event, rho, items, rule,
-delta_after)``; ``totals(id = 1, rho, count)``; ``groups(epsilon, delta, count)``;
-``pld_events(key, count)``, the multiset of non-Gaussian event descriptions from which the PLD
-rule re-accounts the history. Every spend row keeps its event's full description (``event``),
-so any history can be re-accounted under any rule.
+Schema (version 3): ``meta(key, value)`` (budget, ``adaptivity``, ``composition``, the basic
+share, and for upgraded files ``legacy_composition``, ``legacy_spends``, ``migrated_from``);
+``spends(id, created, event, rho, items, rule, delta_after, charge)``; ``totals(id = 1, rho,
+count)``; ``groups(epsilon, delta, count)``; ``pld_events(key, count)``, the multiset of
+non-Gaussian event descriptions from which the PLD rule re-accounts the history;
+``filter_state(id = 1, state)``, the privacy filter's state as JSON
+(:class:`~approxdp.accounting.budget.filter.FilterState`: every number its certificate rests
+on, as decided; NULL for ``adaptivity="fixed"``); ``commitments(id, created, kind, label,
+pricing, events, charge)``, every commit and close of a plan. Every spend row keeps its event's
+full description (``event``) and how the filter charged it (``charge``), so any history can be
+re-accounted under any rule and the filter's totals audited (:meth:`SQLiteLedger.verify`).
 
-**Migration.** A version-1 file (written before the PLD rule) is upgraded in place the first
-time it is opened: in one ``BEGIN IMMEDIATE`` transaction the ``pld_events`` table is built from
-the events stored in its spend rows, and the version is set to 2. Nothing else changes; a
-failure rolls back and leaves the file as it was.
+**Migration.** Files are upgraded in place the first time they are opened, each step in one
+``BEGIN IMMEDIATE`` transaction that keeps every row (a failure rolls back and leaves the file
+as it was):
+
+- version 1 (before the PLD rule) → 2: the ``pld_events`` table is built from the spend rows;
+- version 2 (before privacy filters) → 3: the ``charge`` column and the filter tables are
+  added, and the stored history is **re-certified** under the mode the opener asks for (the
+  default: the ``"gdp"`` filter, fully adaptive) by spending its events again, in order, from
+  a new filter (:func:`~approxdp.accounting.budget.filter.replay`). If it exceeds the budget,
+  the filter state says so and every further spend is refused until the user decides (the
+  accountant warns with :class:`~approxdp.errors.LedgerRecertificationWarning`). The old rule
+  is kept as ``legacy_composition``. Until its next spend, such a file may be re-declared
+  under another mode by opening it with that mode (the "decision": ``adaptivity="fixed"``
+  states that every stored spend's parameters were fixed before any noise was drawn).
 """
 
 from __future__ import annotations
@@ -42,7 +58,13 @@ from pathlib import Path
 from typing import Any
 
 from approxdp.accounting.budget.costs import Contribution, LedgerState, contribution
-from approxdp.accounting.budget.ledger import Check, SpendRecord
+from approxdp.accounting.budget.filter import (
+    FilterKind,
+    FilterState,
+    new_filter,
+    replay,
+)
+from approxdp.accounting.budget.ledger import Check, FilterLogEntry, FilterUpdate, SpendRecord
 from approxdp.accounting.serialization import event_from_json, event_to_json
 from approxdp.errors import LedgerError
 from approxdp.events import PrivacyEvent
@@ -56,11 +78,27 @@ __all__ = [
 ]
 
 APPLICATION_ID = 0x41445044  # "ADPD"
-SCHEMA_VERSION = 2
-_MIGRATABLE = (1,)  # older versions this code upgrades in place
+SCHEMA_VERSION = 3
+_MIGRATABLE = (1, 2)  # older versions this code upgrades in place
 _HEADER = b"SQLite format 3\x00"
 _BUSY_TIMEOUT_MS = 60_000
 _INHERITED: list[sqlite3.Connection] = []  # connections inherited across fork, never touched
+
+#: The tables schema 3 adds for the privacy filter (also what the 2 → 3 upgrade creates).
+_FILTER_SCHEMA = """
+CREATE TABLE filter_state (id INTEGER PRIMARY KEY CHECK (id = 1), state TEXT);
+CREATE TABLE commitments (
+    id INTEGER PRIMARY KEY,
+    created REAL NOT NULL,
+    kind TEXT NOT NULL,
+    commitment INTEGER NOT NULL,
+    label TEXT NOT NULL,
+    pricing TEXT NOT NULL,
+    events TEXT NOT NULL,
+    charge TEXT NOT NULL
+);
+INSERT INTO filter_state (id, state) VALUES (1, NULL);
+"""
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -71,7 +109,8 @@ CREATE TABLE spends (
     rho REAL NOT NULL,
     items TEXT NOT NULL,
     rule TEXT NOT NULL,
-    delta_after REAL NOT NULL
+    delta_after REAL NOT NULL,
+    charge TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE totals (id INTEGER PRIMARY KEY CHECK (id = 1), rho REAL NOT NULL,
                      count INTEGER NOT NULL);
@@ -79,7 +118,7 @@ CREATE TABLE groups (epsilon REAL NOT NULL, delta REAL NOT NULL, count INTEGER N
                      PRIMARY KEY (epsilon, delta));
 CREATE TABLE pld_events (key TEXT PRIMARY KEY, count INTEGER NOT NULL);
 INSERT INTO totals (id, rho, count) VALUES (1, 0.0, 0);
-"""
+""" + _FILTER_SCHEMA
 
 
 @contextlib.contextmanager
@@ -103,11 +142,23 @@ class LedgerSettings:
 
     Attributes:
         budget: the total (ε, δ) stored in the file.
-        composition: the accountant's composition rule stored in the file.
+        composition: the ledger's rule stored in the file (for a file written before privacy
+            filters and not yet upgraded: its old rule).
+        adaptivity: ``"full"`` or ``"fixed"``; None for a file written before privacy filters
+            (schema 2 or older), which declared none: opening it re-certifies it under the
+            mode asked for (by default the ``"gdp"`` filter).
+        basic_share: the ``"gdp"`` filter's basic share, or None.
+        legacy_composition: for a file written before privacy filters, its old rule (kept
+            after the upgrade); else None.
+        schema: the file's schema version.
     """
 
     budget: tuple[float, float]
     composition: str
+    adaptivity: str | None = None
+    basic_share: tuple[float, float] | None = None
+    legacy_composition: str | None = None
+    schema: int = SCHEMA_VERSION
 
 
 def check_ledger_path(path: Path) -> None:
@@ -159,33 +210,58 @@ def read_ledger_settings(path: str | os.PathLike[str]) -> LedgerSettings:
                 f"{file} is a SQLite database but not an approxdp ledger (application_id={app_id})"
             )
         meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
     except sqlite3.Error as exc:
         raise LedgerError(f"{file} is not a usable approxdp ledger: {exc}") from exc
     finally:
         conn.close()
+    return _settings(meta, version, str(file))
+
+
+def _settings(meta: dict[str, str], version: int, where: str) -> LedgerSettings:
+    if meta.get("format") != "approxdp-ledger":
+        raise LedgerError(f"{where} is not an approxdp ledger")
     try:
         budget = (float(meta["budget_epsilon"]), float(meta["budget_delta"]))
         composition = str(meta["composition"])
+        share = None
+        if "basic_share_epsilon" in meta:
+            share = (float(meta["basic_share_epsilon"]), float(meta["basic_share_delta"]))
     except (KeyError, ValueError) as exc:
-        raise LedgerError(f"{file} is not an approxdp ledger (bad meta table: {exc})") from exc
-    if meta.get("format") != "approxdp-ledger":
-        raise LedgerError(f"{file} is not an approxdp ledger")
-    return LedgerSettings(budget, composition)
+        raise LedgerError(f"{where} is not an approxdp ledger (bad meta table: {exc})") from exc
+    if version < 3:  # written before privacy filters: no mode declared
+        return LedgerSettings(budget, composition, None, None, composition, version)
+    return LedgerSettings(budget, composition, meta.get("adaptivity"), share,
+                          meta.get("legacy_composition"), version)
+
+
+def filter_kind(composition: str, adaptivity: str) -> FilterKind | None:
+    """The privacy filter a ledger of this rule and mode is: ``"gdp"`` for the ``gdp`` rule,
+    ``"basic"`` for ``basic`` under full adaptivity, else None (a declared-sequence rule)."""
+    if composition == "gdp":
+        return "gdp"
+    if composition == "basic" and adaptivity == "full":
+        return "basic"
+    return None
 
 
 class SQLiteLedger:
     """A ledger file shared safely by threads and processes.
 
     Args:
-        path: the ledger file; created (with its budget) if absent or empty.
+        path: the ledger file; created (with its budget, mode and rule) if absent or empty.
         budget: the accountant's (ε, δ); must match the one stored in an existing file.
         composition: the accountant's rule; must match the stored one.
+        adaptivity: ``"full"`` or ``"fixed"``; must match the stored one (a file from before
+            privacy filters takes it when upgraded, and may be re-declared until its next
+            spend).
+        basic_share: the ``"gdp"`` filter's basic share (must match the stored one).
         synchronous: SQLite ``synchronous`` level, "FULL" (default: durable against power
             loss) or "NORMAL" (durable against process crashes only).
 
     Raises:
         LedgerError: the file is not a SQLite database, not an approxdp ledger, corrupt,
-            inconsistent, or was made for another budget or rule.
+            inconsistent, or was made for another budget, mode or rule.
     """
 
     def __init__(
@@ -194,6 +270,8 @@ class SQLiteLedger:
         *,
         budget: tuple[float, float],
         composition: str,
+        adaptivity: str = "fixed",
+        basic_share: tuple[float, float] | None = None,
         synchronous: str = "FULL",
     ) -> None:
         if synchronous not in ("FULL", "NORMAL"):
@@ -201,6 +279,9 @@ class SQLiteLedger:
         self._path = Path(path)
         self._budget = (float(budget[0]), float(budget[1]))
         self._composition = composition
+        self._adaptivity = adaptivity
+        self._share = basic_share
+        self._kind = filter_kind(composition, adaptivity)
         self._synchronous = synchronous
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
@@ -296,8 +377,9 @@ class SQLiteLedger:
         return version
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
-        """Upgrade a version-1 file to version 2 in one transaction (see the module docstring):
-        the event descriptions the PLD rule needs are rebuilt from the stored spend rows."""
+        """Upgrade an older file to the current schema in one transaction (see the module
+        docstring): version 1 gets the PLD's event descriptions, version 2 the filter tables and
+        its history re-certified under the mode this ledger was opened with."""
         conn.execute("BEGIN IMMEDIATE")
         with _committed(conn, f"cannot upgrade ledger {self._path}"):
             version = int(conn.execute("PRAGMA user_version").fetchone()[0])
@@ -312,7 +394,43 @@ class SQLiteLedger:
                 conn.executemany(
                     "INSERT INTO pld_events (key, count) VALUES (?, ?)", counts.items()
                 )
+                version = 2
+            if version == 2:
+                meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+                old_rule = meta.get("composition", "auto")
+                conn.execute("ALTER TABLE spends ADD COLUMN charge TEXT NOT NULL DEFAULT ''")
+                for statement in _FILTER_SCHEMA.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                count = int(conn.execute("SELECT COUNT(*) FROM spends").fetchone()[0])
+                conn.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", [
+                    ("legacy_composition", old_rule), ("legacy_spends", str(count)),
+                    ("migrated_from", "2"),
+                ])
+                self._declare_mode(conn, legacy_rule=old_rule)
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def _declare_mode(self, conn: sqlite3.Connection, *, legacy_rule: str | None) -> None:
+        """Store this ledger's mode and rule, and (for a filter) re-certify the stored history
+        under it: every spend row gets the charge the filter gives it (inside the caller's
+        transaction)."""
+        meta = {"adaptivity": self._adaptivity, "composition": self._composition}
+        conn.execute("DELETE FROM meta WHERE key IN ('basic_share_epsilon', "
+                     "'basic_share_delta')")
+        if self._share is not None:
+            meta["basic_share_epsilon"] = repr(float(self._share[0]))
+            meta["basic_share_delta"] = repr(float(self._share[1]))
+        conn.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", meta.items())
+        if self._kind is None:
+            conn.execute("UPDATE filter_state SET state = NULL WHERE id = 1")
+            conn.execute("UPDATE spends SET charge = ''")
+            return
+        rows = conn.execute("SELECT id, event FROM spends ORDER BY id").fetchall()
+        state, charges = replay(self._kind, self._budget, self._share,
+                                [event_from_json(ev) for _, ev in rows], legacy_rule=legacy_rule)
+        conn.executemany("UPDATE spends SET charge = ? WHERE id = ?",
+                         [(c, i) for (i, _), c in zip(rows, charges, strict=True)])
+        conn.execute("UPDATE filter_state SET state = ? WHERE id = 1", (state.to_json(),))
 
     def _initialise(self, conn: sqlite3.Connection) -> None:
         conn.execute("BEGIN IMMEDIATE")
@@ -331,8 +449,16 @@ class SQLiteLedger:
                     "budget_epsilon": repr(self._budget[0]),
                     "budget_delta": repr(self._budget[1]),
                     "composition": self._composition,
+                    "adaptivity": self._adaptivity,
                 }
+                if self._share is not None:
+                    meta["basic_share_epsilon"] = repr(float(self._share[0]))
+                    meta["basic_share_delta"] = repr(float(self._share[1]))
                 conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", meta.items())
+                if self._kind is not None:
+                    start = new_filter(self._kind, self._budget, self._share)
+                    conn.execute("UPDATE filter_state SET state = ? WHERE id = 1",
+                                 (start.to_json(),))
                 conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             conn.execute("COMMIT")
@@ -344,15 +470,39 @@ class SQLiteLedger:
 
     def _check_meta(self, conn: sqlite3.Connection) -> None:
         meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-        if meta.get("format") != "approxdp-ledger":
-            raise LedgerError(f"{self._path} is not an approxdp ledger")
-        stored = (float(meta["budget_epsilon"]), float(meta["budget_delta"]))
-        if stored != self._budget or meta.get("composition") != self._composition:
+        stored = _settings(meta, SCHEMA_VERSION, str(self._path))
+        if stored.budget != self._budget:
             raise LedgerError(
-                f"ledger {self._path} was created for budget {stored} with composition="
-                f"{meta.get('composition')!r}; open it with the same budget and rule (asked "
-                f"for {self._budget}, composition={self._composition!r})"
+                f"ledger {self._path} was created for budget {stored.budget}; open it with "
+                f"the same budget (asked for {self._budget})"
             )
+        share = None if self._share is None else (float(self._share[0]), float(self._share[1]))
+        same = (stored.composition == self._composition and stored.adaptivity ==
+                self._adaptivity and stored.basic_share == share)
+        if same:
+            return
+        if self._may_redeclare(conn, meta):
+            conn.execute("BEGIN IMMEDIATE")
+            with _committed(conn, f"cannot re-declare ledger {self._path}"):
+                self._declare_mode(conn, legacy_rule=stored.legacy_composition)
+            return
+        raise LedgerError(
+            f"ledger {self._path} was created with adaptivity={stored.adaptivity!r}, "
+            f"composition={stored.composition!r}, basic_share={stored.basic_share}; open it "
+            f"with the same (asked for adaptivity={self._adaptivity!r}, composition="
+            f"{self._composition!r}, basic_share={share}), or leave them out to use the "
+            "stored ones"
+        )
+
+    @staticmethod
+    def _may_redeclare(conn: sqlite3.Connection, meta: dict[str, str]) -> bool:
+        """A file upgraded from before privacy filters may change its mode until its next
+        spend: nothing has been spent (or committed) under the mode it was upgraded to."""
+        if "legacy_spends" not in meta:
+            return False
+        count = int(conn.execute("SELECT COUNT(*) FROM spends").fetchone()[0])
+        commits = int(conn.execute("SELECT COUNT(*) FROM commitments").fetchone()[0])
+        return count == int(meta["legacy_spends"]) and commits == 0
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -383,7 +533,9 @@ class SQLiteLedger:
             (str(k), int(c))
             for k, c in conn.execute("SELECT key, count FROM pld_events ORDER BY key")
         )
-        return LedgerState(float(rho), groups, int(count), pld)
+        (text,) = conn.execute("SELECT state FROM filter_state WHERE id = 1").fetchone()
+        state = None if text is None else FilterState.from_json(str(text))
+        return LedgerState(float(rho), groups, int(count), pld, state)
 
     def state(self) -> LedgerState:
         """The current totals, read in one consistent snapshot."""
@@ -428,13 +580,17 @@ class SQLiteLedger:
             with _committed(conn, f"spend not recorded in {self._path}"):
                 old_state = self._read_state(conn)
                 new_state = old_state.add(contrib)
-                rule, delta_after = check(old_state, new_state)  # raises to refuse
+                decision = check(old_state, new_state)  # raises to refuse
+                rule, delta_after = decision.rule, decision.delta_after
                 created = time.time()
                 cur = conn.execute(
-                    "INSERT INTO spends (created, event, rho, items, rule, delta_after) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
-                    (created, payload, contrib.rho, items, rule, delta_after),
+                    "INSERT INTO spends (created, event, rho, items, rule, delta_after, charge) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (created, payload, contrib.rho, items, rule, delta_after, decision.charge),
                 )
+                if decision.filter is not None:
+                    conn.execute("UPDATE filter_state SET state = ? WHERE id = 1",
+                                 (decision.filter.to_json(),))
                 conn.execute(
                     "UPDATE totals SET rho = ?, count = ? WHERE id = 1",
                     (new_state.rho, new_state.count),
@@ -454,8 +610,46 @@ class SQLiteLedger:
         index = int(cur.lastrowid) if cur.lastrowid is not None else new_state.count
         return SpendRecord(index, created, event, rule, delta_after)
 
+    def update_filter(self, update: FilterUpdate) -> FilterState:
+        """Atomically change the filter's state (a plan committed or closed), with its audit
+        row in ``commitments`` (one BEGIN IMMEDIATE transaction)."""
+        with self._lock:
+            conn = self._connection()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise LedgerError(f"cannot lock ledger {self._path}: {exc}") from exc
+            with _committed(conn, f"commitment not recorded in {self._path}"):
+                new_filter, audit = update(self._read_state(conn))  # raises to refuse
+                conn.execute("UPDATE filter_state SET state = ? WHERE id = 1",
+                             (new_filter.to_json(),))
+                if audit is not None:
+                    conn.execute(
+                        "INSERT INTO commitments (created, kind, commitment, label, pricing, "
+                        "events, charge) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (time.time(), audit["kind"], int(audit["commitment"]), audit["label"],
+                         audit["pricing"], audit["events"], audit["charge"]),
+                    )
+        return new_filter
+
+    def filter_log(self) -> tuple[FilterLogEntry, ...]:
+        """Every commit and close, oldest first."""
+        with self._lock:
+            conn = self._connection()
+            try:
+                rows = conn.execute(
+                    "SELECT created, kind, commitment, label, pricing, events, charge "
+                    "FROM commitments ORDER BY id"
+                ).fetchall()
+            except sqlite3.Error as exc:
+                raise LedgerError(f"cannot read ledger {self._path}: {exc}") from exc
+        return tuple(FilterLogEntry(float(t), str(k), int(c), str(la), str(p), str(e), str(ch))
+                     for t, k, c, la, p, e, ch in rows)
+
     def verify(self) -> LedgerState:
-        """Recompute the totals from the spend rows and compare (LedgerError if they differ).
+        """Recompute the totals from the spend rows and compare (LedgerError if they differ);
+        for a privacy filter, also its room used and basic share used from every spend's and
+        commitment's stored charge, and its declared block from the charges that built it.
 
         Returns:
             The verified state.
@@ -466,12 +660,16 @@ class SQLiteLedger:
             try:
                 state = self._read_state(conn)
                 rows = conn.execute(
-                    "SELECT rho, items, event FROM spends ORDER BY id"
+                    "SELECT rho, items, event, charge FROM spends ORDER BY id"
                 ).fetchall()
+                commits = [c for (c,) in conn.execute(
+                    "SELECT charge FROM commitments ORDER BY id")]
             finally:
                 conn.execute("COMMIT")
+        if state.filter is not None and state.filter.over is None:
+            self._verify_filter(state.filter, [r[3] for r in rows] + commits)
         rebuilt = LedgerState()
-        for rho, items, payload in rows:
+        for rho, items, payload, _ in rows:
             rebuilt = rebuilt.add(Contribution(
                 float(rho),
                 tuple((float(e), float(d)) for e, d in json.loads(items)),
@@ -484,6 +682,29 @@ class SQLiteLedger:
                 f"ledger {self._path} is inconsistent: totals {state} but rows give {rebuilt}"
             )
         return state
+
+    def _verify_filter(self, f: FilterState, charges: list[str]) -> None:
+        from fractions import Fraction
+
+        gdp, eps, delta = 0.0, Fraction(0), Fraction(0)
+        declared: dict[str, int] = {}
+        for text in charges:
+            obj = json.loads(text)
+            gdp += float(obj["gdp"])
+            eps += Fraction(obj["basic"][0])
+            delta += Fraction(obj["basic"][1])
+            for key, count in obj["declared"]:
+                declared[key] = declared.get(key, 0) + int(count)
+        same = (math.isclose(gdp, f.gdp_used, rel_tol=1e-9, abs_tol=1e-300)
+                and (eps, delta) == (f.share_used[0], f.share_used[1])
+                and tuple(sorted(declared.items())) == f.declared)
+        if not same:
+            raise LedgerError(
+                f"ledger {self._path} is inconsistent: its filter state says room used "
+                f"{f.gdp_used!r}, basic share used {tuple(map(str, f.share_used))}, declared "
+                f"{f.declared}, but the stored charges give {gdp!r}, ({eps}, {delta}), "
+                f"{tuple(sorted(declared.items()))}"
+            )
 
     def close(self) -> None:
         """Close the connection (idempotent)."""
