@@ -154,7 +154,7 @@ def test_same_bounds_on_duckdb_and_spark(spark_session: Any) -> None:
         out.append((t.estimate_bounds("x", epsilon=1.0, delta=1e-7),
                     t.mean("x", bounds="private", epsilon=0.5, delta=1e-7)))
     (duck, duck_mean), (spark, spark_mean) = out
-    assert spark.rows == duck.rows
+    assert spark.diagnostics.rows == duck.diagnostics.rows
     np.testing.assert_array_equal(np.asarray(spark.extra["counts"]),
                                   np.asarray(duck.extra["counts"]))
     np.testing.assert_array_equal(np.asarray(spark.values), np.asarray(duck.values))

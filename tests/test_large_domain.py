@@ -75,7 +75,7 @@ def test_large_histogram_is_unbiased_with_reported_sigma_seeded() -> None:
     _standardised_ok(z)
     assert all(c["std"] == pytest.approx(r.sigma) for c in cells)
     assert all(c["ci_low"] < c["value"] < c["ci_high"] for c in cells)
-    assert r.rows == {"read": 6000, "used": 6000, "dropped": 0}
+    assert r.diagnostics.rows == {"read": 6000, "used": 6000, "dropped": 0}
     assert "seeded simulation" in r.explain() and "300 value(s)" in r.explain()
     assert len(t.accountant.history()) == 1
     with pytest.raises(ValueError, match="to_arrow"):
@@ -155,7 +155,7 @@ def test_data_outside_a_large_domain_raises_before_spending() -> None:
         t.histogram(["a", "b"], domain=dom, epsilon=1.0, delta=1e-6)
     assert t.accountant.history() == ()
     r = t.histogram(["a", "b"], domain=dom, outside_domain="drop", epsilon=1.0, delta=1e-6)
-    assert r.n_cells == 250 and r.rows["dropped"] > 0
+    assert r.n_cells == 250 and r.diagnostics.rows["dropped"] > 0
 
 
 def test_bounded_large_histogram_reports_rows() -> None:
@@ -164,7 +164,7 @@ def test_bounded_large_histogram_reports_rows() -> None:
                      privacy_unit="user", max_partitions=2, max_rows_per_partition=1)
     r = t.histogram(["a", "b"], domain=DOMAIN, epsilon=1.0, delta=1e-6)
     assert r.sensitivity.l2 == pytest.approx(math.sqrt(2))
-    assert 0 < r.rows["used"] < 6000
+    assert 0 < r.diagnostics.rows["used"] < 6000
     assert r.to_arrow().num_rows == 300
 
 

@@ -1,4 +1,4 @@
-"""``release`` (a private count, sum, mean or histogram from a file) and ``ledger``.
+"""``release``: a private count, sum, mean, histogram, ... from a file.
 
 ``release`` reads a CSV or Parquet file with DuckDB
 (:class:`~approxdp.releases.session.PrivateTable`), charges an accountant — in memory, or a
@@ -9,7 +9,6 @@ the ledger is left unchanged.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Sequence
@@ -25,29 +24,28 @@ from approxdp.cli.output import (
     JSON_SCHEMA_VERSION,
     Number,
     emit,
+    interruptible,
     json_option,
-    jsonable,
-    new_table,
     progress,
+    safe_text,
 )
 from approxdp.cli.release_views import (
     budget_dict,
     release_dict,
     render_budget,
     render_release,
-    spend_dict,
-    write_cells_csv,
+    write_release,
 )
 from approxdp.errors import DataError, InvalidParameterError
 from approxdp.releases.specs import Neighbouring
 
-__all__ = ["ledger_command", "parse_casts", "parse_domain", "release_command"]
+__all__ = ["parse_casts", "parse_domain", "release_command"]
 
 KINDS = ("count", "sum", "mean", "histogram")
 #: One numeric column with --bounds, released on its own (no --by or --domain).
 COLUMN_KINDS = ("median", "quantiles", "variance", "std")
 _FINITE = Number(-math.inf, math.inf, min_open=True, max_open=True)
-_OUTPUT_SUFFIXES = (".json", ".csv")
+_OUTPUT_SUFFIXES = (".json", ".csv", ".parquet")
 
 
 def parse_domain(specs: Sequence[str]) -> dict[str, list[str]]:
@@ -170,7 +168,7 @@ def _check_output(output: Path | None) -> None:
         return
     if not output.name.lower().endswith(_OUTPUT_SUFFIXES):
         raise InvalidParameterError(
-            f"--output must end in .json or .csv, got {str(output)!r}"
+            f"--output must end in .json, .csv or .parquet, got {str(output)!r}"
         )
     parent = output.parent if str(output.parent) else Path(".")
     if not parent.is_dir() or not os.access(parent, os.W_OK):
@@ -258,9 +256,18 @@ def _run_release(table: Any, kind: str, columns: Sequence[str], options: dict[st
                    "not numbers become missing (counted, with examples, in the result notes). "
                    "Repeatable.")
 @click.option("--seed", type=int, default=None,
-              help="Seed the noise (tests and demos only: seeded noise is NOT secure).")
+              help="Seed the noise (tests and demos only: seeded noise is NOT secure). Refused "
+                   "with --ledger unless --allow-seeded-ledger.")
+@click.option("--allow-seeded-ledger", is_flag=True,
+              help="With --seed and --ledger: record the seeded release's spend anyway, marked "
+                   "'seeded, not private' in the ledger.")
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="Also write the result: .json (the --json object) or .csv (one row per cell).")
+              help="Also write the result: .json (the --json object), .csv or .parquet (one row "
+                   "per cell). Private values and public parameters only.")
+@click.option("--exact-diagnostics", is_flag=True,
+              help="Also show, and put in --json and .json output, the data holder's exact "
+                   "diagnostics (rows read and used, values a --cast could not convert): "
+                   "exact, NOT private — never publish what this writes.")
 @click.option("--show", type=int, default=20, show_default=True,
               help="Cells shown in the table (0: all).")
 @json_option
@@ -272,8 +279,8 @@ def release_command(
     outside_domain: str, budget: tuple[float, float] | None, ledger: Path | None,
     composition: str | None, privacy_unit: str | None, max_partitions: int,
     max_rows_per_partition: int, neighbouring: str, level: float, method: str,
-    cast_specs: tuple[str, ...], seed: int | None, output: Path | None, show: int,
-    as_json: bool,
+    cast_specs: tuple[str, ...], seed: int | None, allow_seeded_ledger: bool,
+    output: Path | None, exact_diagnostics: bool, show: int, as_json: bool,
 ) -> None:
     """A private count, sum, mean or histogram of a CSV or Parquet FILE.
 
@@ -300,7 +307,9 @@ def release_command(
             raise InvalidParameterError("release batch takes one spec FILE and no COLUMNS")
         run_batch(file, epsilon=epsilon, delta=delta, level=level if level != 0.95 else None,
                   budget=budget, ledger=ledger, composition=composition, seed=seed,
-                  output=output, show=show, as_json=as_json, make_accountant=_accountant)
+                  allow_seeded_ledger=allow_seeded_ledger, output=output, show=show,
+                  as_json=as_json, exact_diagnostics=exact_diagnostics,
+                  make_accountant=_accountant)
         return
     for name, value in (("-e' / '--epsilon", epsilon), ("-d' / '--delta", delta)):
         if value is None:
@@ -320,12 +329,13 @@ def release_command(
         raise InvalidParameterError("--q is for quantiles only")
     accountant = _accountant(ledger, budget, composition, (epsilon, delta))
     try:
-        with progress(f"Releasing a private {kind} from {file.name}"):
+        with progress(f"Releasing a private {kind} from {file.name}"), \
+                interruptible(lambda: accountant.remaining().count):
             table = PrivateTable(
                 str(file), accountant=accountant, neighbouring=cast(Neighbouring, neighbouring),
                 privacy_unit=privacy_unit, max_partitions=max_partitions,
                 max_rows_per_partition=max_rows_per_partition, seed=seed, method=method,
-                casts=casts,
+                casts=casts, allow_seeded_ledger=allow_seeded_ledger,
             )
             result = _run_release(table, kind, columns, options)
         status = accountant.remaining()
@@ -341,65 +351,16 @@ def release_command(
         "query": {"kind": kind, "columns": list(columns), "by": list(by),
                   "bounds": list(bounds) if bounds is not None else None,
                   "domain": domain or None},
-        "result": release_dict(result),
+        "result": release_dict(result, exact_diagnostics=exact_diagnostics),
         "budget": budget_dict(status),
         "ledger": str(ledger) if ledger is not None else None,
     }
 
     def render(console: Console) -> None:
         render_release(console, data["result"], show)
-        render_budget(console, data["budget"],
-                      title="Budget" + (f" in ledger {ledger}" if ledger else " (this session)"))
+        where = f" in ledger {safe_text(ledger)}" if ledger else " (this session)"
+        render_budget(console, data["budget"], title="Budget" + where)
 
     emit(data, as_json, render)
     if output is not None:
-        if output.name.lower().endswith(".csv"):
-            write_cells_csv(output, data["result"])
-        else:
-            output.write_text(json.dumps(jsonable(data), indent=2, allow_nan=False) + "\n",
-                              encoding="utf-8")
-
-
-@click.command("ledger")
-@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
-@json_option
-def ledger_command(file: Path, as_json: bool) -> None:
-    """Show a ledger file's budget, every spend, and what remains.
-
-    Example: approxdp ledger budget.sqlite
-    """
-    settings = read_ledger_settings(file)
-    accountant = PrivacyAccountant(settings.budget, ledger=file,
-                                   composition=settings.composition)
-    try:
-        spends = [spend_dict(r) for r in accountant.history()]
-        status = accountant.remaining()
-    finally:
-        accountant.close()
-    data: dict[str, Any] = {
-        "command": "ledger",
-        "schema_version": JSON_SCHEMA_VERSION,
-        "file": str(file),
-        "budget": {"epsilon": settings.budget[0], "delta": settings.budget[1]},
-        "composition": settings.composition,
-        "spends": spends,
-        "status": budget_dict(status),
-    }
-
-    def render(console: Console) -> None:
-
-        table = new_table(f"Spends in {file}")
-        table.add_column("#", justify="right")
-        table.add_column("time (UTC)")
-        table.add_column("label")
-        table.add_column("event")
-        table.add_column("δ after (at total ε)", justify="right")
-        for s in spends:
-            table.add_row(str(s["index"]), s["time"], str(s["label"] or ""), s["summary"],
-                          f"{s['delta_after']:.4g}")
-        if not spends:
-            table.caption = "no spends yet"
-        console.print(table)
-        render_budget(console, data["status"])
-
-    emit(data, as_json, render)
+        write_release(output, data, result)

@@ -9,83 +9,46 @@ from __future__ import annotations
 import csv
 import dataclasses
 import datetime as dt
+import json
 import math
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from approxdp.accounting import BudgetStatus, SpendRecord
 from approxdp.accounting.serialization import event_to_obj
-from approxdp.cli.output import fmt, fmt_values, jsonable, new_table
+from approxdp.cli.output import fmt, fmt_values, jsonable, new_table, safe_text
 from approxdp.releases.result import ReleaseResult
 
 __all__ = [
+    "SEEDED_MARK",
     "budget_dict",
+    "diagnostics_lines",
     "event_summary",
+    "receipt_text",
     "release_dict",
     "render_budget",
     "render_release",
     "spend_dict",
     "write_cells_csv",
+    "write_release",
 ]
 
 
-def _key_value(value: Any) -> Any:
-    return value.item() if hasattr(value, "item") else value
+#: How a spend of a seeded simulation is marked wherever a ledger is shown.
+SEEDED_MARK = "seeded, not private"
 
 
-def release_dict(result: ReleaseResult) -> dict[str, Any]:
-    """One :class:`~approxdp.releases.result.ReleaseResult` as a JSON object.
-
-    Shape: ``label, kind, secure, key_columns, cells[{key{column: value}, value, std, ci_low,
-    ci_high, informative}], level, mechanism, method, sigma, sensitivity{l2, l1, linf,
-    derivation}, effective_sensitivity, epsilon, delta, threshold, rows{...},
-    comparisons[{method, sigma, private, ratio_to_used}], extra{name: [...]}, notes[...]``.
-    ``secure`` is false for a seeded simulation (NOT private); ``informative`` is false for a
-    mean's cell whose noisy count's interval reaches 0 (value: midpoint or bound, interval:
-    the whole bounds).
-    """
-    columns = list(result.columns)
-    values = result.values.tolist()
-    informative = (result.informative.tolist() if result.informative is not None
-                   else [True] * len(values))
-    cells = []
-    for i, value in enumerate(values):
-        if len(result.keys) == len(values):
-            key = {c: _key_value(v) for c, v in zip(columns, result.keys[i], strict=True)}
-        else:  # a vector of linear queries released for one global cell
-            key = {"index": i}
-        cells.append({
-            "key": key,
-            "value": value,
-            "std": float(result.std[i]),
-            "ci_low": float(result.ci_low[i]),
-            "ci_high": float(result.ci_high[i]),
-            "informative": bool(informative[i]),
-        })
-    return {
-        "label": result.label,
-        "kind": result.kind,
-        "secure": result.secure,
-        "key_columns": columns,
-        "cells": cells,
-        "level": result.level,
-        "mechanism": result.mechanism,
-        "method": result.method,
-        "sigma": result.sigma,
-        "sensitivity": dataclasses.asdict(result.sensitivity),
-        "effective_sensitivity": result.effective_sensitivity,
-        "epsilon": result.epsilon,
-        "delta": result.delta,
-        "threshold": result.threshold,
-        "rows": dict(result.rows),
-        "comparisons": [dataclasses.asdict(c) for c in result.comparisons],
-        "extra": {k: v.tolist() for k, v in result.extra.items()},
-        "notes": list(result.notes),
-    }
+def release_dict(result: ReleaseResult, *, exact_diagnostics: bool = False) -> dict[str, Any]:
+    """One :class:`~approxdp.releases.result.ReleaseResult` as a JSON object: its private-only
+    view :meth:`~approxdp.releases.result.ReleaseResult.to_dict` (released values and public
+    parameters; the exact ``diagnostics`` only with ``exact_diagnostics``). ``secure`` is
+    false for a seeded simulation (NOT private); ``informative`` is false for a mean's cell
+    whose noisy count's interval reaches 0 (value: midpoint or bound, interval: the whole
+    bounds)."""
+    return result.to_dict(exact_diagnostics=exact_diagnostics)
 
 
 def budget_dict(status: BudgetStatus) -> dict[str, Any]:
@@ -110,9 +73,12 @@ def event_summary(obj: dict[str, Any]) -> str:
 
 def spend_dict(record: SpendRecord) -> dict[str, Any]:
     """One ledger spend as a JSON object: ``index, timestamp, time, label, event, summary,
-    rule, delta_after``."""
+    rule, delta_after, seeded, receipt``. ``seeded`` is true for a seeded simulation's spend
+    (NOT private) recorded on request; ``receipt`` is the spend's ``{ledger_id, index,
+    chain_hash}`` in a chained ledger file (else null)."""
     event = event_to_obj(record.event)
     when = dt.datetime.fromtimestamp(record.timestamp, tz=dt.UTC)
+    receipt = record.receipt
     return {
         "index": record.index,
         "timestamp": record.timestamp,
@@ -122,22 +88,32 @@ def spend_dict(record: SpendRecord) -> dict[str, Any]:
         "summary": event_summary(event),
         "rule": record.rule,
         "delta_after": record.delta_after,
+        "seeded": record.seeded,
+        "receipt": None if receipt is None else receipt.to_dict(),
     }
 
 
-def render_release(console: Console, release: dict[str, Any], show: int = 20) -> None:
-    """Draw a :func:`release_dict`: the released values, then how they were made."""
+def render_release(
+    console: Console, release: dict[str, Any], show: int = 20, *, budget_line: bool = True,
+) -> None:
+    """Draw a :func:`release_dict`: the released values, then how they were made.
+
+    ``budget_line``: show the (ε, δ) spent; a batch shows its plan's budget once instead.
+    Every string that is not the program's own (labels, keys, notes, column names) goes
+    through :func:`~approxdp.cli.output.safe_text`: no markup, no control characters.
+    """
     cells = release["cells"]
     level = f"{release['level']:.0%}"
     secure = release.get("secure", True)
-    title = (f"{release['label']} — private {release['kind']}" if secure else
-             f"{release['label']} — {release['kind']}: SEEDED SIMULATION, NOT private")
+    label = safe_text(release["label"])
+    title = (f"{label} — private {release['kind']}" if secure else
+             f"{label} — {release['kind']}: SEEDED SIMULATION, NOT private")
     table = new_table(title)
     if not secure:
         table.title_style = "bold red"
     key_columns = release["key_columns"] or []
     for column in key_columns:
-        table.add_column(column)
+        table.add_column(safe_text(column))
     table.add_column("value", justify="right", style="bold")
     table.add_column(f"{level} CI", justify="right")
     table.add_column("noise std", justify="right")
@@ -146,7 +122,7 @@ def render_release(console: Console, release: dict[str, Any], show: int = 20) ->
     numbers = fmt_values([x for c in shown for x in (c["value"], c["ci_low"], c["ci_high"])])
     stds = fmt_values([c["std"] for c in shown], 4)
     for i, cell in enumerate(shown):
-        keys = ["NULL" if v is None else escape(str(v)) for v in cell["key"].values()]
+        keys = ["NULL" if v is None else safe_text(v) for v in cell["key"].values()]
         if not key_columns:
             keys = []
         value, low, high = numbers[3 * i: 3 * i + 3]
@@ -173,15 +149,26 @@ def render_release(console: Console, release: dict[str, Any], show: int = 20) ->
     details.add_column()
     details.add_row("mechanism", f"{release['mechanism']}, calibration '{release['method']}', "
                     f"σ = {fmt(release['sigma'])} on the scaled vector")
-    details.add_row("sensitivity", f"Δ2 = {fmt(sens['l2'])}: {sens['derivation']}")
-    details.add_row("budget spent", f"ε = {release['epsilon']:g}, δ = {release['delta']:g}")
+    details.add_row("sensitivity", f"Δ2 = {fmt(sens['l2'])}: {safe_text(sens['derivation'])}")
+    if release["mechanism"] == "exact":
+        details.add_row("budget spent", "nothing: this value needs no noise (its sensitivity "
+                        "is 0), so it is exact and costs no budget")
+    elif budget_line:
+        details.add_row("budget spent", f"ε = {release['epsilon']:g}, δ = {release['delta']:g}")
     if release["threshold"] is not None:
         details.add_row("cells", f"chosen by DP partition selection: noisy count > "
                         f"{fmt(release['threshold'])}; {len(cells)} released")
-    rows = ", ".join(f"{k} = {v}" for k, v in release["rows"].items())
-    details.add_row("rows", f"{rows} (exact, NOT private — for the data owner only)")
     for note in release["notes"]:
-        details.add_row("note", note)
+        details.add_row("note", safe_text(note))
+    for receipt in release.get("receipts", []):
+        details.add_row("receipt", f"spend {receipt['index']} of ledger {receipt['ledger_id']} "
+                        f"(chain hash {receipt['chain_hash'][:16]}…): 'approxdp ledger verify "
+                        "LEDGER --receipt FILE.json' checks it")
+    diagnostics = release.get("diagnostics")
+    if diagnostics is not None:
+        for line in diagnostics_lines(diagnostics):
+            details.add_row("[bold yellow]exact[/]", f"{safe_text(line)} "
+                            f"[bold yellow]({diagnostics['label']})[/]")
     console.print(details)
     comparisons = [c for c in release["comparisons"]
                    if c["sigma"] is not None and not math.isnan(c["sigma"])]
@@ -195,6 +182,18 @@ def render_release(console: Console, release: dict[str, Any], show: int = 20) ->
             cmp.add_row(c["method"], fmt(c["sigma"]), f"{c['ratio_to_used']:.3f}",
                         "[green]yes[/]" if c["private"] else "[bold red]NO[/]")
         console.print(cmp)
+
+
+def diagnostics_lines(diagnostics: dict[str, Any]) -> list[str]:
+    """The lines of a release's ``diagnostics`` object (exact, NOT private)."""
+    lines = []
+    if diagnostics.get("rows"):
+        lines.append("rows: " + ", ".join(f"{k} = {v}" for k, v in diagnostics["rows"].items()))
+    lines += [f"cast of {column!r}: {c['count']} value(s) were not numbers (e.g. "
+              f"{c['examples']}) and count as missing"
+              for column, c in diagnostics.get("casts", {}).items()]
+    lines += list(diagnostics.get("notes", []))
+    return lines
 
 
 def render_budget(console: Console, budget: dict[str, Any], title: str = "Budget") -> None:
@@ -212,19 +211,45 @@ def render_budget(console: Console, budget: dict[str, Any], title: str = "Budget
     console.print(table)
 
 
+def receipt_text(release: dict[str, Any]) -> str:
+    """A release's receipts as text, ``LEDGER_ID:INDEX:HASH`` joined by ``;`` ("" for none)."""
+    return ";".join(f"{r['ledger_id']}:{r['index']}:{r['chain_hash']}"
+                    for r in release.get("receipts", []))
+
+
 def write_cells_csv(path: Path, release: dict[str, Any]) -> None:
     """Write a :func:`release_dict`'s cells as CSV: key columns, value, std, ci_low, ci_high,
     informative, secure (``false`` on every row of a seeded simulation, so the file itself
-    says it is NOT private). A missing key is written ``NULL``, as ``--domain`` spells it (an
-    empty field would be the empty string)."""
+    says it is NOT private), and ``receipt`` (the spend receipt(s), where the release spent
+    from a ledger file). A missing key is written ``NULL``, as ``--domain`` spells it (an
+    empty field would be the empty string). Never the exact diagnostics."""
     columns = list(release["key_columns"]) or []
     secure = "true" if release.get("secure", True) else "false"
+    receipt = receipt_text(release)
     with open(path, "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow([*columns, "value", "std", "ci_low", "ci_high", "informative",
-                         "secure"])
+                         "secure", *(["receipt"] if receipt else [])])
         for cell in release["cells"]:
             keys = [cell["key"].get(c) for c in columns]
             writer.writerow([*("NULL" if k is None else k for k in keys),
                              *(jsonable(cell[f]) for f in ("value", "std", "ci_low", "ci_high")),
-                             "true" if cell.get("informative", True) else "false", secure])
+                             "true" if cell.get("informative", True) else "false", secure,
+                             *([receipt] if receipt else [])])
+
+
+def write_release(path: Path, data: dict[str, Any], result: ReleaseResult) -> None:
+    """Write a release's artifact at ``path`` by its suffix: ``.json`` the command's JSON
+    object ``data`` (with the exact diagnostics only if ``data`` has them), ``.csv`` its cells
+    (:func:`write_cells_csv`), ``.parquet`` :meth:`~approxdp.releases.result.ReleaseResult.
+    to_arrow` (whose schema metadata says whether it is private and holds its receipts)."""
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        write_cells_csv(path, data["result"])
+    elif suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        pq.write_table(result.to_arrow(), path)
+    else:
+        path.write_text(json.dumps(jsonable(data), indent=2, allow_nan=False) + "\n",
+                        encoding="utf-8")

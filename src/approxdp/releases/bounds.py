@@ -145,7 +145,7 @@ def release_bounds(
         mechanism=first.mechanism, method=allocated.method, sigma=first.sigma,
         sensitivity=first.sensitivity, effective_sensitivity=first.effective_sensitivity,
         epsilon=allocated.epsilon, delta=allocated.delta, threshold=None,
-        rows=dict(first.rows), comparisons=first.comparisons,
+        diagnostics=first.diagnostics, receipts=first.receipts, comparisons=first.comparisons,
         extra={"counts": counts, "log_edges": edges},
         notes=tuple(notes), secure=secure,
     )

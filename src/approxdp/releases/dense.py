@@ -41,6 +41,7 @@ from approxdp.errors import DataError
 from approxdp.mechanisms.gaussian import SecureGaussianNoise
 from approxdp.mechanisms.randomness import SecureBits
 from approxdp.releases.checks import DROPPED_NOTE
+from approxdp.releases.diagnostics import Diagnostics
 from approxdp.releases.intervals import mean_interval, noise_spread
 from approxdp.releases.noise import SEEDED_NOTE, PreparedNoise
 from approxdp.releases.plan import AllocatedPlan, AllocatedQuery
@@ -209,7 +210,8 @@ def release_dense(
         sigma=noise.sigma, sensitivity=aq.sensitivity,
         effective_sensitivity=aq.effective_sensitivity, epsilon=allocated.epsilon,
         delta=allocated.delta, threshold=None,
-        rows={"read": n_rows, "used": cells.rows_used, "dropped": n_rows - cells.rows_used},
+        diagnostics=Diagnostics(rows={"read": n_rows, "used": cells.rows_used,
+                                      "dropped": n_rows - cells.rows_used}),
         comparisons=noise.comparisons, notes=tuple(notes), table=cells,
         secure=not noise.simulated,
     )

@@ -22,11 +22,13 @@ cells written by the engine).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from approxdp.accounting.budget.chain import Receipt
 from approxdp.accounting.budget.protocols import Accountant
 from approxdp.engines.base import AggregateResult, Engine, TableT
 from approxdp.errors import DataError
@@ -147,10 +149,14 @@ def execute(
             check_releasable(aq, noises[i], true, n_rows)
     event = allocated.event()
     check_recorded_sigma(allocated, event, noises)  # the noise below is the noise recorded
+    receipts: tuple[Receipt, ...] = ()
     if event is not None:
-        accountant.spend(event)  # raises BudgetExceededError before any noise is drawn
+        # raises BudgetExceededError before any noise is drawn
+        record = accountant.spend(event, seeded=seeded)
+        receipt = getattr(record, "receipt", None)
+        receipts = () if receipt is None else (receipt,)
     z = normal_quantile(level)
-    return tuple(
+    results = tuple(
         release_dense(aq, allocated, requests[i], engine, table, noises[i], rng=rng, z=z,
                       level=level, n_rows=n_rows, output_dir=output_dir)
         if large[i] else
@@ -158,3 +164,6 @@ def execute(
                           level=level, n_rows=n_rows)
         for i, aq in enumerate(queries)
     )
+    if not receipts:
+        return results
+    return tuple(dataclasses.replace(r, receipts=receipts) for r in results)

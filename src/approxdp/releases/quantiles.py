@@ -288,7 +288,7 @@ def release_quantiles(
         mechanism=first.mechanism, method=allocated.method, sigma=first.sigma,
         sensitivity=sens, effective_sensitivity=first.effective_sensitivity,
         epsilon=allocated.epsilon, delta=allocated.delta, threshold=None,
-        rows=dict(first.rows), comparisons=first.comparisons,
+        diagnostics=first.diagnostics, receipts=first.receipts, comparisons=first.comparisons,
         extra={f"level{j + 1}_counts": c for j, c in enumerate(counts)},
         notes=tuple(notes), secure=secure,
     )

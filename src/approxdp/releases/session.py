@@ -23,7 +23,12 @@ from approxdp.accounting import Accountant, BudgetStatus, PrivacyAccountant
 from approxdp.accounting.budget.ledger import SpendRecord
 from approxdp.engines import Engine, engine_for
 from approxdp.engines.base import KeyValue
-from approxdp.errors import BudgetExceededError, InvalidParameterError, ParameterTypeError
+from approxdp.errors import (
+    BudgetExceededError,
+    InvalidParameterError,
+    ParameterTypeError,
+    SeededLedgerError,
+)
 from approxdp.events import PrivacyEvent
 from approxdp.releases.accuracy import AccuracyPlan, accuracy_of, plan_for_accuracy
 from approxdp.releases.dense import LARGE_DOMAIN_CELLS
@@ -91,8 +96,17 @@ class PrivateTable:
         casts: Columns to convert before anything else, ``{"amount": "double"}``: every value
             that is not a number (``"n/a"``, ``""``, ``"oops"``) becomes a missing value, which
             sums and means skip. How many did, with examples, is in :attr:`cast_report` and in
-            the result notes of every release (an exact count for the data owner, not private).
+            the ``diagnostics`` of every release (exact, not private — for the data holder).
             ``"double"`` is the only conversion.
+        allow_seeded_ledger: With ``seed`` and an accountant whose ledger is a file
+            (:attr:`PrivacyAccountant.persistent <approxdp.accounting.PrivacyAccountant.
+            persistent>`), record the seeded releases' spends anyway, each marked "seeded, not
+            private" in the ledger. Without it such a table is refused
+            (:class:`~approxdp.errors.SeededLedgerError`): a seeded release is a reproducible
+            simulation, and its spend would look like a real one.
+
+    Raises:
+        SeededLedgerError: ``seed`` with a persistent ledger, without ``allow_seeded_ledger``.
     """
 
     def __init__(
@@ -111,6 +125,7 @@ class PrivateTable:
         large_domain_cells: int = LARGE_DOMAIN_CELLS,
         output_dir: str | None = None,
         casts: Mapping[str, str] | None = None,
+        allow_seeded_ledger: bool = False,
     ) -> None:
         one_of = "pass exactly one of budget=(epsilon, delta) or accountant="
         if accountant is None:
@@ -119,6 +134,14 @@ class PrivateTable:
             accountant = PrivacyAccountant(budget=budget)
         elif budget is not None:
             raise ParameterTypeError(one_of)
+        if seed is not None and getattr(accountant, "persistent", False) and not (
+                allow_seeded_ledger):
+            raise SeededLedgerError(
+                f"seed={seed!r} makes every release a seeded simulation (NOT private), but the "
+                "accountant keeps its spends in a ledger file, where they would look like real "
+                "releases; use an in-memory budget (budget=(epsilon, delta)) for simulations, "
+                "or pass allow_seeded_ledger=True to record them, marked 'seeded, not private'"
+            )
         self.accountant: Accountant = accountant
         self.bounds = ContributionBounds(privacy_unit, max_partitions, max_rows_per_partition)
         ReleasePlan((Count(),), neighbouring, self.bounds)  # validates neighbouring early
@@ -183,14 +206,13 @@ class PrivateTable:
     def _with_cast_notes(
         self, results: tuple[ReleaseResult, ...]
     ) -> tuple[ReleaseResult, ...]:
-        notes = tuple(
-            f"casts: {n} value(s) of column {column!r} were not numbers (e.g. {list(examples)})"
-            " and count as missing (exact, NOT private: for the data owner only)"
-            for column, (n, examples) in self.cast_report.items() if n
-        )
-        if not notes:
+        """The results with this table's cast report in their (exact) diagnostics."""
+        if not any(n for n, _ in self.cast_report.values()):
             return results
-        return tuple(dataclasses.replace(r, notes=r.notes + notes) for r in results)
+        return tuple(
+            dataclasses.replace(r, diagnostics=r.diagnostics.with_casts(self.cast_report))
+            for r in results
+        )
 
     def release(
         self, queries: Sequence[Query], *, epsilon: float, delta: float,
@@ -347,7 +369,8 @@ class PrivateTable:
             "composition; the ledger may compose the two tighter)"
         )
         return dataclasses.replace(result, notes=(*result.notes, split),
-                                   extra={**result.extra, "bounds": found.values})
+                                   extra={**result.extra, "bounds": found.values},
+                                   receipts=(*found.receipts, *result.receipts))
 
     def estimate_bounds(
         self, column: str, *, epsilon: float, delta: float, tail: float = 0.01,
@@ -460,7 +483,7 @@ class _StopAtSpend:
     def __init__(self, inner: Accountant) -> None:
         self._inner = inner
 
-    def spend(self, event: PrivacyEvent) -> SpendRecord:
+    def spend(self, event: PrivacyEvent, *, seeded: bool = False) -> SpendRecord:
         raise _StoppedError
 
     def remaining(self) -> BudgetStatus:

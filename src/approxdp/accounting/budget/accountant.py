@@ -110,6 +110,8 @@ class PrivacyAccountant:
             event's own, certified; the only rule for subsampled Gaussians, as in DP-SGD);
             "auto" is exact for all-Gaussian histories and otherwise the tightest of the PLD
             and the closed-form rules.
+        read_only: Open the ``ledger`` file only to read it (a file the user may only read;
+            an older schema is read as it is): :meth:`spend` then refuses.
 
     Raises:
         InvalidParameterError, UnknownMethodError: on a bad budget or composition.
@@ -121,6 +123,8 @@ class PrivacyAccountant:
         budget: tuple[float, float] | None = None,
         ledger: str | os.PathLike[str] | None = None,
         composition: str | None = None,
+        *,
+        read_only: bool = False,
     ) -> None:
         if budget is None:  # reopen an existing ledger with the budget stored in it
             if not isinstance(ledger, str | os.PathLike) or not os.path.isfile(ledger):
@@ -152,8 +156,15 @@ class PrivacyAccountant:
                 )
 
             self._ledger = SQLiteLedger(
-                ledger, budget=(self._epsilon, self._delta), composition=composition
+                ledger, budget=(self._epsilon, self._delta), composition=composition,
+                read_only=read_only,
             )
+        self._persistent = ledger is not None
+
+    @property
+    def persistent(self) -> bool:
+        """Whether spends are kept in a ledger file (a budget that outlives this process)."""
+        return self._persistent
 
     @property
     def budget(self) -> tuple[float, float]:
@@ -182,8 +193,12 @@ class PrivacyAccountant:
             rule=rule,
         )
 
-    def spend(self, event: PrivacyEvent) -> SpendRecord:
+    def spend(self, event: PrivacyEvent, *, seeded: bool = False) -> SpendRecord:
         """Debit ``event`` from the budget. Call it BEFORE drawing the noise.
+
+        ``seeded``: the spend pays for a seeded simulation (NOT private), recorded so and shown
+        "seeded, not private" wherever the ledger is shown (see
+        :class:`~approxdp.releases.PrivateTable`'s ``allow_seeded_ledger``).
 
         Returns:
             The recorded SpendRecord (with the rule that admitted it).
@@ -211,7 +226,7 @@ class PrivacyAccountant:
                 )
             return rule, needed
 
-        return self._ledger.append(event, contrib, check)
+        return self._ledger.append(event, contrib, check, seeded=seeded)
 
     def _cost(self, event: PrivacyEvent) -> Contribution:
         contrib = check_cost(event, contribution(event))

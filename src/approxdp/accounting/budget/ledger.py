@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from approxdp.accounting.budget.chain import Receipt
 from approxdp.accounting.budget.costs import Contribution, LedgerState
 from approxdp.events import PrivacyEvent
 
@@ -30,6 +31,13 @@ class SpendRecord:
         event: the event spent.
         rule: the composition rule that admitted it.
         delta_after: δ of the whole history at the budget's ε, after this spend.
+        seeded: True for the spend of a seeded release (a reproducible simulation, NOT
+            private), recorded only where the caller opted in; ledgers and their views mark it
+            "seeded, not private".
+        chain_hash: The row's hash in a SQLite ledger's hash chain
+            (:mod:`~approxdp.accounting.budget.chain`); None in memory or in a file written
+            before schema 3 that was only read.
+        ledger_id: The identity of the SQLite ledger that holds it (None in memory).
     """
 
     index: int
@@ -37,6 +45,16 @@ class SpendRecord:
     event: PrivacyEvent
     rule: str
     delta_after: float
+    seeded: bool = False
+    chain_hash: str | None = None
+    ledger_id: str | None = None
+
+    @property
+    def receipt(self) -> Receipt | None:
+        """Proof of this spend in its ledger file (None for an in-memory ledger)."""
+        if self.chain_hash is None or self.ledger_id is None:
+            return None
+        return Receipt(self.ledger_id, self.index, self.chain_hash)
 
 
 # check(state_before, state_after) -> (rule, delta_after); raises BudgetExceededError to
@@ -55,9 +73,11 @@ class Ledger(Protocol):
         """Every accepted spend, oldest first (no side effects)."""
         ...
 
-    def append(self, event: PrivacyEvent, contrib: Contribution, check: Check) -> SpendRecord:
-        """Atomically: new = state + contrib; check(state, new); record. Nothing changes on
-        error."""
+    def append(
+        self, event: PrivacyEvent, contrib: Contribution, check: Check, *, seeded: bool = False,
+    ) -> SpendRecord:
+        """Atomically: new = state + contrib; check(state, new); record (``seeded`` marks the
+        spend of a seeded simulation). Nothing changes on error."""
         ...
 
     def close(self) -> None:
@@ -81,11 +101,14 @@ class MemoryLedger:
         with self._lock:
             return tuple(self._records)
 
-    def append(self, event: PrivacyEvent, contrib: Contribution, check: Check) -> SpendRecord:
+    def append(
+        self, event: PrivacyEvent, contrib: Contribution, check: Check, *, seeded: bool = False,
+    ) -> SpendRecord:
         with self._lock:
             new_state = self._state.add(contrib)
             rule, delta_after = check(self._state, new_state)
-            record = SpendRecord(len(self._records) + 1, time.time(), event, rule, delta_after)
+            record = SpendRecord(len(self._records) + 1, time.time(), event, rule, delta_after,
+                                 seeded=seeded)
             self._records.append(record)
             self._state = new_state
             return record

@@ -15,23 +15,26 @@ Guarantees:
   different budget or composition rule is refused too.
 - **A failed call changes nothing**: a refused spend rolls back.
 
-Schema (version 2): ``meta(key, value)``; ``spends(id, created, event, rho, items, rule,
-delta_after)``; ``totals(id = 1, rho, count)``; ``groups(epsilon, delta, count)``;
-``pld_events(key, count)``, the multiset of non-Gaussian event descriptions from which the PLD
-rule re-accounts the history. Every spend row keeps its event's full description (``event``),
-so any history can be re-accounted under any rule.
+- **Tamper evidence.** Each spend row carries its hash in a chain over every row before it
+  (:mod:`~approxdp.accounting.budget.chain`) and each record its :class:`Receipt
+  <approxdp.accounting.budget.chain.Receipt>`; :func:`~approxdp.accounting.budget.verify.
+  verify_ledger` checks the chain, the totals and receipts kept elsewhere.
+- **Read-only views.** ``read_only=True`` opens a file the user may only read (SQLite's
+  ``mode=ro``, or ``immutable=1`` where even that cannot take its locks) and never writes;
+  a file of an older schema is read as it is, not upgraded.
 
-**Migration.** A version-1 file (written before the PLD rule) is upgraded in place the first
-time it is opened: in one ``BEGIN IMMEDIATE`` transaction the ``pld_events`` table is built from
-the events stored in its spend rows, and the version is set to 2. Nothing else changes; a
-failure rolls back and leaves the file as it was.
+Schema and upgrades: :mod:`~approxdp.accounting.budget.sqlite_schema` (version 3: spends with
+their seeded marker and chain hash, totals, groups, pld_events, meta). Every spend row keeps
+its event's full description (``event``), so any history can be re-accounted under any rule.
+An older file is upgraded in place, one version at a time, the first time it is opened for
+writing: in one ``BEGIN IMMEDIATE`` transaction; a failure rolls back and leaves the file as
+it was.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import sqlite3
 import threading
@@ -41,8 +44,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from approxdp.accounting.budget.costs import Contribution, LedgerState, contribution
+from approxdp.accounting.budget.chain import row_hash
+from approxdp.accounting.budget.costs import Contribution, LedgerState
+from approxdp.accounting.budget.integrity import check_rows
 from approxdp.accounting.budget.ledger import Check, SpendRecord
+from approxdp.accounting.budget.sqlite_schema import (
+    SCHEMA,
+    SCHEMA_VERSION,
+    genesis_of,
+    new_ledger_id,
+    upgrade,
+)
 from approxdp.accounting.serialization import event_from_json, event_to_json
 from approxdp.errors import LedgerError
 from approxdp.events import PrivacyEvent
@@ -56,30 +68,9 @@ __all__ = [
 ]
 
 APPLICATION_ID = 0x41445044  # "ADPD"
-SCHEMA_VERSION = 2
-_MIGRATABLE = (1,)  # older versions this code upgrades in place
 _HEADER = b"SQLite format 3\x00"
 _BUSY_TIMEOUT_MS = 60_000
 _INHERITED: list[sqlite3.Connection] = []  # connections inherited across fork, never touched
-
-_SCHEMA = """
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE spends (
-    id INTEGER PRIMARY KEY,
-    created REAL NOT NULL,
-    event TEXT NOT NULL,
-    rho REAL NOT NULL,
-    items TEXT NOT NULL,
-    rule TEXT NOT NULL,
-    delta_after REAL NOT NULL
-);
-CREATE TABLE totals (id INTEGER PRIMARY KEY CHECK (id = 1), rho REAL NOT NULL,
-                     count INTEGER NOT NULL);
-CREATE TABLE groups (epsilon REAL NOT NULL, delta REAL NOT NULL, count INTEGER NOT NULL,
-                     PRIMARY KEY (epsilon, delta));
-CREATE TABLE pld_events (key TEXT PRIMARY KEY, count INTEGER NOT NULL);
-INSERT INTO totals (id, rho, count) VALUES (1, 0.0, 0);
-"""
 
 
 @contextlib.contextmanager
@@ -125,6 +116,30 @@ def check_ledger_path(path: Path) -> None:
         )
 
 
+def open_read_only(file: Path) -> sqlite3.Connection:
+    """A connection that only reads ``file``: SQLite's ``mode=ro``, or, where even that fails
+    (a WAL file in a folder the user may not write), ``immutable=1``, which reads the file as
+    it is on disk (a spend being committed at that instant may be missed)."""
+    uri = file.resolve().as_uri()
+    last: sqlite3.Error | None = None
+    for mode in ("?mode=ro", "?mode=ro&immutable=1"):
+        try:
+            conn = sqlite3.connect(f"{uri}{mode}", uri=True, isolation_level=None,
+                                   check_same_thread=False)
+        except sqlite3.Error as exc:
+            last = exc
+            continue
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+            conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()  # opens the WAL
+        except sqlite3.Error as exc:
+            conn.close()
+            last = exc
+            continue
+        return conn
+    raise LedgerError(f"cannot read ledger {file}: {last}")
+
+
 def read_ledger_settings(path: str | os.PathLike[str]) -> LedgerSettings:
     """The budget and composition rule an existing ledger file was created with.
 
@@ -148,10 +163,7 @@ def read_ledger_settings(path: str | os.PathLike[str]) -> LedgerSettings:
         raise LedgerError(f"cannot read ledger {str(file)!r}: {exc.strerror}") from exc
     if head != _HEADER:
         raise LedgerError(f"{file} is not a SQLite file, so not an approxdp ledger")
-    try:
-        conn = sqlite3.connect(f"{file.resolve().as_uri()}?mode=rw", uri=True)
-    except sqlite3.Error as exc:
-        raise LedgerError(f"cannot open ledger {file}: {exc}") from exc
+    conn = open_read_only(file)
     try:
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
         if app_id != APPLICATION_ID:
@@ -182,6 +194,8 @@ class SQLiteLedger:
         composition: the accountant's rule; must match the stored one.
         synchronous: SQLite ``synchronous`` level, "FULL" (default: durable against power
             loss) or "NORMAL" (durable against process crashes only).
+        read_only: Open an existing file only to read it (a file the user may only read,
+            an older schema left as it is); :meth:`append` then refuses.
 
     Raises:
         LedgerError: the file is not a SQLite database, not an approxdp ledger, corrupt,
@@ -195,6 +209,7 @@ class SQLiteLedger:
         budget: tuple[float, float],
         composition: str,
         synchronous: str = "FULL",
+        read_only: bool = False,
     ) -> None:
         if synchronous not in ("FULL", "NORMAL"):
             raise LedgerError(f"synchronous must be 'FULL' or 'NORMAL', got {synchronous!r}")
@@ -202,10 +217,33 @@ class SQLiteLedger:
         self._budget = (float(budget[0]), float(budget[1]))
         self._composition = composition
         self._synchronous = synchronous
+        self._read_only = bool(read_only)
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._pid = -1
+        self._version = SCHEMA_VERSION
+        self._ledger_id: str | None = None
         self._connect()
+
+    @property
+    def path(self) -> Path:
+        """The ledger file."""
+        return self._path
+
+    @property
+    def read_only(self) -> bool:
+        """Whether this ledger was opened only to read."""
+        return self._read_only
+
+    @property
+    def schema_version(self) -> int:
+        """The file's schema version (older than the current one only when read-only)."""
+        return self._version
+
+    @property
+    def ledger_id(self) -> str | None:
+        """The file's random identity, named by its receipts (None before schema 3)."""
+        return self._ledger_id
 
     # -- connection management -------------------------------------------------------------
 
@@ -231,6 +269,9 @@ class SQLiteLedger:
         return True
 
     def _connect(self) -> None:
+        if self._read_only:
+            self._connect_read_only()
+            return
         existed = self._check_header()
         try:
             conn = sqlite3.connect(
@@ -261,6 +302,23 @@ class SQLiteLedger:
         self._conn = conn
         self._pid = os.getpid()
 
+    def _connect_read_only(self) -> None:
+        """Open an existing file without writing anything (:func:`open_read_only`)."""
+        if not self._check_header():
+            raise LedgerError(f"ledger file not found or empty: {str(self._path)!r}")
+        conn = open_read_only(self._path)
+        try:
+            self._version = self._validate(conn)
+            self._check_meta(conn)
+        except sqlite3.Error as exc:
+            conn.close()
+            raise LedgerError(f"{self._path} is not a usable approxdp ledger: {exc}") from exc
+        except LedgerError:
+            conn.close()
+            raise
+        self._conn = conn
+        self._pid = os.getpid()
+
     @staticmethod
     def _is_blank(conn: sqlite3.Connection) -> bool:
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
@@ -280,10 +338,10 @@ class SQLiteLedger:
         if check != "ok":
             raise LedgerError(f"ledger {self._path} is corrupt: {check}")
         version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-        if version != SCHEMA_VERSION and version not in _MIGRATABLE:
+        if not 1 <= version <= SCHEMA_VERSION:
             raise LedgerError(
                 f"ledger {self._path} has schema version {version}; this approxdp reads "
-                f"version {SCHEMA_VERSION} and upgrades {', '.join(map(str, _MIGRATABLE))}"
+                f"version {SCHEMA_VERSION} and upgrades versions 1 to {SCHEMA_VERSION - 1}"
             )
         rows, totals_count = conn.execute(
             "SELECT (SELECT COUNT(*) FROM spends), (SELECT count FROM totals WHERE id = 1)"
@@ -296,23 +354,11 @@ class SQLiteLedger:
         return version
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
-        """Upgrade a version-1 file to version 2 in one transaction (see the module docstring):
-        the event descriptions the PLD rule needs are rebuilt from the stored spend rows."""
+        """Upgrade an older file to the current schema in one transaction, one version at a
+        time (:func:`~approxdp.accounting.budget.sqlite_schema.upgrade`)."""
         conn.execute("BEGIN IMMEDIATE")
         with _committed(conn, f"cannot upgrade ledger {self._path}"):
-            version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-            if version == 1:  # (another process may have just upgraded it)
-                counts: dict[str, int] = {}
-                for (payload,) in conn.execute("SELECT event FROM spends ORDER BY id"):
-                    for key in contribution(event_from_json(payload)).pld:
-                        counts[key] = counts.get(key, 0) + 1
-                conn.execute(
-                    "CREATE TABLE pld_events (key TEXT PRIMARY KEY, count INTEGER NOT NULL)"
-                )
-                conn.executemany(
-                    "INSERT INTO pld_events (key, count) VALUES (?, ?)", counts.items()
-                )
-                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            upgrade(conn)
 
     def _initialise(self, conn: sqlite3.Connection) -> None:
         conn.execute("BEGIN IMMEDIATE")
@@ -323,7 +369,7 @@ class SQLiteLedger:
             if exists is None:
                 if conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]:
                     raise LedgerError(f"{self._path} is a SQLite database with foreign tables")
-                for statement in _SCHEMA.split(";"):
+                for statement in SCHEMA.split(";"):
                     if statement.strip():
                         conn.execute(statement)
                 meta = {
@@ -331,6 +377,7 @@ class SQLiteLedger:
                     "budget_epsilon": repr(self._budget[0]),
                     "budget_delta": repr(self._budget[1]),
                     "composition": self._composition,
+                    "ledger_id": new_ledger_id(),
                 }
                 conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", meta.items())
                 conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
@@ -353,6 +400,7 @@ class SQLiteLedger:
                 f"{meta.get('composition')!r}; open it with the same budget and rule (asked "
                 f"for {self._budget}, composition={self._composition!r})"
             )
+        self._ledger_id = meta.get("ledger_id")
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -398,25 +446,39 @@ class SQLiteLedger:
             except sqlite3.Error as exc:
                 raise LedgerError(f"cannot read ledger {self._path}: {exc}") from exc
 
+    def _rows(self, conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
+        """Every spend row (id, created, event, rho, items, rule, delta_after, seeded, hash),
+        oldest first; a file read before schema 3 has no seeded marker (0) or hash ('')."""
+        extra = "seeded, hash" if self._version >= 3 else "0, ''"
+        return conn.execute(
+            f"SELECT id, created, event, rho, items, rule, delta_after, {extra} FROM spends "
+            "ORDER BY id"
+        ).fetchall()
+
     def records(self) -> tuple[SpendRecord, ...]:
         """Every spend, oldest first."""
         with self._lock:
             conn = self._connection()
             try:
-                rows = conn.execute(
-                    "SELECT id, created, event, rule, delta_after FROM spends ORDER BY id"
-                ).fetchall()
+                rows = self._rows(conn)
             except sqlite3.Error as exc:
                 raise LedgerError(f"cannot read ledger {self._path}: {exc}") from exc
         return tuple(
-            SpendRecord(int(i), float(t), event_from_json(ev), str(rule), float(d))
-            for i, t, ev, rule, d in rows
+            SpendRecord(int(i), float(t), event_from_json(ev), str(rule), float(d),
+                        seeded=bool(seeded), chain_hash=str(h) or None,
+                        ledger_id=self._ledger_id if h else None)
+            for i, t, ev, _rho, _items, rule, d, seeded, h in rows
         )
 
     # -- the one write ---------------------------------------------------------------------
 
-    def append(self, event: PrivacyEvent, contrib: Contribution, check: Check) -> SpendRecord:
-        """Atomically check and record one spend (one BEGIN IMMEDIATE transaction)."""
+    def append(
+        self, event: PrivacyEvent, contrib: Contribution, check: Check, *, seeded: bool = False,
+    ) -> SpendRecord:
+        """Atomically check and record one spend (one BEGIN IMMEDIATE transaction), chained to
+        the row before it (``seeded``: the spend of a seeded simulation, marked so)."""
+        if self._read_only:
+            raise LedgerError(f"ledger {self._path} was opened read-only; nothing was spent")
         payload = event_to_json(event)
         items = json.dumps([list(item) for item in contrib.items])
         with self._lock:
@@ -430,10 +492,18 @@ class SQLiteLedger:
                 new_state = old_state.add(contrib)
                 rule, delta_after = check(old_state, new_state)  # raises to refuse
                 created = time.time()
-                cur = conn.execute(
-                    "INSERT INTO spends (created, event, rho, items, rule, delta_after) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
-                    (created, payload, contrib.rho, items, rule, delta_after),
+                last = conn.execute(
+                    "SELECT id, hash FROM spends ORDER BY id DESC LIMIT 1"
+                ).fetchone()
+                index, previous = ((1, self._genesis(conn)) if last is None
+                                   else (int(last[0]) + 1, str(last[1])))
+                chained = row_hash(previous, index, created, payload, contrib.rho, items, rule,
+                                   delta_after, seeded)
+                conn.execute(
+                    "INSERT INTO spends (id, created, event, rho, items, rule, delta_after, "
+                    "seeded, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (index, created, payload, contrib.rho, items, rule, delta_after,
+                     int(seeded), chained),
                 )
                 conn.execute(
                     "UPDATE totals SET rho = ?, count = ? WHERE id = 1",
@@ -451,38 +521,40 @@ class SQLiteLedger:
                         "ON CONFLICT (key) DO UPDATE SET count = count + 1",
                         (key,),
                     )
-        index = int(cur.lastrowid) if cur.lastrowid is not None else new_state.count
-        return SpendRecord(index, created, event, rule, delta_after)
+        return SpendRecord(index, created, event, rule, delta_after, seeded=seeded,
+                           chain_hash=chained, ledger_id=self._ledger_id)
+
+    @staticmethod
+    def _genesis(conn: sqlite3.Connection) -> str:
+        return genesis_of(dict(conn.execute("SELECT key, value FROM meta").fetchall()))
+
+    def snapshot(self) -> tuple[LedgerState, list[tuple[Any, ...]], str | None]:
+        """The totals, every spend row (id, created, event, rho, items, rule, delta_after,
+        seeded, hash) and the chain's genesis hash (None before schema 3), read in one
+        consistent snapshot."""
+        with self._lock:
+            conn = self._connection()
+            try:
+                conn.execute("BEGIN")
+                try:
+                    return (self._read_state(conn), self._rows(conn),
+                            self._genesis(conn) if self._version >= 3 else None)
+                finally:
+                    conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                raise LedgerError(f"cannot read ledger {self._path}: {exc}") from exc
 
     def verify(self) -> LedgerState:
-        """Recompute the totals from the spend rows and compare (LedgerError if they differ).
+        """Recompute the totals from the spend rows, and the hash chain over them; LedgerError
+        naming the first problem (:func:`~approxdp.accounting.budget.verify.check_rows`).
 
         Returns:
             The verified state.
         """
-        with self._lock:
-            conn = self._connection()
-            conn.execute("BEGIN")
-            try:
-                state = self._read_state(conn)
-                rows = conn.execute(
-                    "SELECT rho, items, event FROM spends ORDER BY id"
-                ).fetchall()
-            finally:
-                conn.execute("COMMIT")
-        rebuilt = LedgerState()
-        for rho, items, payload in rows:
-            rebuilt = rebuilt.add(Contribution(
-                float(rho),
-                tuple((float(e), float(d)) for e, d in json.loads(items)),
-                contribution(event_from_json(payload)).pld,
-            ))
-        same_rho = math.isclose(rebuilt.rho, state.rho, rel_tol=1e-12, abs_tol=0.0)
-        if (rebuilt.count != state.count or rebuilt.groups != state.groups or not same_rho
-                or rebuilt.pld != state.pld):
-            raise LedgerError(
-                f"ledger {self._path} is inconsistent: totals {state} but rows give {rebuilt}"
-            )
+        state, rows, genesis = self.snapshot()
+        problems = check_rows(state, rows, genesis)
+        if problems:
+            raise LedgerError(f"ledger {self._path} is inconsistent: {problems[0]}")
         return state
 
     def close(self) -> None:

@@ -1,0 +1,228 @@
+"""``ledger``: show a ledger file (read-only), and ``ledger verify``: check its hash chain,
+its totals and the spend receipts of released artifacts.
+
+``approxdp ledger FILE`` is ``approxdp ledger show FILE``. Neither command ever writes the
+file, creates it, or upgrades an older schema: both work on a file the user may only read.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+
+from approxdp.accounting import (
+    PrivacyAccountant,
+    Receipt,
+    SpendRecord,
+    read_ledger_settings,
+    verify_ledger,
+)
+from approxdp.accounting.budget.costs import LedgerState, contribution
+from approxdp.accounting.budget.rules import epsilon_at
+from approxdp.cli.output import (
+    EXIT_LEDGER_BROKEN,
+    JSON_SCHEMA_VERSION,
+    emit,
+    fmt,
+    json_option,
+    new_table,
+    progress,
+    safe_text,
+)
+from approxdp.cli.release_views import SEEDED_MARK, budget_dict, render_budget, spend_dict
+from approxdp.errors import InvalidParameterError
+
+__all__ = ["ledger_command"]
+
+
+class _DefaultShow(click.Group):
+    """A group whose first argument, when it is not one of its commands, is a FILE for
+    ``show`` (so ``approxdp ledger FILE`` keeps working)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("-h", "--help"):
+            args = ["show", *args]
+        return super().parse_args(ctx, args)
+
+
+def _running_epsilons(
+    records: Sequence[SpendRecord], delta: float, rule: str,
+) -> Iterator[tuple[float, float]]:
+    """(ε of the spend alone, ε of the history up to it), both at the budget's δ."""
+    state = LedgerState()
+    for record in records:
+        cost = contribution(record.event)
+        alone, _ = epsilon_at(LedgerState().add(cost), delta, rule)
+        state = state.add(cost)
+        so_far, _ = epsilon_at(state, delta, rule)
+        yield alone, so_far
+
+
+@click.group("ledger", cls=_DefaultShow, invoke_without_command=False)
+def ledger_command() -> None:
+    """Show a ledger file (FILE, or show FILE), or verify it (verify FILE); both take --json
+    and only read the file.
+
+    \b
+    Examples:
+      approxdp ledger budget.sqlite
+      approxdp ledger verify budget.sqlite --receipt release.json
+    """
+
+
+@ledger_command.command("show")
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+@json_option
+def show_command(file: Path, as_json: bool) -> None:
+    """Show a ledger file's budget, every spend, and what remains (read-only).
+
+    Each spend's cost is shown as the ε it spends alone, and the ε spent up to it, both at the
+    budget's δ. Spends of seeded simulations recorded on request are marked "seeded, not
+    private". The file is only read: it may be one the user cannot write.
+
+    Example: approxdp ledger budget.sqlite
+    """
+    settings = read_ledger_settings(file)
+    accountant = PrivacyAccountant(settings.budget, ledger=file,
+                                   composition=settings.composition, read_only=True)
+    try:
+        records = accountant.history()
+        status = accountant.remaining()
+    finally:
+        accountant.close()
+    delta = settings.budget[1]
+    spends = []
+    with progress(f"Accounting {len(records)} spend(s)", total=len(records)) as advance:
+        for record, (alone, so_far) in zip(
+            records, _running_epsilons(records, delta, settings.composition), strict=True
+        ):
+            spends.append({**spend_dict(record), "epsilon_alone": alone,
+                           "epsilon_so_far": so_far, "at_delta": delta})
+            advance(1)
+    data: dict[str, Any] = {
+        "command": "ledger",
+        "schema_version": JSON_SCHEMA_VERSION,
+        "file": str(file),
+        "budget": {"epsilon": settings.budget[0], "delta": settings.budget[1]},
+        "composition": settings.composition,
+        "spends": spends,
+        "status": budget_dict(status),
+    }
+
+    def render(console: Console) -> None:
+        table = new_table(f"Spends in {safe_text(file)}")
+        table.add_column("#", justify="right")
+        table.add_column("time (UTC)")
+        table.add_column("label")
+        table.add_column("event")
+        table.add_column("ε (this spend)", justify="right")
+        table.add_column("ε (so far)", justify="right")
+        for s in spends:
+            label = safe_text(s["label"] or "")
+            if s["seeded"]:
+                label = f"{label} [bold red]{SEEDED_MARK}[/]"
+            table.add_row(str(s["index"]), s["time"].replace("T", " ").removesuffix("+00:00"),
+                          label, safe_text(s["summary"]),
+                          fmt(s["epsilon_alone"], 4), fmt(s["epsilon_so_far"], 4))
+        table.caption = (f"ε at the budget's δ = {delta:g}: what each spend costs alone, and "
+                         "the whole history up to it" if spends else "no spends yet")
+        console.print(table)
+        render_budget(console, data["status"])
+
+    emit(data, as_json, render)
+
+
+def _receipts(specs: Sequence[str]) -> list[Receipt]:
+    """Receipts from ``--receipt`` values: LEDGER_ID:INDEX:HASH texts, or release artifacts —
+    JSON (every ``receipts`` list in it), CSV (its ``receipt`` column) or Parquet (its
+    ``approxdp.receipts`` metadata)."""
+    out: list[Receipt] = []
+    for spec in specs:
+        path = Path(spec)
+        if not path.is_file():
+            out.append(Receipt.from_obj(spec))
+            continue
+        try:
+            found = [Receipt.from_obj(r) for r in _artifact_receipts(path)]
+        except (OSError, ValueError) as exc:
+            raise InvalidParameterError(
+                f"--receipt {spec!r}: not a readable release artifact ({exc})"
+            ) from exc
+        if not found:
+            raise InvalidParameterError(f"--receipt {spec!r}: the file holds no receipts")
+        out.extend(dict.fromkeys(found))  # a CSV repeats its receipt on every row
+    return out
+
+
+def _artifact_receipts(path: Path) -> list[Any]:
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        with open(path, newline="", encoding="utf-8") as fh:
+            texts = {row.get("receipt") or "" for row in csv.DictReader(fh)}
+        return [r for text in sorted(texts) for r in text.split(";") if r]
+    if suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        meta = pq.read_schema(path).metadata or {}
+        raw = meta.get(b"approxdp.receipts")
+        return [] if raw is None else list(json.loads(raw))
+    return list(_find_receipts(json.loads(path.read_text(encoding="utf-8"))))
+
+
+def _find_receipts(data: Any) -> Iterator[Any]:
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if key == "receipts" and isinstance(value, list):
+                yield from value
+            else:
+                yield from _find_receipts(value)
+    elif isinstance(data, list):
+        for value in data:
+            yield from _find_receipts(value)
+
+
+@ledger_command.command("verify")
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--receipt", "receipt_specs", multiple=True, metavar="RECEIPT",
+              help="A spend receipt to check: a release's artifact (.json, .csv or .parquet: "
+                   "every receipt in it) or LEDGER_ID:INDEX:HASH. Repeatable.")
+@json_option
+def verify_command(file: Path, receipt_specs: tuple[str, ...], as_json: bool) -> int:
+    """Check a ledger file: its totals, its hash chain, and spend receipts (read-only).
+
+    Exit status 0 when everything checks out, 5 when the ledger or a receipt does not (a row
+    or the totals were edited, or a spend a receipt names is gone or different). A rewrite
+    that recomputes the whole chain is caught only by receipts kept elsewhere: keep the
+    artifacts (their "receipts") of what you released.
+
+    Example: approxdp ledger verify budget.sqlite --receipt release.json
+    """
+    receipts = _receipts(receipt_specs)
+    report = verify_ledger(file, receipts)
+    data = {"command": "ledger verify", "schema_version": JSON_SCHEMA_VERSION,
+            **report.to_dict()}
+
+    def render(console: Console) -> None:
+        head = (f"{safe_text(file)}: {report.spends} spend(s), schema {report.schema_version}"
+                f", {report.receipts} receipt(s) checked")
+        if report.ok:
+            chain = ("hash chain intact" if report.chained else
+                     "no hash chain (written before schema 3; open it once for writing, e.g. "
+                     "with a release, to chain it)")
+            console.print(f"[green]OK[/] {head}; totals match the spends; {chain}")
+            if not report.receipts:
+                console.print("[dim]without receipts, a rewrite that recomputes the whole "
+                              "chain cannot be told apart; pass --receipt ARTIFACT.json[/]")
+            return
+        console.print(f"[bold red]NOT OK[/] {head}")
+        for problem in report.problems:
+            console.print(f"  - {safe_text(problem)}")
+
+    emit(data, as_json, render)
+    return 0 if report.ok else EXIT_LEDGER_BROKEN  # the group's exit status
