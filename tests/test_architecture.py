@@ -1,13 +1,13 @@
 """The package's shape: imports flow one way, without cycles, and optional dependencies load
 lazily.
 
-The layering: numerics → profiles/calibration → mechanisms →
-accounting → releases/engines → CLI/plots. Every import of approxdp inside the package — at
-module level, inside a function or under ``TYPE_CHECKING``, written ``import approxdp.X``,
-``from approxdp.X import y`` or ``from approxdp import X`` — must point to the same layer or a
-lower one. Within a layer, parts must not import each other both ways (plots draw the data of
-experiments, never the reverse), and no two files may import each other, directly or through
-others (a file cycle).
+The layering: numerics → profiles/calibration → mechanisms → accounting → releases/engines →
+plots/experiments → reports → the front ends (CLI, web). Every import of approxdp inside the
+package — at module level, inside a function or under ``TYPE_CHECKING``, written ``import
+approxdp.X``, ``from approxdp.X import y`` or ``from approxdp import X`` — must point to the
+same layer or a lower one. Within a layer, parts must not import each other both ways (plots
+draw the data of experiments, never the reverse), and no two files may import each other,
+directly or through others (a file cycle).
 """
 
 from __future__ import annotations
@@ -41,9 +41,11 @@ LAYERS: dict[str, int] = {
     "plots": 9,  # figures of the experiments' data
     "experiments": 9,
     "reproduction": 10,  # experiments + plots + the report
-    "cli": 11,
-    "__init__": 12,
-    "__main__": 12,
+    "reports": 11,  # what the front ends show (JSON-shaped reports), shared by cli and web
+    "cli": 12,  # front end: the command line (its serve command starts the web front end)
+    "web": 12,  # front end: the browser UI of approxdp serve; imports no command line module
+    "__init__": 13,
+    "__main__": 13,
 }
 
 
@@ -164,6 +166,16 @@ def test_no_cycles_between_files() -> None:
     no exceptions."""
     graph = _file_graph()
     assert not _cycles(graph), f"files that import each other: {_cycles(graph)}"
+
+
+def test_the_browser_ui_imports_no_command_line() -> None:
+    """The two front ends share :mod:`approxdp.reports`, never each other's modules: the web
+    UI imports nothing of ``approxdp.cli`` (the ``serve`` command starts the web UI)."""
+    graph = _file_graph()
+    leaks = sorted(f"{name} -> {target}" for name, targets in graph.items()
+                   if _module_part(name) == "web" for target in targets
+                   if _module_part(target) == "cli")
+    assert not leaks, f"the web UI imports the command line: {leaks}"
 
 
 def test_the_cycle_checks_see_a_cycle() -> None:

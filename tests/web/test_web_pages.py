@@ -13,8 +13,6 @@ import pytest
 
 import approxdp as dp
 from approxdp.accounting import read_ledger_settings
-from approxdp.cli.web import config as web_config
-from approxdp.cli.web import forms, pages, wizard
 from approxdp.errors import (
     ApproxDPError,
     DataError,
@@ -25,6 +23,12 @@ from approxdp.errors import (
 
 pytest.importorskip("shiny", reason="approxdp serve needs the web extra: pip install "
                     "'approxdp[web]'")
+
+# Imported after the skip: the pages need Shiny.
+from approxdp.web import config as web_config
+from approxdp.web import figures, forms
+from approxdp.web import wizard_steps as wizard
+from approxdp.web.pages import calibrate, compose, ledger
 
 
 @pytest.fixture
@@ -125,34 +129,34 @@ def test_the_ledger_is_created_only_with_a_budget(tmp_path: Path) -> None:
 
 # -- the pages ----------------------------------------------------------------------------------
 def test_calibrate_page_is_the_calibrate_command() -> None:
-    report = pages.calibrate_view("1", "1e-5", "1")
+    report = calibrate.calibrate_view("1", "1e-5", "1")
     assert f"{report['reference_sigma']:.4f}" == "3.7306"
-    rows = {r["method"]: r for r in pages.calibrate_view("10", "1e-5", "1")["methods"]}
+    rows = {r["method"]: r for r in calibrate.calibrate_view("10", "1e-5", "1")["methods"]}
     assert rows["dwork-roth-2014"]["private"] is False
     assert rows["optimal"]["private"] is True
     with pytest.raises(InvalidParameterError, match="got delta=2"):
-        pages.calibrate_view("1", "2", "1")
-    grid, delta = pages.profile_curve(report["reference_sigma"], 1.0, "dp", 1.0)
+        calibrate.calibrate_view("1", "2", "1")
+    grid, delta = figures.profile_curve(report["reference_sigma"], 1.0, "dp", 1.0)
     at_one = float(delta[abs(grid - 1.0).argmin()])
     assert grid[0] == 0 and 1e-6 < at_one < 1e-4
 
 
 def test_compose_and_dpsgd_pages() -> None:
-    report = pages.compose_view("100xgaussian:20\nlaplace:10", "1e-5")
+    report = compose.compose_view("100xgaussian:20\nlaplace:10", "1e-5")
     assert report["count"] == 101 and report["rules"][0]["rule"] == "exact-gaussian"
     with pytest.raises(InvalidParameterError) as bad:
-        pages.compose_view("gaussian:-1", "1e-5")
+        compose.compose_view("gaussian:-1", "1e-5")
     assert forms.locate(bad.value, ["releases", "delta"]) == "releases"
-    sgd = pages.dpsgd_view("0.01", "1.1", "1000", "1e-5")
+    sgd = compose.dpsgd_view("0.01", "1.1", "1000", "1e-5")
     assert {r["accountant"] for r in sgd["accountants"]} == set(dp.DPSGD_ACCOUNTANTS)
     kinds = {r["accountant"]: r["kind"] for r in sgd["accountants"]}
     assert kinds["gdp-clt"] == "approximation" and kinds["pld"] == "upper bound"
     with pytest.raises(InvalidParameterError, match="got sample_rate=2"):
-        pages.dpsgd_view("2", "1.1", "1000", "1e-5")
-    noise = pages.noise_view("2", "0.01", "1000", "1e-5")
+        compose.dpsgd_view("2", "1.1", "1000", "1e-5")
+    noise = compose.noise_view("2", "0.01", "1000", "1e-5")
     assert dp.dpsgd_epsilon(noise_multiplier=noise["noise_multiplier"], sample_rate=0.01,
                             steps=1000, delta=1e-5).epsilon <= 2
-    curve = pages.epsilon_curve(0.01, 1.1, 1000, 1e-5, points=4)
+    curve = compose.epsilon_curve(0.01, 1.1, 1000, 1e-5, points=4)
     assert curve["steps"][0] == 1 and curve["steps"][-1] == 1000
     pld = curve["epsilon"]["pld"]
     assert pld == sorted(pld)
@@ -165,7 +169,7 @@ def test_ledger_page_reads_and_replays(config: web_config.ServeConfig) -> None:
         acct.spend(dp.EpsilonDeltaEvent(epsilon=0.25, delta=1e-6, label="second"))
         expected = acct.remaining()
     before = config.ledger.read_bytes()
-    view = pages.ledger_view(config.ledger)
+    view = ledger.ledger_view(config.ledger)
     assert config.ledger.read_bytes() == before  # only read
     assert [s["label"] for s in view["spends"]] == ["first", "second"]
     assert view["status"]["count"] == 2
@@ -175,14 +179,12 @@ def test_ledger_page_reads_and_replays(config: web_config.ServeConfig) -> None:
 
 
 def test_figures_draw(config: web_config.ServeConfig) -> None:
-    from approxdp.cli.web import figures
-
-    report = pages.calibrate_view("30", "1e-5", "1")
+    report = calibrate.calibrate_view("30", "1e-5", "1")
     assert figures.profile_figure(report, "dwork-roth-2014").axes
     assert len(figures.failure_figure("dp", 30.0, 1e-5).axes) == 2
     assert config.ledger is not None
-    assert figures.burn_down_figure(pages.ledger_view(config.ledger)).axes
-    curve = pages.epsilon_curve(0.01, 1.1, 100, 1e-5, points=3)
+    assert figures.burn_down_figure(ledger.ledger_view(config.ledger)).axes
+    curve = compose.epsilon_curve(0.01, 1.1, 100, 1e-5, points=3)
     assert figures.epsilon_steps_figure(curve, 1e-5).axes
 
 
@@ -273,7 +275,7 @@ def test_serve_refuses_before_starting(tmp_path: Path) -> None:
 def test_the_guard_lets_in_only_the_apps_own_pages() -> None:
     import asyncio
 
-    from approxdp.cli.web.guard import allowed_hosts, guard, request_allowed
+    from approxdp.web.guard import allowed_hosts, guard, request_allowed
 
     local = web_config.make_config(port=8123)
     hosts = allowed_hosts(local)

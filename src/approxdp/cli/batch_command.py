@@ -21,8 +21,9 @@ from approxdp.cli.output import (
     safe_text,
 )
 from approxdp.cli.query_spec import load_spec
-from approxdp.cli.release_views import budget_dict, release_dict, render_budget, render_release
+from approxdp.cli.release_views import render_budget, render_release
 from approxdp.errors import DataError, InvalidParameterError
+from approxdp.reports.releases import budget_dict, release_dict
 
 __all__ = ["run_batch"]
 

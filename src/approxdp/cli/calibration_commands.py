@@ -10,121 +10,25 @@
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 import click
 import numpy as np
 from rich.console import Console
 
-from approxdp.calibration import (
-    CALIBRATION_METHODS,
-    calibrate_gaussian,
-    classical_failure_threshold,
-)
+from approxdp.calibration import CALIBRATION_METHODS
 from approxdp.cli.output import JSON_SCHEMA_VERSION, Number, emit, fmt, json_option, new_table
-from approxdp.errors import InvalidParameterError, NotPrivateWarning
-from approxdp.profiles import (
-    gaussian_epsilon,
-    gaussian_log_delta,
-    gaussian_log_pdp_delta,
-)
+from approxdp.errors import InvalidParameterError
+from approxdp.profiles import gaussian_epsilon
+from approxdp.reports.calibration import NOTION_NAMES, Notion, calibration_report, log_profile
 
 __all__ = [
     "calibrate_command",
-    "calibration_report",
     "epsilon_command",
     "profile_command",
     "render_calibration",
 ]
-
-Notion = Literal["dp", "pdp"]
-
-#: The method whose σ is the least private one for each notion (the "optimum").
-REFERENCE = {"dp": "optimal", "pdp": "pdp-optimal"}
-NOTION_NAMES = {"dp": "DP", "pdp": "pDP"}
-_CLASSICAL = ("dwork-2006", "dwork-roth-2014", "wang-lecture")
-
-
-def _log_profile(epsilon: Any, sigma: float, sensitivity: float, notion: Notion) -> Any:
-    """Natural log of δ(ε) of the Gaussian with noise σ, DP or pDP (exact, log space)."""
-    if notion == "dp":
-        return gaussian_log_delta(epsilon, sigma, sensitivity)
-    return gaussian_log_pdp_delta(epsilon, sigma, sensitivity)
-
-
-def _method_row(
-    name: str, epsilon: float, delta: float, sensitivity: float, notion: Notion,
-    reference_sigma: float,
-) -> dict[str, Any]:
-    m = CALIBRATION_METHODS[name]
-    row: dict[str, Any] = {
-        "method": name,
-        "target_notion": m.notion,
-        "closed_form": m.closed_form,
-        "source": m.source,
-        "defined": True,
-        "reason": None,
-        "sigma": None,
-        "ratio_to_optimal": None,
-        "true_delta": None,
-        "log_true_delta": None,
-        "private": None,
-        "fails_above_epsilon": None,
-    }
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", NotPrivateWarning)
-            sigma = float(calibrate_gaussian(epsilon, delta, sensitivity, method=name,
-                                             allow_non_private=True))
-    except InvalidParameterError as exc:  # outside the method's domain (δ too big, ε = 0)
-        row.update(defined=False, reason=str(exc))
-        return row
-    row["sigma"] = sigma
-    if reference_sigma > 0:
-        row["ratio_to_optimal"] = sigma / reference_sigma
-    if sensitivity == 0 or math.isinf(sigma):
-        log_true = -math.inf  # nothing to hide: exactly private
-    else:
-        log_true = float(_log_profile(epsilon, sigma, sensitivity, notion))
-    row["log_true_delta"] = log_true
-    row["true_delta"] = math.exp(log_true)
-    row["private"] = log_true <= math.log(delta)
-    if name in _CLASSICAL:
-        row["fails_above_epsilon"] = float(classical_failure_threshold(delta, name, notion))
-    return row
-
-
-def calibration_report(
-    epsilon: float, delta: float, sensitivity: float, notion: Notion = "dp",
-    methods: Sequence[str] = (),
-) -> dict[str, Any]:
-    """The ``calibrate`` JSON object: every method's σ and its exact verdict at (ε, δ, Δ).
-
-    Raises:
-        ApproxDPError: ε, δ or Δ out of range (checked by the optimal calibration first).
-    """
-    reference = REFERENCE[notion]
-    if notion == "pdp" and epsilon == 0:
-        raise InvalidParameterError(
-            "epsilon must be > 0 for notion 'pdp' (no Gaussian is (0, δ)-pDP for δ < 1), "
-            "got epsilon=0; use --notion dp"
-        )
-    reference_sigma = float(calibrate_gaussian(epsilon, delta, sensitivity, method=reference))
-    names = list(dict.fromkeys(methods)) if methods else list(CALIBRATION_METHODS)
-    rows = [_method_row(n, epsilon, delta, sensitivity, notion, reference_sigma) for n in names]
-    return {
-        "command": "calibrate",
-        "schema_version": JSON_SCHEMA_VERSION,
-        "epsilon": epsilon,
-        "delta": delta,
-        "sensitivity": sensitivity,
-        "notion": notion,
-        "reference_method": reference,
-        "reference_sigma": reference_sigma,
-        "methods": rows,
-    }
 
 
 def render_calibration(console: Console, report: dict[str, Any]) -> None:
@@ -233,7 +137,7 @@ def _profile_epsilons(
             f"--points must be in [2, {MAX_PROFILE_POINTS}], got --points {points}"
         )
     low = 0.0
-    if float(_log_profile(0.0, sigma, sensitivity, notion)) > math.log(_GRID_TOP_DELTA):
+    if float(log_profile(0.0, sigma, sensitivity, notion)) > math.log(_GRID_TOP_DELTA):
         low = _epsilon_near(sigma, sensitivity, notion, _GRID_TOP_DELTA)
     if eps_max is None:
         # Far enough that the profile has fallen to 1e-10: the whole interesting range.
@@ -259,7 +163,7 @@ def _epsilon_near(sigma: float, sensitivity: float, notion: Notion, delta: float
         mid = 0.5 * (lo + hi)
         if not lo < mid < hi:
             break
-        if float(_log_profile(mid, sigma, sensitivity, notion)) > target:
+        if float(log_profile(mid, sigma, sensitivity, notion)) > target:
             lo = mid
         else:
             hi = mid
@@ -307,7 +211,7 @@ def profile_command(
     Example: approxdp profile --sigma 4 --points 6
     """
     grid = _profile_epsilons(sigma, sensitivity, notion, epsilons, eps_max, points)
-    logs = np.atleast_1d(_log_profile(grid, sigma, sensitivity, notion))
+    logs = np.atleast_1d(log_profile(grid, sigma, sensitivity, notion))
     rows = [
         {"epsilon": float(e), "delta": math.exp(float(lg)), "log_delta": float(lg)}
         for e, lg in zip(grid, logs, strict=True)
@@ -328,7 +232,7 @@ def profile_command(
             caption=f"the mechanism is (ε, δ(ε))-{NOTION_NAMES[notion]} for every row"
             + ("" if epsilons or grid[0] <= 0 else
                f"; δ(ε) > 1/2 for every ε below the first row (δ(0) = "
-               f"{fmt(math.exp(float(_log_profile(0.0, sigma, sensitivity, notion))), 6)})"),
+               f"{fmt(math.exp(float(log_profile(0.0, sigma, sensitivity, notion))), 6)})"),
         )
         table.add_column("ε", justify="right")
         table.add_column("δ(ε)", justify="right")

@@ -13,7 +13,7 @@ from typing import Any
 import click
 from rich.console import Console
 
-from approxdp.cli.calibration_commands import calibration_report, render_calibration
+from approxdp.cli.calibration_commands import render_calibration
 from approxdp.cli.output import (
     JSON_SCHEMA_VERSION,
     Number,
@@ -25,7 +25,8 @@ from approxdp.cli.output import (
     progress,
     safe_text,
 )
-from approxdp.cli.release_views import release_dict
+from approxdp.reports.calibration import calibration_report
+from approxdp.reports.releases import release_dict
 
 __all__ = ["demo_command"]
 

@@ -11,22 +11,18 @@ The run is given either as ``--sample-rate Q --steps T`` or as ``--batch-size B
 from __future__ import annotations
 
 import math
-import time
 from typing import Any
 
 import click
 from rich.console import Console
 
-from approxdp.accounting.dpsgd.accountants import (
-    DPSGD_ACCOUNTANTS,
-    calibrate_dpsgd,
-    compare_dpsgd_accountants,
-)
-from approxdp.cli.output import JSON_SCHEMA_VERSION, emit, fmt, json_option, new_table, progress
+from approxdp.accounting.dpsgd.accountants import DPSGD_ACCOUNTANTS
+from approxdp.cli.output import emit, fmt, json_option, new_table, progress
 from approxdp.errors import InvalidParameterError
 from approxdp.events import SAMPLINGS
+from approxdp.reports.dpsgd import dpsgd_report
 
-__all__ = ["dpsgd_command", "dpsgd_report", "resolve_run"]
+__all__ = ["dpsgd_command", "resolve_run"]
 
 
 def resolve_run(
@@ -64,63 +60,6 @@ def resolve_run(
             "give --sample-rate and --steps (or --batch-size, --dataset-size and --epochs)"
         )
     return sample_rate, steps, "given"
-
-
-def dpsgd_report(
-    *,
-    sample_rate: float,
-    steps: int,
-    delta: float,
-    sampling: str,
-    noise_multiplier: float | None,
-    epsilon: float | None,
-    accountants: tuple[str, ...] = DPSGD_ACCOUNTANTS,
-) -> dict[str, Any]:
-    """The command's JSON shape (documented in ``docs/cli.md``)."""
-    base: dict[str, Any] = {
-        "command": "dpsgd",
-        "schema_version": JSON_SCHEMA_VERSION,
-        "sample_rate": sample_rate,
-        "steps": steps,
-        "delta": delta,
-        "sampling": sampling,
-    }
-    if epsilon is not None:
-        start = time.perf_counter()
-        sigma = calibrate_dpsgd(
-            epsilon=epsilon, delta=delta, sample_rate=sample_rate, steps=steps,
-            sampling=sampling,
-        )
-        base.update(
-            mode="noise-multiplier",
-            epsilon=epsilon,
-            noise_multiplier=sigma,
-            accountant="pld",
-            seconds=time.perf_counter() - start,
-        )
-        return base
-    if noise_multiplier is None:
-        raise InvalidParameterError("give --noise-multiplier or --epsilon")
-    rows = compare_dpsgd_accountants(
-        noise_multiplier=noise_multiplier, sample_rate=sample_rate, steps=steps, delta=delta,
-        sampling=sampling, accountants=accountants,
-    )
-    base.update(
-        mode="epsilon",
-        noise_multiplier=noise_multiplier,
-        accountants=[
-            {
-                "accountant": r.accountant,
-                "epsilon": float(r.guarantee.epsilon),
-                "kind": r.guarantee.kind,
-                "rule": r.guarantee.rule,
-                "bracket": list(r.guarantee.bracket) if r.guarantee.bracket else None,
-                "seconds": r.seconds,
-            }
-            for r in rows
-        ],
-    )
-    return base
 
 
 def _render(console: Console, data: dict[str, Any], how: str) -> None:

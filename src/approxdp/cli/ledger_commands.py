@@ -16,15 +16,7 @@ from typing import Any
 import click
 from rich.console import Console
 
-from approxdp.accounting import (
-    PrivacyAccountant,
-    Receipt,
-    SpendRecord,
-    read_ledger_settings,
-    verify_ledger,
-)
-from approxdp.accounting.budget.costs import LedgerState, contribution
-from approxdp.accounting.budget.rules import epsilon_at
+from approxdp.accounting import Receipt, verify_ledger
 from approxdp.cli.output import (
     EXIT_LEDGER_BROKEN,
     JSON_SCHEMA_VERSION,
@@ -35,8 +27,10 @@ from approxdp.cli.output import (
     progress,
     safe_text,
 )
-from approxdp.cli.release_views import SEEDED_MARK, budget_dict, render_budget, spend_dict
+from approxdp.cli.release_views import render_budget
 from approxdp.errors import InvalidParameterError
+from approxdp.reports.ledger import ledger_report, read_ledger
+from approxdp.reports.releases import SEEDED_MARK
 
 __all__ = ["ledger_command"]
 
@@ -49,19 +43,6 @@ class _DefaultShow(click.Group):
         if args and args[0] not in self.commands and args[0] not in ("-h", "--help"):
             args = ["show", *args]
         return super().parse_args(ctx, args)
-
-
-def _running_epsilons(
-    records: Sequence[SpendRecord], delta: float, rule: str,
-) -> Iterator[tuple[float, float]]:
-    """(ε of the spend alone, ε of the history up to it), both at the budget's δ."""
-    state = LedgerState()
-    for record in records:
-        cost = contribution(record.event)
-        alone, _ = epsilon_at(LedgerState().add(cost), delta, rule)
-        state = state.add(cost)
-        so_far, _ = epsilon_at(state, delta, rule)
-        yield alone, so_far
 
 
 @click.group("ledger", cls=_DefaultShow, invoke_without_command=False)
@@ -88,32 +69,11 @@ def show_command(file: Path, as_json: bool) -> None:
 
     Example: approxdp ledger budget.sqlite
     """
-    settings = read_ledger_settings(file)
-    accountant = PrivacyAccountant(settings.budget, ledger=file,
-                                   composition=settings.composition, read_only=True)
-    try:
-        records = accountant.history()
-        status = accountant.remaining()
-    finally:
-        accountant.close()
-    delta = settings.budget[1]
-    spends = []
-    with progress(f"Accounting {len(records)} spend(s)", total=len(records)) as advance:
-        for record, (alone, so_far) in zip(
-            records, _running_epsilons(records, delta, settings.composition), strict=True
-        ):
-            spends.append({**spend_dict(record), "epsilon_alone": alone,
-                           "epsilon_so_far": so_far, "at_delta": delta})
-            advance(1)
-    data: dict[str, Any] = {
-        "command": "ledger",
-        "schema_version": JSON_SCHEMA_VERSION,
-        "file": str(file),
-        "budget": {"epsilon": settings.budget[0], "delta": settings.budget[1]},
-        "composition": settings.composition,
-        "spends": spends,
-        "status": budget_dict(status),
-    }
+    read = read_ledger(file)
+    with progress(f"Accounting {len(read[1])} spend(s)", total=len(read[1])) as advance:
+        data = ledger_report(file, read, advance=advance)
+    spends = data["spends"]
+    delta = data["budget"]["delta"]
 
     def render(console: Console) -> None:
         table = new_table(f"Spends in {safe_text(file)}")

@@ -29,38 +29,24 @@ from approxdp.cli.output import (
     progress,
     safe_text,
 )
-from approxdp.cli.release_views import (
-    budget_dict,
-    release_dict,
-    render_budget,
-    render_release,
-    write_release,
-)
+from approxdp.cli.release_views import render_budget, render_release
 from approxdp.errors import DataError, InvalidParameterError
 from approxdp.releases.specs import Neighbouring
+from approxdp.reports.releases import (
+    budget_dict,
+    parse_domain,
+    release_dict,
+    typed_value,
+    write_release,
+)
 
-__all__ = ["parse_casts", "parse_domain", "release_command"]
+__all__ = ["parse_casts", "release_command"]
 
 KINDS = ("count", "sum", "mean", "histogram")
 #: One numeric column with --bounds, released on its own (no --by or --domain).
 COLUMN_KINDS = ("median", "quantiles", "variance", "std")
 _FINITE = Number(-math.inf, math.inf, min_open=True, max_open=True)
 _OUTPUT_SUFFIXES = (".json", ".csv", ".parquet")
-
-
-def parse_domain(specs: Sequence[str]) -> dict[str, list[str]]:
-    """``COLUMN=V1,V2,...`` options as {column: [raw value, ...]} (values typed later)."""
-    domain: dict[str, list[str]] = {}
-    for spec in specs:
-        column, sep, values = spec.partition("=")
-        if not sep or not column or not values:
-            raise InvalidParameterError(
-                f"--domain must look like COLUMN=VALUE1,VALUE2,..., got {spec!r}"
-            )
-        if column in domain:
-            raise InvalidParameterError(f"--domain gives column {column!r} twice")
-        domain[column] = values.split(",")
-    return domain
 
 
 def parse_casts(specs: Sequence[str]) -> dict[str, str]:
@@ -74,29 +60,6 @@ def parse_casts(specs: Sequence[str]) -> dict[str, str]:
             )
         casts[column] = "double"
     return casts
-
-
-def _typed(column: str, raw: str, kind: str) -> Any:
-    """A domain value typed like its column: NULL → None, numbers for numeric columns."""
-    if raw == "NULL":
-        return None
-    if kind == "numeric":
-        try:
-            return int(raw)
-        except ValueError:
-            try:
-                return float(raw)
-            except ValueError:
-                raise InvalidParameterError(
-                    f"--domain value {raw!r} for numeric column {column!r} is not a number"
-                ) from None
-    if kind == "boolean":
-        if raw.lower() not in ("true", "false"):
-            raise InvalidParameterError(
-                f"--domain value {raw!r} for boolean column {column!r} must be true or false"
-            )
-        return raw.lower() == "true"
-    return raw
 
 
 def _check_shape(
@@ -187,7 +150,7 @@ def _run_release(table: Any, kind: str, columns: Sequence[str], options: dict[st
             if column not in schema:
                 raise DataError(f"--domain column {column!r} not found; the table has columns "
                                 f"{list(schema)}")
-        options["domain"] = {c: [_typed(c, v, schema[c].value) for v in vals]
+        options["domain"] = {c: [typed_value(c, v, schema[c].value) for v in vals]
                              for c, vals in domain.items()}
     if kind in COLUMN_KINDS:
         if options.pop("domain", None):

@@ -3,7 +3,7 @@
 Binds 127.0.0.1 by default, so only this computer can reach it; any other address needs
 ``--allow-remote`` and prints a warning. The ledger and the data files are fixed here, on the
 command line: the browser can neither upload a file nor name a path. The app itself is
-:mod:`approxdp.cli.web` (Shiny for Python, imported only when the command runs).
+:mod:`approxdp.web` (Shiny for Python, imported only when the command runs).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import click
 
 from approxdp.accounting import COMPOSITION_RULES
 from approxdp.cli.output import Number, error_line
-from approxdp.cli.web.config import is_loopback, make_config
 from approxdp.errors import MissingDependencyError
+from approxdp.web.config import is_loopback, make_config
 
 __all__ = ["serve_command"]
 
@@ -58,8 +58,8 @@ def serve_command(
     try:
         import uvicorn
 
-        from approxdp.cli.web.app import build_app
-        from approxdp.cli.web.guard import guard
+        from approxdp.web.app import build_app
+        from approxdp.web.guard import guard
     except ImportError as exc:
         raise MissingDependencyError(
             f"approxdp serve needs Shiny for Python ({exc.name or exc}): "

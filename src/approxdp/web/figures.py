@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from approxdp.cli.web.pages import profile_curve
 from approxdp.experiments.failures import CLASSICAL, FailureRegion, failure_region
 from approxdp.plots.calibration import plot_failure_regions
 from approxdp.plots.style import log_axes, method_style, new_figure
+from approxdp.profiles import gaussian_epsilon, gaussian_log_delta, gaussian_log_pdp_delta
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -25,6 +25,7 @@ __all__ = [
     "burn_down_figure",
     "epsilon_steps_figure",
     "failure_figure",
+    "profile_curve",
     "profile_figure",
 ]
 
@@ -39,6 +40,23 @@ _ACCOUNTANT_STYLE = {
     "gdp-clt": {"color": "#2ca02c", "linestyle": ":", "marker": "^"},
     "amplify+compose": {"color": "#d62728", "linestyle": "-.", "marker": "x"},
 }
+
+
+def profile_curve(
+    sigma: float, sensitivity: float, notion: str = "dp", epsilon: float = 0.0,
+    points: int = 200,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(ε grid, δ(ε)) of Gaussian noise σ: from 0 to past both ``epsilon`` and the ε where the
+    profile falls to 1e-12 (or 1 when that is not finite)."""
+    top = float(gaussian_epsilon(sigma, 1e-12, sensitivity, "pdp" if notion == "pdp" else "dp"))
+    if not (math.isfinite(top) and top > 0):
+        top = 1.0
+    top = max(top, 1.25 * epsilon)
+    grid = np.linspace(0.0, top, points)
+    log = (gaussian_log_pdp_delta if notion == "pdp" else gaussian_log_delta)(
+        grid, sigma, sensitivity
+    )
+    return grid, np.exp(np.asarray(log, dtype=np.float64))
 
 
 def profile_figure(report: dict[str, Any], method: str = "optimal") -> Figure:

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from approxdp.cli.web.config import ServeConfig, is_loopback
+from approxdp.web.config import ServeConfig, is_loopback
 
 __all__ = ["allowed_hosts", "guard", "request_allowed"]
 

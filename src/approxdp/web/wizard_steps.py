@@ -1,4 +1,4 @@
-"""The release wizard without a browser: read the form, simulate, show the cost, release.
+"""The release wizard's steps, without a browser: read the form, simulate, show the cost, release.
 
 The steps, each a function:
 
@@ -31,13 +31,18 @@ from typing import Any
 import numpy as np
 
 from approxdp.accounting import PrivacyAccountant, read_ledger_settings
-from approxdp.cli.output import JSON_SCHEMA_VERSION, jsonable
-from approxdp.cli.release_commands import parse_domain
-from approxdp.cli.release_views import budget_dict, release_dict, write_cells_csv
-from approxdp.cli.web.config import DataFile, ServeConfig, data_file
-from approxdp.cli.web.forms import integer, number, on_field
 from approxdp.errors import DataError, InvalidParameterError
 from approxdp.events import EpsilonDeltaEvent
+from approxdp.reports.formatting import JSON_SCHEMA_VERSION, jsonable
+from approxdp.reports.releases import (
+    budget_dict,
+    parse_domain,
+    release_dict,
+    typed_value,
+    write_cells_csv,
+)
+from approxdp.web.config import DataFile, ServeConfig, data_file
+from approxdp.web.forms import integer, number, on_field
 
 __all__ = [
     "KINDS",
@@ -229,29 +234,7 @@ def read_spec(
 def _typed_values(column: str, raw: Sequence[str], schema: Mapping[str, str]) -> list[Any]:
     """Domain values typed like their column: NULL → None, numbers for numeric columns."""
     kind = schema.get(column, "string")
-    out: list[Any] = []
-    for value in raw:
-        if value == "NULL":
-            out.append(None)
-        elif kind == "numeric":
-            try:
-                out.append(int(value))
-            except ValueError:
-                try:
-                    out.append(float(value))
-                except ValueError:
-                    raise InvalidParameterError(
-                        f"domain value {value!r} for numeric column {column!r} is not a number"
-                    ) from None
-        elif kind == "boolean":
-            if value.lower() not in ("true", "false"):
-                raise InvalidParameterError(
-                    f"domain value {value!r} for boolean column {column!r} must be true or "
-                    "false")
-            out.append(value.lower() == "true")
-        else:
-            out.append(value)
-    return out
+    return [typed_value(column, value, kind, "domain value") for value in raw]
 
 
 def _typed_domain(spec: ReleaseSpec, schema: Mapping[str, str]) -> dict[str, list[Any]] | None:

@@ -4,19 +4,33 @@ Every number on the pages is typed into a text field and read here, so what a pe
 bad input is what the Python API says for it: ``number("epsilon", "-1", ...)`` raises the same
 :class:`~approxdp.errors.InvalidParameterError` as ``calibrate_gaussian(-1, ...)`` ("epsilon
 must be in [0, inf), got epsilon=-1"). :func:`field_of` finds the field an error names, so the
-page can print it on one line under that field.
+page can print it on one line under that field; :func:`attempt` runs a page's computation
+into an :class:`Outcome` (its value, or that one line and its field).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
 
 from approxdp._validation import check_interval
 from approxdp.errors import ApproxDPError, InvalidParameterError, ParameterTypeError
 
-__all__ = ["FIELD_ATTRIBUTE", "error_text", "field_of", "integer", "locate", "number", "on_field"]
+__all__ = [
+    "FIELD_ATTRIBUTE",
+    "Outcome",
+    "attempt",
+    "choice",
+    "error_text",
+    "field_of",
+    "integer",
+    "locate",
+    "number",
+    "on_field",
+]
 
 #: Attribute :func:`on_field` sets on an exception: the field it belongs to.
 FIELD_ATTRIBUTE = "approxdp_field"
@@ -80,6 +94,17 @@ def integer(name: str, text: object, low: int = 1, high: int | None = None) -> i
     return value
 
 
+def choice(name: str, value: object, choices: tuple[str, ...]) -> str:
+    """The option chosen in field ``name``, one of ``choices``.
+
+    Raises:
+        InvalidParameterError: anything else (an edited form value).
+    """
+    if value not in choices:
+        raise InvalidParameterError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+    return str(value)
+
+
 def error_text(exc: BaseException) -> str:
     """One line for the page: the error's type and its message (``InvalidParameterError:
     epsilon must be ...``); anything that is not an approxdp error is called internal."""
@@ -123,3 +148,27 @@ def locate(exc: BaseException, names: Iterable[str]) -> str | None:
     if tagged in names:
         return str(tagged)
     return field_of(str(exc), names)
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """A computation's value, or its one-line error and the input it belongs to (if any)."""
+
+    value: Any = None
+    error: str | None = None
+    field: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when there is a value (no error)."""
+        return self.error is None
+
+
+def attempt(compute: Callable[[], Any], fields: Mapping[str, str]) -> Outcome:
+    """Run ``compute``; on failure keep its one-line error and the input id (from ``fields``:
+    API parameter name → input id) of the field it names. Never raises."""
+    try:
+        return Outcome(value=compute())
+    except Exception as exc:  # shown on the page as one line; a bug is called internal
+        name = locate(exc, fields) if isinstance(exc, ApproxDPError) else None
+        return Outcome(error=error_text(exc), field=fields.get(name) if name else None)

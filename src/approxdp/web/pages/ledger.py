@@ -1,0 +1,117 @@
+"""The Ledger page: a read-only view of the ledger fixed at start (the report of ``approxdp
+ledger``: budget, rule, every spend, what remains), with its burn-down, refreshed when the file
+changes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from htmltools import TagChild
+from shiny import reactive, render, req, ui
+
+from approxdp.accounting import PrivacyAccountant
+from approxdp.errors import ApproxDPError
+from approxdp.reports.ledger import ledger_report, read_ledger
+from approxdp.web import figures
+from approxdp.web.config import ServeConfig
+from approxdp.web.forms import Outcome, attempt
+from approxdp.web.widgets import budget_table, error_box, table
+
+__all__ = ["BURN_DOWN_MAX_SPENDS", "ledger_stamp", "ledger_view", "panel", "server"]
+
+#: The burn-down chart replays at most this many spends (the table lists them all).
+BURN_DOWN_MAX_SPENDS = 2000
+
+
+def ledger_view(path: Path) -> dict[str, Any]:
+    """``approxdp ledger``'s report (budget, rule, every spend, what remains), plus the
+    burn-down: the ε and δ spent after each spend, by replaying the spends in order on an
+    in-memory accountant with the same budget and rule (the file is only read)."""
+    read = read_ledger(path)
+    settings, records, _ = read
+    replay = PrivacyAccountant(settings.budget, composition=settings.composition)
+    burn: list[dict[str, Any]] = []
+    for record in records[:BURN_DOWN_MAX_SPENDS]:
+        try:
+            replay.spend(record.event)
+        except ApproxDPError:  # the ledger admitted it; a replay refusing it ends the chart
+            break
+        now = replay.remaining()
+        burn.append({"index": record.index, "timestamp": record.timestamp,
+                     "spent_epsilon": now.spent_epsilon, "spent_delta": now.spent_delta,
+                     "remaining_epsilon": now.remaining_epsilon})
+    return {**ledger_report(path, read), "burn_down": burn}
+
+
+def ledger_stamp(path: Path) -> tuple[int, ...]:
+    """Changes whenever the ledger (or its SQLite WAL) is written."""
+    out: list[int] = []
+    for p in (path, path.with_name(path.name + "-wal")):
+        try:
+            st = p.stat()
+            out += [st.st_mtime_ns, st.st_size]
+        except OSError:
+            out += [0, 0]
+    return tuple(out)
+
+
+def panel(config: ServeConfig) -> Any:
+    """The page's layout: the status, the burn-down and the spends (or how to give a ledger)."""
+    if config.ledger is None:
+        body: list[TagChild] = [ui.p(
+            "No ledger: start the server with ", ui.tags.code("approxdp serve --ledger FILE"),
+            " (and ", ui.tags.code("--budget EPSILON DELTA"), " for a new one) to see it here.")]
+    else:
+        body = [
+            ui.p("Read-only view of ", ui.tags.code(str(config.ledger)),
+                 " (fixed when the server started; it refreshes when the file changes)."),
+            ui.output_ui("ledger_summary"),
+            ui.layout_columns(
+                ui.card(ui.card_header("Burn-down"), ui.output_plot("ledger_burn",
+                                                                    height="340px")),
+                ui.card(ui.card_header("Spends"), ui.output_ui("ledger_spends")),
+                col_widths=(6, 6),
+            ),
+        ]
+    return ui.nav_panel("Ledger", *body, value="ledger")
+
+
+def server(ledger_path: Path) -> None:
+    """The page's outputs for the ledger at ``ledger_path``."""
+    @reactive.poll(lambda: ledger_stamp(ledger_path), 1.0)
+    def ledger() -> Outcome:
+        return attempt(lambda: ledger_view(ledger_path), {})
+
+    @render.ui
+    def ledger_summary() -> TagChild:
+        result = ledger()
+        if not result.ok:
+            return error_box(result, "ledger_error")
+        view = result.value
+        status = view["status"]
+        return ui.div(
+            ui.p(f"Budget (ε, δ) = ({view['budget']['epsilon']:g}, "
+                 f"{view['budget']['delta']:g}); composition rule: "
+                 f"{view['composition']} (now: {status['rule']}); ",
+                 ui.tags.b(f"{status['count']} spend(s)", id="ledger_count"), "."),
+            budget_table(status, "ledger_status"),
+        )
+
+    @render.ui
+    def ledger_spends() -> TagChild:
+        result = ledger()
+        req(result.ok)
+        spends = result.value["spends"]
+        if not spends:
+            return ui.p("No spends yet.")
+        return table(["#", "time (UTC)", "label", "event", "δ after (at total ε)"], [
+            (str(s["index"]), [str(s["index"]), s["time"], str(s["label"] or ""),
+                               s["summary"], f"{s['delta_after']:.4g}"])
+            for s in spends], "ledger_table")
+
+    @render.plot(alt="burn-down of the ledger's budget")
+    def ledger_burn() -> Any:
+        result = ledger()
+        req(result.ok)
+        return figures.burn_down_figure(result.value)
