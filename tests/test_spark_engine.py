@@ -110,7 +110,8 @@ def _release(source: Any, seed: int, **bounds: Any) -> list[np.ndarray]:
     )
     out = []
     for r in res:
-        out += [np.asarray(r.values), np.asarray(r.ci_low), np.asarray([r.diagnostics.rows["used"]])]
+        out += [np.asarray(r.values), np.asarray(r.ci_low),
+                np.asarray([r.diagnostics.rows["used"]])]
         out.append(np.asarray([hash(k) for k in r.keys]))
     return out
 
