@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from approxdp import PrivacyAccountant
 from approxdp.engines import CellMapRequest, CellMapResult, Engine
 from approxdp.engines.duckdb import DuckDBEngine
 from approxdp.errors import BudgetExceededError, DataError
@@ -237,3 +238,25 @@ def test_large_domain_cells_is_validated(bad: Any) -> None:
 
     with pytest.raises((InvalidParameterError, ParameterTypeError), match="large_domain_cells"):
         PrivateTable(_data(10), budget=(1.0, 1e-6), large_domain_cells=bad)
+
+
+def test_a_large_domain_aggregates_before_the_spend() -> None:
+    """The engine's calls and the spend in order: the aggregation (aggregate_cells) comes
+    before the spend, and after it only map_cells (the noise) runs, on that aggregate."""
+    spy = _Spy(DuckDBEngine())
+    acc = PrivacyAccountant((5.0, 1e-5))
+    spend = acc.spend
+
+    def recorded_spend(*args: Any, **kwargs: Any) -> Any:
+        spy.calls.append("spend")
+        return spend(*args, **kwargs)
+
+    acc.spend = recorded_spend  # type: ignore[method-assign]
+    t = PrivateTable(_data(), accountant=acc, engine=spy,  # type: ignore[arg-type]
+                     large_domain_cells=100)
+    spy.calls.clear()
+    r = t.histogram(["a", "b"], domain=DOMAIN, epsilon=1.0, delta=1e-6)
+    assert r.n_cells == 300
+    spent = spy.calls.index("spend")
+    assert "aggregate_cells" in spy.calls[:spent]
+    assert spy.calls[spent + 1:] == ["map_cells"]

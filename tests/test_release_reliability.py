@@ -162,7 +162,8 @@ def test_values_beyond_the_secure_lattice_are_refused_before_the_spend(
         ("compare_methods", ("count", "mean", "large")),
         ("secure_noise", ("count", "mean", "large")),
         ("mechanism", ("count", "mean", "large")),
-        ("aggregate", ("count", "mean")),  # a large domain aggregates inside map_cells
+        ("aggregate", ("count", "mean")),
+        ("aggregate_cells", ("large",)),  # a large domain aggregates before the spend too
         ("count_rows", ("large",)),  # small releases count their rows in the aggregation
         ("count_outside", ("large",)),
     ],

@@ -22,7 +22,7 @@ from approxdp.cli.output import (
 )
 from approxdp.cli.query_spec import load_spec
 from approxdp.cli.release_views import render_budget, render_release
-from approxdp.errors import DataError, InvalidParameterError
+from approxdp.errors import DataCheckError, InvalidParameterError
 from approxdp.reports.releases import budget_dict, release_dict
 
 __all__ = ["run_batch"]
@@ -69,7 +69,9 @@ def run_batch(
         status = accountant.remaining()
     except duckdb.Error as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise DataError(f"cannot read {spec.file!r}: {first}") from exc
+        raise DataCheckError(f"cannot read {spec.file!r}: {first}",
+                             advice=f"cannot read {spec.file!r}: check its format and values",
+                             ) from exc
     finally:
         accountant.close()
     data: dict[str, Any] = {

@@ -30,7 +30,7 @@ from approxdp.cli.output import (
     safe_text,
 )
 from approxdp.cli.release_views import render_budget, render_release
-from approxdp.errors import DataError, InvalidParameterError
+from approxdp.errors import DataCheckError, DataError, InvalidParameterError
 from approxdp.releases.specs import Neighbouring
 from approxdp.reports.releases import (
     budget_dict,
@@ -304,7 +304,9 @@ def release_command(
         status = accountant.remaining()
     except duckdb.Error as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise DataError(f"cannot read {str(file)!r}: {first}") from exc
+        raise DataCheckError(f"cannot read {str(file)!r}: {first}",
+                             advice=f"cannot read {str(file)!r}: check its format and values",
+                             ) from exc
     finally:
         accountant.close()
     data: dict[str, Any] = {

@@ -19,8 +19,9 @@ Data shapes, step by step, of an aggregate request::
     → group by ``by``                      # (key..., count/sum per aggregation, __rows)
 
 :meth:`Engine.map_cells` is the one primitive whose output may be too large for the caller's
-process: it spreads such an aggregate over every cell of a grid and maps it, batch by batch,
-where the data lives::
+process: it spreads such an aggregate — computed beforehand by :meth:`Engine.aggregate_cells`
+and held where the data lives, so a caller can check and pay for it before anything is mapped
+— over every cell of a grid and maps it, batch by batch, where the data lives::
 
     aggregate                              # (key..., aggregation...), non-empty groups only
     → left-join onto grid                  # (__cell, key..., aggregation... (0 if empty))
@@ -51,6 +52,7 @@ __all__ = [
     "AggregateResult",
     "Aggregation",
     "Binning",
+    "CellAggregate",
     "CellBatchMapper",
     "CellMapRequest",
     "CellMapResult",
@@ -349,6 +351,29 @@ class CellMapRequest:
         return math.prod(len(values) for _, values in self.grid)
 
 
+@dataclass
+class CellAggregate:
+    """The aggregate of a large grid, computed by :meth:`Engine.aggregate_cells` and held by
+    the engine (an Arrow table in this process for DuckDB, a persisted DataFrame on Spark's
+    executors) until :meth:`Engine.map_cells` spreads it over the grid or :meth:`close` lets
+    it go.
+
+    ``handle`` is the engine's own; ``request`` the aggregation it ran; ``rows_used`` counts
+    the rows that reached it.
+    """
+
+    handle: object
+    request: AggregateRequest
+    rows_used: int
+    on_close: Callable[[], None] | None = field(default=None, repr=False)
+
+    def close(self) -> None:
+        """Let the engine free what it holds (idempotent)."""
+        if self.on_close is not None:
+            done, self.on_close = self.on_close, None
+            done()
+
+
 @dataclass(frozen=True)
 class CellMapResult:
     """The materialised output of :meth:`Engine.map_cells`.
@@ -433,8 +458,17 @@ class Engine(Protocol[TableT]):
         """Run ``request`` on ``table`` (see the module docstring for the steps)."""
         ...
 
-    def map_cells(self, table: TableT, request: CellMapRequest) -> CellMapResult:
-        """Aggregate, left-join onto the grid, map batches where the data lives; materialise."""
+    def aggregate_cells(self, table: TableT, request: AggregateRequest) -> CellAggregate:
+        """Run ``request`` and keep its result where the data lives, for :meth:`map_cells`
+        (an aggregate with a group per non-empty cell; too many to collect, perhaps)."""
+        ...
+
+    def map_cells(
+        self, table: TableT, request: CellMapRequest, aggregate: CellAggregate | None = None,
+    ) -> CellMapResult:
+        """Left-join ``aggregate`` (the result of :meth:`aggregate_cells` for
+        ``request.aggregate``; computed here when None) onto the grid, map batches where the
+        data lives; materialise. The aggregate is closed afterwards."""
         ...
 
 

@@ -49,6 +49,7 @@ from approxdp.engines.base import (
     AggregateRequest,
     AggregateResult,
     Binning,
+    CellAggregate,
     CellBatchMapper,
     CellMapRequest,
     CellMapResult,
@@ -72,7 +73,7 @@ from approxdp.engines.duckdb_sql import (
     quote_identifier,
     sql_literal,
 )
-from approxdp.errors import DataError, MissingDependencyError, ParameterTypeError
+from approxdp.errors import DataCheckError, DataError, MissingDependencyError, ParameterTypeError
 
 if TYPE_CHECKING:
     import duckdb
@@ -145,7 +146,10 @@ def _data_errors(description: str) -> Iterator[None]:
         yield
     except (duckdb.InvalidInputException, duckdb.ConversionException, duckdb.IOException) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise DataError(f"cannot read {description}: {first}") from exc
+        raise DataCheckError(  # DuckDB's message may quote the data (a line, a value)
+            f"cannot read {description}: {first}",
+            advice=f"cannot read {description}: check its format, encoding and values",
+        ) from exc
 
 
 def _arrow(rel: duckdb.DuckDBPyRelation) -> pa.Table:
@@ -419,21 +423,32 @@ class DuckDBEngine:
         return name
 
     # -- cells of a grid --------------------------------------------------------------------
-    def map_cells(self, table: DuckDBTable, request: CellMapRequest) -> CellMapResult:
-        """Aggregate, left-join onto every grid cell, stream batches through the function.
+    def aggregate_cells(self, table: DuckDBTable, request: AggregateRequest) -> CellAggregate:
+        """The aggregate (one row per non-empty cell) fetched as Arrow into this process."""
+        import pyarrow.compute as pc
 
-        The aggregate (one row per non-empty cell) is fetched as Arrow; the grid is the cross
-        product of registered value lists, generated inside DuckDB; batches stream from the
-        join through ``request.function`` into a Parquet file (``request.path``, or a file in
-        this engine's temporary directory), never held whole in memory.
+        agg = self._aggregate_arrow(table, request)  # (by..., aggregations, __rows)
+        return CellAggregate(agg, request, int(pc.sum(agg.column("__rows")).as_py() or 0))
+
+    def map_cells(
+        self, table: DuckDBTable, request: CellMapRequest, aggregate: CellAggregate | None = None,
+    ) -> CellMapResult:
+        """Left-join the aggregate onto every grid cell, stream batches through the function.
+
+        The aggregate (one row per non-empty cell, :meth:`aggregate_cells`) is an Arrow table;
+        the grid is the cross product of registered value lists, generated inside DuckDB;
+        batches stream from the join through ``request.function`` into a Parquet file
+        (``request.path``, or a file in this engine's temporary directory), never held whole
+        in memory.
         """
         import pyarrow as pa
-        import pyarrow.compute as pc
         import pyarrow.parquet as pq
 
         out_path = self._cells_path(request.path)
-        agg = self._aggregate_arrow(table, request.aggregate)  # (by..., aggregations, __rows)
-        rows_used = int(pc.sum(agg.column("__rows")).as_py() or 0)
+        if aggregate is None:
+            aggregate = self.aggregate_cells(table, request.aggregate)
+        agg: pa.Table = aggregate.handle
+        rows_used = aggregate.rows_used
         n = next(_counter)
         names = [a.name for a in request.aggregate.aggregations]
         agg_cols = {f"k{i}": agg.column(c) for i, c in enumerate(request.aggregate.by)}
@@ -480,6 +495,7 @@ class DuckDBEngine:
             self._connection.unregister(f"__approxdp_agg_{n}")
             for i in range(len(request.grid)):
                 self._connection.unregister(f"__approxdp_grid_{n}_{i}")
+            aggregate.close()
         view = self._connection.sql(f"SELECT * FROM read_parquet({sql_literal(out_path)})")
         return CellMapResult(view, out_path, request.n_cells, rows_used)
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from approxdp.accounting.budget.protocols import Accountant
 from approxdp.engines.base import ColumnKind, Engine, TableT
-from approxdp.errors import DataError
+from approxdp.errors import DataCheckError, DataError
 from approxdp.releases.execute import execute
 from approxdp.releases.plan import AllocatedPlan, ReleasePlan, allocate
 from approxdp.releases.result import ReleaseResult
@@ -71,7 +71,10 @@ def release_derived(
                           rng=ctx.rng, **options)
     except DataError as exc:
         if "table is empty" in str(exc):
-            raise DataError(f"{name}: column {column!r} has no value (every row is missing, "
-                            "or the table is empty); nothing was spent") from exc
+            raise DataCheckError(
+                f"{name}: column {column!r} has no value (every row is missing, or the table "
+                "is empty); nothing was spent",
+                advice=f"{name}: column {column!r} has no values to release",
+            ) from exc
         raise
     return allocated, results

@@ -30,15 +30,20 @@ import numpy.typing as npt
 
 from approxdp.accounting.budget.chain import Receipt
 from approxdp.accounting.budget.protocols import Accountant
-from approxdp.engines.base import AggregateResult, Engine, TableT
-from approxdp.errors import DataError
+from approxdp.engines.base import (
+    AggregateRequest,
+    AggregateResult,
+    CellAggregate,
+    Engine,
+    TableT,
+)
 from approxdp.releases.aggregation import build_request, cell_matrix, run_merged
 from approxdp.releases.checks import (
-    EMPTY_TABLE,
     check_domain_in_result,
     check_measure_columns,
     check_outside_domain,
     check_request_columns,
+    empty_table,
 )
 from approxdp.releases.dense import (
     LARGE_DOMAIN_CELLS,
@@ -77,9 +82,11 @@ def execute(
 ) -> tuple[ReleaseResult, ...]:
     """Run ``allocated`` on ``table``; spend through ``accountant``; return one result per query.
 
-    Queries over a declared domain of at least ``large_domain_cells`` cells are noised where
-    the data lives (:mod:`approxdp.releases.dense`), after the spend; their cells stay in the
-    engine (written under ``output_dir`` if given) and the result's ``table`` points to them.
+    Queries over a declared domain of at least ``large_domain_cells`` cells are aggregated
+    before the spend (:meth:`~approxdp.engines.base.Engine.aggregate_cells`, held where the
+    data lives) and noised there after it (:mod:`approxdp.releases.dense`); their cells stay in
+    the engine (written under ``output_dir`` if given) and the result's ``table`` points to
+    them.
 
     Raises:
         DataError: Missing/misspelled or non-numeric column, empty table, data outside a
@@ -114,7 +121,7 @@ def execute(
                   if not r.keep and r.sample is None and not large[i]), None)
     n_rows = engine.count_rows(table) if whole is None else -1
     if n_rows == 0:
-        raise DataError(EMPTY_TABLE)
+        raise empty_table()
     check_outside_domain(engine, table, [
         aq for aq, f in zip(queries, fold, strict=True) if aq.query.outside == "error" and not f
     ])
@@ -127,12 +134,35 @@ def execute(
     if whole is not None:
         n_rows = aggregates[whole].rows_used
         if n_rows == 0:
-            raise DataError(EMPTY_TABLE)
+            raise empty_table()
     if output_dir is not None and any(large):
         check_output_dir(output_dir)
     for aq, big in zip(queries, large, strict=True):
         if big:  # the cells' table has the group columns and its own: no clash, checked now
             check_cell_columns(aq.query)
+    # a large domain's aggregate too is computed now, before the spend, and held by the engine
+    cells: dict[int, CellAggregate] = {}
+    try:
+        for i, big in enumerate(large):
+            if big:
+                cells[i] = engine.aggregate_cells(table, requests[i])
+        return _spend_and_noise(allocated, engine, table, accountant, requests, aggregates,
+                                cells, large, rng=rng, level=level, n_rows=n_rows,
+                                output_dir=output_dir)
+    finally:
+        for aggregate in cells.values():  # (map_cells closed those it used)
+            aggregate.close()
+
+
+def _spend_and_noise(
+    allocated: AllocatedPlan, engine: Engine[TableT], table: TableT, accountant: Accountant,
+    requests: list[AggregateRequest], aggregates: dict[int, AggregateResult],
+    cells: dict[int, CellAggregate], large: list[bool], *, rng: np.random.Generator | None,
+    level: float, n_rows: int, output_dir: str | None,
+) -> tuple[ReleaseResult, ...]:
+    """Prepare and check every query's noise, spend, then add it (the end of :func:`execute`,
+    every aggregate in hand)."""
+    queries = allocated.queries
     # the noise of every query, prepared and checked against its aggregates before the spend
     seeded = rng is not None
     noises: list[PreparedNoise] = []
@@ -158,7 +188,7 @@ def execute(
     z = normal_quantile(level)
     results = tuple(
         release_dense(aq, allocated, requests[i], engine, table, noises[i], rng=rng, z=z,
-                      level=level, n_rows=n_rows, output_dir=output_dir)
+                      level=level, n_rows=n_rows, output_dir=output_dir, aggregate=cells[i])
         if large[i] else
         release_collected(aq, allocated, aggregates[i], *collected[i], noises[i], rng=rng, z=z,
                           level=level, n_rows=n_rows)

@@ -138,7 +138,10 @@ def write_release(path: Path, data: dict[str, Any], result: ReleaseResult) -> No
 
 def parse_domain(specs: Sequence[str]) -> dict[str, list[str]]:
     """``COLUMN=V1,V2,...`` lines as {column: [raw value, ...]} (typed later by
-    :func:`typed_value`, once the column's kind is known)."""
+    :func:`typed_value`, once the column's kind is known). The values are one CSV record: a
+    value that holds a comma is written in double quotes (``city="Washington, DC",Boston``),
+    a double quote inside one doubled, as in CSV files.
+    """
     domain: dict[str, list[str]] = {}
     for spec in specs:
         column, sep, values = spec.partition("=")
@@ -148,7 +151,14 @@ def parse_domain(specs: Sequence[str]) -> dict[str, list[str]]:
             )
         if column in domain:
             raise InvalidParameterError(f"--domain gives column {column!r} twice")
-        domain[column] = values.split(",")
+        try:
+            (parsed,) = csv.reader([values], strict=True)
+        except (csv.Error, ValueError) as exc:
+            raise InvalidParameterError(
+                f"--domain {spec!r}: its values must be one CSV record (a value with a comma "
+                f"in double quotes: {column}=\"A, B\",C): {exc}"
+            ) from exc
+        domain[column] = parsed
     return domain
 
 

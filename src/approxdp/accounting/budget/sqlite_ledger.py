@@ -117,12 +117,17 @@ def check_ledger_path(path: Path) -> None:
 
 
 def open_read_only(file: Path) -> sqlite3.Connection:
-    """A connection that only reads ``file``: SQLite's ``mode=ro``, or, where even that fails
-    (a WAL file in a folder the user may not write), ``immutable=1``, which reads the file as
-    it is on disk (a spend being committed at that instant may be missed)."""
+    """A connection through which the caller only reads ``file`` (never writes a spend or a
+    setting). Where the user may write the file and its folder it is opened as any reader
+    (``mode=rw``: SQLite's WAL side files come and go as usual); else with SQLite's
+    ``mode=ro``, or, where even that fails (a WAL file in a folder the user may not write),
+    ``immutable=1``, which reads the file as it is on disk (a spend being committed at that
+    instant may be missed)."""
     uri = file.resolve().as_uri()
     last: sqlite3.Error | None = None
-    for mode in ("?mode=ro", "?mode=ro&immutable=1"):
+    writable = os.access(file, os.W_OK) and os.access(file.parent, os.W_OK | os.X_OK)
+    modes = ("?mode=rw",) if writable else ()
+    for mode in (*modes, "?mode=ro", "?mode=ro&immutable=1"):
         try:
             conn = sqlite3.connect(f"{uri}{mode}", uri=True, isolation_level=None,
                                    check_same_thread=False)
