@@ -41,14 +41,15 @@ class Guarantee:
         rule: the theorem that produced the numbers, with its source.
         bracket: for accountants that certify both sides (the PLD accountant): a
             (lower, upper) pair that surely contains the true value of the quantity that was
-            solved for (ε when δ was given, δ when ε was given); None otherwise.
+            solved for (ε when δ was given, δ when ε was given), each end an array of the
+            targets' shape for vectorized calls; None otherwise.
     """
 
     epsilon: FloatOrArray
     delta: FloatOrArray
     kind: Kind
     rule: str
-    bracket: tuple[float, float] | None = None
+    bracket: tuple[FloatOrArray, FloatOrArray] | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

@@ -27,176 +27,192 @@ Accountants (each result says what it is):
 from __future__ import annotations
 
 import math
-import numbers
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from approxdp._validation import check_interval, check_probability
+import numpy as np
+
+from approxdp._validation import check_interval
+from approxdp.accounting.dpsgd.bounds import (
+    DELTA_OF,
+    EPSILON_OF,
+    NO_LOSS_RULE,
+    TV_RULE,
+    event_of,
+    live_phases,
+    total_variation,
+)
+from approxdp.accounting.dpsgd.phases import (
+    DPSGDPhase,
+    check_noise_multiplier,
+    check_phases,
+    check_sample_rate,
+    check_sampling,
+    check_steps,
+)
 from approxdp.accounting.guarantees import Guarantee
 from approxdp.accounting.pld.accounting import (
     DEFAULT_PRECISION,
+    check_precision,
     epsilon_by_direction,
     grid_step,
-    pld_epsilon,
 )
-from approxdp.accounting.pld.subsampled_gaussian import subsampled_gaussian_epsilon
-from approxdp.errors import InvalidParameterError, ParameterTypeError, UnknownMethodError
-from approxdp.events import SAMPLINGS, GaussianEvent, SubsampledEvent
+from approxdp.errors import InvalidParameterError, UnknownMethodError
 
 __all__ = [
     "DPSGD_ACCOUNTANTS",
     "AccountantResult",
+    "DPSGDPhase",
     "calibrate_dpsgd",
     "compare_dpsgd_accountants",
+    "dpsgd_delta",
     "dpsgd_epsilon",
+    "dpsgd_schedule_delta",
+    "dpsgd_schedule_epsilon",
 ]
 
 DPSGD_ACCOUNTANTS = ("pld", "rdp", "gdp-clt", "amplify+compose")
-_MAX_STEPS = 10**12
-_RDP_TOO_FROM = 10**8
+_CERTIFIED = ("pld", "rdp", "amplify+compose")
 
 
-def _check_steps(steps: Any) -> int:
-    if isinstance(steps, bool) or not isinstance(steps, numbers.Real):
-        raise ParameterTypeError(f"steps must be an integer >= 1, got {type(steps).__name__}")
-    if not isinstance(steps, numbers.Integral) and not (
-        math.isfinite(float(steps)) and float(steps).is_integer()
-    ):
-        raise InvalidParameterError(f"steps must be an integer >= 1, got steps={steps!r}")
-    n = int(float(steps)) if not isinstance(steps, numbers.Integral) else int(steps)
-    if not 1 <= n <= _MAX_STEPS:
-        raise InvalidParameterError(
-            f"steps must be an integer in [1, {_MAX_STEPS:.0e}], got steps={n}"
+def _check_accountant(accountant: Any) -> str:
+    if not isinstance(accountant, str) or accountant not in DPSGD_ACCOUNTANTS:
+        raise UnknownMethodError(
+            f"accountant must be one of {DPSGD_ACCOUNTANTS}, got accountant={accountant!r}"
         )
-    return n
+    return accountant
 
 
-def _check_inputs(
-    noise_multiplier: Any, sample_rate: Any, steps: Any, delta: Any, sampling: str
-) -> tuple[float, float, int, float]:
-    sigma = float(
-        check_interval("noise_multiplier", noise_multiplier, 0.0, math.inf, low_open=True)
-    )
-    q = float(check_interval("sample_rate", sample_rate, 0.0, 1.0, low_open=True))
-    t = _check_steps(steps)
-    d = float(check_probability("delta", delta))
-    if sampling not in SAMPLINGS:
-        raise UnknownMethodError(f"sampling must be one of {SAMPLINGS}, got sampling={sampling!r}")
-    return sigma, q, t, d
-
-
-def _mu(sigma: float, sampling: str) -> float:
-    return (2.0 if sampling == "without-replacement" else 1.0) / sigma
-
-
-def _event(sigma: float, q: float, sampling: str) -> SubsampledEvent:
-    mu = _mu(sigma, sampling)
-    return SubsampledEvent(GaussianEvent(sigma=sigma, sensitivity=mu * sigma), q, sampling=sampling)
-
-
-def _pld(
-    sigma: float,
-    q: float,
-    steps: int,
-    delta: float,
+def _solve(
+    phases: Sequence[DPSGDPhase],
+    targets: Any,
+    name: str,
     sampling: str,
+    accountant: str,
     precision: float,
-    h: float | None = None,
 ) -> Guarantee:
-    mu = _mu(sigma, sampling)
-    if math.isinf(sigma):
-        return Guarantee(0.0, delta, "exact", "no noise needed")
-    if q == 1.0:  # T Gaussians compose exactly to one (Zhao et al. 2019, Lemma 15)
-        from approxdp.profiles.gaussian import gaussian_epsilon
+    """ε at each δ (``name="delta"``) or δ at each ε (``name="epsilon"``): one scalar solve per
+    entry (each certified on its own), packed into one Guarantee of the targets' shape."""
+    if name == "delta":
+        arr = check_interval("delta", targets, 0.0, 1.0, low_open=True, high_open=True)
+    else:
+        arr = check_interval("epsilon", targets, 0.0, math.inf, high_open=True)
+    sampling = check_sampling(sampling)
+    accountant = _check_accountant(accountant)
+    precision = check_precision(precision)
+    live = live_phases(phases)
+    tv = total_variation(live, sampling)
+    flat = [_one(live, float(x), name, sampling, accountant, precision, tv) for x in arr.flat]
+    if arr.ndim == 0:
+        return flat[0]
+    eps = np.array([float(g.epsilon) for g in flat]).reshape(arr.shape)
+    dlt = np.array([float(g.delta) for g in flat]).reshape(arr.shape)
+    bracket = None
+    if all(g.bracket is not None for g in flat):
+        lo = np.array([float(g.bracket[0]) for g in flat if g.bracket]).reshape(arr.shape)
+        hi = np.array([float(g.bracket[1]) for g in flat if g.bracket]).reshape(arr.shape)
+        bracket = (lo, hi)
+    kinds = {g.kind for g in flat}
+    kind = flat[0].kind if len(kinds) == 1 else "upper bound"
+    rules = list(dict.fromkeys(g.rule for g in flat))
+    return Guarantee(eps, dlt, kind, "; ".join(rules), bracket=bracket)
 
-        eps = float(gaussian_epsilon(1.0 / (mu * math.sqrt(steps)), delta))
+
+def _one(
+    live: Sequence[DPSGDPhase],
+    target: float,
+    name: str,
+    sampling: str,
+    accountant: str,
+    precision: float,
+    tv: float,
+) -> Guarantee:
+    if not live:  # every phase had σ = ∞
         return Guarantee(
-            eps, delta, "exact", "exact Gaussian composition (Zhao et al. 2019, Lemma 15)",
-            bracket=(eps, eps),
+            0.0 if name == "delta" else target, target if name == "delta" else 0.0,
+            "exact", NO_LOSS_RULE, bracket=(0.0, 0.0),
         )
-    direction = "remove" if sampling == "without-replacement" else "both"
-    if steps == 1:
-        eps = subsampled_gaussian_epsilon(delta, mu, q, direction)
-        return Guarantee(
-            eps, delta, "exact",
-            "subsampled Gaussian, exact one-step profile (Zhu, Dong, Wang 2022, Thm 9)",
-            bracket=(eps, eps),
-        )
-    # beyond ~10^8 steps the PLD's window coarsens its grid (or cannot hold the steps at all);
-    # RDP is O(1) in T and also certified, so there the smaller of the two is reported
-    many = steps >= _RDP_TOO_FROM and h is None
-    try:
-        g = pld_epsilon([(_event(sigma, q, sampling), steps)], delta, precision=precision, h=h)
-    except InvalidParameterError:
-        if not many:
-            raise
-        rdp = _rdp(sigma, q, steps, delta, sampling)
-        return Guarantee(
-            rdp.epsilon, delta, "upper bound", f"{rdp.rule} (too many steps for the PLD)"
-        )
-    if many:
-        rdp = _rdp(sigma, q, steps, delta, sampling)
-        if float(rdp.epsilon) < float(g.epsilon):
-            lower = g.bracket[0] if g.bracket else 0.0
-            return Guarantee(
-                rdp.epsilon, delta, "upper bound", f"{rdp.rule} (below the PLD's here)",
-                bracket=(lower, float(rdp.epsilon)),
-            )
+    certified = accountant in _CERTIFIED
+    if name == "delta":
+        if certified and tv <= target:  # (0, δ)-DP outright: every accountant agrees
+            return Guarantee(0.0, target, "exact", TV_RULE, bracket=(0.0, 0.0))
+        return EPSILON_OF[accountant](live, target, sampling, precision)
+    g = DELTA_OF[accountant](live, target, sampling, precision)
+    if certified and float(g.delta) > tv:  # δ(ε) ≤ δ(0) ≤ the summed total variation
+        return Guarantee(target, tv, "upper bound", TV_RULE,
+                         bracket=(float(g.bracket[0]) if g.bracket else 0.0, tv)
+                         if g.bracket else None)
     return g
 
 
-def _rdp(sigma: float, q: float, steps: int, delta: float, sampling: str) -> Guarantee:
-    from approxdp.accounting.rdp.conversion import rdp_dpsgd_epsilon
+def dpsgd_schedule_epsilon(
+    phases: Any,
+    *,
+    delta: Any,
+    sampling: str = "poisson",
+    accountant: str = "pld",
+    precision: float = DEFAULT_PRECISION,
+) -> Guarantee:
+    """The ε at δ of a DP-SGD run made of phases (σ_i, q_i, T_i): a training schedule.
 
-    if sampling == "without-replacement":
-        return rdp_dpsgd_epsilon(sigma, q, steps, delta, sampling="without-replacement")
-    return rdp_dpsgd_epsilon(sigma, q, steps, delta, sampling="poisson")
+    Every step of every phase composes (adaptively); the PLD accountant takes one FFT per
+    distinct phase whatever its number of steps (Koskela et al. 2021,
+    https://arxiv.org/abs/2006.07134), RDP sums the phases' curves, the GDP-CLT
+    approximation composes the phases' μ as Gaussian DP.
+
+    Args:
+        phases: :class:`DPSGDPhase` objects or (noise_multiplier, sample_rate, steps) triples
+            (Opacus's ``accountant.history`` is such a list).
+        delta: δ in (0, 1), or an array of them (each entry solved and certified on its own).
+        sampling: as in :func:`dpsgd_epsilon`.
+        accountant: as in :func:`dpsgd_epsilon`.
+        precision: as in :func:`dpsgd_epsilon`.
+
+    Returns:
+        A :class:`~approxdp.accounting.Guarantee`; for an array of δ, ``epsilon``, ``delta``
+        and each end of ``bracket`` are arrays of δ's shape.
+
+    Example:
+        >>> g = dpsgd_schedule_epsilon([(1.1, 0.004, 5000), (1.5, 0.008, 5000)], delta=1e-5)
+        >>> round(g.epsilon, 2)
+        2.18
+    """
+    return _solve(check_phases(phases), delta, "delta", sampling, accountant, precision)
 
 
-def _clt(sigma: float, q: float, steps: int, delta: float, sampling: str) -> Guarantee:
-    from approxdp.accounting.dpsgd.gdp_clt import gdp_clt_epsilon
+def dpsgd_schedule_delta(
+    phases: Any,
+    *,
+    epsilon: Any,
+    sampling: str = "poisson",
+    accountant: str = "pld",
+    precision: float = DEFAULT_PRECISION,
+) -> Guarantee:
+    """The δ at ε of a DP-SGD run made of phases (σ_i, q_i, T_i) (see
+    :func:`dpsgd_schedule_epsilon`); ``epsilon`` may be an array. The PLD's ``bracket``
+    certifies (lower, upper) around the true δ."""
+    return _solve(check_phases(phases), epsilon, "epsilon", sampling, accountant, precision)
 
-    # substitution neighbours move the clipped sum by 2C: the CLT at noise multiplier σ/2
-    scale = 2.0 if sampling == "without-replacement" else 1.0
-    return gdp_clt_epsilon(sigma / scale, q, steps, delta)
 
-
-def _amplify_compose(sigma: float, q: float, steps: int, delta: float, sampling: str) -> Guarantee:
-    """Per-step Gaussian (ε₀, δ₀) → subsampling amplification → basic/advanced composition,
-    the best over a grid of δ splits (each a valid upper bound)."""
-    from approxdp.accounting.composition.closed_form import advanced_composition
-    from approxdp.accounting.composition.conversions import amplify_by_subsampling
-    from approxdp.profiles.gaussian import gaussian_epsilon
-
-    mu = _mu(sigma, sampling)
-    best = math.inf
-    for frac in (0.5, 0.9, 0.99):
-        step_delta = frac * delta / (steps * q)  # q·δ₀ per step, T steps: frac·δ in total
-        if step_delta >= 1.0:
-            continue
-        eps0 = float(gaussian_epsilon(1.0 / mu, step_delta))
-        amp = amplify_by_subsampling(eps0, step_delta, q)
-        eps_step = float(amp.epsilon)
-        best = min(best, steps * eps_step)  # basic composition uses all of δ on the steps
-        slack = (1.0 - frac) * delta
-        if slack > 0.0:
-            adv = advanced_composition(eps_step, float(amp.delta), steps, slack)
-            best = min(best, float(adv.epsilon))
-    return Guarantee(
-        best, delta, "upper bound",
-        "Gaussian (ε₀, δ₀) per step, amplified by subsampling, then basic/advanced composition",
+def _single(noise_multiplier: Any, sample_rate: Any, steps: Any) -> tuple[DPSGDPhase, ...]:
+    return (
+        DPSGDPhase(
+            check_noise_multiplier(noise_multiplier),
+            check_sample_rate(sample_rate),
+            check_steps(steps),
+        ),
     )
 
 
 def dpsgd_epsilon(
     *,
-    noise_multiplier: float,
-    sample_rate: float,
-    steps: int,
-    delta: float,
+    noise_multiplier: Any,
+    sample_rate: Any,
+    steps: Any,
+    delta: Any,
     sampling: str = "poisson",
     accountant: str = "pld",
     precision: float = DEFAULT_PRECISION,
@@ -204,10 +220,11 @@ def dpsgd_epsilon(
     """The ε of T steps of DP-SGD at δ.
 
     Args:
-        noise_multiplier: σ = noise std / clipping norm, > 0.
+        noise_multiplier: σ = noise std / clipping norm, in (0, ∞].
         sample_rate: q in (0, 1] (batch size / dataset size).
-        steps: T ≥ 1 (an integer; 10^9 answers in about a second).
-        delta: δ in (0, 1).
+        steps: T, an integer in [1, 10^12].
+        delta: δ in (0, 1), or an array of them (each entry solved and certified on its own;
+            ``epsilon``, ``delta`` and the bracket's ends come back as arrays of its shape).
         sampling: ``"poisson"`` (add/remove neighbours) or ``"without-replacement"``
             (substitution neighbours, sensitivity 2C).
         accountant: ``"pld"`` (certified, tight; default), ``"rdp"`` (certified, looser),
@@ -220,7 +237,9 @@ def dpsgd_epsilon(
         "approximation", ``bracket`` (PLD) certifies (lower, upper) around the true ε.
 
     Raises:
-        InvalidParameterError, ParameterTypeError, UnknownMethodError: on bad input.
+        InvalidParameterError: a value out of range, or an array where one number is meant.
+        ParameterTypeError: a value of the wrong type.
+        UnknownMethodError: an unknown ``sampling`` or ``accountant``.
 
     Example:
         >>> g = dpsgd_epsilon(noise_multiplier=1.1, sample_rate=256 / 60000, steps=14063,
@@ -228,18 +247,67 @@ def dpsgd_epsilon(
         >>> round(g.epsilon, 2), g.kind
         (2.38, 'upper bound')
     """
-    sigma, q, t, d = _check_inputs(noise_multiplier, sample_rate, steps, delta, sampling)
-    if accountant == "pld":
-        return _pld(sigma, q, t, d, sampling, precision)
-    if accountant == "rdp":
-        return _rdp(sigma, q, t, d, sampling)
-    if accountant == "gdp-clt":
-        return _clt(sigma, q, t, d, sampling)
-    if accountant == "amplify+compose":
-        return _amplify_compose(sigma, q, t, d, sampling)
-    raise UnknownMethodError(
-        f"accountant must be one of {DPSGD_ACCOUNTANTS}, got accountant={accountant!r}"
-    )
+    phases = _single(noise_multiplier, sample_rate, steps)
+    return _solve(phases, delta, "delta", sampling, accountant, precision)
+
+
+def dpsgd_delta(
+    *,
+    noise_multiplier: Any,
+    sample_rate: Any,
+    steps: Any,
+    epsilon: Any,
+    sampling: str = "poisson",
+    accountant: str = "pld",
+    precision: float = DEFAULT_PRECISION,
+) -> Guarantee:
+    """The δ of T steps of DP-SGD at ε (the inverse of :func:`dpsgd_epsilon`).
+
+    Args:
+        noise_multiplier: σ in (0, ∞].
+        sample_rate: q in (0, 1].
+        steps: T, an integer in [1, 10^12].
+        epsilon: ε ≥ 0 (finite), or an array of them (each entry certified on its own).
+        sampling: as in :func:`dpsgd_epsilon`.
+        accountant: as in :func:`dpsgd_epsilon`.
+        precision: as in :func:`dpsgd_epsilon`.
+
+    Returns:
+        A :class:`~approxdp.accounting.Guarantee`; the PLD's ``bracket`` certifies (lower,
+        upper) around the true δ.
+
+    Example:
+        >>> g = dpsgd_delta(noise_multiplier=1.1, sample_rate=256 / 60000, steps=14063,
+        ...                 epsilon=2.5)
+        >>> f"{g.delta:.2e}", g.kind
+        ('4.35e-06', 'upper bound')
+    """
+    phases = _single(noise_multiplier, sample_rate, steps)
+    return _solve(phases, epsilon, "epsilon", sampling, accountant, precision)
+
+
+def _scalar_target(name: str, value: Any) -> Any:
+    if isinstance(value, np.ndarray) and value.ndim != 0:
+        raise InvalidParameterError(
+            f"{name} must be a single number here, got an array of shape {value.shape}"
+        )
+    return value
+
+
+def _pld(
+    sigma: float,
+    q: float,
+    steps: int,
+    delta: float,
+    sampling: str,
+    precision: float,
+) -> Guarantee:
+    """The PLD accountant's ε for one phase at one δ (scalars already valid)."""
+    return _solve((DPSGDPhase(sigma, q, steps),), delta, "delta", sampling, "pld", precision)
+
+
+def _event(sigma: float, q: float, sampling: str) -> Any:
+    return event_of(DPSGDPhase(sigma, q, 1), sampling)
 
 
 def calibrate_dpsgd(
@@ -266,7 +334,11 @@ def calibrate_dpsgd(
     target = float(
         check_interval("epsilon", epsilon, 0.0, math.inf, low_open=True, high_open=True)
     )
-    _, q, t, d = _check_inputs(1.0, sample_rate, steps, delta, sampling)
+    q, t = check_sample_rate(sample_rate), check_steps(steps)
+    d = float(check_interval("delta", _scalar_target("delta", delta), 0.0, 1.0, low_open=True,
+                             high_open=True))
+    sampling = check_sampling(sampling)
+    precision = check_precision(precision)
     from approxdp.calibration import calibrate_gaussian
 
     # start from the central-limit guess μ_tot ≈ q √(T (e^(μ²) − 1)) (Bu et al. 2020)

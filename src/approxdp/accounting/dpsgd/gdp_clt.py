@@ -78,7 +78,12 @@ def gdp_clt_mu(noise_multiplier: Any, sample_rate: Any, steps: Any) -> float:
     if math.isinf(sigma):
         return 0.0
     y = 1.0 / (sigma * sigma)
-    log_expm1 = y + math.log1p(-math.exp(-y)) if y > 30.0 else math.log(math.expm1(y))
+    if y > 30.0:
+        log_expm1 = y + math.log1p(-math.exp(-y))
+    elif y > 1e-10:
+        log_expm1 = math.log(math.expm1(y))
+    else:  # log(e^y − 1) = log y + y/2 + O(y²), with log y = −2 log σ (1/σ² may underflow)
+        log_expm1 = -2.0 * math.log(sigma) + 0.5 * y
     log_mu = math.log(q) + 0.5 * (math.log(t) + log_expm1)
     return math.exp(log_mu) if log_mu < 709.0 else math.inf
 

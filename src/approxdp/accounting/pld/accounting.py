@@ -49,6 +49,7 @@ __all__ = [
     "DEFAULT_PRECISION",
     "PLD_RULE",
     "LossPair",
+    "check_precision",
     "clear_caches",
     "epsilon_by_direction",
     "event_losses",
@@ -198,7 +199,7 @@ def grid_step(
 ) -> float:
     """The grid step the PLD accountant uses for this history at this δ (to hold it fixed
     across a search, e.g. when calibrating a noise multiplier)."""
-    return _grid_step(_plan(items), _check_precision(precision), None, delta)
+    return _grid_step(_plan(items), check_precision(precision), None, delta)
 
 
 def _guess_epsilon(parts: Sequence[tuple[LossSource, int]], delta: float) -> float:
@@ -248,7 +249,7 @@ def _check_delta(delta: object) -> float:
     return value
 
 
-def _check_precision(precision: float) -> float:
+def check_precision(precision: float) -> float:
     if not (isinstance(precision, (int, float)) and 1e-6 <= precision <= 0.1):
         raise InvalidParameterError(
             f"precision must be in [1e-06, 0.1], got precision={precision!r}"
@@ -343,7 +344,7 @@ def pld_epsilon(
         A :class:`Guarantee` of kind "upper bound"; with ``bracket``, a certified (lower,
         upper) pair around the true ε.
     """
-    precision = _check_precision(precision)
+    precision = check_precision(precision)
     delta = _check_delta(delta)
     h = _check_step(h)
     plan = _plan(items)
@@ -372,7 +373,7 @@ def pld_delta(
     h: float | None = None,
 ) -> Guarantee:
     """Certified δ(ε) of a history of (event, count) pairs under add/remove neighbours."""
-    precision = _check_precision(precision)
+    precision = check_precision(precision)
     epsilon = float(check_interval("epsilon", epsilon, 0.0, math.inf, high_open=True))
     h = _check_step(h)
     plan = _plan(items)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from approxdp.accounting.rdp.conversion import (
     rdp_dpsgd_delta,
     rdp_dpsgd_epsilon,
+    rdp_schedule_delta,
+    rdp_schedule_epsilon,
     rdp_to_delta,
     rdp_to_epsilon,
 )
@@ -26,6 +28,8 @@ __all__ = [
     "rdp_dpsgd_delta",
     "rdp_dpsgd_epsilon",
     "rdp_sampled_without_replacement_gaussian",
+    "rdp_schedule_delta",
+    "rdp_schedule_epsilon",
     "rdp_subsampled_gaussian",
     "rdp_to_delta",
     "rdp_to_epsilon",

@@ -12,7 +12,7 @@ The RDP curves themselves are in :mod:`approxdp.accounting.rdp.subsampled_gaussi
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -38,6 +38,8 @@ from approxdp.accounting.rdp.without_replacement import _rdp_wor
 __all__ = [
     "rdp_dpsgd_delta",
     "rdp_dpsgd_epsilon",
+    "rdp_schedule_delta",
+    "rdp_schedule_epsilon",
     "rdp_to_delta",
     "rdp_to_epsilon",
 ]
@@ -137,6 +139,29 @@ def rdp_to_delta(rdp: Any, orders: Any, epsilon: Any) -> tuple[float, float]:
 # -- DP-SGD -----------------------------------------------------------------------------------
 
 
+def _schedule_curve(
+    phases: Sequence[tuple[float, float, int]], how: Sampling
+) -> Callable[[FloatArray, bool], FloatArray]:
+    """The total RDP curve (α, rough) ↦ Σ_i T_i·ε_i(α) of validated phases (σ_i, q_i, T_i)
+    (RDP composes additively; ``rough`` sums the fractional series less far, for the order
+    search only). Phases with σ = ∞ add nothing."""
+    # T·ε(α) overflows to inf for astronomically many steps, not an error
+    live = [(s, q, float(t) if t < 2**1023 else math.inf) for s, q, t in phases if math.isfinite(s)]
+
+    def curve(orders: FloatArray, rough: bool = False) -> FloatArray:
+        total = np.zeros(orders.shape)
+        with np.errstate(over="ignore", invalid="ignore"):
+            for sigma, q, t in live:
+                if how == "poisson":
+                    rdp = _rdp_poisson(q, sigma, orders, rough)
+                else:
+                    rdp = _rdp_wor(q, sigma / 2.0, orders)
+                total = total + np.where(rdp == 0.0, 0.0, t * rdp)
+        return total
+
+    return curve
+
+
 def _dpsgd_curve(
     noise_multiplier: Any, sample_rate: Any, steps: Any, sampling: Any
 ) -> tuple[Callable[[FloatArray, bool], FloatArray], Sampling]:
@@ -146,17 +171,7 @@ def _dpsgd_curve(
     q = _check_rate(sample_rate)
     t = check_steps("steps", steps)
     how = _check_sampling(sampling)
-    t_f = float(t) if t < 2**1023 else math.inf  # T·ε(α) overflows to inf, not an error
-
-    def curve(orders: FloatArray, rough: bool = False) -> FloatArray:
-        with np.errstate(over="ignore", invalid="ignore"):
-            if how == "poisson":
-                rdp = _rdp_poisson(q, sigma, orders, rough)
-            else:
-                rdp = _rdp_wor(q, sigma / 2.0, orders)
-            return np.where(rdp == 0.0, 0.0, t_f * rdp)
-
-    return curve, how
+    return _schedule_curve([(sigma, q, t)], how), how
 
 
 def _refine(
@@ -294,6 +309,47 @@ def rdp_dpsgd_delta(
         return _log_deltas(rdp, a, e)
 
     log_d, order = _best_order(curve, alphas, objective, refine=orders is None)
+    return Guarantee(e, math.exp(log_d), "upper bound", _rule(how, order))
+
+
+def rdp_schedule_epsilon(
+    phases: Sequence[tuple[float, float, int]], delta: float, sampling: Sampling = "poisson"
+) -> Guarantee:
+    """ε at δ of a DP-SGD schedule by the RDP accountant: the phases' curves Σ_i T_i ε_i(α)
+    (each as in :func:`rdp_dpsgd_epsilon`) converted once (Balle et al. 2020 Thm 21,
+    https://arxiv.org/abs/1905.09982), the best order refined as there.
+
+    Args:
+        phases: validated (σ, q, T) triples (σ = ∞ allowed: no loss).
+        delta: δ ∈ (0, 1).
+        sampling: ``"poisson"`` or ``"without-replacement"``.
+    """
+    how = _check_sampling(sampling)
+    curve = _schedule_curve(phases, how)
+    d = float(check_probability("delta", delta))
+    alphas = _check_orders(DEFAULT_RDP_ORDERS)
+
+    def objective(rdp: FloatArray, a: FloatArray) -> FloatArray:
+        return _epsilons(rdp, a, d)
+
+    eps, order = _best_order(curve, alphas, objective, refine=True)
+    return Guarantee(eps, d, "upper bound", _rule(how, order))
+
+
+def rdp_schedule_delta(
+    phases: Sequence[tuple[float, float, int]], epsilon: float, sampling: Sampling = "poisson"
+) -> Guarantee:
+    """δ at ε of a DP-SGD schedule by the RDP accountant (the inverse of
+    :func:`rdp_schedule_epsilon`, by :func:`rdp_to_delta` on the summed curve)."""
+    how = _check_sampling(sampling)
+    curve = _schedule_curve(phases, how)
+    e = float(check_interval("epsilon", epsilon, 0.0, math.inf, high_open=True))
+    alphas = _check_orders(DEFAULT_RDP_ORDERS)
+
+    def objective(rdp: FloatArray, a: FloatArray) -> FloatArray:
+        return _log_deltas(rdp, a, e)
+
+    log_d, order = _best_order(curve, alphas, objective, refine=True)
     return Guarantee(e, math.exp(log_d), "upper bound", _rule(how, order))
 
 

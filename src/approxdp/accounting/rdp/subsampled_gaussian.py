@@ -391,8 +391,10 @@ def _rdp_poisson(
 ) -> FloatArray:
     if math.isinf(sigma):
         return np.zeros(orders.shape)
-    if q == 1.0:
-        return _gaussian_rdp(sigma, orders)
+    cap = _gaussian_rdp(sigma, orders)
+    cap = np.where(cap == 0.0, _TINY, cap)
+    if q == 1.0 or sigma > 1e100:  # the cap below; the series would overflow (σ² log(1/q − 1))
+        return cap
     out = np.empty(orders.shape)
     is_int = orders == np.floor(orders)
     if np.any(is_int):
@@ -400,7 +402,12 @@ def _rdp_poisson(
     if np.any(~is_int):
         rtol = _FRAC_RTOL_ROUGH if rough else _FRAC_RTOL
         out[~is_int] = _rdp_poisson_frac(q, sigma, orders[~is_int], rtol)
-    return out
+    # Subsampling never hurts: (qA + (1-q)B, B) and (B, qA + (1-q)B) are garblings of (A, B)
+    # and (B, A) (keep the draw with probability q, else draw afresh from B), so the plain
+    # Gaussian's α/(2σ²) caps both (and alone answers beyond σ = 1e100, where the series'
+    # z₀ = σ² log(1/q - 1) overflows); where even α/(2σ²) underflows, the
+    # smallest positive float is still above the truth.
+    return np.minimum(np.where(np.isnan(out), np.inf, out), cap)
 
 
 def _gaussian_rdp(sigma: float, orders: FloatArray) -> FloatArray:
