@@ -51,28 +51,31 @@ def running_epsilons(
 
 def ledger_report(
     path: Path, read: tuple[LedgerSettings, list[SpendRecord], BudgetStatus] | None = None,
-    *, advance: Callable[[float], None] | None = None,
+    *, advance: Callable[[float], None] | None = None, epsilons: bool = True,
 ) -> dict[str, Any]:
     """The ``ledger`` JSON object: ``command, schema_version, file, budget{epsilon, delta},
     composition, spends[...], status{...}`` (:func:`~approxdp.reports.releases.spend_dict`
     with ``epsilon_alone``, ``epsilon_so_far`` and ``at_delta``, see
     :func:`running_epsilons`; :func:`~approxdp.reports.releases.budget_dict`); ``read``: what
     :func:`read_ledger` returned for ``path``, when the caller has it already; ``advance``
-    is called once per spend accounted (a progress bar).
+    is called once per spend accounted (a progress bar). ``epsilons=False`` leaves the
+    per-spend ε out (a caller that replays the history itself, as the browser's Ledger page
+    does for its burn-down, fills them from that).
 
     Raises:
         LedgerError: ``path`` is not an approxdp ledger.
     """
     settings, records, status = read if read is not None else read_ledger(path)
     delta = settings.budget[1]
-    spends = []
-    for record, (alone, so_far) in zip(
-        records, running_epsilons(records, delta, settings.composition), strict=True
-    ):
-        spends.append({**spend_dict(record), "epsilon_alone": alone,
-                       "epsilon_so_far": so_far, "at_delta": delta})
-        if advance is not None:
-            advance(1)
+    spends = [] if epsilons else [spend_dict(r) for r in records]
+    if epsilons:
+        for record, (alone, so_far) in zip(
+            records, running_epsilons(records, delta, settings.composition), strict=True
+        ):
+            spends.append({**spend_dict(record), "epsilon_alone": alone,
+                           "epsilon_so_far": so_far, "at_delta": delta})
+            if advance is not None:
+                advance(1)
     return {
         "command": "ledger",
         "schema_version": JSON_SCHEMA_VERSION,

@@ -41,7 +41,7 @@ def ledger_view(path: Path) -> dict[str, Any]:
         burn.append({"index": record.index, "timestamp": record.timestamp,
                      "spent_epsilon": now.spent_epsilon, "spent_delta": now.spent_delta,
                      "remaining_epsilon": now.remaining_epsilon})
-    return {**ledger_report(path, read), "burn_down": burn}
+    return {**ledger_report(path, read, epsilons=False), "burn_down": burn}
 
 
 def ledger_stamp(path: Path) -> tuple[int, ...]:
