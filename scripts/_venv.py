@@ -20,9 +20,17 @@ VENV = ROOT / ".venv"
 # Extras installed into the development environment (see pyproject.toml). ``spark`` is PySpark:
 # a ~450 MB source package that pip builds locally (a few minutes on a fresh machine, then
 # cached). APPROXDP_NO_SPARK=1 leaves it out (the Spark tests are then skipped).
-ALL_EXTRAS = ("test", "data", "plots", "web", "docs", "spark")
+# ``opacus`` brings torch for the end-to-end tests of the Opacus accountant: it is pinned to
+# torch==2.13.0 (a local CPU build, ~25-70 s to install; a plain "torch" would resolve to a
+# multi-GB CUDA build). APPROXDP_NO_OPACUS=1 leaves both out (those tests then skip).
+ALL_EXTRAS = ("test", "data", "plots", "web", "docs", "spark", "dp-accounting", "opacus")
 NO_SPARK = os.environ.get("APPROXDP_NO_SPARK") == "1"
-EXTRAS = tuple(e for e in ALL_EXTRAS if not (NO_SPARK and e == "spark"))
+NO_OPACUS = os.environ.get("APPROXDP_NO_OPACUS") == "1"
+EXTRAS = tuple(
+    e for e in ALL_EXTRAS if not (NO_SPARK and e == "spark") and not (NO_OPACUS and e == "opacus")
+)
+#: Pins installed with the extras: torch's CPU build (Opacus accepts it, torch >= 2.6).
+PINS = ("torch==2.13.0",) if "opacus" in EXTRAS else ()
 
 
 def _python() -> Path:
@@ -34,7 +42,7 @@ def _python() -> Path:
 def _fingerprint() -> str:
     digest = hashlib.sha256()
     digest.update((ROOT / "pyproject.toml").read_bytes())
-    digest.update(",".join(EXTRAS).encode())
+    digest.update(",".join((*EXTRAS, *PINS)).encode())
     return digest.hexdigest()
 
 
@@ -60,7 +68,7 @@ def ensure_venv(quiet: bool = True) -> Path:
                   "which takes a few minutes)", flush=True)
         # --retries: pip retries a dropped connection itself (and resumes partial downloads),
         # which matters for the large PySpark download on a fresh machine's first run
-        args = [*q, "--retries", "10", "-e", spec]
+        args = [*q, "--retries", "10", *PINS, "-e", spec]
         done = subprocess.run([str(python), "-m", "pip", "install", *args], cwd=ROOT)
         if done.returncode != 0:
             sys.exit(f"[approxdp] could not install the project's dependencies: pip install {args}")

@@ -4,9 +4,11 @@ build (``mkdocs build --strict``, into a temporary folder) and pytest.
 Usage: ``python3 scripts/test.py [extra pytest arguments]``. This is the README's test command
 and exactly what ``.ci/run`` calls. It runs the engine conformance suite on DuckDB and on
 Spark in local mode (``APPROXDP_NO_SPARK=1`` leaves PySpark out and skips the Spark tests),
-and the browser tests of ``approxdp serve`` in Debian's Chromium (installed here with apt-get
-when missing and running as root; Playwright's own browser download is never used). In CI
-(``CI=true``) the browser tests fail without a browser; elsewhere they skip, saying why.
+the end-to-end tests of the Opacus accountant with real Opacus and torch on CPU
+(``APPROXDP_NO_OPACUS=1`` leaves them out), and the browser tests of ``approxdp serve`` in
+Debian's Chromium (installed here with apt-get when missing and running as root; Playwright's
+own browser download is never used). In CI (``CI=true``) the browser tests fail without a
+browser; elsewhere they skip, saying why.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _venv import NO_SPARK, run
+from _venv import NO_OPACUS, NO_SPARK, run
 
 #: Names of a Chromium the browser tests can drive (the first found on PATH is used).
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
@@ -49,6 +51,9 @@ def ensure_chromium() -> None:
 def main() -> int:
     # CI must prove both engines: without PySpark or Java the Spark tests fail, not skip
     env = {} if NO_SPARK else {"APPROXDP_REQUIRE_SPARK": "1"}
+    # likewise the end-to-end tests of the Opacus accountant (torch + Opacus)
+    if not NO_OPACUS:
+        env["APPROXDP_REQUIRE_OPACUS"] = "1"
     ensure_chromium()
     with tempfile.TemporaryDirectory(prefix="approxdp-site-") as site:
         steps: list[tuple[str, list[str]]] = [

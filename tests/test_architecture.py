@@ -38,6 +38,7 @@ LAYERS: dict[str, int] = {
     "mechanisms": 6,
     "accounting": 7,
     "releases": 8,
+    "integrations": 8,  # drop-in accountants for dp_accounting and Opacus
     "plots": 9,  # figures of the experiments' data
     "experiments": 9,
     "reproduction": 10,  # experiments + plots + the report

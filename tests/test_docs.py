@@ -68,6 +68,17 @@ def test_only_cluster_examples_are_not_run() -> None:
     assert len(skipped) == 2, skipped
 
 
+def test_examples_that_need_optional_libraries_say_which() -> None:
+    assert needed_modules("# needs opacus, torch: run when installed\nimport torch\n") == [
+        "opacus", "torch"]
+    assert needed_modules("# needs jax_privacy: else compiled\n") == ["jax_privacy"]
+    assert needed_modules(NOT_RUN + "\n") == []  # "a cluster" is no module name
+    assert needed_modules("import torch  # needs torch: no\n") == []
+    dpsgd = (DOCS / "guide" / "dpsgd.md").read_text(encoding="utf-8")
+    marked = [needed_modules(src) for _, src in python_blocks(dpsgd) if needed_modules(src)]
+    assert marked == [["opacus", "torch"], ["jax_privacy"]]
+
+
 def test_fence_pattern_finds_blocks_and_lines() -> None:
     text = "# t\n\n```python\n>>> 1 + 1\n2\n```\n\n```bash\nls\n```\n```python title\nx = 1\n```\n"
     assert list(python_blocks(text)) == [(4, ">>> 1 + 1\n2\n"), (12, "x = 1\n")]
@@ -75,10 +86,21 @@ def test_fence_pattern_finds_blocks_and_lines() -> None:
 
 #: First line of an example that needs real infrastructure (a cluster); shown, not run.
 NOT_RUN = "# needs a cluster: not run by the docs tests"
+#: First line of an example that needs optional libraries ("# needs opacus, torch: ..."): run
+#: where all of them are installed, else only compiled.
+_NEEDS = re.compile(r"^# needs ([A-Za-z_][\w.]*(?:, [A-Za-z_][\w.]*)*):")
+
+
+def needed_modules(source: str) -> list[str]:
+    """The modules an example's first line says it needs (none without the marker)."""
+    match = _NEEDS.match(source)
+    return match.group(1).split(", ") if match else []
 
 
 def _run_block(source: str, globs: dict[str, Any], name: str, path: Path, line: int) -> None:
-    if source.startswith(NOT_RUN):
+    needs = needed_modules(source)
+    missing = [m for m in needs if importlib.util.find_spec(m) is None]
+    if source.startswith(NOT_RUN) or missing:
         compile(source, f"{path}:{line}", "exec")  # still valid Python
         return
     if ">>>" not in source:

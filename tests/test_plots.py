@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from approxdp.accounting import DPSGD_ACCOUNTANTS
 from approxdp.cli.figures import plot_command
 from approxdp.errors import InvalidParameterError, UnknownMethodError
 from approxdp.experiments import (
@@ -165,3 +166,27 @@ def test_matplotlib_is_lazy_and_pyplot_unused() -> None:
         "assert 'matplotlib.pyplot' not in sys.modules, 'pyplot used'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_dpsgd_plot_takes_the_run_and_several_noise_multipliers(tmp_path: Path) -> None:
+    fig = render_plot("dpsgd", sigma=(0.8, 2.0), sample_rate=0.01, steps=300, quick=True)
+    ax = fig.axes[0]
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert labels == ["σ = 0.8, pld (upper bound)", "σ = 0.8, rdp (upper bound)",
+                      "σ = 2, pld (upper bound)", "σ = 2, rdp (upper bound)"]
+    assert max(line.get_xdata()[-1] for line in ax.get_lines()) == 300
+    assert "sampling rate 0.01" in ax.get_title() and "0.8, 2" in ax.get_title()
+    one = render_plot("dpsgd", sigma=(1.0,), sample_rate=0.05, steps=50, quick=True)
+    assert len(one.axes[0].get_lines()) == len(DPSGD_ACCOUNTANTS)
+    with pytest.raises(InvalidParameterError, match="sample_rate must be in"):
+        render_plot("dpsgd", sample_rate=1.5)
+    with pytest.raises(InvalidParameterError, match="steps must be an integer"):
+        render_plot("dpsgd", steps=0)
+    with pytest.raises(InvalidParameterError, match="does not take --sample-rate"):
+        render_plot("profiles", sample_rate=0.1)
+    out = tmp_path / "dpsgd.png"
+    result = CliRunner().invoke(plot_command, [
+        "dpsgd", "--sigma", "1", "--sigma", "3", "--sample-rate", "0.02", "--steps", "100",
+        "--quick", "--out", str(out), "--dpi", "40"])
+    assert result.exit_code == 0, repr(result.exception)
+    assert out.read_bytes().startswith(PNG_MAGIC)

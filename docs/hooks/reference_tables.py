@@ -168,10 +168,11 @@ def check_command_table(markdown: str, commands: list[str], page: str) -> None:
 def plot_list() -> str:
     """The plots of ``approxdp plot`` as a Markdown table."""
     from approxdp.plots import PLOTS
+    from approxdp.plots.registry import option_flag
 
     rows = [
         f"| `{spec.name}` | {_cell(spec.title)} | "
-        f"{' '.join(f'`--{o}`' for o in spec.options) or '-'} |"
+        f"{' '.join(f'`{option_flag(o)}`' for o in spec.options) or '-'} |"
         for spec in PLOTS.values()
     ]
     return "\n".join(["| name | shows | options |", "|---|---|---|", *rows]) + "\n"

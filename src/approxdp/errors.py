@@ -16,6 +16,7 @@ __all__ = [
     "BudgetExceededError",
     "DataCheckError",
     "DataError",
+    "ExpressionError",
     "InsufficientDataError",
     "InternalError",
     "InvalidParameterError",
@@ -24,6 +25,7 @@ __all__ = [
     "NotPrivateError",
     "NotPrivateWarning",
     "ParameterTypeError",
+    "PrivateJoinError",
     "SeededLedgerError",
     "SmallDataWarning",
     "UnknownMethodError",
@@ -114,6 +116,28 @@ class SeededLedgerError(InvalidParameterError):
     """A seeded release (a reproducible simulation, NOT private) would be charged to a
     persistent ledger as if it were a real one; refused unless the caller opts in, and then
     marked "seeded, not private" in the ledger."""
+
+
+class ExpressionError(InvalidParameterError):
+    """A filter predicate or derived-column expression is outside approxdp's row-expression
+    language (:mod:`approxdp.engines.expressions`): a subquery, a file reader, an unknown
+    function or column, a statement separator, a comment, or operands of the wrong type.
+
+    Attributes:
+        expression: The expression as given.
+        part: The offending part of it (a function, a column, an operator...).
+    """
+
+    def __init__(self, message: str, *, expression: str = "", part: str = ""):
+        super().__init__(message)
+        self.expression = expression
+        self.part = part
+
+
+class PrivateJoinError(ParameterTypeError):
+    """A join of two private tables was asked for: only a public table (data that does not
+    depend on anyone's private data) may be joined with a private one (see
+    ``PrivateTable.join_public``)."""
 
 
 class InternalError(ApproxDPError, RuntimeError):

@@ -57,6 +57,7 @@ from approxdp.accounting.dpsgd.gdp_clt import (
     gdp_to_delta,
     gdp_to_epsilon,
 )
+from approxdp.accounting.dpsgd.training import TrainingAccountant
 from approxdp.accounting.guarantees import Guarantee
 from approxdp.accounting.pld.accounting import pld_delta, pld_epsilon
 from approxdp.accounting.pld.subsampled_gaussian import (
@@ -92,6 +93,7 @@ __all__ = [
     "PrivacyAccountant",
     "Receipt",
     "SpendRecord",
+    "TrainingAccountant",
     "advanced_composition",
     "amplify_by_subsampling",
     "basic_composition",

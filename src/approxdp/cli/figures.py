@@ -41,14 +41,18 @@ def _check_out_file(out: str | None) -> Path:
 @click.option("--epsilon", type=float, default=None, help="epsilon, for plots that take it.")
 @click.option("--delta", type=float, default=None, help="delta, for plots that take it.")
 @click.option("--sigma", type=float, multiple=True,
-              help="noise sigma (repeatable), for the 'profiles' plot.")
+              help="noise sigma (repeatable), for 'profiles'; the noise multiplier for 'dpsgd'.")
+@click.option("--sample-rate", type=float, default=None,
+              help="DP-SGD sampling rate q in (0, 1], for 'dpsgd'.")
+@click.option("--steps", type=int, default=None, help="DP-SGD steps T (the last), for 'dpsgd'.")
 @click.option("--seed", type=int, default=None, help="Seed of the simulation.")
 @click.option("--quick", is_flag=True, help="Fewer repetitions: faster, noisier.")
 @click.option("--dpi", type=int, default=120, show_default=True, help="Resolution of a PNG.")
 @click.option("--list", "list_plots", is_flag=True, help="List the plots and exit.")
 def plot_command(
     name: str | None, out: str | None, epsilon: float | None, delta: float | None,
-    sigma: tuple[float, ...], seed: int | None, quick: bool, dpi: int, list_plots: bool,
+    sigma: tuple[float, ...], sample_rate: float | None, steps: int | None, seed: int | None,
+    quick: bool, dpi: int, list_plots: bool,
 ) -> None:
     """Draw one figure by NAME (see --list): Zhao et al.'s fig1-fig5 or a plot of the lecture
     notes (Near & Abuah; Wu's notes)."""
@@ -56,12 +60,13 @@ def plot_command(
     from rich.table import Table
 
     from approxdp.plots import PLOTS, render_plot, save_figure
+    from approxdp.plots.registry import option_flag
 
     console = Console()
     if list_plots:
         table = Table("name", "shows", "options", title="approxdp plot NAME")
         for spec in PLOTS.values():
-            table.add_row(spec.name, spec.title, " ".join(f"--{o}" for o in spec.options))
+            table.add_row(spec.name, spec.title, " ".join(option_flag(o) for o in spec.options))
         console.print(table)
         return
     if name is None or name not in PLOTS:
@@ -73,7 +78,8 @@ def plot_command(
         raise InvalidParameterError(f"--dpi must be in [10, 1200], got --dpi={dpi}")
     path = _check_out_file(out)
     options: dict[str, Any] = {"epsilon": epsilon, "delta": delta, "sigma": sigma,
-                               "seed": seed, "quick": quick}
+                               "sample_rate": sample_rate, "steps": steps, "seed": seed,
+                               "quick": quick}
     with console.status(f"drawing {name} ..."):
         fig = render_plot(name, **options)
         save_figure(fig, path, dpi=dpi)

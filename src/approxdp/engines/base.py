@@ -18,6 +18,11 @@ Data shapes, step by step, of an aggregate request::
     → clamp values                         # value ↦ min(max(value, low), high)
     → group by ``by``                      # (key..., count/sum per aggregation, __rows)
 
+Row transformations (:meth:`Engine.filter_rows`, :meth:`Engine.with_expression`,
+:meth:`Engine.join_lookup`) return a new handle over transformed rows; their predicates and
+expressions are checked trees of :mod:`approxdp.engines.expressions`, which each engine writes
+out in its own dialect, never text a caller wrote.
+
 :meth:`Engine.map_cells` is the one primitive whose output may be too large for the caller's
 process: it spreads such an aggregate — computed beforehand by :meth:`Engine.aggregate_cells`
 and held where the data lives, so a caller can check and pay for it before anything is mapped
@@ -44,6 +49,9 @@ from approxdp.errors import DataError, InvalidParameterError, ParameterTypeError
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+    from approxdp.engines.expressions import RowExpression, ValueType
+    from approxdp.engines.transforms import JoinHow
 
 __all__ = [
     "LITERAL_TYPES",
@@ -452,6 +460,40 @@ class Engine(Protocol[TableT]):
     def with_centred_powers(self, table: TableT, powers: CentredPowers) -> TableT:
         """``table`` without the rows whose ``powers.column`` is NULL or NaN, with the float64
         columns of ``powers`` added (see :class:`CentredPowers`); the others unchanged."""
+        ...
+
+    def column_types(self, table: TableT) -> Mapping[str, ValueType]:
+        """Column names, in order, with their type in the row-expression language
+        (:data:`~approxdp.engines.expressions.ValueType`: integer, float, string, boolean or
+        other)."""
+        ...
+
+    def filter_rows(self, table: TableT, predicate: RowExpression) -> TableT:
+        """``table`` without the rows where ``predicate`` is not true (false or NULL); the
+        columns unchanged. ``predicate`` comes from
+        :func:`~approxdp.engines.expressions.parse_expression` with ``role="predicate"``."""
+        ...
+
+    def with_expression(self, table: TableT, name: str, expression: RowExpression) -> TableT:
+        """``table`` with the new column ``name`` = ``expression`` on each row (a name no
+        column has, compared case-insensitively); the rows and other columns unchanged."""
+        ...
+
+    def join_lookup(
+        self, table: TableT, lookup: TableT, on: Sequence[tuple[str, str]], how: JoinHow,
+    ) -> TableT:
+        """``table`` joined with the (small) ``lookup`` on ``on`` = ((table column, lookup
+        column), ...) — equal, non-NULL keys match — with the lookup's other columns added:
+        ``"inner"`` drops rows with no match, ``"left"`` keeps them with NULLs. A row matching
+        k lookup rows appears k times (callers check :meth:`duplicate_keys` first).
+        Checks: :func:`~approxdp.engines.transforms.check_join`."""
+        ...
+
+    def duplicate_keys(
+        self, table: TableT, columns: Sequence[str], limit: int = 3
+    ) -> tuple[int, tuple[tuple[KeyValue, ...], ...]]:
+        """How many distinct non-NULL values of ``columns`` occur on more than one row, and up
+        to ``limit`` of them (sorted)."""
         ...
 
     def aggregate(self, table: TableT, request: AggregateRequest) -> AggregateResult:

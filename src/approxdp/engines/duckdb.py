@@ -45,6 +45,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from approxdp.engines import duckdb_rows
 from approxdp.engines.base import (
     AggregateRequest,
     AggregateResult,
@@ -78,6 +79,9 @@ from approxdp.errors import DataCheckError, DataError, MissingDependencyError, P
 if TYPE_CHECKING:
     import duckdb
     import pyarrow as pa
+
+    from approxdp.engines.expressions import RowExpression, ValueType
+    from approxdp.engines.transforms import JoinHow
 
 __all__ = ["DuckDBEngine", "DuckDBTable"]
 
@@ -279,6 +283,10 @@ class DuckDBEngine:
         table.columns.update(out)
         return out
 
+    def column_types(self, table: DuckDBTable) -> dict[str, ValueType]:
+        """Column names in order, with their row-expression type."""
+        return duckdb_rows.column_types(self.sql_types(table))
+
     def count_rows(self, table: DuckDBTable) -> int:
         """``SELECT count(*)``."""
         return int(table.rows(f"SELECT count(*) FROM {_SOURCE}")[0][0])
@@ -373,6 +381,34 @@ class DuckDBEngine:
             f"NOT isnan({x})"
         )
         return DuckDBTable(None, rel, table.description, own=table.own)
+
+    # -- row transformations (approxdp.engines.duckdb_rows) ---------------------------------
+    def filter_rows(self, table: DuckDBTable, predicate: RowExpression) -> DuckDBTable:
+        """``SELECT * ... WHERE predicate`` as a new handle."""
+        return duckdb_rows.filter_rows(table, self.column_types(table), predicate)
+
+    def with_expression(
+        self, table: DuckDBTable, name: str, expression: RowExpression
+    ) -> DuckDBTable:
+        """``SELECT *, (expression) AS name`` as a new handle."""
+        return duckdb_rows.with_expression(table, self.column_types(table), name, expression)
+
+    def join_lookup(
+        self, table: DuckDBTable, lookup: DuckDBTable, on: Sequence[tuple[str, str]],
+        how: JoinHow,
+    ) -> DuckDBTable:
+        """``table`` joined with ``lookup`` (see :func:`.duckdb_rows.join_lookup`)."""
+        types = (self.column_types(table), self.column_types(lookup))
+        return duckdb_rows.join_lookup(self._connection, table, lookup, types, on, how)
+
+    def duplicate_keys(
+        self, table: DuckDBTable, columns: Sequence[str], limit: int = 3
+    ) -> tuple[int, tuple[tuple[KeyValue, ...], ...]]:
+        """Distinct non-NULL values of ``columns`` on more than one row, and a few."""
+        schema = self.schema(table)
+        for column in columns:
+            check_column(schema, column)
+        return duckdb_rows.duplicate_keys(table, columns, limit)
 
     # -- aggregation -----------------------------------------------------------------------
     def aggregate(self, table: DuckDBTable, request: AggregateRequest) -> AggregateResult:

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeGuard
 
+from approxdp.engines import spark_rows
 from approxdp.engines.base import (
     AggregateRequest,
     AggregateResult,
@@ -61,6 +62,9 @@ from approxdp.errors import DataError, MissingDependencyError, ParameterTypeErro
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import Column, DataFrame, SparkSession
+
+    from approxdp.engines.expressions import RowExpression, ValueType
+    from approxdp.engines.transforms import JoinHow
 
 __all__ = ["SparkEngine", "SparkTable", "is_spark_dataframe"]
 
@@ -203,6 +207,10 @@ class SparkEngine:
                 out[field.name] = ColumnKind.OTHER
         return out
 
+    def column_types(self, table: SparkTable) -> dict[str, ValueType]:
+        """Column names in order, with their row-expression type."""
+        return spark_rows.column_types(table.df)
+
     def _hash_inputs(self, table: SparkTable) -> dict[str, HashInput]:
         return {
             f.name: "integer" if _type_name(f.dataType) in _INTEGER_TYPES else "text"
@@ -320,6 +328,31 @@ class SparkEngine:
         return _arrow_frame(df.sparkSession, {"__v": values}, column).select(
             F.col("__v").cast(df.schema[column].dataType).alias("__v")
         )
+
+    # -- row transformations (approxdp.engines.spark_rows) ----------------------------------
+    def filter_rows(self, table: SparkTable, predicate: RowExpression) -> SparkTable:
+        """``df.filter(expr(predicate))`` as a new handle."""
+        return SparkTable(spark_rows.filter_rows(table.df, predicate), table.description)
+
+    def with_expression(self, table: SparkTable, name: str, expression: RowExpression
+                        ) -> SparkTable:
+        """``df.withColumn(name, expr(expression))`` as a new handle."""
+        return SparkTable(spark_rows.with_expression(table.df, name, expression),
+                          table.description)
+
+    def join_lookup(self, table: SparkTable, lookup: SparkTable,
+                    on: Sequence[tuple[str, str]], how: JoinHow) -> SparkTable:
+        """``table`` joined with the broadcast ``lookup`` (:func:`.spark_rows.join_lookup`)."""
+        return SparkTable(spark_rows.join_lookup(table.df, lookup.df, on, how),
+                          table.description)
+
+    def duplicate_keys(self, table: SparkTable, columns: Sequence[str], limit: int = 3
+                       ) -> tuple[int, tuple[tuple[KeyValue, ...], ...]]:
+        """Distinct non-NULL values of ``columns`` on more than one row, and a few."""
+        schema = self.schema(table)
+        for column in columns:
+            check_column(schema, column)
+        return spark_rows.duplicate_keys(table.df, columns, limit)
 
     # -- aggregation -----------------------------------------------------------------------
     def aggregate(self, table: SparkTable, request: AggregateRequest) -> AggregateResult:

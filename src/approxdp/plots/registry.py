@@ -21,10 +21,15 @@ from approxdp.plots.utility import plot_adult_histogram, plot_mean_estimation
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["PLOTS", "PlotSpec", "render_plot"]
+__all__ = ["PLOTS", "PlotSpec", "option_flag", "render_plot"]
 
 #: Options a plot may take (the CLI's flags).
-OPTIONS = ("epsilon", "delta", "sigma", "seed", "quick")
+OPTIONS = ("epsilon", "delta", "sigma", "sample_rate", "steps", "seed", "quick")
+
+
+def option_flag(option: str) -> str:
+    """The command-line flag of a plot option: ``sample_rate`` → ``--sample-rate``."""
+    return "--" + option.replace("_", "-")
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,10 +60,12 @@ def _fig2(epsilon: float | None = None, **_: Any) -> Figure:
 
 
 def _dpsgd(
-    sigma: tuple[float, ...] | None = None, delta: float = 1e-5, quick: bool = False, **_: Any
+    sigma: tuple[float, ...] | None = None, delta: float = 1e-5,
+    sample_rate: float = 256 / 60000, steps: int = 14063, quick: bool = False, **_: Any
 ) -> Figure:
     return plot_dpsgd(
-        noise_multiplier=sigma[0] if sigma else 1.1, delta=delta, points=8 if quick else 24
+        noise_multiplier=tuple(sigma) if sigma else 1.1, sample_rate=sample_rate,
+        max_steps=steps, delta=delta, points=8 if quick else 24,
     )
 
 
@@ -104,8 +111,10 @@ PLOTS: dict[str, PlotSpec] = {
                  plot_averaging_attack(epsilon=epsilon, delta=delta,
                                        reps=_reps(quick, 400, 20), seed=seed)),
         PlotSpec("dpsgd", "DP-SGD: epsilon against steps under every accountant (PLD, RDP, "
-                 "GDP-CLT, amplify+compose); --sigma is the noise multiplier",
-                 ("sigma", "delta", "quick"), _dpsgd),
+                 "GDP-CLT, amplify+compose); --sigma is the noise multiplier (several: PLD "
+                 "and RDP for each), --sample-rate q, --steps the last T (default MNIST: "
+                 "q = 256/60000, T = 14063)",
+                 ("sigma", "delta", "sample_rate", "steps", "quick"), _dpsgd),
     )
 }
 
@@ -123,9 +132,9 @@ def render_plot(name: str, **options: Any) -> Figure:
     given = {k: v for k, v in options.items() if v is not None and v != () and v is not False}
     unknown = sorted(set(given) - set(spec.options))
     if unknown:
-        takes = ", ".join(f"--{o}" for o in spec.options) or "no options"
+        takes = ", ".join(option_flag(o) for o in spec.options) or "no options"
         raise InvalidParameterError(
-            f"plot {name!r} does not take {', '.join('--' + u for u in unknown)}; "
+            f"plot {name!r} does not take {', '.join(option_flag(u) for u in unknown)}; "
             f"it takes {takes}"
         )
     if "epsilon" in given:
@@ -134,4 +143,11 @@ def render_plot(name: str, **options: Any) -> Figure:
         check_probability("delta", given["delta"])
     if "sigma" in given:
         check_interval("sigma", list(given["sigma"]), 0.0, 1e12, low_open=True)
+    if "sample_rate" in given:
+        check_interval("sample_rate", given["sample_rate"], 0.0, 1.0, low_open=True)
+    if "steps" in given:
+        steps = given["steps"]
+        if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= 10**9:
+            raise InvalidParameterError(
+                f"steps must be an integer in [1, 1e9], got steps={steps!r}")
     return spec.draw(**given)

@@ -8,7 +8,8 @@ unit contributes to at most k cells (k = max_partitions; 1 for a global query) a
 an amount of measure j in a range [a_j, b_j] fixed by m = max_rows_per_partition and the
 bounds:
 
-- count(*):                 [1, m] globally (a present unit has a row), [0, m] per cell;
+- count(*):                 [1, m] globally (a present unit has a row), [0, m] per cell and
+                            globally after a filter (a unit's rows may all be filtered out);
 - count of values/filtered: [0, m];
 - clamped sum of x − c:     [min(0, m(L − c)), max(0, m(U − c))].
 
@@ -43,21 +44,26 @@ class Sensitivity:
     derivation: str
 
 
-def contribution_range(measure: Measure, m: int, grouped: bool) -> tuple[float, float]:
-    """Range [a, b] of one unit's (unscaled) contribution of ``measure`` to one cell."""
+def contribution_range(
+    measure: Measure, m: int, grouped: bool, filtered: bool = False
+) -> tuple[float, float]:
+    """Range [a, b] of one unit's (unscaled) contribution of ``measure`` to one cell
+    (``filtered``: rows may have been dropped before bounding, so a unit may have none)."""
     if measure.kind == "count":
-        low = 1.0 if (measure.counts_every_row and not grouped) else 0.0
+        low = 1.0 if (measure.counts_every_row and not grouped and not filtered) else 0.0
         return low, float(m)
     lo, hi = measure.bounds
     c = measure.centre
     return min(0.0, m * (lo - c)), max(0.0, m * (hi - c))
 
 
-def _scaled_range(measure: Measure, m: int, grouped: bool) -> tuple[float, float]:
+def _scaled_range(
+    measure: Measure, m: int, grouped: bool, filtered: bool
+) -> tuple[float, float]:
     """:func:`contribution_range` divided by the measure's scale, dividing first: a unit's
     range m(L − c) can overflow for bounds near ±1.8e308, its scaled range is within [−m, m]."""
     if measure.kind == "count":
-        return contribution_range(measure, m, grouped)
+        return contribution_range(measure, m, grouped, filtered)
     lo, hi = measure.bounds
     c, s = measure.centre, measure.scale
     return min(0.0, m * ((lo - c) / s)), max(0.0, m * ((hi - c) / s))
@@ -72,15 +78,17 @@ def query_sensitivity(
     m = bounds.max_rows_per_partition
     mags, widths, parts = [], [], []
     for meas in query.measures():
-        a, b = contribution_range(meas, m, grouped)
+        a, b = contribution_range(meas, m, grouped, bounds.filtered)
         s = meas.scale
-        a_s, b_s = _scaled_range(meas, m, grouped)  # a/s, b/s without overflow of a or b
+        a_s, b_s = _scaled_range(meas, m, grouped, bounds.filtered)  # without overflow
         mags.append(max(abs(a_s), abs(b_s)))
         widths.append(b_s - a_s)
         what = meas.kind if meas.column is None else f"{meas.kind}({meas.column})"
         parts.append(f"{what} ∈ [{a:g}, {b:g}] / {s:g}")
     unit = "row" if bounds.privacy_unit is None else f"unit ({bounds.privacy_unit!r})"
     caps = f"k={k} cell(s), m={m} row(s) per cell"
+    if bounds.filtered:
+        caps += " (rows filtered before bounding: a unit may have none)"
     if neighbouring == "add-remove":
         l2 = math.sqrt(k * sum(x * x for x in mags))
         l1 = k * sum(mags)

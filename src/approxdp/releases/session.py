@@ -49,6 +49,7 @@ from approxdp.releases.specs import (
     Query,
     Sum,
 )
+from approxdp.releases.transformations import TableTransformations
 
 __all__ = ["BOUNDS_SHARE", "CAST_TYPES", "ColumnOptions", "PrivateTable"]
 
@@ -69,8 +70,11 @@ class ColumnOptions(TypedDict, total=False):
 BOUNDS_SHARE = 0.2
 
 
-class PrivateTable:
+class PrivateTable(TableTransformations):
     """A table to release statistics from, with the accountant that pays for them.
+
+    :meth:`filter`, :meth:`with_column` and :meth:`join_public` return new tables over
+    transformed rows that share this one's accountant (:mod:`approxdp.releases.transformations`).
 
     Args:
         data: CSV/Parquet path, pandas or Polars DataFrame, PyArrow table, DuckDB relation, or
@@ -206,11 +210,18 @@ class PrivateTable:
     def _with_cast_notes(
         self, results: tuple[ReleaseResult, ...]
     ) -> tuple[ReleaseResult, ...]:
-        """The results with this table's cast report in their (exact) diagnostics."""
-        if not any(n for n, _ in self.cast_report.values()):
+        """The results with this table's transformation steps in their notes (public: the
+        filters, derived columns and public joins asked for) and its cast report in their
+        diagnostics (exact, not private)."""
+        steps = self._step_notes()
+        casts = any(n for n, _ in self.cast_report.values())
+        if not steps and not casts:
             return results
         return tuple(
-            dataclasses.replace(r, diagnostics=r.diagnostics.with_casts(self.cast_report))
+            dataclasses.replace(
+                r, notes=r.notes + steps,
+                diagnostics=r.diagnostics.with_casts(self.cast_report) if casts else r.diagnostics,
+            )
             for r in results
         )
 
@@ -255,9 +266,10 @@ class PrivateTable:
         """Number of rows."""
         return self._one(Count(), epsilon, delta, level)
 
-    def sum(self, column: str, bounds: tuple[float, float] | Literal["private"], *,
-            epsilon: float, delta: float, **options: Unpack[ColumnOptions]) -> ReleaseResult:
-        """Sum of ``column`` clamped to ``bounds`` (NULL/NaN contribute nothing).
+    def sum(self, column: str, bounds: tuple[float, float] | Literal["private"] | None = None,
+            *, epsilon: float, delta: float, **options: Unpack[ColumnOptions]) -> ReleaseResult:
+        """Sum of ``column`` clamped to ``bounds`` (NULL/NaN contribute nothing); ``None``:
+        the bounds :meth:`with_column` declared for it.
 
         ``bounds="private"``: first estimate them with :meth:`estimate_bounds` from
         ``bounds_share`` of (ε, δ) (default 0.2), then release the sum with the rest — two
@@ -268,9 +280,10 @@ class PrivateTable:
         """
         return self._column(Sum, column, bounds, epsilon, delta, options)
 
-    def mean(self, column: str, bounds: tuple[float, float] | Literal["private"], *,
-             epsilon: float, delta: float, **options: Unpack[ColumnOptions]) -> ReleaseResult:
-        """Mean of ``column`` clamped to ``bounds`` over non-missing values.
+    def mean(self, column: str, bounds: tuple[float, float] | Literal["private"] | None = None,
+             *, epsilon: float, delta: float, **options: Unpack[ColumnOptions]) -> ReleaseResult:
+        """Mean of ``column`` clamped to ``bounds`` over non-missing values (``None``: the
+        bounds :meth:`with_column` declared for it).
 
         ``bounds="private"``: the bounds are first estimated privately
         (:meth:`estimate_bounds`, the 1 % and 99 % quantiles) from ``bounds_share`` of
@@ -288,10 +301,11 @@ class PrivateTable:
 
     def _column(
         self, kind: type[ColumnQuery], column: str,
-        bounds: tuple[float, float] | Literal["private"], epsilon: float, delta: float,
+        bounds: tuple[float, float] | Literal["private"] | None, epsilon: float, delta: float,
         options: ColumnOptions,
     ) -> ReleaseResult:
         what = kind.__name__.lower()
+        bounds = self._bounds_for(column, bounds, what)
         unknown = sorted(set(options) - set(ColumnOptions.__annotations__))
         if unknown:
             raise ParameterTypeError(
@@ -409,7 +423,7 @@ class PrivateTable:
                          level)
 
     def quantiles(
-        self, column: str, qs: Sequence[float], bounds: tuple[float, float], *,
+        self, column: str, qs: Sequence[float], bounds: tuple[float, float] | None = None, *,
         epsilon: float, delta: float, level: float = 0.95, bins: int = 1024,
         branching: int = 32,
     ) -> ReleaseResult:
@@ -424,47 +438,49 @@ class PrivateTable:
                                f"quantiles({column})")
 
     def median(
-        self, column: str, bounds: tuple[float, float], *, epsilon: float, delta: float,
-        level: float = 0.95, bins: int = 1024, branching: int = 32,
+        self, column: str, bounds: tuple[float, float] | None = None, *, epsilon: float,
+        delta: float, level: float = 0.95, bins: int = 1024, branching: int = 32,
     ) -> ReleaseResult:
         """The median of ``column`` clamped to ``bounds`` (:meth:`quantiles` at q = 0.5)."""
         return self._quantiles(column, [0.5], bounds, epsilon, delta, level, bins, branching,
                                f"median({column})")
 
     def _quantiles(
-        self, column: str, qs: Sequence[float], bounds: tuple[float, float], epsilon: float,
-        delta: float, level: float, bins: int, branching: int, label: str,
+        self, column: str, qs: Sequence[float], bounds: tuple[float, float] | None,
+        epsilon: float, delta: float, level: float, bins: int, branching: int, label: str,
     ) -> ReleaseResult:
         from approxdp.releases.quantiles import QuantileTree, release_quantiles
 
+        found = self._bounds_for(column, bounds, label.split("(")[0])
         result = release_quantiles(
-            self._release_context(), column=column, qs=qs, bounds=bounds, epsilon=epsilon,
+            self._release_context(), column=column, qs=qs, bounds=found, epsilon=epsilon,
             delta=delta, level=level, tree=QuantileTree(bins, branching), label=label,
         )
         return self._with_cast_notes((result,))[0]
 
     def variance(
-        self, column: str, bounds: tuple[float, float], *, epsilon: float, delta: float,
-        level: float = 0.95,
+        self, column: str, bounds: tuple[float, float] | None = None, *, epsilon: float,
+        delta: float, level: float = 0.95,
     ) -> ReleaseResult:
         """Population variance of ``column`` clamped to ``bounds`` over non-missing values:
         one Gaussian on (Σd, Σd², n) (:mod:`approxdp.releases.variance`), one spend."""
         return self._spread(column, bounds, epsilon, delta, level, "variance")
 
     def std(
-        self, column: str, bounds: tuple[float, float], *, epsilon: float, delta: float,
-        level: float = 0.95,
+        self, column: str, bounds: tuple[float, float] | None = None, *, epsilon: float,
+        delta: float, level: float = 0.95,
     ) -> ReleaseResult:
         """Standard deviation of ``column`` clamped to ``bounds`` (√ of :meth:`variance`)."""
         return self._spread(column, bounds, epsilon, delta, level, "std")
 
     def _spread(
-        self, column: str, bounds: tuple[float, float], epsilon: float, delta: float,
+        self, column: str, bounds: tuple[float, float] | None, epsilon: float, delta: float,
         level: float, kind: Literal["variance", "std"],
     ) -> ReleaseResult:
         from approxdp.releases.variance import release_variance
 
-        result = release_variance(self._release_context(), column=column, bounds=bounds,
+        found = self._bounds_for(column, bounds, kind)
+        result = release_variance(self._release_context(), column=column, bounds=found,
                                   epsilon=epsilon, delta=delta, level=level, kind=kind)
         return self._with_cast_notes((result,))[0]
 

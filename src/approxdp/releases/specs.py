@@ -111,11 +111,19 @@ class ContributionBounds:
         max_rows_per_partition: Rows' worth a unit may contribute to one cell, or to a global
             query (m). A unit with n > m rows in a cell counts m there and its sums are scaled
             by m/n (see :class:`approxdp.engines.base.PerKeyLimit`).
+        filtered: Rows may have been dropped before the bounding (by
+            :meth:`~approxdp.releases.PrivateTable.filter` or an inner
+            :meth:`~approxdp.releases.PrivateTable.join_public`), so a unit present in the data
+            may have no row left: its contribution to a global ``count(*)`` then ranges over
+            [0, m] instead of [1, m]. Under replace-one this is what makes a filtered count
+            noisy (one person swapped for another can leave or enter the filter); add/remove
+            is unchanged. Set by the table, not by hand.
     """
 
     privacy_unit: str | None = None
     max_partitions: int = 1
     max_rows_per_partition: int = 1
+    filtered: bool = False
 
     def __post_init__(self) -> None:
         for name in ("max_partitions", "max_rows_per_partition"):
@@ -132,6 +140,8 @@ class ContributionBounds:
                 "max_partitions and max_rows_per_partition need a privacy_unit column; without "
                 "one each row is a unit and contributes to one cell"
             )
+        if not isinstance(self.filtered, bool):
+            raise ParameterTypeError(f"filtered must be True or False, got {self.filtered!r}")
         if self.privacy_unit is not None and (
             not isinstance(self.privacy_unit, str) or not self.privacy_unit
         ):

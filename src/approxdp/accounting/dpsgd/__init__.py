@@ -7,6 +7,8 @@
 - :mod:`.phases`: :class:`DPSGDPhase` (σ, q, T) and the validation of DP-SGD's parameters.
 - :mod:`.bounds`: each accountant's ε at δ and δ at ε for one target.
 - :mod:`.gdp_clt`: the Gaussian-DP central-limit approximation (labelled, never certified).
+- :mod:`.training`: :class:`TrainingAccountant`, the accountant of a training loop (O(1) per
+  step, phases of equal (σ, q), (ε, δ) on demand, checkpoints).
 """
 
 from __future__ import annotations
@@ -29,11 +31,13 @@ from approxdp.accounting.dpsgd.gdp_clt import (
     gdp_to_delta,
     gdp_to_epsilon,
 )
+from approxdp.accounting.dpsgd.training import TrainingAccountant
 
 __all__ = [
     "DPSGD_ACCOUNTANTS",
     "AccountantResult",
     "DPSGDPhase",
+    "TrainingAccountant",
     "calibrate_dpsgd",
     "compare_dpsgd_accountants",
     "dpsgd_delta",
