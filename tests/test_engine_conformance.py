@@ -724,6 +724,21 @@ def test_join_lookup_on_text_keys_and_several_columns(engine: Engine) -> None:
     assert list(zip(res.keys["v"], res.keys["w"], strict=True)) == [(1.0, 10), (3.0, 20)]
 
 
+def test_join_lookup_on_a_spark_lookup_of_the_same_lineage(spark_session: Any) -> None:
+    """A lookup derived from the private DataFrame itself: the key condition must compare the
+    two sides, not one column with itself (Spark's self-join trap, a cross join)."""
+    from approxdp.engines.spark import SparkEngine
+
+    engine = SparkEngine(spark_session)
+    df = spark_session.createDataFrame(_join_tables()[0].to_pandas())
+    lookup = df.select("id", "s").withColumnRenamed("s", "s2").filter("id < 3")
+    t = engine.join_lookup(engine.load(df), engine.load(lookup), [("k", "id")], "inner")
+    res = engine.aggregate(t, AggregateRequest(("id", "s2"), (Aggregation("n", "count"),)))
+    # private rows whose k (1, 2, 2, 1) is a lookup id (0, 1, 2): ids 0, 1, 2, 6
+    assert sorted(int(i) for i in res.keys["id"]) == [0, 1, 2, 6]
+    assert res.values["n"].tolist() == [1.0] * 4
+
+
 def test_join_lookup_checks(engine: Engine) -> None:
     private, lookup = _join_tables()
     p, lk = engine.load(private), engine.load(lookup)

@@ -25,7 +25,7 @@ from approxdp.engines.transforms import (
 )
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
     from approxdp.engines.base import KeyValue
     from approxdp.engines.expressions import RowExpression, ValueType
@@ -81,9 +81,18 @@ def join_lookup(
     from pyspark.sql import functions as F
 
     added = check_join(column_types(df), column_types(lookup), on, how)
-    cond = [df[_q(a)] == lookup[_q(b)] for a, b in on]
-    joined = df.join(F.broadcast(lookup), cond, how)
-    return joined.select(*(df[_q(c)] for c in df.columns), *(lookup[_q(c)] for c in added))
+    # columns are named through aliases, not through their DataFrames: a lookup derived from
+    # the same DataFrame would otherwise resolve both sides of `k = k` to one column (a
+    # condition always true: a cross join)
+    left, right = df.alias("__approxdp_l"), lookup.alias("__approxdp_r")
+
+    def col(side: str, name: str) -> Column:
+        return F.col(f"{side}.{_q(name)}")
+
+    cond = [col("__approxdp_l", a) == col("__approxdp_r", b) for a, b in on]
+    joined = left.join(F.broadcast(right), cond, how)
+    return joined.select(*(col("__approxdp_l", c).alias(c) for c in df.columns),
+                         *(col("__approxdp_r", c).alias(c) for c in added))
 
 
 def duplicate_keys(

@@ -5,9 +5,11 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import os
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -189,6 +191,35 @@ class ReleaseResult:
         cols.update(value=np.asarray(self.values), std=np.asarray(self.std),
                     ci_low=np.asarray(self.ci_low), ci_high=np.asarray(self.ci_high))
         return pa.table(cols).replace_schema_metadata(meta)
+
+    # -- exports for publication (approxdp.releases.export) -----------------------------------
+    def to_pandas(self) -> Any:
+        """The released cells as a pandas DataFrame: key columns, value, std, ci_low, ci_high,
+        informative and the public parameters on every row; nothing exact
+        (:mod:`approxdp.releases.export`)."""
+        from approxdp.releases.export import to_pandas
+
+        return to_pandas(self)
+
+    def to_polars(self) -> Any:
+        """The released cells as a Polars DataFrame (the columns of :meth:`to_pandas`)."""
+        from approxdp.releases.export import to_polars
+
+        return to_polars(self)
+
+    def to_csv(self, path: str | os.PathLike[str]) -> Path:
+        """Write the released cells (the columns of :meth:`to_pandas`) to ``path`` as CSV;
+        returns the path. A seeded simulation says so in its ``secure`` column (False)."""
+        from approxdp.releases.export import write_csv
+
+        return write_csv(self, path)
+
+    def to_parquet(self, path: str | os.PathLike[str]) -> Path:
+        """Write the released cells to ``path`` as Parquet, with the public parameters and
+        the ``approxdp.secure`` mark in the schema metadata too; returns the path."""
+        from approxdp.releases.export import write_parquet
+
+        return write_parquet(self, path)
 
     @property
     def value(self) -> float:
