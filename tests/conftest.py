@@ -1,7 +1,13 @@
-"""Shared fixtures: one small local Spark session for the whole test run.
+"""Shared fixtures: one small local Spark session for the whole test run; and the markers of
+the slow kinds of test.
 
 Spark tests are skipped when PySpark or Java is missing, unless ``APPROXDP_REQUIRE_SPARK=1``
 (which ``scripts/test.py`` sets, so CI fails instead of silently skipping them).
+
+Every test that runs on Spark is marked ``spark`` (it uses the Spark session, or runs an
+engine-parametrized test on Spark) and every test that drives the browser ``browser``, so a
+quick local run can leave them out: ``.venv/bin/python -m pytest -m "not spark and not
+browser"``. ``python3 scripts/test.py`` (CI) runs everything.
 """
 
 from __future__ import annotations
@@ -25,6 +31,26 @@ def _spark_missing() -> str | None:
     return None
 
 
+def _runs_on_spark(item: pytest.Item) -> bool:
+    if "spark_session" in getattr(item, "fixturenames", ()):
+        return True
+    callspec = getattr(item, "callspec", None)
+    params = callspec.params.values() if callspec is not None else ()
+    if any(isinstance(p, str) and p == "spark" for p in params):  # an engine's parameter
+        return True  # (docs/spark.md's example asks for the session: in fixturenames then)
+    return item.path.name == "test_docs.py" and any(
+        isinstance(p, Path) and p.name == "spark.md" for p in params)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the Spark and browser tests (see the module docstring)."""
+    for item in items:
+        if item.path.name == "test_spark_engine.py" or _runs_on_spark(item):
+            item.add_marker(pytest.mark.spark)
+        if item.path.name == "test_web_browser.py":
+            item.add_marker(pytest.mark.browser)
+
+
 @pytest.fixture(scope="session")
 def spark_session() -> Iterator[Any]:
     """A local[2] SparkSession with few shuffle partitions and small memory, shared by all."""
@@ -38,9 +64,10 @@ def spark_session() -> Iterator[Any]:
     # Python workers: this interpreter (with approxdp), and the test modules importable, since
     # cell functions defined in tests are pickled by reference
     os.environ["PYSPARK_PYTHON"] = sys.executable
-    here = str(Path(__file__).resolve().parent)
+    here = Path(__file__).resolve().parent  # tests/ and its folders, as pytest imports them
+    folders = [str(here), *(str(d) for d in sorted(here.iterdir()) if d.is_dir())]
     os.environ["PYTHONPATH"] = os.pathsep.join(
-        p for p in (here, os.environ.get("PYTHONPATH", "")) if p
+        p for p in (*folders, os.environ.get("PYTHONPATH", "")) if p
     )
     from pyspark.sql import SparkSession
 

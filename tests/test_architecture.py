@@ -179,6 +179,26 @@ def test_the_browser_ui_imports_no_command_line() -> None:
     assert not leaks, f"the web UI imports the command line: {leaks}"
 
 
+#: The libraries only the engines may import (they translate every error of theirs).
+ENGINE_LIBRARIES = ("duckdb", "pyspark", "py4j")
+
+
+@pytest.mark.parametrize("part", ["cli", "web", "reports", "releases"])
+def test_only_engines_import_an_engine_library(part: str) -> None:
+    """Front ends (and the releases above the engines) never import DuckDB or Spark: the
+    engines turn every error of theirs into approxdp's errors."""
+    found = []
+    for path in _modules():
+        if _part(path) != part:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            found += [f"{path.relative_to(PACKAGE)}: {n}" for n in names
+                      if n.split(".")[0] in ENGINE_LIBRARIES]
+    assert not found, f"engine libraries imported outside the engines: {found}"
+
+
 def test_the_cycle_checks_see_a_cycle() -> None:
     """The checks above are not vacuous: a two-file and a three-file loop are found."""
     assert _cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [{"a", "b"}]
@@ -207,3 +227,20 @@ def test_every_public_name_resolves() -> None:
     missing = [name for name in approxdp.__all__ if not hasattr(approxdp, name)]
     assert not missing
     assert len(set(approxdp.__all__)) == len(approxdp.__all__)
+
+
+def test_the_package_docstring_maps_every_public_name() -> None:
+    """``approxdp``'s docstring is a sectioned map of its API: every exported name is in it,
+    and every name it lists in a section is exported."""
+    import re
+
+    doc = approxdp.__doc__ or ""
+    missing = [n for n in approxdp.__all__ if n != "__version__" and n not in doc]
+    assert not missing, f"add to approxdp's docstring: {missing}"
+    listed = {name for block in re.findall(r"\n    (.+(?:\n    .+)*)", doc)
+              for name in re.findall(r"\b([A-Za-z_][A-Za-z0-9_]*[a-z_A-Z0-9])\b", block)
+              if name not in ("the", "and", "of", "its", "kinds", "budget", "splitting",
+                              "composition", "conversions", "PLD", "RDP", "DP", "SGD",
+                              "query", "specs")}
+    unknown = sorted(n for n in listed if not hasattr(approxdp, n))
+    assert not unknown, f"approxdp's docstring lists names it does not export: {unknown}"

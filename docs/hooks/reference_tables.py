@@ -24,6 +24,8 @@ The blocks:
   (:data:`approxdp.reproduction.FIGURE_FILES`).
 - ``<!-- approxdp:calibration-methods -->``: the Gaussian calibration methods, their
   formulas, sources and validity (:data:`approxdp.calibration.CALIBRATION_METHODS`).
+- ``<!-- approxdp:release-kinds -->``: the kinds of release, what each takes, its
+  sensitivity and engine work (:data:`approxdp.releases.kinds.RELEASE_KINDS`).
 
 It also generates ``css/pygments.css``, the colours of the code blocks (highlighted at build
 time by Pygments, so no highlighter is loaded from the web), and adds it to the pages.
@@ -49,6 +51,7 @@ MARKER = "<!-- approxdp:cli-reference -->"
 PLOT_MARKER = "<!-- approxdp:plot-list -->"
 FILES_MARKER = "<!-- approxdp:reproduce-files -->"
 METHODS_MARKER = "<!-- approxdp:calibration-methods -->"
+KINDS_MARKER = "<!-- approxdp:release-kinds -->"
 PROG = "approxdp"
 #: Columns the generated usage lines are wrapped at (not the terminal's: the text is committed).
 WIDTH = 100
@@ -203,6 +206,26 @@ def calibration_methods() -> str:
     return "\n".join([head, "|---|---|---|---|---|", *rows]) + "\n"
 
 
+def release_kinds() -> str:
+    """The kinds of release as a Markdown table."""
+    from approxdp.releases.kinds import RELEASE_KINDS
+
+    def takes(kind: Any) -> str:
+        parts = {"none": [], "one": ["COLUMN"], "many": ["COLUMNS"]}[kind.columns]
+        parts += (["bounds (or private)"] if kind.bounds else []) + (
+            ["by"] if kind.groups else []) + (["domain"] if kind.domain else []) + (
+            ["qs"] if kind.qs else [])
+        return ", ".join(parts) or "—"
+
+    rows = [
+        f"| `{k.name}` | {_cell(k.summary)} | {_cell(takes(k))} | {_cell(k.sensitivity)} | "
+        f"{_cell(k.engine)} |"
+        for k in RELEASE_KINDS.values()
+    ]
+    head = "| kind | releases | takes | sensitivity | engine work |"
+    return "\n".join([head, "|---|---|---|---|---|", *rows]) + "\n"
+
+
 PYGMENTS_CSS = "css/pygments.css"
 
 
@@ -232,7 +255,7 @@ def _generators() -> dict[str, Callable[[], str]]:
         return cli_reference(cli)
 
     return {MARKER: cli_text, PLOT_MARKER: plot_list, FILES_MARKER: reproduce_files,
-            METHODS_MARKER: calibration_methods}
+            METHODS_MARKER: calibration_methods, KINDS_MARKER: release_kinds}
 
 
 def end_marker(start: str) -> str:

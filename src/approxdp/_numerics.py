@@ -71,8 +71,6 @@ _FORWARD_BELOW = 6.0
 _CF_DEPTH = 12
 # At most this many odd terms: below the direct threshold the term ratio is <= (1/32)^2.
 _MAX_ODD_TERMS = 6
-# 17 decimal digits: terms are summed until the ratio q^n falls below 1e-17.
-_LOG_TERM_TOL = 17.0 * math.log(10.0)
 
 erfcx_scalar: Callable[[float], float] = cython_special.erfcx
 """scipy's erfcx (Faddeeva package) on one Python float, returning a Python float."""

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 import numbers
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -17,7 +19,16 @@ import numpy.typing as npt
 
 from approxdp.errors import InvalidParameterError, ParameterTypeError
 
-__all__ = ["as_float_array", "check_interval", "check_probability", "is_scalar", "plain_floats"]
+__all__ = [
+    "PARAMETER_RANGES",
+    "ParameterRange",
+    "as_float_array",
+    "check_interval",
+    "check_parameter",
+    "check_probability",
+    "is_scalar",
+    "plain_floats",
+]
 
 ArrayLike = npt.ArrayLike
 FloatArray = npt.NDArray[np.float64]
@@ -109,6 +120,111 @@ def check_interval(
 def check_probability(name: str, value: Any, *, allow_zero: bool = False) -> FloatArray:
     """δ-like parameters: in (0, 1) (or [0, 1) with ``allow_zero``)."""
     return check_interval(name, value, 0.0, 1.0, low_open=not allow_zero, high_open=True)
+
+
+@dataclass(frozen=True, slots=True)
+class ParameterRange:
+    """The values a kind of parameter may take, and why these: ``[low, high]`` with each end
+    open or closed (:func:`check_interval`'s message shows it as ``[0, inf)``...)."""
+
+    low: float
+    high: float
+    low_open: bool
+    high_open: bool
+    why: str
+
+    def check(self, name: str, value: Any) -> FloatArray:
+        """``value`` as floats, or :class:`InvalidParameterError` naming ``name``."""
+        return check_interval(name, value, self.low, self.high, low_open=self.low_open,
+                              high_open=self.high_open)
+
+    def __str__(self) -> str:
+        left, right = "(" if self.low_open else "[", ")" if self.high_open else "]"
+        return f"{left}{_fmt(self.low)}, {_fmt(self.high)}{right}"
+
+
+_INF = math.inf
+
+#: Every kind of parameter the library checks, with its range and why it is that range —
+#: the one table every check reads (:func:`check_parameter`), so ε (or δ, σ, q...) is refused
+#: with the same range wherever it means the same thing. Where the same letter has two ranges,
+#: the entries say why (ε of a profile may be ∞; ε spent by a release may not be 0).
+PARAMETER_RANGES: MappingProxyType[str, ParameterRange] = MappingProxyType({
+    "epsilon": ParameterRange(
+        0.0, _INF, False, True,
+        "a privacy loss or target: finite, and ε = 0 is (0, δ)-DP"),
+    "epsilon_unbounded": ParameterRange(
+        0.0, _INF, False, False,
+        "where ε = ∞ means something: a profile δ(ε) is read there (δ(∞) = 0), or a loss "
+        "composed with an unbounded step is ∞"),
+    "epsilon_positive": ParameterRange(
+        0.0, _INF, True, True,
+        "an ε that must be positive and finite: the budget a release or a split spends, a "
+        "grid's largest ε (no noise of finite scale gives ε = 0)"),
+    "epsilon_figure": ParameterRange(
+        0.0, 1e6, True, False,
+        "an experiment's ε: past 10^6 every σ underflows to the smallest floats"),
+    "sigma_figure": ParameterRange(
+        0.0, 1e12, True, False,
+        "a figure's σ: beyond 10^12 every profile of a unit sensitivity is 1 to plotting "
+        "precision"),
+    "delta": ParameterRange(
+        0.0, 1.0, True, True,
+        "a failure probability: δ = 0 needs infinite Gaussian noise, δ ≥ 1 promises nothing"),
+    "delta_cost": ParameterRange(
+        0.0, 1.0, False, True,
+        "the δ of a step known by its (ε, δ) guarantee: 0 for pure DP"),
+    "sigma": ParameterRange(
+        0.0, _INF, True, False,
+        "a noise scale: σ = ∞ releases nothing and has profile 0"),
+    "sigma_finite": ParameterRange(
+        0.0, _INF, True, True,
+        "a noise scale to sample from or to scale a count by"),
+    "sensitivity": ParameterRange(
+        0.0, _INF, False, True,
+        "an ℓ2 or ℓ1 sensitivity: Δ = 0 has nothing to hide"),
+    "sensitivity_positive": ParameterRange(
+        0.0, _INF, True, True,
+        "a sensitivity that scales the noise of a mechanism: Δ = 0 would need none"),
+    "sample_rate": ParameterRange(
+        0.0, 1.0, True, False,
+        "a sampling rate: q = 0 samples nothing, q = 1 keeps every record"),
+    "level": ParameterRange(
+        0.0, 1.0, True, True,
+        "a confidence level"),
+    "probability": ParameterRange(
+        0.0, 1.0, True, True,
+        "a probability strictly between 0 and 1 (a share, a failure rate)"),
+    "quantile": ParameterRange(
+        0.0, 1.0, False, False,
+        "a quantile q: 0 is the minimum, 1 the maximum"),
+    "scale": ParameterRange(
+        0.0, _INF, True, False,
+        "a Laplace scale: b = ∞ releases nothing"),
+    "positive": ParameterRange(
+        0.0, _INF, True, True,
+        "a positive finite number (a weight, a rate, a target accuracy)"),
+    "rho": ParameterRange(
+        0.0, _INF, False, True,
+        "a zCDP ρ: finite, ρ = 0 is perfectly private"),
+    "finite": ParameterRange(
+        -_INF, _INF, True, True,
+        "a clamping bound: any finite number"),
+})
+
+
+def check_parameter(name: str, value: Any, kind: str | None = None) -> FloatArray:
+    """``value`` checked against the range of ``kind`` (default: ``name``) in
+    :data:`PARAMETER_RANGES`; the error names ``name``, its value and the range.
+
+    >>> float(check_parameter("epsilon", 1.5))
+    1.5
+    >>> check_parameter("epsilon", -1)
+    Traceback (most recent call last):
+    ...
+    approxdp.errors.InvalidParameterError: epsilon must be in [0, inf), got epsilon=-1
+    """
+    return PARAMETER_RANGES[kind or name].check(name, value)
 
 
 def _fmt(x: float) -> str:

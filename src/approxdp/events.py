@@ -9,10 +9,10 @@ Every event validates itself when built, so an invalid event can never reach a l
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
+from typing import ClassVar
 
-from approxdp._validation import check_interval, check_probability
+from approxdp._validation import check_parameter
 from approxdp.errors import ParameterTypeError, UnknownMethodError
 
 __all__ = [
@@ -29,7 +29,20 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class PrivacyEvent:
-    """Base class of all events. ``label`` is free text shown in ledgers and reports."""
+    """Base class of all events. ``label`` is free text shown in ledgers and reports.
+
+    Each event lists its numeric fields in :attr:`RANGES` with the kind of parameter each is
+    (:data:`approxdp._validation.PARAMETER_RANGES`); building an event checks them all, here,
+    once, and stores them as floats. Subclasses add only checks that are not ranges.
+    """
+
+    #: Each numeric field and the kind of parameter it is (its allowed range).
+    RANGES: ClassVar[tuple[tuple[str, str], ...]] = ()
+
+    def __post_init__(self) -> None:
+        for name, kind in self.RANGES:
+            object.__setattr__(self, name, float(check_parameter(name, getattr(self, name),
+                                                                 kind)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,15 +57,10 @@ class GaussianEvent(PrivacyEvent):
     sensitivity: float = 1.0
     label: str = field(default="gaussian", compare=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(
-            self, "sigma", float(check_interval("sigma", self.sigma, 0.0, math.inf, low_open=True))
-        )
-        object.__setattr__(
-            self,
-            "sensitivity",
-            float(check_interval("sensitivity", self.sensitivity, 0.0, math.inf, high_open=True)),
-        )
+    RANGES: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("sigma", "sigma"),
+        ("sensitivity", "sensitivity"),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,21 +77,12 @@ class DiscreteGaussianEvent(PrivacyEvent):
     delta: float
     label: str = field(default="discrete-gaussian", compare=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(
-            self, "sigma", float(check_interval("sigma", self.sigma, 0.0, math.inf, low_open=True))
-        )
-        object.__setattr__(
-            self,
-            "sensitivity",
-            float(check_interval("sensitivity", self.sensitivity, 0.0, math.inf, high_open=True)),
-        )
-        object.__setattr__(
-            self,
-            "epsilon",
-            float(check_interval("epsilon", self.epsilon, 0.0, math.inf, high_open=True)),
-        )
-        object.__setattr__(self, "delta", float(check_probability("delta", self.delta)))
+    RANGES: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("sigma", "sigma"),
+        ("sensitivity", "sensitivity"),
+        ("epsilon", "epsilon"),
+        ("delta", "delta"),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,16 +93,10 @@ class LaplaceEvent(PrivacyEvent):
     sensitivity: float = 1.0
     label: str = field(default="laplace", compare=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(
-            self, "scale", float(check_interval("scale", self.scale, 0.0, math.inf, low_open=True))
-        )
-        object.__setattr__(
-            self,
-            "sensitivity",
-            float(check_interval("sensitivity", self.sensitivity, 0.0, math.inf, high_open=True)),
-        )
-
+    RANGES: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("scale", "scale"),
+        ("sensitivity", "sensitivity"),
+    )
     @property
     def epsilon(self) -> float:
         """ε = Δ/b (0 for an infinite scale)."""
@@ -119,15 +112,10 @@ class EpsilonDeltaEvent(PrivacyEvent):
     delta: float = 0.0
     label: str = field(default="approximate-dp", compare=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(
-            self,
-            "epsilon",
-            float(check_interval("epsilon", self.epsilon, 0.0, math.inf, high_open=True)),
-        )
-        object.__setattr__(
-            self, "delta", float(check_probability("delta", self.delta, allow_zero=True))
-        )
+    RANGES: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("epsilon", "epsilon"),
+        ("delta", "delta_cost"),
+    )
 
 
 SAMPLINGS = ("poisson", "without-replacement")
@@ -150,12 +138,14 @@ class SubsampledEvent(PrivacyEvent):
     label: str = field(default="subsampled", compare=False)
     sampling: str = "poisson"
 
+    RANGES: ClassVar[tuple[tuple[str, str], ...]] = (("q", "sample_rate"),)
+
     def __post_init__(self) -> None:
         if not isinstance(self.event, PrivacyEvent):
             raise ParameterTypeError(
                 f"event must be a PrivacyEvent, got {type(self.event).__name__}"
             )
-        object.__setattr__(self, "q", float(check_interval("q", self.q, 0.0, 1.0, low_open=True)))
+        super(SubsampledEvent, self).__post_init__()
         if self.sampling not in SAMPLINGS:
             raise UnknownMethodError(
                 f"sampling must be one of {SAMPLINGS}, got sampling={self.sampling!r}"

@@ -78,13 +78,88 @@ def test_batch_from_json_with_a_ledger(run: Any, people_parquet: Path, tmp_path:
 def test_batch_errors_are_one_line(run: Any, one_line_error: Any, tmp_path: Path,
                                    people_parquet: Path) -> None:
     bad = tmp_path / "bad.toml"
+    bad.write_text('file = "x.parquet"\nepsilon = 1\ndelta = 1e-6\n[[query]]\nkind = "mode"\n')
+    one_line_error(run("release", "batch", bad), 2, "query 1: kind must be one of")
     bad.write_text('file = "x.parquet"\nepsilon = 1\ndelta = 1e-6\n[[query]]\nkind = "median"\n')
-    one_line_error(run("release", "batch", bad), 2, "kind must be one of")
+    one_line_error(run("release", "batch", bad), 2, 'a median needs column = "NAME"')
     bad.write_text("file = [")
     one_line_error(run("release", "batch", bad), 2, "not valid TOML")
     spec = _spec(tmp_path, people_parquet)
     one_line_error(run("release", "batch", spec, "age"), 2, "no COLUMNS")
     one_line_error(run("release", "count", spec), 2, "Missing option '-e' / '--epsilon'")
+
+
+EVERY_STATISTIC = """
+file = "{file}"
+epsilon = 2.0
+delta = 1e-6
+
+[[query]]
+kind = "count"
+
+[[query]]
+kind = "median"
+column = "age"
+bounds = [0, 100]
+weight = 2
+
+[[query]]
+kind = "quantiles"
+column = "age"
+bounds = [0, 100]
+qs = [0.1, 0.9]
+
+[[query]]
+kind = "variance"
+column = "age"
+bounds = [0, 100]
+
+[[query]]
+kind = "std"
+column = "age"
+bounds = [0, 100]
+
+[[query]]
+kind = "bounds"
+column = "age"
+"""
+
+
+def test_every_statistic_in_one_batch_is_one_plan_with_stated_shares(
+    run_json: Any, run: Any, one_line_error: Any, people_parquet: Path, tmp_path: Path,
+) -> None:
+    """Issue 24 §3: median, quantiles, variance, std and private bounds are batch kinds; the
+    whole spec is one plan (one spend) and each entry states its share of it."""
+    (tmp_path / people_parquet.name).write_bytes(people_parquet.read_bytes())
+    spec = tmp_path / "all.toml"
+    spec.write_text(EVERY_STATISTIC.format(file=people_parquet.name), encoding="utf-8")
+    data = run_json("release", "batch", spec, "--seed", "3")
+    assert [r["kind"] for r in data["results"]] == [
+        "count", "quantiles", "quantiles", "variance", "std", "bounds"]
+    assert data["budget"]["count"] == 1  # one spend for the whole spec
+    shares = [r["share"] for r in data["results"]]
+    assert shares == [1 / 7, 2 / 7, 1 / 7, 1 / 7, 1 / 7, 1 / 7]
+    # the same plan through the API gives the same values (same seed)
+    from approxdp.releases.kinds import RELEASE_KINDS, KindInputs
+
+    table = PrivateTable(str(people_parquet), budget=(2.0, 1e-6), seed=3)
+    age = KindInputs(columns=("age",), bounds=(0.0, 100.0))
+    queries = [RELEASE_KINDS["count"].build(KindInputs()),
+               RELEASE_KINDS["median"].build(age),
+               RELEASE_KINDS["quantiles"].build(KindInputs(("age",), (0.0, 100.0),
+                                                           qs=(0.1, 0.9))),
+               RELEASE_KINDS["variance"].build(age), RELEASE_KINDS["std"].build(age),
+               RELEASE_KINDS["bounds"].build(KindInputs(columns=("age",)))]
+    expected = table.release(queries, epsilon=2.0, delta=1e-6,
+                             weights=[1.0, 2.0, 1.0, 1.0, 1.0, 1.0])
+    for got, want in zip(data["results"], expected, strict=True):
+        np.testing.assert_allclose([c["value"] for c in got["cells"]], want.values)
+    shown = run("release", "batch", spec, "--seed", "3")
+    assert shown.exit_code == 0 and "each query's share" in shown.stdout
+    spec.write_text(EVERY_STATISTIC.format(file=people_parquet.name).replace(
+        "bounds = [0, 100]\nweight = 2", 'bounds = "private"'), encoding="utf-8")
+    one_line_error(run("release", "batch", spec), 2, "cannot be part of a plan",
+                   "--bounds private")
 
 
 def test_plan_meets_the_targets_and_spends_nothing(run_json: Any, people_parquet: Path,

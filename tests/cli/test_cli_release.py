@@ -315,3 +315,34 @@ def test_mean_empty_cells_null_keys_and_one_format_per_column(
         written = list(csv.DictReader(fh))
     assert [r["g"] for r in written] == ["a", "b", "NULL"]
     assert [r["informative"] for r in written] == ["true", "false", "true"]
+
+
+def test_bounds_private_and_the_bounds_kind_from_the_command_line(
+    run_json: Any, run: Any, one_line_error: Any, people_csv: Path, tmp_path: Path,
+) -> None:
+    """Issue 24 §3: every clamped kind takes --bounds private (two spends, the split in its
+    notes), and private bounds are a kind of their own."""
+    ledger = tmp_path / "l.sqlite"
+    common = ("-e", "1", "-d", "1e-6", "--seed", "2", "--ledger", str(ledger), "--budget", "20",
+              "1e-4")
+    for kind, extra in (("median", ()), ("quantiles", ("--q", "0.5")), ("variance", ()),
+                        ("std", ()), ("mean", ()), ("sum", ())):
+        data = run_json("release", kind, people_csv, "age", "--bounds", "private", *extra,
+                        *common)
+        assert data["query"]["bounds"] == "private"
+        assert "bounds='private'" in data["result"]["notes"][-1], kind
+    assert run_json("ledger", ledger)["status"]["count"] == 12  # two spends each
+    share = run_json("release", "median", people_csv, "age", "--bounds", "private",
+                     "--bounds-share", "0.5", *common)
+    assert "bounds_share=0.5" in share["result"]["notes"][-1]
+    bounds = run_json("release", "bounds", people_csv, "age", *common)["result"]
+    assert bounds["kind"] == "bounds" and [c["key"]["bound"] for c in bounds["cells"]] == [
+        "low", "high"]
+    one_line_error(run("release", "count", people_csv, "--bounds", "private", *common), 2,
+                   "count takes no --bounds")
+    one_line_error(run("release", "bounds", people_csv, "age", "--bounds", "0", "1", *common),
+                   2, "bounds takes no --bounds")
+    one_line_error(run("release", "median", people_csv, "age", "--bounds", "0", "100",
+                       "--bounds-share", "0.5", *common), 2, "--bounds-share goes with")
+    one_line_error(run("release", "median", people_csv, "age", "--bounds", "1", *common), 2,
+                   "'--bounds'")

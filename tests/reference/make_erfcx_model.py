@@ -1,4 +1,4 @@
-"""Fit the start model of approxdp.calibration.optimal_halley (prints its coefficients).
+"""Fit the start model of approxdp.calibration._optimal_halley (prints its coefficients).
 
 Run: ``.venv/bin/python tests/reference/make_erfcx_model.py`` (a few seconds). The model is
 erfcx(x) ≈ 2/(√π (x + √(x² + q(x)))) with q(x) = (n0 + n1 x + 2 m2 x²)/(1 + m1 x + m2 x²), so

@@ -296,7 +296,8 @@ def test_wizard_simulates_free_and_spends_once(
         texts[name] = target.read_text(encoding="utf-8")
     assert '"label": "mean(age)"' in texts["json"]
     assert texts["csv"].splitlines()[0].startswith("value,std,ci_low,ci_high")
-    assert "dp.PrivateTable(" in texts["script"] and "table.mean('age'" in texts["script"]
+    assert "dp.PrivateTable(" in texts["script"]
+    assert "table.release_kind('mean', KindInputs(columns=('age',)" in texts["script"]
     assert _spends(ledger) == start + 1
 
     _open(page, "ledger")

@@ -317,3 +317,48 @@ def test_the_guard_lets_in_only_the_apps_own_pages() -> None:
     assert seen == ["app"] and sent[-2]["status"] == 403
     asyncio.run(guarded({"type": "lifespan"}, receive, send))
     assert seen == ["app", "app"]
+
+
+def test_every_statistic_and_casting_in_the_wizard(tmp_path: Path) -> None:
+    """Issue 24 §3: median, quantiles, variance, std and private bounds are statistics of the
+    wizard (from the registry of kinds), and a dirty text column can be converted to numbers."""
+    path = tmp_path / "dirty.csv"
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["person", "income"])
+        for i in range(600):
+            writer.writerow([i, "n/a" if i % 50 == 0 else str(1000 + 7 * i)])
+    config = web_config.make_config(ledger=tmp_path / "b.sqlite", budget=(20.0, 1e-4),
+                                    data=[path])
+    schema = wizard.schema_of(config.data[0])
+    assert schema["income"] == "string" and set(wizard.KINDS) >= {
+        "median", "quantiles", "variance", "std", "bounds"}
+    form = {"file": "1", "kind": "median", "column": "income", "low": "0", "high": "10000",
+            "epsilon": "1", "delta": "1e-6"}
+    with pytest.raises(DataError, match="convert") as bad:
+        wizard.read_spec(config, form, schema)
+    assert forms.locate(bad.value, ["column", "casts"]) == "column"
+    with pytest.raises(DataError) as missing:
+        wizard.read_spec(config, {**form, "casts": ["nothing"]}, schema)
+    assert forms.locate(missing.value, ["column", "casts"]) == "casts"
+    cast = {**form, "casts": ["income"]}
+    for kind, extra in (("median", {}), ("quantiles", {"qs": "0.1, 0.9"}), ("variance", {}),
+                        ("std", {}), ("bounds", {})):
+        spec = wizard.read_spec(config, {**cast, "kind": kind, **extra}, schema)
+        assert spec.casts == ("income",)
+        simulated = wizard.simulate(spec, schema, "500")
+        assert simulated["result"]["secure"] is False
+        assert simulated["result"]["label"] == f"{kind}(income)"
+        script = wizard.release_script(spec, schema, config.ledger)
+        compile(script, "release.py", "exec")
+    spec = wizard.read_spec(config, {**cast, "kind": "quantiles", "qs": "0.1, 0.9"}, schema)
+    assert spec.qs == (0.1, 0.9)
+    made = wizard.release(spec, schema, config.ledger)
+    cells = made["result"]["cells"]
+    assert [c["key"]["quantile"] for c in cells] == [0.1, 0.9]
+    assert 0 <= cells[0]["value"] <= cells[1]["value"] <= 10000  # secure noise: not seeded
+    assert any("were not numbers" in note for note in made["result"]["notes"])
+    assert made["query"]["casts"] == ["income"]
+    with pytest.raises(InvalidParameterError) as bad_q:
+        wizard.read_spec(config, {**cast, "kind": "quantiles", "qs": "0.1, 2"}, schema)
+    assert forms.locate(bad_q.value, ["qs"]) == "qs"

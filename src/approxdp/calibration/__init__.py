@@ -1,5 +1,6 @@
 """Calibration: (ε, δ, Δ) → the scale of the noise, for every method with its validity domain."""
 
+from approxdp.calibration.comparison import MethodVerdict, exact_verdict, method_verdicts
 from approxdp.calibration.discrete_gaussian import (
     calibrate_discrete_gaussian,
     discrete_gaussian_satisfies,
@@ -11,10 +12,13 @@ from approxdp.calibration.thresholds import classical_failure_threshold
 __all__ = [
     "CALIBRATION_METHODS",
     "CalibrationMethod",
+    "MethodVerdict",
     "calibrate_discrete_gaussian",
     "calibrate_gaussian",
     "classical_failure_threshold",
     "discrete_gaussian_satisfies",
+    "exact_verdict",
     "get_method",
+    "method_verdicts",
     "scale_sigma",
 ]

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from approxdp._validation import check_interval, check_probability
+from approxdp._validation import check_interval, check_parameter
 from approxdp.errors import InvalidParameterError, NotPrivateError, ParameterTypeError
 from approxdp.profiles.discrete_gaussian import discrete_gaussian_vector_log_delta
 
@@ -92,8 +92,8 @@ def calibrate_discrete_gaussian(
     >>> calibrate_discrete_gaussian(1.0, 1e-5, 10, dimension=100) < 1.01 * 3.7302 * 10
     True
     """
-    eps = float(check_interval("epsilon", epsilon, 0.0, math.inf, low_open=True, high_open=True))
-    dlt = float(check_probability("delta", delta))
+    eps = float(check_parameter("epsilon", epsilon, "epsilon_positive"))
+    dlt = float(check_parameter("delta", delta))
     sens = float(check_interval("sensitivity", sensitivity, 0.0, _SIGMA_MAX))
     dim = check_dimension(dimension)
     if sens == 0.0 or (dim == 1 and math.floor(sens) == 0):

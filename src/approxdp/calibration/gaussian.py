@@ -10,7 +10,11 @@ import numpy as np
 import numpy.typing as npt
 
 from approxdp._numerics import FloatArray
-from approxdp._validation import check_interval, check_probability, is_scalar, plain_floats
+from approxdp._validation import (
+    check_parameter,
+    is_scalar,
+    plain_floats,
+)
 from approxdp.calibration.methods import CALIBRATION_METHODS, CalibrationMethod
 from approxdp.calibration.optimal import (
     sigma_optimal_dp_scalar,
@@ -153,11 +157,11 @@ def calibrate_gaussian(
             f"allow_non_private must be True or False, got {allow_non_private!r}"
         )
     if m.name == "optimal":
-        eps = check_interval("epsilon", epsilon, 0.0, math.inf, high_open=True)
+        eps = check_parameter("epsilon", epsilon)
     else:
-        eps = check_interval("epsilon", epsilon, 0.0, math.inf, low_open=True, high_open=True)
-    dlt = check_probability("delta", delta)
-    sens = check_interval("sensitivity", sensitivity, 0.0, math.inf, high_open=True)
+        eps = check_parameter("epsilon", epsilon, "epsilon_positive")
+    dlt = check_parameter("delta", delta)
+    sens = check_parameter("sensitivity", sensitivity)
     scalar = is_scalar(epsilon) and is_scalar(delta) and is_scalar(sensitivity)
     e_b, d_b, s_b = np.broadcast_arrays(eps, dlt, sens)
     shape = e_b.shape

@@ -4,8 +4,8 @@ DP-OPT (Zhao et al. Thm 2, Alg. 1; Balle & Wang 2018): σ = (a + √(a² + ε)) 
 erfc(a) - e^ε erfc(√(a² + ε)) = 2δ (Eq. 5). pDP-OPT (Zhao et al. Thm 6): the same with
 erfc(d) + erfc(√(d² + ε)) = 2δ (Eq. 13a). (0, δ)-DP: σ = Δ / (2√2 inverf(δ)) (Thm 3 ①).
 
-Both are solved by Halley's method in log σ (:mod:`approxdp.calibration.optimal_halley`,
-:mod:`approxdp.calibration.pdp_halley`), vectorized in cache-sized chunks, with scalar twins
+Both are solved by Halley's method in log σ (:mod:`approxdp.calibration._optimal_halley`,
+:mod:`approxdp.calibration._pdp_halley`), vectorized in cache-sized chunks, with scalar twins
 for single points. Kept as a safety net, for any point those do not settle: the root in a
 bracketed as in Zhao et al.'s Lemma 14 (0 < a < c of Mechanism 2 when 1 - e^ε erfc(√ε) > 2δ,
 else -inverfc((2 - 2δ)/(e^ε + 1)) < a <= 0) and, for pDP, by inverfc(2δ) < d < inverfc(δ)
@@ -43,9 +43,9 @@ from approxdp._numerics import (
     round_up,
     solve_decreasing,
 )
+from approxdp.calibration._optimal_halley import sigma_dp_halley, sigma_dp_halley_scalar
+from approxdp.calibration._pdp_halley import sigma_pdp_halley, sigma_pdp_halley_scalar
 from approxdp.calibration.closed_forms import sigma_from_parameter
-from approxdp.calibration.optimal_halley import sigma_dp_halley, sigma_dp_halley_scalar
-from approxdp.calibration.pdp_halley import sigma_pdp_halley, sigma_pdp_halley_scalar
 from approxdp.profiles import _gaussian_terms as terms
 from approxdp.profiles.gaussian import (
     Notion,
@@ -208,7 +208,7 @@ def _halley_then_bracketed_scalar(
 def sigma_optimal_dp(eps: FloatArray, delta: FloatArray) -> FloatArray:
     """DP-OPT σ/Δ for flat arrays of ε > 0 and δ in (0, 1) (Zhao et al. Thm 2).
 
-    Halley's method (:mod:`approxdp.calibration.optimal_halley`), in chunks that keep the
+    Halley's method (:mod:`approxdp.calibration._optimal_halley`), in chunks that keep the
     temporaries in cache; any point it does not settle goes to the bracketed search.
     """
     return _halley_then_bracketed(sigma_dp_halley, _sigma_optimal_dp_bracketed, eps, delta)
@@ -246,7 +246,7 @@ def _sigma_optimal_dp_bracketed(eps: FloatArray, delta: FloatArray) -> FloatArra
 def sigma_optimal_pdp(eps: FloatArray, delta: FloatArray) -> FloatArray:
     """pDP-OPT σ/Δ for flat arrays of ε > 0 and δ in (0, 1) (Zhao et al. Thm 6).
 
-    Halley's method (:mod:`approxdp.calibration.pdp_halley`) in chunks; any point it does not
+    Halley's method (:mod:`approxdp.calibration._pdp_halley`) in chunks; any point it does not
     settle goes to the bracketed search.
     """
     return _halley_then_bracketed(sigma_pdp_halley, _sigma_optimal_pdp_bracketed, eps, delta)

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from approxdp._validation import check_probability, is_scalar
+from approxdp._validation import check_parameter, is_scalar
 from approxdp.calibration.methods import CALIBRATION_METHODS
 from approxdp.errors import UnknownMethodError
 from approxdp.profiles.gaussian import log_profile_eu
@@ -56,7 +56,7 @@ def classical_failure_threshold(
         )
     if notion not in ("dp", "pdp"):
         raise UnknownMethodError(f"notion must be 'dp' or 'pdp', got notion={notion!r}")
-    arr = check_probability("delta", delta)
+    arr = check_parameter("delta", delta)
     out = np.empty(arr.size)
     for i, d in enumerate(arr.ravel()):
         gaps = _gap(method, _GRID, float(d), notion)

@@ -1,6 +1,8 @@
-"""``release batch QUERY_FILE``: several queries of one file released as one jointly calibrated
-plan (like :meth:`PrivateTable.release <approxdp.releases.session.PrivateTable.release>`),
-one spend for the whole batch. The spec format is in :mod:`approxdp.cli.query_spec`."""
+"""``release batch QUERY_FILE``: several queries of one file — of any kind of the registry
+:data:`~approxdp.releases.kinds.RELEASE_KINDS` — released as one jointly calibrated plan (like
+:meth:`PrivateTable.release <approxdp.releases.session.PrivateTable.release>`), one spend for
+the whole batch, each query's share of it stated with its result. The spec format is in
+:mod:`approxdp.cli.query_spec`."""
 
 from __future__ import annotations
 
@@ -21,8 +23,8 @@ from approxdp.cli.output import (
     safe_text,
 )
 from approxdp.cli.query_spec import load_spec
-from approxdp.cli.release_views import render_budget, render_release
-from approxdp.errors import DataCheckError, InvalidParameterError
+from approxdp.cli.release_views import render_budget, render_release, render_shares
+from approxdp.errors import InvalidParameterError
 from approxdp.reports.releases import budget_dict, release_dict
 
 __all__ = ["run_batch"]
@@ -41,8 +43,6 @@ def run_batch(
     as_json: bool, exact_diagnostics: bool, make_accountant: AccountantFactory,
 ) -> None:
     """Release every query of the spec at ``spec_path`` as one plan (see the module)."""
-    import duckdb
-
     from approxdp.releases.session import PrivateTable
 
     spec = load_spec(spec_path)
@@ -63,21 +63,18 @@ def run_batch(
                 interruptible(lambda: accountant.remaining().count):
             table = PrivateTable(spec.file, accountant=accountant, seed=seed,
                                  allow_seeded_ledger=allow_seeded_ledger, **spec.table)
-            results = table.release(list(spec.queries), epsilon=eps, delta=dlt,
-                                    weights=spec.weights,
+            allocated = table.allocate(table.plan(list(spec.queries), spec.weights),
+                                       epsilon=eps, delta=dlt)
+            results = table.execute(allocated,
                                     level=level if level is not None else spec.level)
         status = accountant.remaining()
-    except duckdb.Error as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise DataCheckError(f"cannot read {spec.file!r}: {first}",
-                             advice=f"cannot read {spec.file!r}: check its format and values",
-                             ) from exc
     finally:
         accountant.close()
     data: dict[str, Any] = {
         "command": "release batch", "schema_version": JSON_SCHEMA_VERSION,
         "spec": str(spec_path), "file": spec.file, "epsilon": eps, "delta": dlt,
-        "results": [release_dict(r, exact_diagnostics=exact_diagnostics) for r in results],
+        "results": [{**release_dict(r, exact_diagnostics=exact_diagnostics), "share": share}
+                    for r, share in zip(results, allocated.shares, strict=True)],
         "budget": budget_dict(status),
         "ledger": str(ledger) if ledger is not None else None,
     }
@@ -92,6 +89,7 @@ def run_batch(
         )
         for result in data["results"]:
             render_release(console, result, show, budget_line=False)
+        render_shares(console, data["results"], eps, dlt)
         where = f" in ledger {safe_text(ledger)}" if ledger else " (this session)"
         render_budget(console, data["budget"], title="Budget" + where)
 

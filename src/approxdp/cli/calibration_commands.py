@@ -70,10 +70,10 @@ def render_calibration(console: Console, report: dict[str, Any]) -> None:
     console.print(table)
 
 
-_EPSILON = Number(0, math.inf, max_open=True)
-_DELTA = Number(0, 1, min_open=True, max_open=True)
-_SENSITIVITY = Number(0, math.inf, max_open=True)
-_SIGMA = Number(0, math.inf, min_open=True)
+_EPSILON = Number.of("epsilon")
+_DELTA = Number.of("delta")
+_SENSITIVITY = Number.of("sensitivity")
+_SIGMA = Number.of("sigma")
 _epsilon_opt = click.option("-e", "--epsilon", type=_EPSILON, metavar="FLOAT", required=True,
                             help="ε >= 0.")
 _delta_opt = click.option("-d", "--delta", type=_DELTA, metavar="FLOAT", required=True,
@@ -193,7 +193,7 @@ def _epsilon_digits(grid: np.ndarray) -> int:
          "where δ(0) > 1/2 (small σ), from the ε where δ falls to 1/2.",
 )
 @click.option(
-    "--eps-max", type=Number(0, math.inf, min_open=True, max_open=True), metavar="FLOAT",
+    "--eps-max", type=Number.of("epsilon_positive"), metavar="FLOAT",
     default=None,
     help="Largest ε of the grid; default: where δ(ε) falls to 1e-10.",
 )

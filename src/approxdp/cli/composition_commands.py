@@ -40,7 +40,7 @@ def _render(console: Console, report: dict[str, Any]) -> None:
 
 @click.command("compose")
 @click.argument("releases", nargs=-1, required=True)
-@click.option("-d", "--delta", type=Number(0, 1, min_open=True, max_open=True), metavar="FLOAT",
+@click.option("-d", "--delta", type=Number.of("delta"), metavar="FLOAT",
               required=True, help="Total δ in (0, 1).")
 @click.option(
     "-r", "--rule", "rules", multiple=True, type=click.Choice(list(RULES)),

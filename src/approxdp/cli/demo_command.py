@@ -7,7 +7,6 @@ histogram over all nine categorical attributes, Zhao et al. §VI).
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import click
@@ -95,11 +94,11 @@ def _render(console: Console, data: dict[str, Any]) -> None:
 
 
 @click.command("demo")
-@click.option("-e", "--epsilon", type=Number(0, math.inf, min_open=True, max_open=True),
+@click.option("-e", "--epsilon", type=Number.of("epsilon_positive"),
               metavar="FLOAT", default=1.0, show_default=True, help="Total ε of the demo.")
-@click.option("-d", "--delta", type=Number(0, 1, min_open=True, max_open=True), metavar="FLOAT",
+@click.option("-d", "--delta", type=Number.of("delta"), metavar="FLOAT",
               default=1e-6, show_default=True, help="Total δ of the demo.")
-@click.option("-s", "--sensitivity", type=Number(0, math.inf, max_open=True), metavar="FLOAT",
+@click.option("-s", "--sensitivity", type=Number.of("sensitivity"), metavar="FLOAT",
               default=1.0, show_default=True,
               help="Δ of the calibration table (the releases derive their own).")
 @click.option("--no-releases", is_flag=True, help="Only the calibration table.")

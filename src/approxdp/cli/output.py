@@ -35,6 +35,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from approxdp._validation import PARAMETER_RANGES
 from approxdp.reports.formatting import JSON_SCHEMA_VERSION, fmt, fmt_values, jsonable
 
 __all__ = [
@@ -120,6 +121,17 @@ class Number(click.FloatRange):
     reported under the option's own name ("Invalid value for '-d' / '--delta': 1.5 is not in
     the range 0<x<1"), never the library's parameter name; its range shows in ``--help``. NaN
     is refused too (Click's FloatRange lets it through)."""
+
+    @classmethod
+    def of(cls, kind: str) -> Number:
+        """The option type of a kind of parameter, with its range from the one table
+        :data:`approxdp._validation.PARAMETER_RANGES` (the API checks the same range)."""
+        r = PARAMETER_RANGES[kind]
+
+        def end(x: float) -> float:  # whole numbers as Click shows them: 0<x<1, not 0.0<x<1.0
+            return int(x) if math.isfinite(x) and x.is_integer() else x
+
+        return cls(end(r.low), end(r.high), min_open=r.low_open, max_open=r.high_open)
 
     def convert(self, value: Any, param: click.Parameter | None,
                 ctx: click.Context | None) -> Any:

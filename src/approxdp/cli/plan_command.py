@@ -6,7 +6,6 @@ batch``), never the data, and spends nothing (:mod:`approxdp.releases.accuracy`)
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any, cast
 
@@ -22,7 +21,7 @@ from approxdp.releases.specs import ContributionBounds, Neighbouring
 
 __all__ = ["plan_command", "plan_dict"]
 
-_POSITIVE = Number(0, math.inf, min_open=True, max_open=True)
+_POSITIVE = Number.of("positive")
 
 
 def plan_dict(plan: AccuracyPlan) -> dict[str, Any]:
@@ -45,9 +44,9 @@ def plan_dict(plan: AccuracyPlan) -> dict[str, Any]:
               help="Target RMSE of every query's noise (queries' own rmse first).")
 @click.option("-e", "--epsilon", type=_POSITIVE, default=None, metavar="FLOAT",
               help="Instead of a target: the accuracy this ε buys.")
-@click.option("-d", "--delta", type=Number(0, 1, min_open=True, max_open=True),
+@click.option("-d", "--delta", type=Number.of("delta"),
               metavar="FLOAT", default=None, help="δ of the plan (default: the spec's).")
-@click.option("--level", type=Number(0, 1, min_open=True, max_open=True), metavar="FLOAT",
+@click.option("--level", type=Number.of("level"), metavar="FLOAT",
               default=None, help="Confidence level of the intervals (default: the spec's, "
                                  "else 0.95).")
 @click.option("--rows", type=click.IntRange(1), default=None,

@@ -13,13 +13,20 @@ A spec is TOML (read with the standard library's ``tomllib``) or JSON (``.json``
     half_width = 50                # a target for approxdp plan (optional)
 
     [[query]]
-    kind = "mean"                  # count, sum, mean or histogram
-    column = "age"                 # sum, mean: the value column
-    bounds = [17, 90]              # sum, mean
+    kind = "mean"                  # any kind of approxdp.releases.kinds.RELEASE_KINDS
+    column = "age"                 # the value column (every kind but count and histogram)
+    bounds = [17, 90]              # sum, mean, median, quantiles, variance, std
     by = ["sex"]                   # sum, mean: group columns (optional)
     columns = ["sex"]              # histogram: the columns to count over
     domain = {sex = ["F", "M"]}    # optional: public values of the group columns
+    qs = [0.1, 0.9]                # quantiles (default 0.25, 0.5, 0.75)
     weight = 2.0                   # optional: relative weight in the joint calibration
+
+Every query is part of ONE plan: calibrated jointly, charged as one spend; each query's share
+of it is w/W, its weight over the sum of the weights (reported with its result). Private
+bounds are a query of their own (``kind = "bounds"``); ``bounds = "private"`` is refused in a
+spec, since bounds estimated from the data's noisy release can only be used by a second,
+later release (two spends: ``approxdp release KIND FILE COLUMN --bounds private``).
 
 A relative ``file`` is read relative to the spec's folder.
 """
@@ -35,16 +42,14 @@ from pathlib import Path
 from typing import Any
 
 from approxdp.errors import DataError, InvalidParameterError, ParameterTypeError
-from approxdp.releases.specs import Count, Histogram, Mean, Query, Sum
+from approxdp.releases.kinds import KindInputs, ReleaseKind, release_kind
+from approxdp.releases.specs import Query
 
-__all__ = ["QUERY_KINDS", "BatchSpec", "load_spec"]
-
-#: Query kinds a spec may list.
-QUERY_KINDS = ("count", "sum", "mean", "histogram")
+__all__ = ["BatchSpec", "load_spec"]
 _TABLE_KEYS = ("privacy_unit", "max_partitions", "max_rows_per_partition", "neighbouring",
                "method", "casts")
 _TOP_KEYS = ("file", "epsilon", "delta", "level", "query", *_TABLE_KEYS)
-_QUERY_KEYS = ("kind", "column", "columns", "bounds", "by", "domain", "outside_domain",
+_QUERY_KEYS = ("kind", "column", "columns", "bounds", "by", "domain", "outside_domain", "qs",
                "weight", "half_width", "rmse", "name")
 
 
@@ -98,6 +103,64 @@ def _strings(where: str, value: object) -> list[str]:
     return list(value)
 
 
+#: What a spec says for each input problem of a kind.
+_PROBLEMS = {
+    ("columns", "unexpected"): "a {kind} takes no column or columns",
+    ("columns", "one"): 'a {kind} needs column = "NAME"',
+    ("columns", "many"): "a {kind} needs columns = [\"NAME\", ...] to count over",
+    ("bounds", "missing"): "a {kind} needs bounds = [LOW, HIGH] (values are clamped to them; "
+                           "privacy parameters never come from the data)",
+    ("bounds", "unexpected"): "a {kind} takes no bounds",
+    ("by", "unexpected"): "a {kind} takes no by",
+    ("domain", "unexpected"): "a {kind} takes no domain",
+    ("qs", "unexpected"): "a {kind} takes no qs",
+}
+
+
+def _inputs(where: str, raw: Mapping[str, Any], kind: ReleaseKind) -> KindInputs:
+    """The kind's inputs from a query's keys (checked against the kind)."""
+    if kind.columns == "one":
+        column = raw.get("column")
+        if column is not None and not isinstance(column, str):
+            raise ParameterTypeError(f"{where}: column must be a column name, got {column!r}")
+        columns: tuple[str, ...] = (column,) if column is not None else ()
+        if "columns" in raw:
+            columns += tuple(_strings(f"{where}: columns", raw["columns"]))
+    else:
+        named = raw.get("columns", raw.get("column"))
+        columns = () if named is None else tuple(_strings(f"{where}: columns", named))
+    bounds = raw.get("bounds")
+    if bounds == "private":
+        raise InvalidParameterError(
+            f"{where}: bounds = \"private\" cannot be part of a plan (the bounds would come "
+            "from an earlier noisy release): add a kind = \"bounds\" query, then use its "
+            "result in a second spec, or run 'approxdp release KIND FILE COLUMN --bounds "
+            "private'"
+        )
+    if bounds is not None and (not isinstance(bounds, list) or len(bounds) != 2):
+        raise ParameterTypeError(f"{where}: bounds must be [LOW, HIGH], got {bounds!r}")
+    domain = raw.get("domain")
+    if domain is not None and not isinstance(domain, Mapping):
+        raise ParameterTypeError(f"{where}: domain must map columns to value lists")
+    qs = raw.get("qs")
+    if qs is not None and (not isinstance(qs, list) or not qs):
+        raise ParameterTypeError(f"{where}: qs must be a list of probabilities, got {qs!r}")
+    inputs = KindInputs(
+        columns=columns,
+        bounds=None if bounds is None else (_number(f"{where}: bounds", bounds[0]),
+                                            _number(f"{where}: bounds", bounds[1])),
+        by=tuple(_strings(f"{where}: by", raw["by"])) if "by" in raw else (),
+        domain=domain, outside_domain=raw.get("outside_domain", "error"),
+        qs=tuple(_number(f"{where}: qs", q) for q in qs or ()), name=raw.get("name", ""),
+    )
+    problem = kind.problem(inputs)
+    if problem is not None:
+        message = _PROBLEMS[problem.input, problem.problem].format(kind=kind.name)
+        error = ParameterTypeError if problem.problem != "unexpected" else InvalidParameterError
+        raise error(f"{where}: {message}")
+    return inputs
+
+
 def _query(i: int, raw: object) -> tuple[Query, float, float | None, float | None]:
     where = f"query {i + 1}"
     if not isinstance(raw, Mapping):
@@ -106,38 +169,11 @@ def _query(i: int, raw: object) -> tuple[Query, float, float | None, float | Non
     if unknown:
         raise InvalidParameterError(f"{where} has unknown key(s) {unknown}; allowed: "
                                     f"{list(_QUERY_KEYS)}")
-    kind = raw.get("kind")
-    if kind not in QUERY_KINDS:
-        raise InvalidParameterError(f"{where}: kind must be one of {list(QUERY_KINDS)}, got "
-                                    f"kind={kind!r}")
-    domain = raw.get("domain")
-    if domain is not None and not isinstance(domain, Mapping):
-        raise ParameterTypeError(f"{where}: domain must map columns to value lists")
-    outside = raw.get("outside_domain", "error")
-    query: Query
-    if kind == "count":
-        extra = sorted(set(raw) & {"column", "columns", "bounds", "by", "domain"})
-        if extra:
-            raise InvalidParameterError(f"{where}: a count takes none of {extra}")
-        query = Count(name=raw.get("name", ""))
-    elif kind == "histogram":
-        columns = _strings(f"{where}: columns", raw.get("columns", raw.get("column")))
-        query = Histogram(tuple(columns), domain, outside,
-                          name=raw.get("name", f"histogram({', '.join(columns)})"))
-    else:
-        column = raw.get("column")
-        if not isinstance(column, str):
-            raise ParameterTypeError(f"{where}: a {kind} needs column = \"NAME\"")
-        bounds = raw.get("bounds")
-        if not isinstance(bounds, list) or len(bounds) != 2:
-            raise ParameterTypeError(f"{where}: a {kind} needs bounds = [LOW, HIGH] (values "
-                                     "are clamped to them; privacy parameters never come "
-                                     "from the data)")
-        by = _strings(f"{where}: by", raw["by"]) if "by" in raw else []
-        spec = Sum if kind == "sum" else Mean
-        query = spec(column, (_number(f"{where}: bounds", bounds[0]),
-                              _number(f"{where}: bounds", bounds[1])), tuple(by), domain,
-                     outside, name=raw.get("name", f"{kind}({column})"))
+    try:
+        kind = release_kind(raw.get("kind"))
+    except InvalidParameterError as exc:
+        raise InvalidParameterError(f"{where}: {exc}") from None
+    query = kind.build(_inputs(where, raw, kind))
     weight = _number(f"{where}: weight", raw.get("weight", 1.0))
     half = raw.get("half_width")
     rmse = raw.get("rmse")

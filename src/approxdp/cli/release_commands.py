@@ -1,4 +1,6 @@
-"""``release``: a private count, sum, mean, histogram, ... from a file.
+"""``release``: a private statistic of a file, of any kind of the registry
+:data:`~approxdp.releases.kinds.RELEASE_KINDS` (``approxdp ledger`` is in
+:mod:`approxdp.cli.ledger_commands`).
 
 ``release`` reads a CSV or Parquet file with DuckDB
 (:class:`~approxdp.releases.session.PrivateTable`), charges an accountant — in memory, or a
@@ -9,11 +11,10 @@ the ledger is left unchanged.
 
 from __future__ import annotations
 
-import math
+import dataclasses
 import os
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import click
 from rich.console import Console
@@ -29,9 +30,11 @@ from approxdp.cli.output import (
     progress,
     safe_text,
 )
+from approxdp.cli.release_inputs import BoundsOption, cli_problem, parse_casts
 from approxdp.cli.release_views import render_budget, render_release
-from approxdp.errors import DataCheckError, DataError, InvalidParameterError
-from approxdp.releases.specs import Neighbouring
+from approxdp.errors import DataError, InvalidParameterError
+from approxdp.releases.kinds import RELEASE_KINDS, KindInputs
+from approxdp.releases.specs import Neighbouring, OutsideDomain
 from approxdp.reports.releases import (
     budget_dict,
     parse_domain,
@@ -40,59 +43,9 @@ from approxdp.reports.releases import (
     write_release,
 )
 
-__all__ = ["parse_casts", "release_command"]
+__all__ = ["release_command"]
 
-KINDS = ("count", "sum", "mean", "histogram")
-#: One numeric column with --bounds, released on its own (no --by or --domain).
-COLUMN_KINDS = ("median", "quantiles", "variance", "std")
-_FINITE = Number(-math.inf, math.inf, min_open=True, max_open=True)
 _OUTPUT_SUFFIXES = (".json", ".csv", ".parquet")
-
-
-def parse_casts(specs: Sequence[str]) -> dict[str, str]:
-    """``COLUMN=double`` options as {column: type}."""
-    casts: dict[str, str] = {}
-    for spec in specs:
-        column, sep, kind = spec.partition("=")
-        if not sep or not column or kind.lower() != "double":
-            raise InvalidParameterError(
-                f"--cast must look like COLUMN=double (the only conversion), got {spec!r}"
-            )
-        casts[column] = "double"
-    return casts
-
-
-def _check_shape(
-    kind: str, columns: Sequence[str], bounds: tuple[float, float] | None, by: Sequence[str],
-) -> None:
-    if kind in COLUMN_KINDS:
-        if len(columns) != 1 or bounds is None or by:
-            raise InvalidParameterError(
-                f"{kind} needs exactly one value COLUMN and --bounds LOW HIGH (values are "
-                "clamped to them), and takes no --by"
-            )
-    elif kind == "count":
-        if columns or by or bounds is not None:
-            raise InvalidParameterError(
-                "count takes no COLUMNS, --by or --bounds; for counts per group use "
-                "'approxdp release histogram FILE COLUMN...'"
-            )
-    elif kind in ("sum", "mean"):
-        if len(columns) != 1:
-            raise InvalidParameterError(
-                f"{kind} needs exactly one value COLUMN, got {len(columns)}: {list(columns)}; "
-                "group with --by"
-            )
-        if bounds is None:
-            raise InvalidParameterError(
-                f"{kind} needs --bounds LOW HIGH: values are clamped to them, and privacy "
-                "parameters never come from the data"
-            )
-    else:
-        if not columns:
-            raise InvalidParameterError("histogram needs at least one COLUMN to count over")
-        if by or bounds is not None:
-            raise InvalidParameterError("histogram takes no --by or --bounds (list COLUMNS)")
 
 
 def _accountant(
@@ -141,56 +94,44 @@ def _check_output(output: Path | None) -> None:
         )
 
 
-def _run_release(table: Any, kind: str, columns: Sequence[str], options: dict[str, Any]) -> Any:
-    """Build the query against the loaded table (typing domain values by column) and run it."""
-    domain = options.pop("domain") if kind not in COLUMN_KINDS else None
-    if domain:
-        schema = table.engine.schema(table.table)
-        for column in domain:
-            if column not in schema:
-                raise DataError(f"--domain column {column!r} not found; the table has columns "
-                                f"{list(schema)}")
-        options["domain"] = {c: [typed_value(c, v, schema[c].value) for v in vals]
-                             for c, vals in domain.items()}
-    if kind in COLUMN_KINDS:
-        if options.pop("domain", None):
-            raise InvalidParameterError(f"{kind} takes no --domain")
-        for name in ("outside_domain", "by"):
-            options.pop(name, None)
-        bounds, qs = options.pop("bounds"), options.pop("qs")
-        if kind == "quantiles":
-            return table.quantiles(columns[0], qs or [0.25, 0.5, 0.75], bounds, **options)
-        return getattr(table, kind)(columns[0], bounds, **options)
-    if kind == "count":
-        options.pop("outside_domain")
-        return table.count(**options)
-    if kind == "histogram":
-        return table.histogram(list(columns), **options)
-    bounds = options.pop("bounds")
-    return getattr(table, kind)(columns[0], bounds, **options)
+def _typed_domain(table: Any, domain: dict[str, list[str]]) -> dict[str, list[Any]] | None:
+    """``--domain`` values typed like their columns (the table's schema)."""
+    if not domain:
+        return None
+    schema = table.engine.schema(table.table)
+    for column in domain:
+        if column not in schema:
+            raise DataError(f"--domain column {column!r} not found; the table has columns "
+                            f"{list(schema)}")
+    return {c: [typed_value(c, v, schema[c].value) for v in vals] for c, vals in domain.items()}
 
 
 @click.command("release")
-@click.argument("kind", type=click.Choice((*KINDS, *COLUMN_KINDS, "batch")))
+@click.argument("kind", type=click.Choice((*RELEASE_KINDS, "batch")))
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
 @click.argument("columns", nargs=-1)
-@click.option("-e", "--epsilon", type=Number(0, math.inf, min_open=True, max_open=True),
+@click.option("-e", "--epsilon", type=Number.of("epsilon_positive"),
               metavar="FLOAT", default=None,
               help="ε this release spends (required; a batch may take it from its spec).")
-@click.option("-d", "--delta", type=Number(0, 1, min_open=True, max_open=True), metavar="FLOAT",
+@click.option("-d", "--delta", type=Number.of("delta"), metavar="FLOAT",
               default=None,
               help="δ this release spends (required; a batch may take it from its spec).")
-@click.option("--bounds", type=(_FINITE, _FINITE), default=None, metavar="LOW HIGH",
-              help="Clamping bounds of the value column (sum, mean).")
+@click.option("--bounds", cls=BoundsOption, default=None,
+              help="Clamping bounds of the value column (sum, mean, median, quantiles, variance, "
+                   "std), or 'private': estimated first from --bounds-share of the budget (a "
+                   "release of its own: two spends).")
+@click.option("--bounds-share", type=Number.of("probability"),
+              metavar="FLOAT", default=None,
+              help="With --bounds private: the share of -e/-d spent on the bounds (default 0.2).")
 @click.option("--by", multiple=True, metavar="COLUMN", help="Group a sum or mean (repeatable).")
-@click.option("--q", "qs", multiple=True, type=Number(0, 1), metavar="FLOAT",
+@click.option("--q", "qs", multiple=True, type=Number.of("quantile"), metavar="FLOAT",
               help="A quantile to release (quantiles; repeatable; default 0.25, 0.5, 0.75).")
 @click.option("--domain", "domain_specs", multiple=True, metavar="COLUMN=V1,V2,...",
               help="Public values of a grouping column (repeatable; NULL for missing). "
                    "Without a domain, cells are chosen by DP partition selection.")
 @click.option("--outside-domain", type=click.Choice(["error", "drop"]), default="error",
               show_default=True, help="What to do with rows outside the declared domain.")
-@click.option("--budget", type=(Number(0, math.inf, max_open=True), Number(0, 1, max_open=True)),
+@click.option("--budget", type=(Number.of("epsilon"), Number.of("delta_cost")),
               default=None, metavar="EPSILON DELTA",
               help="Total budget: needed to create a new --ledger; an existing ledger keeps "
                    "the budget stored in it (leave --budget out, or give the same one: a "
@@ -209,7 +150,7 @@ def _run_release(table: Any, kind: str, columns: Sequence[str], options: dict[st
               help="Rows one unit may contribute per cell (needs --privacy-unit).")
 @click.option("--neighbouring", type=click.Choice(["add-remove", "replace-one"]),
               default="add-remove", show_default=True, help="Neighbouring relation.")
-@click.option("--level", type=Number(0, 1, min_open=True, max_open=True), metavar="FLOAT",
+@click.option("--level", type=Number.of("level"), metavar="FLOAT",
               default=0.95, show_default=True,
               help="Confidence level of the intervals.")
 @click.option("--method", type=click.Choice(list(CALIBRATION_METHODS)), default="optimal",
@@ -236,8 +177,8 @@ def _run_release(table: Any, kind: str, columns: Sequence[str], options: dict[st
 @json_option
 def release_command(
     kind: str, file: Path, columns: tuple[str, ...], epsilon: float | None,
-    delta: float | None,
-    bounds: tuple[float, float] | None, by: tuple[str, ...], qs: tuple[float, ...],
+    delta: float | None, bounds: tuple[float, float] | Literal["private"] | None,
+    bounds_share: float | None, by: tuple[str, ...], qs: tuple[float, ...],
     domain_specs: tuple[str, ...],
     outside_domain: str, budget: tuple[float, float] | None, ledger: Path | None,
     composition: str | None, privacy_unit: str | None, max_partitions: int,
@@ -245,22 +186,22 @@ def release_command(
     cast_specs: tuple[str, ...], seed: int | None, allow_seeded_ledger: bool,
     output: Path | None, exact_diagnostics: bool, show: int, as_json: bool,
 ) -> None:
-    """A private count, sum, mean or histogram of a CSV or Parquet FILE.
+    """A private statistic of a CSV or Parquet FILE.
 
     \b
-    KIND is count, sum, mean, histogram, median, quantiles, variance or std; COLUMNS are the
-    value column (sum, mean and the last four) or the columns to count over (histogram). FILE
-    may be a Parquet folder or a glob. KIND batch releases the queries of a TOML/JSON spec
-    FILE as one jointly calibrated plan (docs/cli.md). Examples:
+    KIND is count, sum, mean, histogram, median, quantiles, variance, std or bounds (private
+    clamping bounds); COLUMNS are the value column (all but count and histogram) or the
+    columns to count over (histogram). FILE may be a Parquet folder or a glob. KIND batch
+    releases the queries of a TOML/JSON spec FILE as one jointly calibrated plan
+    (docs/cli.md). Examples:
       approxdp release count people.csv -e 0.5 -d 1e-6
       approxdp release mean people.parquet age --bounds 17 90 -e 0.5 -d 1e-6
       approxdp release histogram people.csv sex --domain sex=F,M -e 1 -d 1e-6 \\
           --ledger budget.sqlite --budget 4 1e-5 --output sex.csv
       approxdp release quantiles people.csv age --bounds 0 100 --q 0.1 --q 0.9 -e 1 -d 1e-6
+      approxdp release median people.csv income --bounds private -e 1 -d 1e-6
       approxdp release batch spec.toml --ledger budget.sqlite
     """
-    import duckdb
-
     from approxdp.releases.session import PrivateTable
 
     if kind == "batch":
@@ -278,18 +219,17 @@ def release_command(
         if value is None:
             raise click.UsageError(f"Missing option '{name}'.")
     assert epsilon is not None and delta is not None
-    _check_shape(kind, columns, bounds, by)
+    entry = RELEASE_KINDS[kind]
+    domain = parse_domain(domain_specs)  # raw values: typed once the columns are known
+    inputs = KindInputs(columns=columns, bounds=bounds, by=by, domain=domain or None, qs=qs,
+                        outside_domain=cast(OutsideDomain, outside_domain))
+    problem = entry.problem(inputs)
+    if problem is not None:
+        raise cli_problem(problem, columns)
+    if bounds_share is not None and bounds != "private":
+        raise InvalidParameterError("--bounds-share goes with --bounds private")
     _check_output(output)
-    domain = parse_domain(domain_specs)
     casts = parse_casts(cast_specs)
-    options: dict[str, Any] = {"epsilon": epsilon, "delta": delta, "level": level,
-                               "domain": domain, "outside_domain": outside_domain}
-    if kind in ("sum", "mean"):
-        options.update(bounds=bounds, by=list(by))
-    if kind in COLUMN_KINDS:
-        options.update(bounds=bounds, qs=list(qs))
-    elif qs:
-        raise InvalidParameterError("--q is for quantiles only")
     accountant = _accountant(ledger, budget, composition, (epsilon, delta))
     try:
         with progress(f"Releasing a private {kind} from {file.name}"), \
@@ -300,13 +240,10 @@ def release_command(
                 max_rows_per_partition=max_rows_per_partition, seed=seed, method=method,
                 casts=casts, allow_seeded_ledger=allow_seeded_ledger,
             )
-            result = _run_release(table, kind, columns, options)
+            inputs = dataclasses.replace(inputs, domain=_typed_domain(table, domain))
+            result = table.release_kind(entry, inputs, epsilon=epsilon, delta=delta,
+                                        level=level, bounds_share=bounds_share)
         status = accountant.remaining()
-    except duckdb.Error as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise DataCheckError(f"cannot read {str(file)!r}: {first}",
-                             advice=f"cannot read {str(file)!r}: check its format and values",
-                             ) from exc
     finally:
         accountant.close()
     data: dict[str, Any] = {
@@ -314,7 +251,7 @@ def release_command(
         "schema_version": JSON_SCHEMA_VERSION,
         "file": str(file),
         "query": {"kind": kind, "columns": list(columns), "by": list(by),
-                  "bounds": list(bounds) if bounds is not None else None,
+                  "bounds": list(bounds) if isinstance(bounds, tuple) else bounds,
                   "domain": domain or None},
         "result": release_dict(result, exact_diagnostics=exact_diagnostics),
         "budget": budget_dict(status),
@@ -329,3 +266,4 @@ def release_command(
     emit(data, as_json, render)
     if output is not None:
         write_release(output, data, result)
+

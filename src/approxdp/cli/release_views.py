@@ -15,7 +15,7 @@ from rich.table import Table
 from approxdp.cli.output import new_table, safe_text
 from approxdp.reports.formatting import fmt, fmt_values
 
-__all__ = ["diagnostics_lines", "render_budget", "render_release"]
+__all__ = ["diagnostics_lines", "render_budget", "render_release", "render_shares"]
 
 
 def render_release(
@@ -133,4 +133,20 @@ def render_budget(console: Console, budget: dict[str, Any], title: str = "Budget
     table.add_row("remaining", fmt(budget["remaining_epsilon"]), fmt(budget["remaining_delta"]),
                   style="bold")
     table.caption = f"{budget['count']} spend(s); composition: {budget['rule']}"
+    console.print(table)
+
+
+def render_shares(console: Console, results: list[dict[str, Any]], epsilon: float,
+                  delta: float) -> None:
+    """Draw each query's share of a batch's one plan (``share`` of its results)."""
+    table = new_table(f"One plan, one spend of ε = {epsilon:g}, δ = {delta:g}: each query's "
+                      "share")
+    table.add_column("query")
+    table.add_column("share", justify="right")
+    table.add_column("σ (scaled vector)", justify="right")
+    for result in results:
+        table.add_row(safe_text(result["label"]), f"{result['share']:.1%}", fmt(result["sigma"]))
+    table.caption = ("share w/W of the plan's Gaussian noise budget (1/σ*², Zhao et al. Lemma "
+                     "15): the queries are calibrated jointly, so the shares add up to the "
+                     "whole (ε, δ)")
     console.print(table)

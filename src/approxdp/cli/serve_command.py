@@ -8,7 +8,6 @@ command line: the browser can neither upload a file nor name a path. The app its
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import click
@@ -33,7 +32,7 @@ __all__ = ["serve_command"]
 @click.option("--ledger", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="SQLite ledger the Ledger page shows and the release wizard spends through "
                    "(created if absent, which needs --budget).")
-@click.option("--budget", type=(Number(0, math.inf, max_open=True), Number(0, 1, max_open=True)),
+@click.option("--budget", type=(Number.of("epsilon"), Number.of("delta_cost")),
               default=None, metavar="EPSILON DELTA",
               help="Total budget of a new --ledger (an existing one keeps its own).")
 @click.option("--composition", type=click.Choice(list(COMPOSITION_RULES)), default=None,

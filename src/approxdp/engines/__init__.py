@@ -10,16 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from approxdp.engines.base import (
+from approxdp.engines.base import Engine
+from approxdp.engines.derivation import Derivation, Expression
+from approxdp.engines.shapes import (
     AggregateRequest,
     AggregateResult,
     Aggregation,
-    Binning,
     CellMapRequest,
     CellMapResult,
-    CentredPowers,
     ColumnKind,
-    Engine,
     Membership,
     PerKeyLimit,
 )
@@ -30,12 +29,12 @@ __all__ = [
     "AggregateRequest",
     "AggregateResult",
     "Aggregation",
-    "Binning",
     "CellMapRequest",
     "CellMapResult",
-    "CentredPowers",
     "ColumnKind",
+    "Derivation",
     "Engine",
+    "Expression",
     "Membership",
     "PerKeyLimit",
     "engine_for",

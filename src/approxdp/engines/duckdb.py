@@ -6,75 +6,56 @@ DataFrame, a PyArrow Table or RecordBatchReader, or a DuckDB relation (which is 
 own connection, so views and temporary tables it refers to work).
 ``duckdb`` is imported only when an engine is created.
 
-Per-key limits (:class:`~approxdp.engines.base.PerKeyLimit`) need no ``random()``: each row
-gets the rank of its (key, group) pair under the engine-independent keyed hash of
-:mod:`approxdp.engines.keyed_hash` (so DuckDB and Spark keep the same groups for the same
-seed; the group part comes from a dictionary of the distinct groups, joined back), one window
-over the rows, partitioned by key and ordered by the rank alone, keeps the rows of groups whose
-rank is among the key's ``max_groups`` smallest distinct ranks; those rows are aggregated per
-(key, rank) — one (key, group) pair each — and pairs with more than ``max_rows`` rows are
-rescaled. If two groups of one key share a rank among its best (a 32-bit collision: rare), the
-statement says so (``__ties``) and is run again ranking by (rank, group values), NULL last,
-which is exact in every case but slower, as string group values then enter the sort. The
-shapes::
-
-    rows                              # (key, by..., rank, value per aggregation)
-    → kept  dense_rank(rank) ≤ max_groups   # the same, only rows of each key's best groups
-    → pairs GROUP BY key, rank        # (by..., n, partials, mixed?), ≤ max_groups per key
-    → groups GROUP BY by              # (by..., Σ partial·min(1, max_rows/n), Σ min(n, max_rows))
-
-Cost: with 10^6 keys in random order, no exact per-key limit is cheap. Grouping all rows by
-key (a hash table far larger than the CPU caches) already takes about twice the CPU of a
-plain ``GROUP BY`` over a few hundred cells, and a key's second-smallest *distinct* rank has
-no one-pass scalar aggregate in DuckDB. Aggregating every (key, group) pair first (10^7
-groups) costs more than the window over the rows (measured: 28× a plain ``GROUP BY`` against
-17×); the keyed rank costs about 20% more than DuckDB's own ``hash()`` would, the price of
-identical results on both engines. ``benchmarks/release.py`` measures it.
+Per-key limits and what they cost: :mod:`approxdp.engines._duckdb_sql`, which writes the
+statements.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import glob
 import itertools
 import os
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from approxdp.engines import duckdb_rows
-from approxdp.engines.base import (
-    AggregateRequest,
-    AggregateResult,
-    Binning,
-    CellAggregate,
-    CellBatchMapper,
-    CellMapRequest,
-    CellMapResult,
-    CentredPowers,
-    ColumnKind,
-    Engine,
-    KeyValue,
-    Membership,
-    aggregate_result,
-    check_column,
-    check_columns,
-    check_condition_column,
-    check_new_columns,
-    is_glob,
-)
-from approxdp.engines.duckdb_sql import SOURCE as _SOURCE
-from approxdp.engines.duckdb_sql import (
+from approxdp.engines._duckdb_sql import SOURCE as _SOURCE
+from approxdp.engines._duckdb_sql import (
     build_aggregate_sql,
+    cells_sql,
+    expression_sql,
     in_table_sql,
     membership_sql,
     quote_identifier,
     sql_literal,
 )
-from approxdp.errors import DataCheckError, DataError, MissingDependencyError, ParameterTypeError
+from approxdp.engines.base import Engine, engine_error, is_glob
+from approxdp.engines.checks import (
+    check_column,
+    check_columns,
+    check_condition_column,
+    check_new_columns,
+)
+from approxdp.engines.derivation import Derivation
+from approxdp.engines.shapes import (
+    AggregateRequest,
+    AggregateResult,
+    CellAggregate,
+    CellBatchMapper,
+    CellMapRequest,
+    CellMapResult,
+    ColumnKind,
+    KeyValue,
+    Membership,
+    aggregate_result,
+)
+from approxdp.errors import DataError, MissingDependencyError, ParameterTypeError
 
 if TYPE_CHECKING:
     import duckdb
@@ -92,6 +73,8 @@ _NUMERIC_PREFIXES = (
     "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "DECIMAL", "REAL",
 )  # fmt: skip
 _counter = itertools.count()
+P = ParamSpec("P")
+R = TypeVar("R")
 _INLINE_VALUES = 2000  # longer membership lists become semi-joins on registered tables
 #: One in-memory DuckDB database per (process, settings), shared by engines through cursors.
 _DATABASES: dict[tuple[object, ...], duckdb.DuckDBPyConnection] = {}
@@ -143,17 +126,30 @@ class DuckDBTable:
 
 @contextlib.contextmanager
 def _data_errors(description: str) -> Iterator[None]:
-    """Turn DuckDB's errors about the data (unreadable file, bad encoding, a value that does
-    not convert) into :class:`DataError` naming the input; other errors pass unchanged."""
+    """Turn every DuckDB error (an unreadable file, a bad encoding, a value that does not
+    convert...) into :class:`DataError` naming the input: no DuckDB exception leaves the
+    engine, so no front end needs to know DuckDB."""
     duckdb = _import_duckdb()
     try:
         yield
-    except (duckdb.InvalidInputException, duckdb.ConversionException, duckdb.IOException) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise DataCheckError(  # DuckDB's message may quote the data (a line, a value)
-            f"cannot read {description}: {first}",
-            advice=f"cannot read {description}: check its format, encoding and values",
-        ) from exc
+    except duckdb.Error as exc:
+        raise engine_error(description, exc) from exc
+
+
+def _translated(method: Callable[Concatenate[DuckDBEngine, P], R]
+                ) -> Callable[Concatenate[DuckDBEngine, P], R]:
+    """A primitive whose DuckDB errors become :class:`DataError` naming its table (or the
+    source it loads)."""
+
+    def run(self: DuckDBEngine, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        first = args[0] if args else None
+        what = first.description if isinstance(first, DuckDBTable) else (
+            f"file {str(first)!r}" if isinstance(first, str | os.PathLike) else "the data")
+        with _data_errors(what):
+            return method(self, *args, **kwargs)
+
+    functools.update_wrapper(run, method)
+    return run
 
 
 def _arrow(rel: duckdb.DuckDBPyRelation) -> pa.Table:
@@ -204,6 +200,7 @@ class DuckDBEngine:
         module = type(source).__module__.split(".")[0]
         return module in ("pandas", "polars", "pyarrow")
 
+    @_translated
     def load(self, source: object) -> DuckDBTable:
         """Wrap a path, DataFrame, Arrow table or DuckDB relation (see the module docstring)."""
         if isinstance(source, self._duckdb.DuckDBPyRelation):
@@ -257,6 +254,7 @@ class DuckDBEngine:
         return DuckDBTable(None, view, f"file {path.name}", own=True)
 
     # -- metadata --------------------------------------------------------------------------
+    @_translated
     def sql_types(self, table: DuckDBTable) -> dict[str, str]:
         """Column names in order, with their DuckDB SQL types (upper case)."""
         if table.relation is not None:  # the relation knows its columns: no query needed
@@ -265,6 +263,7 @@ class DuckDBEngine:
             rows = table.rows(f"DESCRIBE SELECT * FROM {_SOURCE}")
         return {str(row[0]): str(row[1]).upper() for row in rows}
 
+    @_translated
     def schema(self, table: DuckDBTable) -> dict[str, ColumnKind]:
         """Column names in order, with their :class:`ColumnKind`."""
         if table.columns:
@@ -283,14 +282,17 @@ class DuckDBEngine:
         table.columns.update(out)
         return out
 
+    @_translated
     def column_types(self, table: DuckDBTable) -> dict[str, ValueType]:
         """Column names in order, with their row-expression type."""
         return duckdb_rows.column_types(self.sql_types(table))
 
+    @_translated
     def count_rows(self, table: DuckDBTable) -> int:
         """``SELECT count(*)``."""
         return int(table.rows(f"SELECT count(*) FROM {_SOURCE}")[0][0])
 
+    @_translated
     def count_outside(
         self, table: DuckDBTable, condition: Membership, limit: int = 3
     ) -> tuple[int, tuple[KeyValue, ...]]:
@@ -316,6 +318,7 @@ class DuckDBEngine:
                 self._connection.unregister(name)
         return n, tuple(r[0] for r in rows)
 
+    @_translated
     def count_unconvertible(
         self, table: DuckDBTable, column: str, limit: int = 3
     ) -> tuple[int, tuple[str, ...]]:
@@ -332,6 +335,7 @@ class DuckDBEngine:
         )
         return n, tuple(str(r[0]) for r in rows)
 
+    @_translated
     def cast_to_double(self, table: DuckDBTable, column: str) -> DuckDBTable:
         """``SELECT * REPLACE (TRY_CAST(column AS DOUBLE) AS column)`` as a new handle."""
         schema = self.schema(table)
@@ -342,57 +346,31 @@ class DuckDBEngine:
         rel = table.run(f"SELECT * REPLACE ({value} AS {col}) FROM {_SOURCE}")
         return DuckDBTable(None, rel, table.description, own=table.own)
 
-    def with_bins(self, table: DuckDBTable, binning: Binning) -> DuckDBTable:
-        """Rows with a value, plus the bin columns of ``binning``, as a new handle."""
-        schema = self.schema(table)
-        check_new_columns(schema, binning.column, tuple(n for n, _ in binning.outputs))
-
-        def lit(v: float) -> str:  # the exact float64, never a DECIMAL literal
-            return f"CAST('{float(v)!r}' AS DOUBLE)"
-
-        x = f"CAST({quote_identifier(binning.column)} AS DOUBLE)"
-        v = x
-        if binning.log_floor > 0:
-            v = (f"(sign({x}) * GREATEST(log10(GREATEST(abs({x}), {lit(binning.log_floor)})) - "
-                 f"{lit(binning.log10_floor)}, {lit(0.0)}))")
-        leaf = (f"LEAST(floor((LEAST(GREATEST({v}, {lit(binning.low)}), {lit(binning.high)}) - "
-                f"{lit(binning.low)}) / {lit(binning.width)}), {lit(binning.n_bins - 1)})")
-        cols = ", ".join(
-            f"CAST(floor({leaf} / {lit(d)}) AS BIGINT) AS {quote_identifier(n)}"
-            for n, d in binning.outputs
-        )
+    @_translated
+    def derive(self, table: DuckDBTable, derivation: Derivation) -> DuckDBTable:
+        """Rows with a value, plus the columns of ``derivation``, as a new handle."""
+        check_new_columns(self.schema(table), derivation.column, derivation.names)
+        x = f"CAST({quote_identifier(derivation.column)} AS DOUBLE)"
+        cols = ", ".join(f"{expression_sql(expr, x)} AS {quote_identifier(name)}"
+                         for name, expr in derivation.outputs)
         rel = table.run(f"SELECT *, {cols} FROM {_SOURCE} WHERE {x} IS NOT NULL AND NOT "
                         f"isnan({x})")
         return DuckDBTable(None, rel, table.description, own=table.own)
 
-    def with_centred_powers(self, table: DuckDBTable, powers: CentredPowers) -> DuckDBTable:
-        """Rows with a value, plus the centred value and its square, as a new handle."""
-        schema = self.schema(table)
-        check_new_columns(schema, powers.column, (powers.value_name, powers.square_name))
-
-        def lit(v: float) -> str:
-            return f"CAST('{float(v)!r}' AS DOUBLE)"
-
-        x = f"CAST({quote_identifier(powers.column)} AS DOUBLE)"
-        d = f"(LEAST(GREATEST({x}, {lit(powers.low)}), {lit(powers.high)}) - {lit(powers.centre)})"
-        rel = table.run(
-            f"SELECT *, {d} AS {quote_identifier(powers.value_name)}, {d} * {d} AS "
-            f"{quote_identifier(powers.square_name)} FROM {_SOURCE} WHERE {x} IS NOT NULL AND "
-            f"NOT isnan({x})"
-        )
-        return DuckDBTable(None, rel, table.description, own=table.own)
-
     # -- row transformations (approxdp.engines.duckdb_rows) ---------------------------------
+    @_translated
     def filter_rows(self, table: DuckDBTable, predicate: RowExpression) -> DuckDBTable:
         """``SELECT * ... WHERE predicate`` as a new handle."""
         return duckdb_rows.filter_rows(table, self.column_types(table), predicate)
 
+    @_translated
     def with_expression(
         self, table: DuckDBTable, name: str, expression: RowExpression
     ) -> DuckDBTable:
         """``SELECT *, (expression) AS name`` as a new handle."""
         return duckdb_rows.with_expression(table, self.column_types(table), name, expression)
 
+    @_translated
     def join_lookup(
         self, table: DuckDBTable, lookup: DuckDBTable, on: Sequence[tuple[str, str]],
         how: JoinHow,
@@ -401,6 +379,7 @@ class DuckDBEngine:
         types = (self.column_types(table), self.column_types(lookup))
         return duckdb_rows.join_lookup(self._connection, table, lookup, types, on, how)
 
+    @_translated
     def duplicate_keys(
         self, table: DuckDBTable, columns: Sequence[str], limit: int = 3
     ) -> tuple[int, tuple[tuple[KeyValue, ...], ...]]:
@@ -411,6 +390,7 @@ class DuckDBEngine:
         return duckdb_rows.duplicate_keys(table, columns, limit)
 
     # -- aggregation -----------------------------------------------------------------------
+    @_translated
     def aggregate(self, table: DuckDBTable, request: AggregateRequest) -> AggregateResult:
         """Run a (possibly key-sampled) grouped count/sum as one SQL query (two, in the rare
         case where two groups of one key share a rank: see :func:`build_aggregate_sql`)."""
@@ -459,6 +439,7 @@ class DuckDBEngine:
         return name
 
     # -- cells of a grid --------------------------------------------------------------------
+    @_translated
     def aggregate_cells(self, table: DuckDBTable, request: AggregateRequest) -> CellAggregate:
         """The aggregate (one row per non-empty cell) fetched as Arrow into this process."""
         import pyarrow.compute as pc
@@ -466,6 +447,7 @@ class DuckDBEngine:
         agg = self._aggregate_arrow(table, request)  # (by..., aggregations, __rows)
         return CellAggregate(agg, request, int(pc.sum(agg.column("__rows")).as_py() or 0))
 
+    @_translated
     def map_cells(
         self, table: DuckDBTable, request: CellMapRequest, aggregate: CellAggregate | None = None,
     ) -> CellMapResult:
@@ -490,28 +472,17 @@ class DuckDBEngine:
         agg_cols = {f"k{i}": agg.column(c) for i, c in enumerate(request.aggregate.by)}
         agg_cols.update({f"m{j}": agg.column(a) for j, a in enumerate(names)})
         self._connection.register(f"__approxdp_agg_{n}", pa.table(agg_cols))
-        strides = _strides([len(v) for _, v in request.grid])
-        selects, joins, cell = [], [], []
-        for i, ((col, values), stride) in enumerate(zip(request.grid, strides, strict=True)):
-            grid_name = f"__approxdp_grid_{n}_{i}"
+        grids = []
+        for i, (col, values) in enumerate(request.grid):
             try:
                 arr = pa.array(list(values))
             except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
                 raise DataError(f"domain[{col!r}] mixes value types: {exc}") from exc
+            grids.append(f"__approxdp_grid_{n}_{i}")
             self._connection.register(
-                grid_name, pa.table({"v": arr, "pos": pa.array(range(len(values)), pa.int64())})
+                grids[-1], pa.table({"v": arr, "pos": pa.array(range(len(values)), pa.int64())})
             )
-            selects.append(f"g{i}.v AS {quote_identifier(col)}")
-            joins.append(f"{quote_identifier(grid_name)} g{i}")
-            cell.append(f"g{i}.pos * {stride}")
-        on = " AND ".join(f"g{i}.v IS NOT DISTINCT FROM a.k{i}" for i in range(len(request.grid)))
-        measures = ", ".join(
-            f"coalesce(a.m{j}, 0.0)::DOUBLE AS {quote_identifier(a)}" for j, a in enumerate(names)
-        )
-        sql = (
-            f"SELECT {', '.join(selects)}, ({' + '.join(cell)})::BIGINT AS __cell, {measures} "
-            f"FROM {' CROSS JOIN '.join(joins)} LEFT JOIN __approxdp_agg_{n} a ON {on}"
-        )
+        sql = cells_sql(request, f"__approxdp_agg_{n}", grids)
         mapper = CellBatchMapper.of(request)
         rel = self._connection.sql(sql)
         fetch = getattr(rel, "to_arrow_reader", None) or rel.fetch_record_batch
@@ -547,14 +518,6 @@ class DuckDBEngine:
 
 
 _CELL_BATCH_ROWS = 1 << 17
-
-
-def _strides(sizes: Sequence[int]) -> list[int]:
-    """Row-major strides: the last column varies fastest."""
-    out = [1] * len(sizes)
-    for i in range(len(sizes) - 2, -1, -1):
-        out[i] = out[i + 1] * sizes[i + 1]
-    return out
 
 
 if TYPE_CHECKING:  # mypy checks that DuckDBEngine implements the Engine protocol over DuckDBTable

@@ -19,7 +19,7 @@ import itertools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
-from approxdp.engines.duckdb_sql import SOURCE, quote_identifier
+from approxdp.engines._duckdb_sql import SOURCE, quote_identifier
 from approxdp.engines.transforms import (
     JoinHow,
     check_derived_name,
@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     import duckdb
     import pyarrow as pa
 
-    from approxdp.engines.base import KeyValue
     from approxdp.engines.expressions import RowExpression, ValueType
+    from approxdp.engines.shapes import KeyValue
 
 __all__ = ["column_types", "duplicate_keys", "filter_rows", "join_lookup", "with_expression"]
 

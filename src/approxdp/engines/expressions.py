@@ -31,7 +31,7 @@ aggregate or window would make a row's fate depend on other rows, and a file rea
 in other data.
 
 Same results on DuckDB and Spark. The checked tree is normalised so that both engines compute
-the same value for every row (``tests/test_engine_conformance.py`` checks each construct):
+the same value for every row (``tests/engines/test_conformance.py`` checks each construct):
 
 - arithmetic is float64 (``DOUBLE``): integer operands are converted first, so there is no
   integer overflow or integer division; ``x / 0`` and ``x % 0`` are NULL;

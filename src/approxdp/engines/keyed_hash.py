@@ -1,6 +1,6 @@
 """One keyed hash that every engine computes bit for bit: the rank of a (unit, group) pair.
 
-Per-key limits (:class:`~approxdp.engines.base.PerKeyLimit`) keep, for each privacy unit, the
+Per-key limits (:class:`~approxdp.engines.shapes.PerKeyLimit`) keep, for each privacy unit, the
 groups with the smallest ``rank(seed, group, unit)``. For two engines to keep *the same* groups
 the rank cannot be an engine's own ``hash()`` (DuckDB's and Spark's differ), so it is defined
 here once, from operations both SQL dialects have — 64-bit integer ``+ * & >>``, ``xor``,

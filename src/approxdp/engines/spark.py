@@ -22,45 +22,56 @@ exactly the groups the DuckDB engine keeps for the same seed. The shapes::
 
 from __future__ import annotations
 
+import functools
 import glob
 import itertools
-import math
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeGuard, TypeVar
 
 from approxdp.engines import spark_rows
-from approxdp.engines.base import (
-    AggregateRequest,
-    AggregateResult,
-    Aggregation,
-    Binning,
-    CellAggregate,
-    CellBatchMapper,
-    CellMapRequest,
-    CellMapResult,
-    CentredPowers,
-    ColumnKind,
-    Engine,
-    KeyValue,
-    Membership,
-    aggregate_result,
+from approxdp.engines._spark_frames import (
+    aggregate_column,
+    arrow_for_spark,
+    cell_grid,
+    collect_arrow,
+    create_frame,
+    expression_column,
+    membership_column,
+    sort_nulls_last,
+    try_double,
+    values_frame,
+)
+from approxdp.engines._spark_hash import quote_column as _q
+from approxdp.engines._spark_hash import with_rank
+from approxdp.engines.base import Engine, engine_error, is_glob
+from approxdp.engines.checks import (
     check_column,
     check_columns,
     check_condition_column,
     check_new_columns,
-    is_glob,
 )
+from approxdp.engines.derivation import Derivation
 from approxdp.engines.keyed_hash import HashInput
-from approxdp.engines.spark_hash import quote_column as _q
-from approxdp.engines.spark_hash import with_rank
+from approxdp.engines.shapes import (
+    AggregateRequest,
+    AggregateResult,
+    Aggregation,
+    CellAggregate,
+    CellBatchMapper,
+    CellMapRequest,
+    CellMapResult,
+    ColumnKind,
+    KeyValue,
+    Membership,
+    aggregate_result,
+)
 from approxdp.errors import DataError, MissingDependencyError, ParameterTypeError
 
 if TYPE_CHECKING:
-    import pyarrow as pa
     from pyspark.sql import Column, DataFrame, SparkSession
 
     from approxdp.engines.expressions import RowExpression, ValueType
@@ -76,6 +87,8 @@ _NUMERIC_TYPES = ("FloatType", "DoubleType", "DecimalType", *_INTEGER_TYPES[:-1]
 _STRING_TYPES = ("StringType", "VarcharType", "CharType")
 _INLINE_VALUES = 2000  # longer membership lists become (broadcast) semi-joins
 _counter = itertools.count()
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def _require_pyspark() -> None:
@@ -85,6 +98,32 @@ def _require_pyspark() -> None:
         raise MissingDependencyError(
             f"the Spark engine needs PySpark, which is not installed: {INSTALL_HINT}"
         ) from exc
+
+
+def _spark_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions PySpark raises about a query (its own, and the JVM's through Py4J)."""
+    from py4j.protocol import Py4JError
+    from pyspark.errors import PySparkException
+
+    return (PySparkException, Py4JError)
+
+
+def _translated(method: Callable[Concatenate[SparkEngine, P], R]
+                ) -> Callable[Concatenate[SparkEngine, P], R]:
+    """A primitive whose Spark errors become :class:`DataError` naming its table (or the
+    source it loads): no Spark exception leaves the engine."""
+
+    def run(self: SparkEngine, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(self, *args, **kwargs)
+        except _spark_errors() as exc:
+            first = args[0] if args else None
+            what = first.description if isinstance(first, SparkTable) else (
+                f"file {str(first)!r}" if isinstance(first, str | os.PathLike) else "the data")
+            raise engine_error(what, exc) from exc
+
+    functools.update_wrapper(run, method)
+    return run
 
 
 def is_spark_dataframe(source: object) -> TypeGuard[DataFrame]:
@@ -141,6 +180,7 @@ class SparkEngine:
             return True
         return type(source).__module__.split(".")[0] in ("pandas", "polars", "pyarrow")
 
+    @_translated
     def load(self, source: object) -> SparkTable:
         """Wrap a DataFrame, read a path, or convert an in-memory table (module docstring)."""
         if is_spark_dataframe(source):
@@ -164,8 +204,8 @@ class SparkEngine:
             table = pa.Table.from_pandas(table, preserve_index=False)
         if isinstance(table, pa.RecordBatchReader):
             table = table.read_all()
-        table = _arrow_for_spark(table)
-        return SparkTable(_create(self.spark, table), f"{module} {type(table).__name__}")
+        table = arrow_for_spark(table)
+        return SparkTable(create_frame(self.spark, table), f"{module} {type(table).__name__}")
 
     def _load_path(self, path: str) -> SparkTable:
         lower = path.lower()
@@ -192,6 +232,7 @@ class SparkEngine:
         return SparkTable(df, f"file {Path(path).name}")
 
     # -- metadata --------------------------------------------------------------------------
+    @_translated
     def schema(self, table: SparkTable) -> dict[str, ColumnKind]:
         """Column names in order, with their :class:`ColumnKind`."""
         out: dict[str, ColumnKind] = {}
@@ -207,6 +248,7 @@ class SparkEngine:
                 out[field.name] = ColumnKind.OTHER
         return out
 
+    @_translated
     def column_types(self, table: SparkTable) -> dict[str, ValueType]:
         """Column names in order, with their row-expression type."""
         return spark_rows.column_types(table.df)
@@ -217,10 +259,12 @@ class SparkEngine:
             for f in table.df.schema.fields
         }
 
+    @_translated
     def count_rows(self, table: SparkTable) -> int:
         """``df.count()``."""
         return int(table.df.count())
 
+    @_translated
     def count_outside(
         self, table: SparkTable, condition: Membership, limit: int = 3
     ) -> tuple[int, tuple[KeyValue, ...]]:
@@ -236,6 +280,7 @@ class SparkEngine:
         rows = outside.select(col).distinct().orderBy(col.asc_nulls_last()).limit(limit)
         return n, tuple(r[0] for r in rows.collect())
 
+    @_translated
     def count_unconvertible(
         self, table: SparkTable, column: str, limit: int = 3
     ) -> tuple[int, tuple[str, ...]]:
@@ -245,13 +290,14 @@ class SparkEngine:
         from pyspark.sql import functions as F
 
         text = F.col(_q(column)).cast("string")
-        bad = table.df.filter(text.isNotNull() & _try_double(F, column).isNull())
+        bad = table.df.filter(text.isNotNull() & try_double(F, column).isNull())
         n = int(bad.count())
         if n == 0:
             return 0, ()
         rows = bad.select(text.alias("v")).distinct().orderBy("v").limit(limit).collect()
         return n, tuple(str(r[0]) for r in rows)
 
+    @_translated
     def cast_to_double(self, table: SparkTable, column: str) -> SparkTable:
         """``withColumn(column, try_cast(column AS DOUBLE))`` as a new handle."""
         schema = self.schema(table)
@@ -259,45 +305,19 @@ class SparkEngine:
         from pyspark.sql import functions as F
 
         value = (F.col(_q(column)).cast("double") if schema[column] is ColumnKind.NUMERIC
-                 else _try_double(F, column))
+                 else try_double(F, column))
         return SparkTable(table.df.withColumn(column, value), table.description)
 
-    def with_bins(self, table: SparkTable, binning: Binning) -> SparkTable:
-        """Rows with a value, plus the bin columns of ``binning``, as a new handle."""
-        schema = self.schema(table)
-        check_new_columns(schema, binning.column, tuple(n for n, _ in binning.outputs))
+    @_translated
+    def derive(self, table: SparkTable, derivation: Derivation) -> SparkTable:
+        """Rows with a value, plus the columns of ``derivation``, as a new handle."""
+        check_new_columns(self.schema(table), derivation.column, derivation.names)
         from pyspark.sql import functions as F
 
-        x = F.col(_q(binning.column)).cast("double")
-        low, high = F.lit(float(binning.low)), F.lit(float(binning.high))
-        v = x
-        if binning.log_floor > 0:
-            v = F.signum(x) * F.greatest(
-                F.log10(F.greatest(F.abs(x), F.lit(float(binning.log_floor))))
-                - F.lit(float(binning.log10_floor)),
-                F.lit(0.0),
-            )
-        leaf = F.least(
-            F.floor((F.least(F.greatest(v, low), high) - low) / F.lit(float(binning.width)))
-            .cast("double"),
-            F.lit(float(binning.n_bins - 1)),
-        )
+        x = F.col(_q(derivation.column)).cast("double")
         df = table.df.filter(x.isNotNull() & ~F.isnan(x))
-        for name, divisor in binning.outputs:
-            df = df.withColumn(name, F.floor(leaf / F.lit(float(divisor))).cast("long"))
-        return SparkTable(df, table.description)
-
-    def with_centred_powers(self, table: SparkTable, powers: CentredPowers) -> SparkTable:
-        """Rows with a value, plus the centred value and its square, as a new handle."""
-        check_new_columns(self.schema(table), powers.column,
-                           (powers.value_name, powers.square_name))
-        from pyspark.sql import functions as F
-
-        x = F.col(_q(powers.column)).cast("double")
-        d = (F.least(F.greatest(x, F.lit(float(powers.low))), F.lit(float(powers.high)))
-             - F.lit(float(powers.centre)))
-        df = table.df.filter(x.isNotNull() & ~F.isnan(x))
-        df = df.withColumn(powers.value_name, d).withColumn(powers.square_name, d * d)
+        for name, expr in derivation.outputs:
+            df = df.withColumn(name, expression_column(F, expr, x))
         return SparkTable(df, table.description)
 
     def _filter(
@@ -310,7 +330,7 @@ class SparkEngine:
             col = df[_q(cond.column)]
             present = [v for v in cond.values if v is not None]
             if len(present) <= _INLINE_VALUES:
-                inside = _membership_column(col, cond)
+                inside = membership_column(col, cond)
                 df = df.filter(inside if keep else ~F.coalesce(inside, F.lit(False)))
                 continue
             listed = [*present, None] if None in cond.values else present
@@ -325,27 +345,31 @@ class SparkEngine:
         """A one-column DataFrame ``__v`` of ``values``, typed like ``df[column]`` (via Arrow)."""
         from pyspark.sql import functions as F
 
-        return _arrow_frame(df.sparkSession, {"__v": values}, column).select(
+        return values_frame(df.sparkSession, {"__v": values}, column).select(
             F.col("__v").cast(df.schema[column].dataType).alias("__v")
         )
 
     # -- row transformations (approxdp.engines.spark_rows) ----------------------------------
+    @_translated
     def filter_rows(self, table: SparkTable, predicate: RowExpression) -> SparkTable:
         """``df.filter(expr(predicate))`` as a new handle."""
         return SparkTable(spark_rows.filter_rows(table.df, predicate), table.description)
 
+    @_translated
     def with_expression(self, table: SparkTable, name: str, expression: RowExpression
                         ) -> SparkTable:
         """``df.withColumn(name, expr(expression))`` as a new handle."""
         return SparkTable(spark_rows.with_expression(table.df, name, expression),
                           table.description)
 
+    @_translated
     def join_lookup(self, table: SparkTable, lookup: SparkTable,
                     on: Sequence[tuple[str, str]], how: JoinHow) -> SparkTable:
         """``table`` joined with the broadcast ``lookup`` (:func:`.spark_rows.join_lookup`)."""
         return SparkTable(spark_rows.join_lookup(table.df, lookup.df, on, how),
                           table.description)
 
+    @_translated
     def duplicate_keys(self, table: SparkTable, columns: Sequence[str], limit: int = 3
                        ) -> tuple[int, tuple[tuple[KeyValue, ...], ...]]:
         """Distinct non-NULL values of ``columns`` on more than one row, and a few."""
@@ -355,12 +379,13 @@ class SparkEngine:
         return spark_rows.duplicate_keys(table.df, columns, limit)
 
     # -- aggregation -----------------------------------------------------------------------
+    @_translated
     def aggregate(self, table: SparkTable, request: AggregateRequest) -> AggregateResult:
         """Run a (possibly key-sampled) grouped count/sum on the executors; collect the groups."""
         out = self._aggregate_frame(table, request)  # (by..., aggregations, __rows)
-        result = _collect_arrow(out)  # small: sorted here, not by a distributed sort
+        result = collect_arrow(out)  # small: sorted here, not by a distributed sort
         if request.by:
-            result = _sort_nulls_last(result, request.by)
+            result = sort_nulls_last(result, request.by)
         return aggregate_result(result, request)
 
     def _aggregate_frame(self, table: SparkTable, request: AggregateRequest) -> DataFrame:
@@ -376,7 +401,7 @@ class SparkEngine:
         if request.sample is None:
             rows = df.select(*by, *values)  # (by..., __v_i)
             parts = [
-                F.coalesce(_agg(a, F.col(f"__v{i}")), F.lit(0.0)).alias(a.name)
+                F.coalesce(aggregate_column(a, F.col(f"__v{i}")), F.lit(0.0)).alias(a.name)
                 for i, a in enumerate(aggs)
             ]
             grouped = rows.groupBy(*group_cols) if request.by else rows
@@ -387,7 +412,7 @@ class SparkEngine:
         # pairs: (unit, by..., n, partial per aggregation)
         pairs = rows.groupBy(F.col("__unit"), *group_cols).agg(
             F.count(F.lit(1)).alias("__n"),
-            *(_agg(a, F.col(f"__v{i}")).alias(f"__p{i}") for i, a in enumerate(aggs)),
+            *(aggregate_column(a, F.col(f"__v{i}")).alias(f"__p{i}") for i, a in enumerate(aggs)),
         )
         if request.by:  # ≤ max_groups pairs per unit, smallest keyed rank first
             kinds = self._hash_inputs(table)
@@ -421,7 +446,7 @@ class SparkEngine:
         """Per-row contribution of ``agg`` (NULL when it contributes nothing)."""
         from pyspark.sql import functions as F
 
-        conds = [_membership_column(df[_q(m.column)], m) for m in agg.where]
+        conds = [membership_column(df[_q(m.column)], m) for m in agg.where]
         if agg.column is not None:
             col = df[_q(agg.column)].cast("double")
             conds.append(col.isNotNull() & ~F.isnan(col))
@@ -440,6 +465,7 @@ class SparkEngine:
         return F.when(F.coalesce(cond, F.lit(False)), value)
 
     # -- cells of a grid --------------------------------------------------------------------
+    @_translated
     def aggregate_cells(self, table: SparkTable, request: AggregateRequest) -> CellAggregate:
         """The aggregate, persisted on the executors (and counted, which computes it)."""
         from pyspark.sql import functions as F
@@ -456,6 +482,7 @@ class SparkEngine:
 
         return CellAggregate(agg, request, rows_used, on_close=unpersist)
 
+    @_translated
     def map_cells(
         self, table: SparkTable, request: CellMapRequest, aggregate: CellAggregate | None = None,
     ) -> CellMapResult:
@@ -482,7 +509,7 @@ class SparkEngine:
                 *(F.col(_q(a.name)).alias(f"__m{j}")
                   for j, a in enumerate(request.aggregate.aggregations)),
             )
-            grid = self._grid(table, request)  # (key..., __cell)
+            grid = cell_grid(table.df, request)  # (key..., __cell)
             on = [grid[_q(c)].eqNullSafe(renamed[f"__k{i}"]) for i, c in enumerate(by)]
             joined = grid.join(renamed, on, "left").select(
                 *(grid[_q(c)] for c in by),
@@ -509,115 +536,6 @@ class SparkEngine:
         finally:
             aggregate.close()
         return CellMapResult(out, request.path, request.n_cells, rows_used)
-
-    def _grid(self, table: SparkTable, request: CellMapRequest) -> DataFrame:
-        """The grid's cells on the executors: (key..., __cell), row-major cell index.
-
-        One small DataFrame per column, (value, position · stride); the longest is spread over
-        ``spark.sql.shuffle.partitions`` partitions and the others cross-joined onto it, so the
-        cells (and the function over them) are generated in parallel. The join order does not
-        change a cell's index.
-        """
-        from pyspark.sql import functions as F
-
-        session = table.df.sparkSession
-        sizes = [len(v) for _, v in request.grid]
-        strides = [math.prod(sizes[i + 1 :]) for i in range(len(sizes))]
-        frames = []
-        for i, (col, values) in enumerate(request.grid):
-            frame = _arrow_frame(session, {"v": values, "pos": range(len(values))}, col)
-            frames.append(frame.select(
-                F.col("v").cast(table.df.schema[col].dataType).alias(col),
-                (F.col("pos") * F.lit(strides[i])).alias(f"__c{i}"),
-            ))
-        order = sorted(range(len(sizes)), key=lambda i: -sizes[i])
-        parts = int(session.conf.get("spark.sql.shuffle.partitions", "200") or 200)
-        grid = frames[order[0]].repartition(max(1, min(sizes[order[0]], parts)))
-        for i in order[1:]:
-            grid = grid.crossJoin(F.broadcast(frames[i]))
-        cell = sum((F.col(f"__c{i}") for i in range(1, len(sizes))), F.col("__c0"))
-        return grid.select(*(F.col(_q(c)) for c, _ in request.grid), cell.alias("__cell"))
-
-
-def _try_double(F: Any, column: str) -> Any:
-    """``column`` as a double, NULL where it does not convert (under ANSI mode too: try_cast)."""
-    return F.expr(f"try_cast(cast({_q(column)} AS string) AS double)")
-
-
-def _arrow_frame(
-    session: SparkSession, columns: dict[str, Sequence[KeyValue] | range], column: str
-) -> DataFrame:
-    """A Spark DataFrame from Python value lists, sent as Arrow (fast for long lists)."""
-    import pyarrow as pa
-
-    try:
-        table = pa.table({name: pa.array(list(values)) for name, values in columns.items()})
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-        raise DataError(f"values for column {column!r} mix types: {exc}") from exc
-    return _create(session, table)
-
-
-def _create(session: SparkSession, table: pa.Table) -> DataFrame:
-    """``createDataFrame`` from a PyArrow table (PySpark >= 4; older ones go via pandas)."""
-    try:
-        return session.createDataFrame(table)
-    except TypeError:  # pragma: no cover - PySpark 3.5 takes no Arrow table
-        return session.createDataFrame(table.to_pandas())
-
-
-def _membership_column(col: Column, cond: Membership) -> Column:
-    """``col IN values`` with NULL matching when ``None`` is listed (NULL otherwise → no match)."""
-    from pyspark.sql import functions as F
-
-    present = [v for v in cond.values if v is not None]
-    parts = []
-    if present:
-        parts.append(col.isin(present))
-    if len(present) != len(cond.values):
-        parts.append(col.isNull())
-    if not parts:
-        return F.lit(False)
-    out = parts[0]
-    for p in parts[1:]:
-        out = out | p
-    return out
-
-
-def _agg(agg: Aggregation, col: Column) -> Column:
-    from pyspark.sql import functions as F
-
-    return F.count(col).cast("double") if agg.function == "count" else F.sum(col)
-
-
-def _collect_arrow(df: DataFrame) -> pa.Table:
-    """A small DataFrame on the driver as a PyArrow table."""
-    if hasattr(df, "toArrow"):
-        return df.toArrow()
-    import pyarrow as pa  # pragma: no cover - PySpark < 4
-
-    rows = df.collect()
-    return pa.table({c: [r[i] for r in rows] for i, c in enumerate(df.columns)})
-
-
-def _sort_nulls_last(table: pa.Table, by: Sequence[str]) -> pa.Table:
-    """Sort an Arrow table by ``by`` ascending, NULLs last (as DuckDB's ORDER BY ... NULLS LAST)."""
-    try:  # PyArrow >= 20: null placement per sort key
-        return table.sort_by([(c, "ascending", "at_end") for c in by])
-    except (TypeError, ValueError):  # pragma: no cover - older PyArrow
-        return table.sort_by([(c, "ascending") for c in by], null_placement="at_end")
-
-
-def _arrow_for_spark(table: pa.Table) -> pa.Table:
-    """Spark reads plain strings best: large/view strings become ``pa.string()``."""
-    import pyarrow as pa
-
-    fields = []
-    for f in table.schema:
-        if pa.types.is_large_string(f.type) or str(f.type) == "string_view":
-            fields.append(pa.field(f.name, pa.string(), f.nullable))
-        else:
-            fields.append(f)
-    return table.cast(pa.schema(fields))
 
 
 if TYPE_CHECKING:  # mypy checks that SparkEngine implements the Engine protocol over SparkTable

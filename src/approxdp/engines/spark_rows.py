@@ -3,7 +3,7 @@
 Each is a lazy DataFrame step run on the executors. The predicate or expression is Spark SQL
 generated from its checked tree (:mod:`approxdp.engines.expressions`: every identifier in
 backticks, every literal escaped) and handed to ``functions.expr``, never text the caller
-wrote; its semantics are normalised to DuckDB's (``tests/test_engine_conformance.py``). The
+wrote; its semantics are normalised to DuckDB's (``tests/engines/test_conformance.py``). The
 lookup of a join is broadcast (lookups are small). The shapes::
 
     filter       rows                  → rows where the predicate is true
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from approxdp.engines.spark_hash import quote_column as _q
+from approxdp.engines._spark_hash import quote_column as _q
 from approxdp.engines.transforms import (
     JoinHow,
     check_derived_name,
@@ -27,8 +27,8 @@ from approxdp.engines.transforms import (
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-    from approxdp.engines.base import KeyValue
     from approxdp.engines.expressions import RowExpression, ValueType
+    from approxdp.engines.shapes import KeyValue
 
 __all__ = ["column_types", "duplicate_keys", "filter_rows", "join_lookup", "with_expression"]
 

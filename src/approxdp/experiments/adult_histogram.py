@@ -21,7 +21,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from approxdp._validation import check_interval, check_probability
+from approxdp._validation import check_parameter
 from approxdp.data import ADULT_CATEGORICAL, load_adult
 from approxdp.errors import InvalidParameterError, NotPrivateError
 from approxdp.experiments.methods import FIGURE_METHODS, check_methods
@@ -82,11 +82,11 @@ def adult_histogram(
     vals = np.atleast_1d(np.asarray(
         DEFAULT_VALUES[parameter] if values is None else values, dtype=np.float64))
     if parameter == "epsilon":
-        check_interval("values", vals, 0.0, 1e6, low_open=True)
+        check_parameter("values", vals, "epsilon_figure")
     else:
-        check_probability("values", vals)
-    eps0 = float(check_interval("epsilon", epsilon, 0.0, 1e6, low_open=True))
-    d0 = float(check_probability("delta", delta))
+        check_parameter("values", vals, "delta")
+    eps0 = float(check_parameter("epsilon", epsilon, "epsilon_figure"))
+    d0 = float(check_parameter("delta", delta))
     methods = check_methods(methods)
     reps = check_reps(reps)
     counts, records = _counts()

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from approxdp._validation import check_interval, check_probability
+from approxdp._validation import check_parameter
 from approxdp.accounting import (
     advanced_composition,
     compose_gaussian,
@@ -94,9 +94,8 @@ def composition_curves(
         ks: the step counts; default every k up to 100, then log-spaced up to ``k_max``.
         k_max: largest k of the default grid.
     """
-    eps = float(check_interval("epsilon", epsilon, 0.0, math.inf, low_open=True,
-                               high_open=True))
-    dlt = float(check_probability("delta", delta))
+    eps = float(check_parameter("epsilon", epsilon, "epsilon_positive"))
+    dlt = float(check_parameter("delta", delta))
     steps = steps_grid(k_max) if ks is None else np.unique(np.asarray(ks, dtype=np.int64))
     if steps.size == 0 or steps[0] < 1:
         from approxdp.errors import InvalidParameterError
@@ -175,9 +174,8 @@ def averaging_attack(
         true_value: the query's true answer (the notes: 10).
         seed: seed of the simulation.
     """
-    eps = float(check_interval("epsilon", epsilon, 0.0, math.inf, low_open=True,
-                               high_open=True))
-    dlt = float(check_probability("delta", delta))
+    eps = float(check_parameter("epsilon", epsilon, "epsilon_positive"))
+    dlt = float(check_parameter("delta", delta))
     n = check_reps(reps)
     if ks is None:
         steps = np.unique(np.concatenate([np.round(np.geomspace(1, 1000, 16)), [500]]))

@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import integrate, special
 
-from approxdp._validation import check_interval, check_probability
+from approxdp._validation import check_parameter
 from approxdp.calibration import calibrate_gaussian
 from approxdp.errors import NotPrivateError
 from approxdp.experiments.sampling import check_reps, first_k
@@ -115,9 +115,8 @@ def max_error_experiment(
         reps: releases simulated per k (seeded simulation path of the mechanisms).
         seed: simulation seed.
     """
-    eps = float(check_interval("epsilon", epsilon, 0.0, math.inf, low_open=True,
-                               high_open=True))
-    dlt = float(check_probability("delta", delta))
+    eps = float(check_parameter("epsilon", epsilon, "epsilon_positive"))
+    dlt = float(check_parameter("delta", delta))
     n = check_reps(reps)
     steps = (np.unique(np.round(np.geomspace(1, 10_000, 25))) if ks is None
              else np.unique(np.asarray(ks))).astype(np.int64)

@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import special
 
-from approxdp._validation import check_interval, check_probability
+from approxdp._validation import check_parameter
 from approxdp.errors import InvalidParameterError, NotPrivateError
 from approxdp.experiments.methods import FIGURE_METHODS, check_methods
 from approxdp.experiments.sampling import check_reps
@@ -92,14 +92,14 @@ def mean_estimation(
     reps = check_reps(reps)
     n = check_reps(n, "n")
     base = {
-        "epsilon": float(check_interval("epsilon", epsilon, 0.0, 1e6, low_open=True)),
-        "delta": float(check_probability("delta", delta)),
+        "epsilon": float(check_parameter("epsilon", epsilon, "epsilon_figure")),
+        "delta": float(check_parameter("delta", delta)),
         "d": float(check_reps(d, "d")),
     }
     if parameter == "epsilon":
-        check_interval("values", vals, 0.0, 1e6, low_open=True)
+        check_parameter("values", vals, "epsilon_figure")
     elif parameter == "delta":
-        check_probability("values", vals)
+        check_parameter("values", vals, "delta")
     elif not np.all((vals >= 1) & (vals == np.round(vals))):
         raise InvalidParameterError(f"d values must be integers >= 1, got values={vals!r}")
 

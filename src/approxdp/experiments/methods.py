@@ -3,7 +3,8 @@
 The paper's figures draw the classical formulas (Dwork-2006, Dwork-2014) also where they are
 *not* (ε, δ)-DP — that is the point of Fig. 1–3. :func:`noise_amounts` therefore asks
 :func:`approxdp.calibration.calibrate_gaussian` for σ with ``allow_non_private=True`` and
-returns, next to σ, whether the exact profile (Zhao et al. Thm 2) really is at most δ there.
+returns, next to σ, whether the exact profile (Zhao et al. Thm 2) really is at most δ there
+(:func:`~approxdp.calibration.exact_verdict`, the verdict of ``approxdp calibrate`` too).
 """
 
 from __future__ import annotations
@@ -14,9 +15,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from approxdp.calibration import CALIBRATION_METHODS, calibrate_gaussian
+from approxdp.calibration import CALIBRATION_METHODS, calibrate_gaussian, exact_verdict
 from approxdp.errors import NotPrivateWarning, UnknownMethodError
-from approxdp.profiles import gaussian_delta, gaussian_pdp_delta
 
 __all__ = [
     "DP_METHODS",
@@ -104,11 +104,7 @@ def noise_amounts(
             sigma[defined] = calibrate_gaussian(
                 eps[defined], dlt[defined], sensitivity, method=method, allow_non_private=True
             )
-    private = np.zeros(eps.shape, dtype=bool)
-    if np.any(defined):
-        private[defined] = gaussian_delta(eps[defined], sigma[defined], sensitivity) <= dlt[
-            defined
-        ]
+    _, private = exact_verdict(eps, dlt, sigma, sensitivity)
     return sigma, private
 
 
@@ -116,4 +112,4 @@ def pdp_private(
     epsilon: npt.ArrayLike, delta: npt.ArrayLike, sigma: npt.ArrayLike, sensitivity: float = 1.0
 ) -> BoolArray:
     """True where σ gives (ε, δ)-pDP: P[|L| > ε] <= δ (Zhao et al. Def. 2, Thm 6)."""
-    return np.asarray(gaussian_pdp_delta(epsilon, sigma, sensitivity) <= np.asarray(delta))
+    return exact_verdict(epsilon, delta, sigma, sensitivity, "pdp")[1]

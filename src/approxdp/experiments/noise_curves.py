@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from approxdp._validation import check_interval
+from approxdp._validation import check_interval, check_parameter
 from approxdp.experiments.methods import FIGURE_METHODS, check_methods, noise_amounts
 from approxdp.profiles import gaussian_delta, gaussian_pdp_delta
 
@@ -69,10 +69,10 @@ def sigma_versus_delta(
         delta_max: the largest δ, in (delta_min, 1).
         points: number of δ values.
     """
-    eps = tuple(float(e) for e in check_interval("epsilons", epsilons, 0.0, math.inf,
-                                                 low_open=True, high_open=True).ravel())
+    eps = tuple(float(e) for e in check_parameter("epsilons", epsilons,
+                                                  "epsilon_positive").ravel())
     methods = check_methods(methods)
-    check_interval("delta_min", delta_min, 0.0, 1.0, low_open=True, high_open=True)
+    check_parameter("delta_min", delta_min, "delta")
     check_interval("delta_max", delta_max, delta_min, 1.0, low_open=True, high_open=True)
     deltas = np.logspace(math.log10(delta_min), math.log10(delta_max), int(points))
     sigma = np.empty((len(eps), len(methods), deltas.size))
@@ -110,11 +110,9 @@ def privacy_profiles(
     points: int = 200,
 ) -> PrivacyProfiles:
     """δ_DP(ε) and δ_pDP(ε) of the Gaussian mechanism for each σ in ``sigmas``."""
-    sig = tuple(float(s) for s in check_interval("sigmas", sigmas, 0.0, math.inf,
-                                                 low_open=True, high_open=True).ravel())
-    check_interval("epsilon_max", epsilon_max, 0.0, math.inf, low_open=True, high_open=True)
-    sens = float(check_interval("sensitivity", sensitivity, 0.0, math.inf, low_open=True,
-                                high_open=True))
+    sig = tuple(float(s) for s in check_parameter("sigmas", sigmas, "sigma_finite").ravel())
+    check_parameter("epsilon_max", epsilon_max, "epsilon_positive")
+    sens = float(check_parameter("sensitivity", sensitivity, "sensitivity_positive"))
     eps = np.linspace(0.0, epsilon_max, int(points))
     dp = np.stack([gaussian_delta(eps, s, sens) for s in sig])
     pdp = np.stack([gaussian_pdp_delta(eps, s, sens) for s in sig])

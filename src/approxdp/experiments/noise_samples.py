@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import special
 
-from approxdp._validation import check_interval, check_probability
+from approxdp._validation import check_parameter
 from approxdp.experiments.methods import noise_amounts
 from approxdp.experiments.sampling import check_reps
 from approxdp.mechanisms import GaussianMechanism, LaplaceMechanism
@@ -65,9 +65,8 @@ def noise_samples(
         size: samples per mechanism.
         seed: seed of the simulation path (``rng=np.random.default_rng(seed)``).
     """
-    eps = float(check_interval("epsilon", epsilon, 0.0, math.inf, low_open=True,
-                               high_open=True))
-    dlt = float(check_probability("delta", delta))
+    eps = float(check_parameter("epsilon", epsilon, "epsilon_positive"))
+    dlt = float(check_parameter("delta", delta))
     n = check_reps(size, "size")
     lap = LaplaceMechanism(eps, 1.0)
     optimal = GaussianMechanism(eps, dlt, 1.0)

@@ -17,7 +17,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from approxdp._validation import as_float_array, check_interval, check_probability
+from approxdp._validation import as_float_array, check_interval, check_parameter
 from approxdp.calibration.discrete_gaussian import check_dimension
 from approxdp.errors import InvalidParameterError, ParameterTypeError
 
@@ -36,26 +36,26 @@ Path = Literal["secure", "seeded", "unseeded"]
 
 def check_epsilon(epsilon: Any) -> float:
     """ε in (0, ∞), as a float."""
-    return float(check_interval("epsilon", epsilon, 0.0, math.inf, low_open=True, high_open=True))
+    return float(check_parameter("epsilon", epsilon, "epsilon_positive"))
 
 
 def check_delta(delta: Any, *, high: float = 1.0, high_open: bool = True) -> float:
     """δ in (0, high), as a float."""
     if high == 1.0 and high_open:
-        return float(check_probability("delta", delta))
+        return float(check_parameter("delta", delta))
     return float(check_interval("delta", delta, 0.0, high, low_open=True, high_open=high_open))
 
 
 def check_sensitivity(sensitivity: Any) -> float:
     """Δ in (0, ∞), as a float (Δ = 0 needs no mechanism)."""
     return float(
-        check_interval("sensitivity", sensitivity, 0.0, math.inf, low_open=True, high_open=True)
+        check_parameter("sensitivity", sensitivity, "sensitivity_positive")
     )
 
 
 def check_alpha(alpha: Any) -> float:
     """Miss probability α of a confidence interval, in (0, 1)."""
-    return float(check_probability("alpha", alpha))
+    return float(check_parameter("alpha", alpha, "probability"))
 
 
 def choose_path(

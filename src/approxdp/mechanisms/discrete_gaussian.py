@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from approxdp._validation import as_float_array, check_interval
+from approxdp._validation import as_float_array, check_parameter
 from approxdp.calibration.discrete_gaussian import (
     calibrate_discrete_gaussian,
     discrete_gaussian_satisfies,
@@ -124,7 +124,7 @@ class DiscreteGaussianMechanism:
         d = check_dimension(dimension)
         if d == 1:
             return discrete_gaussian_delta(epsilon, self.sigma, self.sensitivity)
-        eps = check_interval("epsilon", epsilon, 0.0, math.inf, high_open=True)
+        eps = check_parameter("epsilon", epsilon)
         sigma = self.sampler(d).sigma
         flat = [
             math.exp(discrete_gaussian_vector_log_delta(float(e), sigma, self.sensitivity, d))

@@ -41,7 +41,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import special
 
-from approxdp._validation import check_interval
+from approxdp._validation import check_parameter
 from approxdp.calibration import calibrate_gaussian, get_method
 from approxdp.errors import NotPrivateError, ParameterTypeError
 from approxdp.events import GaussianEvent
@@ -51,12 +51,9 @@ from approxdp.mechanisms.base import (
     check_dimension,
     check_epsilon,
     check_sensitivity,
-    choose_path,
-    prepare_value,
 )
 from approxdp.mechanisms.exact_sampling import DiscreteGaussianSampler
-from approxdp.mechanisms.lattice import Lattice, power_of_two_at_most
-from approxdp.mechanisms.outputs import mark_simulated
+from approxdp.mechanisms.lattice import Lattice, lattice_release, power_of_two_at_most
 from approxdp.mechanisms.randomness import SecureBits
 from approxdp.profiles.discrete_gaussian_smoothing import (
     SmoothingBound,
@@ -89,6 +86,10 @@ class SecureGaussianNoise:
     sampler: DiscreteGaussianSampler
     dimension: int
     certificate: SmoothingBound
+
+    def draw(self, n: int) -> npt.NDArray[np.int64]:
+        """``n`` exact N_Z(0, s²) draws from the OS CSPRNG (lattice units)."""
+        return np.asarray(self.sampler.sample(SecureBits(), n), dtype=np.int64)
 
     @property
     def sigma(self) -> float:
@@ -220,7 +221,7 @@ class GaussianMechanism:
         mech = object.__new__(cls)
         mech._set_budget(epsilon, delta, sensitivity, method)
         get_method(method)
-        sig = float(check_interval("sigma", sigma, 0.0, math.inf, low_open=True, high_open=True))
+        sig = float(check_parameter("sigma", sigma, "sigma_finite"))
         achieved = float(gaussian_delta(mech.epsilon, sig, mech.sensitivity))
         if not achieved <= mech.delta:
             raise NotPrivateError(
@@ -287,14 +288,6 @@ class GaussianMechanism:
         Returns:
             A float or float64 array (secure), or a SimulatedFloat/SimulatedArray.
         """
-        path, gen = choose_path(rng, secure)
-        arr, scalar = prepare_value(value)
-        if path != "secure" and gen is not None:
-            noisy = gen.normal(0.0, self.sigma, size=arr.shape)
-            noisy += arr
-            return mark_simulated(noisy, scalar)
-        noise = self.secure_noise(max(arr.size, 1))
-        index = noise.lattice.to_integers(arr)
-        draws = noise.sampler.sample(SecureBits(), index.size).reshape(index.shape)
-        out = noise.lattice.to_reals(index + draws)
-        return float(out) if scalar else out
+        return lattice_release(
+            value, rng, secure, noise=self.secure_noise,
+            simulate=lambda gen, shape: gen.normal(0.0, self.sigma, size=shape))

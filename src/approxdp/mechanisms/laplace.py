@@ -32,12 +32,9 @@ from approxdp.mechanisms.base import (
     check_dimension,
     check_epsilon,
     check_sensitivity,
-    choose_path,
-    prepare_value,
 )
 from approxdp.mechanisms.exact_sampling import DiscreteLaplaceSampler
-from approxdp.mechanisms.lattice import Lattice, power_of_two_at_most
-from approxdp.mechanisms.outputs import mark_simulated
+from approxdp.mechanisms.lattice import Lattice, lattice_release, power_of_two_at_most
 from approxdp.mechanisms.randomness import SecureBits
 from approxdp.profiles.laplace import discrete_laplace_delta, laplace_delta
 
@@ -53,6 +50,10 @@ class SecureLaplaceNoise:
     lattice: Lattice
     sensitivity: int
     sampler: DiscreteLaplaceSampler
+
+    def draw(self, n: int) -> npt.NDArray[np.int64]:
+        """``n`` exact discrete Laplace draws from the OS CSPRNG (lattice units)."""
+        return np.asarray(self.sampler.sample(SecureBits(), n), dtype=np.int64)
 
     @property
     def epsilon(self) -> float:
@@ -160,14 +161,6 @@ class LaplaceMechanism:
         ``numpy.random.Generator`` or ``secure=False``: float ``Generator.laplace`` noise,
         returned marked as a simulation.
         """
-        path, gen = choose_path(rng, secure)
-        arr, scalar = prepare_value(value)
-        if path != "secure" and gen is not None:
-            noisy = gen.laplace(0.0, self.scale, size=arr.shape)
-            noisy += arr
-            return mark_simulated(noisy, scalar)
-        noise = self.secure_noise(max(arr.size, 1))
-        index = noise.lattice.to_integers(arr)
-        draws = noise.sampler.sample(SecureBits(), index.size).reshape(index.shape)
-        out = noise.lattice.to_reals(index + draws)
-        return float(out) if scalar else np.asarray(out)
+        return lattice_release(
+            value, rng, secure, noise=self.secure_noise,
+            simulate=lambda gen, shape: gen.laplace(0.0, self.scale, size=shape))

@@ -13,14 +13,23 @@ g/2, so two neighbouring queries round to integer vectors whose difference has
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from approxdp.errors import DataError
 
-__all__ = ["MAX_INDEX", "Lattice", "power_of_two_at_most"]
+__all__ = [
+    "MAX_INDEX",
+    "Lattice",
+    "LatticeNoise",
+    "lattice_release",
+    "power_of_two_at_most",
+    "release_on_lattice",
+]
 
 #: Indices |x/g| must stay below this to be exact in float64 (and fit an int64).
 MAX_INDEX = 2.0**52
@@ -68,3 +77,60 @@ class Lattice:
         if dimension == 1:
             return float(math.floor(sensitivity / self.g) + 1)
         return sensitivity / self.g + math.sqrt(dimension)
+
+
+class LatticeNoise(Protocol):
+    """The secure noise of a lattice mechanism: its lattice, and exact integer draws."""
+
+    @property
+    def lattice(self) -> Lattice:
+        """The lattice gZ the query is rounded to."""
+        ...
+
+    def draw(self, n: int) -> npt.NDArray[np.int64]:
+        """``n`` exact integer noises from the OS CSPRNG (in lattice units)."""
+        ...
+
+
+def lattice_release(
+    value: npt.ArrayLike, rng: np.random.Generator | None, secure: bool | None, *,
+    simulate: Callable[[np.random.Generator, tuple[int, ...]], npt.NDArray[np.float64]],
+    noise: Callable[[int], LatticeNoise],
+) -> Any:
+    """The release of every lattice mechanism (Gaussian, Laplace, truncated Laplace).
+
+    The secure path (``rng=None``): ``value`` rounded onto the lattice of ``noise(d)`` (d
+    coordinates), exact integer noise added, mapped back (module docstring). A Generator or
+    ``secure=False``: ``value + simulate(generator, shape)``, float noise, returned marked as a
+    simulation (:mod:`approxdp.mechanisms.outputs`).
+
+    Raises:
+        DataError: a value that is not finite or too large for exact lattice indices.
+    """
+    from approxdp.mechanisms.base import choose_path, prepare_value
+    from approxdp.mechanisms.outputs import mark_simulated
+
+    path, gen = choose_path(rng, secure)
+    arr, scalar = prepare_value(value)
+    if path != "secure" and gen is not None:
+        return mark_simulated(simulate(gen, arr.shape) + arr, scalar)
+    secure_noise = noise(max(arr.size, 1))
+    return release_on_lattice(arr, scalar, secure_noise.lattice, secure_noise.draw)
+
+
+def release_on_lattice(
+    value: npt.NDArray[np.float64], scalar: bool, lattice: Lattice,
+    draw: Callable[[int], npt.NDArray[np.int64]],
+) -> float | npt.NDArray[np.float64]:
+    """The secure release of every lattice mechanism (Gaussian, Laplace, truncated Laplace):
+    round ``value`` onto ``lattice``, add ``draw(n)`` — n exact integer noises from the
+    mechanism's sampler — and map back, so every float operation after the noise is
+    post-processing of an exact integer (module docstring).
+
+    Raises:
+        DataError: a value that is not finite or too large for exact lattice indices.
+    """
+    index = lattice.to_integers(value)
+    draws = np.asarray(draw(index.size)).reshape(index.shape)
+    out = lattice.to_reals(index + draws)
+    return float(out) if scalar else np.asarray(out)

@@ -24,14 +24,11 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from approxdp.errors import ParameterTypeError
-
 __all__ = [
     "GeneratorBits",
     "RandomBits",
     "SecureBits",
     "bernoulli_ratio",
-    "resolve_bits",
     "uniform_below",
     "uniform_below_int",
 ]
@@ -105,25 +102,6 @@ def _dtype(bits: int) -> type[np.unsignedinteger[Any]]:
         if bits == width:
             return dtype
     raise ValueError(f"bits must be 8, 16, 32 or 64, got {bits}")
-
-
-def resolve_bits(rng: RandomBits | np.random.Generator | None) -> RandomBits:
-    """``None`` → the OS CSPRNG; a NumPy Generator → a reproducible, non-secure source.
-
-    Raises:
-        ParameterTypeError: for anything else (an int seed is refused on purpose: a seeded
-            path must be asked for explicitly with ``np.random.default_rng(seed)``).
-    """
-    if rng is None:
-        return SecureBits()
-    if isinstance(rng, np.random.Generator):
-        return GeneratorBits(rng)
-    if isinstance(rng, (SecureBits, GeneratorBits)):
-        return rng
-    raise ParameterTypeError(
-        f"rng must be None (OS CSPRNG) or a numpy.random.Generator, got {type(rng).__name__} "
-        f"{rng!r}; for a reproducible simulation pass rng=numpy.random.default_rng(seed)"
-    )
 
 
 def uniform_below(source: RandomBits, m: int, n: int) -> IntArray:

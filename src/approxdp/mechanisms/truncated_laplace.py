@@ -47,13 +47,10 @@ from approxdp.mechanisms.base import (
     check_dimension,
     check_epsilon,
     check_sensitivity,
-    choose_path,
-    prepare_value,
 )
 from approxdp.mechanisms.exact_sampling import DiscreteLaplaceSampler
 from approxdp.mechanisms.laplace import discrete_laplace_sampler
-from approxdp.mechanisms.lattice import Lattice, power_of_two_at_most
-from approxdp.mechanisms.outputs import mark_simulated
+from approxdp.mechanisms.lattice import Lattice, lattice_release, power_of_two_at_most
 from approxdp.mechanisms.randomness import SecureBits
 from approxdp.profiles.laplace import (
     discrete_truncated_laplace_delta,
@@ -75,6 +72,11 @@ class SecureTruncatedLaplaceNoise:
     sensitivity: int
     sampler: DiscreteLaplaceSampler
     bound: int
+
+    def draw(self, n: int) -> npt.NDArray[np.int64]:
+        """``n`` exact discrete Laplace draws truncated to ±``bound`` (lattice units)."""
+        return np.asarray(self.sampler.sample(SecureBits(), n, bound=self.bound),
+                          dtype=np.int64)
 
     @property
     def tau(self) -> float:
@@ -251,19 +253,12 @@ class TruncatedLaplaceMechanism:
         ``rng=None``: exact lattice noise from the OS CSPRNG. A Generator or ``secure=False``:
         float inverse-CDF noise, clipped to τ, marked as a simulation.
         """
-        path, gen = choose_path(rng, secure)
-        arr, scalar = prepare_value(value)
-        d = max(arr.size, 1)
-        if path != "secure" and gen is not None:
-            lam = self.scale
-            tau = self.theorem_tau()
+        def simulate(gen: np.random.Generator, shape: tuple[int, ...]) -> npt.NDArray[np.float64]:
+            lam, tau = self.scale, self.theorem_tau()
             mass = -math.expm1(-tau / lam)
-            u = gen.random(size=arr.shape)
+            u = gen.random(size=shape)
             magnitude = np.minimum(-lam * np.log1p(-u * mass), tau)
-            sign = np.where(gen.random(size=arr.shape) < 0.5, -1.0, 1.0)
-            return mark_simulated(arr + sign * magnitude, scalar)
-        noise = self.secure_noise(d)
-        index = noise.lattice.to_integers(arr)
-        draws = noise.sampler.sample(SecureBits(), index.size, bound=noise.bound)
-        out = noise.lattice.to_reals(index + draws.reshape(index.shape))
-        return float(out) if scalar else np.asarray(out)
+            sign = np.where(gen.random(size=shape) < 0.5, -1.0, 1.0)
+            return np.asarray(sign * magnitude, dtype=np.float64)
+
+        return lattice_release(value, rng, secure, noise=self.secure_noise, simulate=simulate)

@@ -6,19 +6,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from approxdp.experiments.dpsgd_curves import DPSGDCurves, dpsgd_curves
-from approxdp.plots.style import log_axes, new_figure
+from approxdp.plots.style import ACCOUNTANT_STYLE, accountant_style, log_axes, new_figure
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = ["plot_dpsgd"]
 
-_STYLE = {
-    "pld": ("#000000", "-"),
-    "rdp": ("#d62728", "--"),
-    "gdp-clt": ("#1f77b4", ":"),
-    "amplify+compose": ("#7f7f7f", "-."),
-}
 #: One colour per noise multiplier when several are drawn (line style then says the accountant).
 _SIGMA_COLORS = ("#000000", "#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#ff7f0e")
 #: The accountants drawn for several noise multipliers: the two certified ones that stay close.
@@ -43,7 +37,7 @@ def plot_dpsgd(
     if curves is None:
         sigmas = ([float(noise_multiplier)] if isinstance(noise_multiplier, int | float)
                   else [float(s) for s in noise_multiplier])
-        accountants = _SEVERAL if len(sigmas) > 1 else tuple(_STYLE)
+        accountants = _SEVERAL if len(sigmas) > 1 else tuple(ACCOUNTANT_STYLE)
         runs = [dpsgd_curves(noise_multiplier=s, sample_rate=sample_rate, max_steps=max_steps,
                              delta=delta, points=points, accountants=accountants)
                 for s in sigmas]
@@ -54,12 +48,12 @@ def plot_dpsgd(
     several = len(runs) > 1
     for i, c in enumerate(runs):
         for name, eps in c.epsilons.items():
-            color, ls = _STYLE.get(name, ("#2ca02c", "-"))
+            style = accountant_style(name)
             if several:
-                color = _SIGMA_COLORS[i % len(_SIGMA_COLORS)]
+                style["color"] = _SIGMA_COLORS[i % len(_SIGMA_COLORS)]
             label = f"{name} ({c.kinds[name]})"
-            ax.plot(c.steps, eps, color=color, linestyle=ls, marker=".",
-                    label=f"σ = {c.noise_multiplier:g}, {label}" if several else label)
+            ax.plot(c.steps, eps, marker=".",
+                    label=f"σ = {c.noise_multiplier:g}, {label}" if several else label, **style)
     first = runs[0]
     log_axes(ax, x=True, y=True)
     ax.set_xlabel("steps T")

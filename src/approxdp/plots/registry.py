@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from approxdp._validation import check_interval, check_probability
+from approxdp._validation import check_parameter
 from approxdp.errors import InvalidParameterError, UnknownMethodError
 from approxdp.plots.calibration import (
     plot_failure_regions,
@@ -138,13 +138,13 @@ def render_plot(name: str, **options: Any) -> Figure:
             f"it takes {takes}"
         )
     if "epsilon" in given:
-        check_interval("epsilon", given["epsilon"], 0.0, 1e6, low_open=True)
+        check_parameter("epsilon", given["epsilon"], "epsilon_figure")
     if "delta" in given:
-        check_probability("delta", given["delta"])
+        check_parameter("delta", given["delta"])
     if "sigma" in given:
-        check_interval("sigma", list(given["sigma"]), 0.0, 1e12, low_open=True)
+        check_parameter("sigma", list(given["sigma"]), "sigma_figure")
     if "sample_rate" in given:
-        check_interval("sample_rate", given["sample_rate"], 0.0, 1.0, low_open=True)
+        check_parameter("sample_rate", given["sample_rate"])
     if "steps" in given:
         steps = given["steps"]
         if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= 10**9:

@@ -18,7 +18,16 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["METHOD_STYLE", "SAVE_FORMATS", "log_axes", "method_style", "new_figure", "save_figure"]
+__all__ = [
+    "ACCOUNTANT_STYLE",
+    "METHOD_STYLE",
+    "SAVE_FORMATS",
+    "accountant_style",
+    "log_axes",
+    "method_style",
+    "new_figure",
+    "save_figure",
+]
 
 #: Colour, line style and marker of each calibration method, the same in every figure.
 METHOD_STYLE: dict[str, dict[str, Any]] = {
@@ -32,18 +41,37 @@ METHOD_STYLE: dict[str, dict[str, Any]] = {
     "zhao-m4": {"color": "#8c564b", "linestyle": ":", "marker": "x"},
 }
 
+#: Colour, line style and marker of each DP-SGD accountant, the same in every figure (the
+#: ``approxdp plot dpsgd`` figure and the browser's Compose / DP-SGD page).
+ACCOUNTANT_STYLE: dict[str, dict[str, Any]] = {
+    "pld": {"color": "#000000", "linestyle": "-", "marker": "o"},
+    "rdp": {"color": "#d62728", "linestyle": "--", "marker": "s"},
+    "gdp-clt": {"color": "#1f77b4", "linestyle": ":", "marker": "^"},
+    "amplify+compose": {"color": "#7f7f7f", "linestyle": "-.", "marker": "x"},
+}
+
 SAVE_FORMATS = (".png", ".pdf", ".svg")
 
+_OTHER = {"color": "#7f7f7f", "linestyle": "-", "marker": "."}
 
-def method_style(method: str, markers: bool = False) -> dict[str, Any]:
-    """Keyword arguments for ``Axes.plot`` that draw ``method`` in its house style."""
-    style = dict(METHOD_STYLE.get(method, {"color": "#7f7f7f", "linestyle": "-",
-                                           "marker": "."}))
+
+def _styled(table: dict[str, dict[str, Any]], name: str, markers: bool) -> dict[str, Any]:
+    style = dict(table.get(name, _OTHER))
     if not markers:
         style.pop("marker")
     else:
         style["markersize"] = 4
     return style
+
+
+def method_style(method: str, markers: bool = False) -> dict[str, Any]:
+    """Keyword arguments for ``Axes.plot`` that draw ``method`` in its house style."""
+    return _styled(METHOD_STYLE, method, markers)
+
+
+def accountant_style(accountant: str, markers: bool = False) -> dict[str, Any]:
+    """Keyword arguments for ``Axes.plot`` that draw a DP-SGD ``accountant`` in its style."""
+    return _styled(ACCOUNTANT_STYLE, accountant, markers)
 
 
 def new_figure(

@@ -27,13 +27,13 @@ bounds it by the smaller of two proven bounds:
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import overload
 
 import numpy as np
 import numpy.typing as npt
 from scipy import optimize, special
 
-from approxdp._validation import check_interval
+from approxdp._validation import check_parameter
 from approxdp.errors import InvalidParameterError
 from approxdp.profiles.discrete_gaussian_smoothing import smoothed_log_delta
 
@@ -70,7 +70,7 @@ def discrete_gaussian_pmf(y: npt.ArrayLike, sigma: float) -> FloatArray | float:
     >>> round(discrete_gaussian_pmf(0, 1.0), 12)  # φ(0) = 0.398942280401, minus 5e-9
     0.398942278267
     """
-    s = float(check_interval("sigma", sigma, 0.0, math.inf, low_open=True, high_open=True))
+    s = float(check_parameter("sigma", sigma, "sigma_finite"))
     yy = np.asarray(y, dtype=np.float64)
     out = np.exp(-(yy * yy) / (2 * s * s) - discrete_gaussian_log_normalizer(s))
     return float(out) if out.ndim == 0 else out
@@ -115,9 +115,19 @@ def _log_delta_scalar(eps: float, sigma: float, delta_sens: float) -> float:
     return float(special.logsumexp(log_terms)) - discrete_gaussian_log_normalizer(sigma)
 
 
+@overload
+def discrete_gaussian_log_delta(
+    epsilon: float, sigma: float, sensitivity: float = ...
+) -> float: ...
+@overload
+def discrete_gaussian_log_delta(
+    epsilon: npt.ArrayLike, sigma: float, sensitivity: float = ...
+) -> FloatArray: ...
+
+
 def discrete_gaussian_log_delta(
     epsilon: npt.ArrayLike, sigma: float, sensitivity: float = 1.0
-) -> Any:
+) -> float | FloatArray:
     """ln δ(ε) of the one-dimensional discrete Gaussian mechanism (Canonne et al. 2020, Thm 7),
     see the module docstring.
 
@@ -129,16 +139,26 @@ def discrete_gaussian_log_delta(
     Returns:
         ln δ, a float for scalar ε, else an array; −inf where δ = 0.
     """
-    eps = check_interval("epsilon", epsilon, 0.0, math.inf, high_open=True)
-    s = float(check_interval("sigma", sigma, 0.0, math.inf, low_open=True))
-    d = float(check_interval("sensitivity", sensitivity, 0.0, math.inf, high_open=True))
+    eps = check_parameter("epsilon", epsilon)
+    s = float(check_parameter("sigma", sigma))
+    d = float(check_parameter("sensitivity", sensitivity))
     out = np.array([_log_delta_scalar(float(e), s, d) for e in eps.ravel()]).reshape(eps.shape)
     return float(out) if out.ndim == 0 else out
 
 
+@overload
+def discrete_gaussian_delta(
+    epsilon: float, sigma: float, sensitivity: float = ...
+) -> float: ...
+@overload
+def discrete_gaussian_delta(
+    epsilon: npt.ArrayLike, sigma: float, sensitivity: float = ...
+) -> FloatArray: ...
+
+
 def discrete_gaussian_delta(
     epsilon: npt.ArrayLike, sigma: float, sensitivity: float = 1.0
-) -> Any:
+) -> float | FloatArray:
     """δ(ε) = P[Y > εσ²/Δ − Δ/2] − e^ε P[Y > εσ²/Δ + Δ/2], Y ~ N_Z(0, σ²) (Canonne et al. 2020,
     Thm 7).
 
@@ -157,8 +177,8 @@ def zcdp_log_delta(epsilon: float, rho: float) -> float:
     Any α > 1 gives a valid bound; we minimise numerically and return the value at the α found
     (so the result is always a valid ln δ, optimal or not), capped at 0 (δ ≤ 1).
     """
-    eps = float(check_interval("epsilon", epsilon, 0.0, math.inf, high_open=True))
-    r = float(check_interval("rho", rho, 0.0, math.inf, high_open=True))
+    eps = float(check_parameter("epsilon", epsilon))
+    r = float(check_parameter("rho", rho))
     if r == 0.0:
         return -math.inf
 
@@ -188,9 +208,9 @@ def discrete_gaussian_vector_log_delta(
         sensitivity: ℓ2-norm bound Δ ≥ 0 of the integer shift vectors.
         dimension: number of coordinates d ≥ 1.
     """
-    eps = float(check_interval("epsilon", epsilon, 0.0, math.inf, high_open=True))
-    s = float(check_interval("sigma", sigma, 0.0, math.inf, low_open=True, high_open=True))
-    d_sens = float(check_interval("sensitivity", sensitivity, 0.0, math.inf, high_open=True))
+    eps = float(check_parameter("epsilon", epsilon))
+    s = float(check_parameter("sigma", sigma, "sigma_finite"))
+    d_sens = float(check_parameter("sensitivity", sensitivity))
     if isinstance(dimension, bool) or not isinstance(dimension, (int, np.integer)) or dimension < 1:
         raise InvalidParameterError(
             f"dimension must be an integer >= 1, got dimension={dimension!r}"

@@ -39,7 +39,11 @@ from approxdp._numerics import (
     solve_decreasing,
     solve_decreasing_scalar,
 )
-from approxdp._validation import check_interval, check_probability, is_scalar, plain_floats
+from approxdp._validation import (
+    check_parameter,
+    is_scalar,
+    plain_floats,
+)
 from approxdp.errors import UnknownMethodError
 from approxdp.profiles import _gaussian_terms as terms
 
@@ -150,9 +154,9 @@ def _check_notion(notion: object) -> Notion:
 def _profile_inputs(
     epsilon: Any, sigma: Any, sensitivity: Any
 ) -> tuple[FloatArray, FloatArray, bool]:
-    eps = check_interval("epsilon", epsilon, 0.0, math.inf)
-    sig = check_interval("sigma", sigma, 0.0, math.inf, low_open=True)
-    sens = check_interval("sensitivity", sensitivity, 0.0, math.inf, high_open=True)
+    eps = check_parameter("epsilon", epsilon, "epsilon_unbounded")
+    sig = check_parameter("sigma", sigma)
+    sens = check_parameter("sensitivity", sensitivity)
     scalar = is_scalar(epsilon) and is_scalar(sigma) and is_scalar(sensitivity)
     eps, sig, sens = np.broadcast_arrays(eps, sig, sens)
     with np.errstate(divide="ignore", over="ignore"):
@@ -462,9 +466,9 @@ def gaussian_epsilon(
     fast = _epsilon_scalar(sigma, delta, sensitivity, notion)
     if fast is not None:
         return fast
-    sig = check_interval("sigma", sigma, 0.0, math.inf, low_open=True)
-    dlt = check_probability("delta", delta)
-    sens = check_interval("sensitivity", sensitivity, 0.0, math.inf, high_open=True)
+    sig = check_parameter("sigma", sigma)
+    dlt = check_parameter("delta", delta)
+    sens = check_parameter("sensitivity", sensitivity)
     scalar = is_scalar(sigma) and is_scalar(delta) and is_scalar(sensitivity)
     sig, dlt, sens = np.broadcast_arrays(sig, dlt, sens)
     shape = sig.shape

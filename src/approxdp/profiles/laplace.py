@@ -40,12 +40,12 @@ See https://arxiv.org/abs/1810.00877 (Geng et al. 2018) for the truncated Laplac
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
 
-from approxdp._validation import check_interval
+from approxdp._validation import check_interval, check_parameter
 from approxdp.errors import InvalidParameterError
 
 __all__ = [
@@ -59,15 +59,23 @@ __all__ = [
 FloatArray = npt.NDArray[np.float64]
 
 
-def laplace_delta(epsilon: npt.ArrayLike, scale: float, sensitivity: float = 1.0) -> Any:
+@overload
+def laplace_delta(epsilon: float, scale: float, sensitivity: float = ...) -> float: ...
+@overload
+def laplace_delta(epsilon: npt.ArrayLike, scale: float, sensitivity: float = ...) -> FloatArray: ...
+
+
+def laplace_delta(
+    epsilon: npt.ArrayLike, scale: float, sensitivity: float = 1.0
+) -> float | FloatArray:
     """δ(ε) = max(0, 1 − e^((ε − Δ/b)/2)) of the one-dimensional Laplace mechanism.
 
     >>> laplace_delta(1.0, 1.0, 1.0)
     0.0
     """
-    eps = check_interval("epsilon", epsilon, 0.0, math.inf)
-    b = float(check_interval("scale", scale, 0.0, math.inf, low_open=True))
-    d = float(check_interval("sensitivity", sensitivity, 0.0, math.inf, high_open=True))
+    eps = check_parameter("epsilon", epsilon, "epsilon_unbounded")
+    b = float(check_parameter("scale", scale))
+    d = float(check_parameter("sensitivity", sensitivity))
     eps0 = d / b
     out = np.where(eps < eps0, -np.expm1(np.minimum(eps - eps0, 0.0) / 2.0), 0.0)
     return float(out) if out.ndim == 0 else out
@@ -92,9 +100,19 @@ def truncated_laplace_tau(epsilon: float, delta: float, sensitivity: float = 1.0
     return (sensitivity / epsilon) * soft * (1.0 + 1e-12)
 
 
+@overload
+def truncated_laplace_delta(
+    epsilon: float, lam: float, tau: float, sensitivity: float = ...
+) -> float: ...
+@overload
+def truncated_laplace_delta(
+    epsilon: npt.ArrayLike, lam: float, tau: float, sensitivity: float = ...
+) -> FloatArray: ...
+
+
 def truncated_laplace_delta(
     epsilon: npt.ArrayLike, lam: float, tau: float, sensitivity: float = 1.0
-) -> Any:
+) -> float | FloatArray:
     """Exact δ(ε) of the truncated Laplace mechanism (module docstring), for every ε ≥ 0.
 
     Args:
@@ -114,7 +132,7 @@ def truncated_laplace_delta(
     >>> truncated_laplace_delta(0.5, lam, tau, 1.0) > d
     True
     """
-    eps = check_interval("epsilon", epsilon, 0.0, math.inf)
+    eps = check_parameter("epsilon", epsilon, "epsilon_unbounded")
     lm = float(check_interval("lam", lam, 0.0, math.inf, low_open=True, high_open=True))
     t = float(check_interval("tau", tau, 0.0, math.inf, low_open=True, high_open=True))
     d = float(check_interval("sensitivity", sensitivity, 0.0, math.inf, low_open=True))
@@ -146,7 +164,7 @@ def _terms_below_loss(eps: FloatArray, rate: float, shift: int) -> FloatArray:
 def _check_discrete(
     epsilon: npt.ArrayLike, rate: float, shift: int
 ) -> tuple[FloatArray, float, int]:
-    eps = check_interval("epsilon", epsilon, 0.0, math.inf)
+    eps = check_parameter("epsilon", epsilon, "epsilon_unbounded")
     r = float(check_interval("rate", rate, 0.0, math.inf, low_open=True, high_open=True))
     m = float(check_interval("shift", shift, 1.0, 2.0**52))
     if m != math.floor(m):
@@ -154,7 +172,13 @@ def _check_discrete(
     return eps, r, int(m)
 
 
-def discrete_laplace_delta(epsilon: npt.ArrayLike, rate: float, shift: int) -> Any:
+@overload
+def discrete_laplace_delta(epsilon: float, rate: float, shift: int) -> float: ...
+@overload
+def discrete_laplace_delta(epsilon: npt.ArrayLike, rate: float, shift: int) -> FloatArray: ...
+
+
+def discrete_laplace_delta(epsilon: npt.ArrayLike, rate: float, shift: int) -> float | FloatArray:
     """Exact δ(ε) of the discrete Laplace (geometric) mechanism, P[k] ∝ e^(−rate·|k|), for an
     integer shift m between neighbours (module docstring). 0 for ε ≥ rate·m.
 

@@ -1,4 +1,5 @@
-"""Private releases on tabular data: count, sum, mean, histogram and batches of linear queries.
+"""Private releases on tabular data: count, sum, mean, histogram, batches of linear queries,
+quantiles and the median, variance and standard deviation, and private bounds.
 
 The entry point is :class:`PrivateTable`: a table (CSV/Parquet path, pandas or Polars
 DataFrame, PyArrow table or DuckDB relation) with the accountant that pays for its releases::
@@ -13,7 +14,12 @@ DataFrame, PyArrow table or DuckDB relation) with the accountant that pays for i
         epsilon=0.5, delta=5e-7)
     print(mean_age.explain())
 
-The flow, plan → allocate → execute: query specs (:mod:`~approxdp.releases.specs`) form an
+The kinds of release, with what each takes and how it is computed, are the registry
+:data:`RELEASE_KINDS` (:mod:`~approxdp.releases.kinds`), which every front end reads.
+
+The flow, plan → allocate → execute: query specs (:mod:`~approxdp.releases.specs`; the
+statistics computed from derived columns, :class:`Quantiles`, :class:`Median`,
+:class:`Variance`, :class:`Std` and :class:`PrivateBounds`, are specs too) form an
 immutable :class:`ReleasePlan`; :func:`allocate` splits a budget across it (all Gaussian parts
 calibrated jointly, Zhao et al. Lemma 15; partition-selection thresholds from
 :mod:`~approxdp.releases.selection`);
@@ -36,8 +42,12 @@ This package imports no engine: ``duckdb`` is loaded when a :class:`PrivateTable
 
 from __future__ import annotations
 
+from approxdp.releases.bounds import PrivateBounds
+from approxdp.releases.derived import DerivedQuery
 from approxdp.releases.execute import execute
+from approxdp.releases.kinds import RELEASE_KINDS, KindInputs, ReleaseKind
 from approxdp.releases.plan import AllocatedPlan, AllocatedQuery, ReleasePlan, allocate
+from approxdp.releases.quantiles import Median, Quantiles
 from approxdp.releases.result import (
     COMPARED_METHODS,
     MethodComparison,
@@ -58,27 +68,37 @@ from approxdp.releases.specs import (
     Query,
     Sum,
 )
+from approxdp.releases.variance import Std, Variance
 
 __all__ = [
     "COMPARED_METHODS",
+    "RELEASE_KINDS",
     "AllocatedPlan",
     "AllocatedQuery",
     "ColumnOptions",
     "ColumnQuery",
     "ContributionBounds",
     "Count",
+    "DerivedQuery",
     "Histogram",
+    "KindInputs",
     "LinearQueries",
     "LinearQuery",
     "Mean",
     "Measure",
+    "Median",
     "MethodComparison",
+    "PrivateBounds",
     "PrivateTable",
+    "Quantiles",
     "Query",
+    "ReleaseKind",
     "ReleasePlan",
     "ReleaseResult",
     "Sensitivity",
+    "Std",
     "Sum",
+    "Variance",
     "allocate",
     "compare_methods",
     "execute",

@@ -7,7 +7,7 @@ sensitivity 1 (:func:`~approxdp.calibration.calibrate_gaussian`, never an approx
 released interval is value ± z · u_q · s, with s the scale of the released measure (1 for
 counts, the bounds' largest |value − centre| for sums) and u_q the noise's interval scale —
 σ_q for a seeded simulation, and for the secure lattice release the slightly larger scale of
-:func:`~approxdp.releases.intervals.noise_spread` (the exact discrete noise plus rounding),
+:func:`~approxdp.releases._intervals.noise_spread` (the exact discrete noise plus rounding),
 computed here exactly as the release computes it. For a query whose cells are selected
 privately the number of cells (which sets the lattice) is not known before the data is read,
 so the largest scale over 1 to 2^24 cells is used. Its RMSE is the noise's standard deviation
@@ -32,10 +32,10 @@ from dataclasses import dataclass
 
 from scipy import special
 
-from approxdp._validation import check_interval, check_probability
+from approxdp._validation import check_parameter
 from approxdp.errors import InvalidParameterError, NotPrivateError, ParameterTypeError
 from approxdp.mechanisms import GaussianMechanism
-from approxdp.releases.intervals import noise_spread
+from approxdp.releases._intervals import noise_spread
 from approxdp.releases.plan import AllocatedPlan, AllocatedQuery, ReleasePlan, allocate
 from approxdp.releases.specs import Mean
 
@@ -154,9 +154,16 @@ def accuracy_of(
     rmse: Sequence[float | None] | None = None,
 ) -> AccuracyPlan:
     """The per-query accuracy of ``plan`` released at (ε, δ) (see the module docstring)."""
-    check_interval("level", level, 0.0, 1.0, low_open=True, high_open=True)
+    check_parameter("level", level)
     if rows is not None and (isinstance(rows, bool) or not isinstance(rows, int) or rows < 1):
         raise InvalidParameterError(f"rows must be a positive integer, got rows={rows!r}")
+    for q in plan.queries:
+        if q.parts() != (q,):
+            raise InvalidParameterError(
+                f"query {q.label()!r}: accuracy planning covers count, sum, mean, histogram and "
+                f"linear queries; a {q.kind}'s interval comes from post-processing of its "
+                "noisy parts (its result reports it)"
+            )
     allocated = allocate(plan, epsilon, delta, method=method)
     out = []
     for i, aq in enumerate(allocated.queries):
@@ -179,7 +186,7 @@ def _targets(name: str, value: float | Sequence[float | None] | None, n: int
     out: list[float | None] = []
     for v in values:
         out.append(None if v is None else float(
-            check_interval(name, v, 0.0, math.inf, low_open=True, high_open=True)))
+            check_parameter(name, v, "positive")))
     return tuple(out)
 
 
@@ -195,7 +202,7 @@ def plan_for_accuracy(
     Raises:
         InvalidParameterError: No target given, a target ≤ 0, or no ε up to 10⁶ meets them.
     """
-    check_probability("delta", delta)
+    check_parameter("delta", delta)
     n = len(plan.queries)
     widths = _targets("half_width", half_width, n)
     errors = _targets("rmse", rmse, n)

@@ -38,19 +38,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from approxdp.engines.base import (
-    AggregateRequest,
-    CellAggregate,
-    CellMapRequest,
-    Engine,
-    TableT,
-)
+from approxdp.engines.base import Engine, TableT
+from approxdp.engines.shapes import AggregateRequest, CellAggregate, CellMapRequest
 from approxdp.errors import DataError
 from approxdp.mechanisms.gaussian import SecureGaussianNoise
 from approxdp.mechanisms.randomness import SecureBits
-from approxdp.releases.checks import DROPPED_NOTE
+from approxdp.releases._checks import DROPPED_NOTE
+from approxdp.releases._intervals import mean_interval, noise_spread
 from approxdp.releases.diagnostics import Diagnostics
-from approxdp.releases.intervals import mean_interval, noise_spread
 from approxdp.releases.noise import SEEDED_NOTE, PreparedNoise
 from approxdp.releases.plan import AllocatedPlan, AllocatedQuery
 from approxdp.releases.result import ReleaseResult

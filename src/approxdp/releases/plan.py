@@ -8,6 +8,11 @@ weight w_q (W = Σ w), gets σ_q = σ* Δ_q √(W/w_q) — no ε/δ is lost to s
 select cells privately take a share ``selection_fraction`` of δ for their thresholds
 (:mod:`approxdp.releases.selection`); the Gaussian part gets the rest.
 
+A statistic computed from several linear parts (a quantile tree's levels, a variance's three
+sums: :class:`~approxdp.releases.derived.DerivedQuery`) enters the plan as its parts: its
+weight is split evenly among them (its share of the plan is w_q/W whatever its number of
+parts), and each part is calibrated to its own sensitivity like any query.
+
 σ is calibrated here and nowhere else. The accountant records σ* (:meth:`AllocatedPlan.event`);
 each query's σ_q is σ* scaled to its effective sensitivity Δ_q √(W/w_q) by
 :func:`~approxdp.calibration.scale_sigma` (rounded up, so σ_q/Δ_q ≥ σ* exactly), and
@@ -18,10 +23,9 @@ that σ_q is the one its selection threshold, its noise and its result use
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from approxdp._validation import check_interval, check_probability
+from approxdp._validation import check_parameter
 from approxdp.calibration import calibrate_gaussian, scale_sigma
 from approxdp.errors import InvalidParameterError, ParameterTypeError
 from approxdp.events import ComposedEvent, EpsilonDeltaEvent, GaussianEvent, PrivacyEvent
@@ -44,10 +48,12 @@ class ReleasePlan:
     """What to release, under which neighbouring relation and contribution bounds.
 
     Args:
-        queries: Query specs (:mod:`approxdp.releases.specs`).
+        queries: Query specs (:mod:`approxdp.releases.specs`, or the statistics of
+            :mod:`approxdp.releases.kinds`).
         neighbouring: ``"add-remove"`` or ``"replace-one"``.
         bounds: Privacy unit and contribution caps.
-        weights: Relative weights w_q (default all 1): query q's noise is ∝ 1/√w_q.
+        weights: Relative weights w_q (default all 1): query q's noise is ∝ 1/√w_q, its share
+            of the plan w_q/W.
     """
 
     queries: tuple[Query, ...]
@@ -68,7 +74,7 @@ class ReleasePlan:
             raise ParameterTypeError("bounds must be a ContributionBounds")
         if self.weights is not None:
             w = tuple(
-                float(check_interval("weights", x, 0.0, math.inf, low_open=True, high_open=True))
+                float(check_parameter("weights", x, "positive"))
                 for x in self.weights
             )
             if len(w) != len(queries):
@@ -83,9 +89,15 @@ class ReleasePlan:
                     "neighbouring='add-remove'; declare a domain for replace-one"
                 )
 
+    def parts(self) -> tuple[tuple[int, Query], ...]:
+        """Every linear part of the plan, in order, with the index of the query it belongs to
+        (one part per linear query; a derived statistic's parts on its default columns)."""
+        return tuple((i, part) for i, q in enumerate(self.queries) for part in q.parts())
+
     def sensitivities(self) -> tuple[Sensitivity, ...]:
-        """Per-query sensitivities (derived, never read from data)."""
-        return tuple(query_sensitivity(q, self.neighbouring, self.bounds) for q in self.queries)
+        """Per-part sensitivities (derived, never read from data), in :meth:`parts` order."""
+        return tuple(query_sensitivity(q, self.neighbouring, self.bounds)
+                     for _, q in self.parts())
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +114,13 @@ class AllocatedQuery:
 
 @dataclass(frozen=True, slots=True)
 class AllocatedPlan:
-    """A plan with its budget split: per-query σ, thresholds, and the one event to spend."""
+    """A plan with its budget split: per-part σ, thresholds, and the one event to spend.
+
+    ``queries`` are the allocated linear parts, in :meth:`ReleasePlan.parts` order (for a plan
+    of linear queries, one per query); ``owners[j]`` is the index in ``plan.queries`` of the
+    query part j belongs to; ``shares[i]`` is query i's share w_i/W of the Gaussian noise
+    budget (0 for a query released exactly).
+    """
 
     plan: ReleasePlan
     epsilon: float
@@ -112,6 +130,13 @@ class AllocatedPlan:
     method: str
     sigma_star: float
     queries: tuple[AllocatedQuery, ...]
+    owners: tuple[int, ...] = ()
+    shares: tuple[float, ...] = ()
+
+    def parts_of(self, index: int) -> tuple[AllocatedQuery, ...]:
+        """The allocated parts of ``plan.queries[index]``."""
+        return tuple(aq for aq, owner in zip(self.queries, self.owners, strict=True)
+                     if owner == index)
 
     def event(self) -> PrivacyEvent | None:
         """The privacy event of the whole plan (None if nothing is noised)."""
@@ -125,7 +150,7 @@ class AllocatedPlan:
 
 
 def _label(plan: ReleasePlan) -> str:
-    return "release: " + ", ".join(q.label() for q in plan.queries)
+    return "release: " + ", ".join(q.label() for _, q in plan.parts())
 
 
 def allocate(
@@ -150,16 +175,21 @@ def allocate(
             this (ε, δ) (from ``calibrate_gaussian``), or a query's bounds are so wide that its
             noise would overflow (:func:`check_noise_fits`).
     """
-    eps = float(check_interval("epsilon", epsilon, 0.0, math.inf, low_open=True, high_open=True))
-    dlt = float(check_probability("delta", delta))
-    frac = float(check_probability("selection_fraction", selection_fraction))
+    eps = float(check_parameter("epsilon", epsilon, "epsilon_positive"))
+    dlt = float(check_parameter("delta", delta))
+    frac = float(check_parameter("selection_fraction", selection_fraction, "probability"))
+    parts = plan.parts()
+    owners = tuple(i for i, _ in parts)
     sens = plan.sensitivities()
     weights = plan.weights or (1.0,) * len(plan.queries)
-    selecting = [bool(q.by) and q.cell_domain is None for q in plan.queries]
+    selecting = [bool(q.by) and q.cell_domain is None for _, q in parts]
     d_sel = dlt * frac if any(selecting) else 0.0
     d_gauss = dlt - d_sel
-    noisy = [s.l2 > 0 for s in sens]
-    total_w = sum(w for w, n in zip(weights, noisy, strict=True) if n)
+    # noisy parts per query: a query's weight is split evenly among them
+    n_noisy = [0] * len(plan.queries)
+    for i, s in zip(owners, sens, strict=True):
+        n_noisy[i] += s.l2 > 0
+    total_w = sum(w for w, n in zip(weights, n_noisy, strict=True) if n)
     sigma_star = (
         float(calibrate_gaussian(eps, d_gauss, 1.0, method=method)) if total_w > 0 else math.inf
     )
@@ -167,11 +197,12 @@ def allocate(
     # total selection probability p ≤ p_max keeps δ_T = p/((1-p)(1-δ_G)) ≤ d_sel; split evenly
     p_each = selection_budget(d_sel, d_gauss) / n_select if n_select else 0.0
     out = []
-    for q, s, w, sel in zip(plan.queries, sens, weights, selecting, strict=True):
+    for (i, q), s, sel in zip(parts, sens, selecting, strict=True):
         if s.l2 == 0:
             out.append(AllocatedQuery(q, s, 0.0, 0.0, None))
             continue
-        eff = s.l2 * math.sqrt(total_w / w)
+        # W/w_q per part: W·n/w for a query of n noisy parts (W/w for a linear query)
+        eff = s.l2 * math.sqrt(total_w * n_noisy[i] / weights[i])
         sigma = scale_sigma(sigma_star, eff)
         check_noise_fits(q, sigma)
         threshold = None
@@ -183,7 +214,10 @@ def allocate(
                 p_each,
             )
         out.append(AllocatedQuery(q, s, eff, sigma, threshold))
-    return AllocatedPlan(plan, eps, dlt, d_gauss, d_sel, method, sigma_star, tuple(out))
+    shares = tuple(w / total_w if n and total_w > 0 else 0.0
+                   for w, n in zip(weights, n_noisy, strict=True))
+    return AllocatedPlan(plan, eps, dlt, d_gauss, d_sel, method, sigma_star, tuple(out),
+                         owners, shares)
 
 
 #: The noise's standard deviation times this must stay a finite float: the release computes
@@ -208,9 +242,3 @@ def check_noise_fits(query: Query, sigma: float) -> None:
                 "the value and its interval to be computed (they would overflow to inf); use "
                 "bounds that fit the data"
             )
-
-
-def plan_of(queries: Sequence[Query] | Query, **kwargs: object) -> ReleasePlan:
-    """Convenience: a :class:`ReleasePlan` from one query or a list."""
-    qs = (queries,) if isinstance(queries, Query) else tuple(queries)
-    return ReleasePlan(qs, **kwargs)  # type: ignore[arg-type]

@@ -36,26 +36,25 @@ al. 2020) plus the rounding to the lattice; for a seeded simulation, the Gaussia
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 from scipy import special
 
-from approxdp._validation import check_interval
-from approxdp.engines.base import Binning
+from approxdp._validation import check_parameter
+from approxdp.engines import derivation as ex
+from approxdp.engines.derivation import Derivation
 from approxdp.errors import InvalidParameterError, ParameterTypeError
 from approxdp.mechanisms.gaussian import LATTICE_BITS
-from approxdp.releases.dense import LARGE_DOMAIN_CELLS
-from approxdp.releases.derived import TableRelease, release_derived
+from approxdp.releases.derived import DerivedQuery, fresh_names
 from approxdp.releases.noise import SEEDED_NOTE
 from approxdp.releases.result import ReleaseResult
 from approxdp.releases.sensitivity import Sensitivity
-from approxdp.releases.specs import Histogram, check_bounds
+from approxdp.releases.specs import Histogram, Query, check_bounds
 
-__all__ = ["QuantileTree", "quantiles_from_tree", "release_quantiles"]
+__all__ = ["Median", "QuantileTree", "Quantiles", "bin_derivation", "quantiles_from_tree"]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -103,7 +102,7 @@ class QuantileTree:
 def _check_qs(qs: object) -> tuple[float, ...]:
     if isinstance(qs, str) or not isinstance(qs, Sequence) or not qs:
         raise ParameterTypeError(f"qs must be a non-empty list of probabilities, got {qs!r}")
-    return tuple(float(check_interval("qs", q, 0.0, 1.0)) for q in qs)
+    return tuple(float(check_parameter("qs", q, "quantile")) for q in qs)
 
 
 def _edge_estimates(
@@ -193,103 +192,159 @@ def _crossing(est: FloatArray, edges: FloatArray) -> float:
     return (interpolate(first) + interpolate(last)) / 2.0
 
 
-def _level_names(schema: Sequence[str], column: str, levels: Sequence[int]) -> list[str]:
-    taken = {c.lower() for c in schema}
-    out = []
-    for nodes in levels:
-        name = f"{column.lstrip('_') or 'value'}_tree{nodes}"
-        while name.lower() in taken:
-            name += "_"
-        taken.add(name.lower())
-        out.append(name)
-    return out
+def bin_derivation(
+    column: str, low: float, high: float, n_bins: int, outputs: Sequence[tuple[str, int]],
+    log_floor: float = 0.0,
+) -> Derivation:
+    """Integer bin columns of ``column``: each row's leaf is
+    ``min(floor((min(max(x, low), high) − low) / width), n_bins − 1)``, ``width = (high −
+    low) / n_bins`` (computed once, here, so every engine divides by the same float64), and
+    each output ``(name, divisor)`` is the column ``floor(leaf / divisor)``.
 
-
-def release_quantiles(
-    ctx: TableRelease[Any],
-    *,
-    column: str,
-    qs: Sequence[float],
-    bounds: tuple[float, float],
-    epsilon: float,
-    delta: float,
-    level: float = 0.95,
-    tree: QuantileTree | None = None,
-    label: str | None = None,
-) -> ReleaseResult:
-    """Release the quantiles ``qs`` of ``column`` clamped to ``bounds`` (one spend).
-
-    Every check (column, type, bounds, qs, tree shape, budget arithmetic) runs before the
-    spend; :func:`~approxdp.releases.execute.execute` then runs the tree's levels as one
-    jointly calibrated plan and spends once before drawing noise.
-
-    Raises:
-        DataError: Missing or non-numeric column, no row with a value. Nothing is spent.
-        InvalidParameterError: ``bounds`` not finite with low < high, ``qs`` outside [0, 1],
-            a bad tree shape, or (ε, δ) out of range. Nothing is spent.
+    With ``log_floor`` = f > 0 the leaves are cut on the signed log scale: ``x`` is first
+    replaced by ``sign(x) · max(log10(max(|x|, f)) − log10(f), 0)`` (|x| ≤ f maps to 0), so
+    ``low``/``high`` are in decades above f.
     """
-    if not isinstance(column, str) or not column:
-        raise ParameterTypeError(f"column must be a column name, got {column!r}")
-    low, high = check_bounds("bounds", bounds)
-    if not low < high or not math.isfinite(high - low):
+    if not (math.isfinite(low) and math.isfinite(high) and low < high
+            and math.isfinite(high - low)):
         raise InvalidParameterError(
-            f"bounds must satisfy low < high with a finite width for quantiles, got "
-            f"bounds=({low:g}, {high:g})"
+            f"bins need finite low < high with a finite width, got low={low}, high={high}"
         )
-    probs = _check_qs(qs)
-    check_interval("level", level, 0.0, 1.0, low_open=True, high_open=True)
-    shape = tree or QuantileTree()
-    name = label or f"quantiles({column})"
-    schema = ctx.numeric_schema(column, name)
-    names = _level_names(list(schema), column, shape.levels)
-    queries = tuple(
-        Histogram((n,), {n: list(range(nodes))}, name=f"{name} level {j + 1}")
-        for j, (n, nodes) in enumerate(zip(names, shape.levels, strict=True))
-    )
-    binning = Binning(
-        column, low, high, shape.bins,
-        tuple((n, shape.bins // nodes) for n, nodes in zip(names, shape.levels, strict=True)),
-    )
-    allocated, results = release_derived(
-        ctx, queries, epsilon=epsilon, delta=delta,
-        derive=lambda table: ctx.engine.with_bins(table, binning), name=name, column=column,
-        level=level, large_domain_cells=max(LARGE_DOMAIN_CELLS, shape.bins + 1),
-    )
-    secure = results[0].secure
-    counts = [np.asarray(r.values, dtype=np.float64) for r in results]
-    stds = [float(np.max(r.std)) if r.std.size else 0.0 for r in results]
-    values, lo, hi = quantiles_from_tree(counts, stds, shape, probs, (low, high), level,
-                                         secure=secure)
-    z = -float(special.ndtri((1.0 - level) / 2.0))
-    first = results[0]
-    level_l2 = first.sensitivity.l2
-    sens = Sensitivity(
-        level_l2 * math.sqrt(shape.depth), first.sensitivity.l1 * shape.depth,
-        first.sensitivity.linf,
-        f"{shape.depth} level(s) of a tree over {shape.bins} leaves, each a histogram with "
-        f"{first.sensitivity.derivation}; together Δ2 = √D × {level_l2:.6g}",
-    )
-    notes: list[str] = []
-    if not secure:
-        notes.append(SEEDED_NOTE)
-    notes += [
-        f"hierarchical histogram: {shape.bins} leaves of width {(high - low) / shape.bins:.6g} "
-        f"in {shape.depth} level(s) of branching {shape.branching}, levels calibrated jointly; "
-        "quantile = where the noisy rank crosses q·ñ, interpolated in its leaf",
-        "interval: edges whose noisy rank is off by more than the noise's quantile at "
-        f"(1 − level)/(2(B + 1)), a union bound over all {shape.bins + 1} edges (conservative)",
-        f"quantiles of {column!r} clamped to [{low:g}, {high:g}] over non-missing values",
-    ]
-    single = len(probs) == 1 and label is not None and label.startswith("median")
-    return ReleaseResult(
-        label=name, kind="quantiles", columns=() if single else ("quantile",),
-        keys=[()] if single else [(q,) for q in probs],
-        values=values, std=(hi - lo) / (2.0 * z), ci_low=lo, ci_high=hi, level=level,
-        mechanism=first.mechanism, method=allocated.method, sigma=first.sigma,
-        sensitivity=sens, effective_sensitivity=first.effective_sensitivity,
-        epsilon=allocated.epsilon, delta=allocated.delta, threshold=None,
-        diagnostics=first.diagnostics, receipts=first.receipts, comparisons=first.comparisons,
-        extra={f"level{j + 1}_counts": c for j, c in enumerate(counts)},
-        notes=tuple(notes), secure=secure,
-    )
+    if not (math.isfinite(log_floor) and log_floor >= 0.0):
+        raise InvalidParameterError(f"log_floor must be finite and >= 0, got {log_floor!r}")
+    x = ex.value()
+    if log_floor > 0:
+        x = ex.multiply(ex.sign(x), ex.greatest(
+            ex.subtract(ex.log10(ex.greatest(ex.absolute(x), ex.number(log_floor))),
+                        ex.number(math.log10(log_floor))),
+            ex.number(0.0)))
+    width = (high - low) / n_bins
+    leaf = ex.least(
+        ex.floor(ex.divide(ex.subtract(ex.clamp(x, low, high), ex.number(low)),
+                           ex.number(width))),
+        ex.number(n_bins - 1))
+    return Derivation(column, tuple(
+        (name, ex.integer(ex.floor(ex.divide(leaf, ex.number(divisor)))))
+        for name, divisor in outputs
+    ))
 
+
+def _stem(column: str) -> str:
+    return column.lstrip("_") or "value"
+
+
+@dataclass(frozen=True, slots=True)
+class Quantiles(DerivedQuery):
+    """Quantiles ``qs`` of ``column`` clamped to ``bounds`` (one value per q, in order), from
+    a noisy hierarchical histogram of ``bins`` leaves and branching ``branching`` (see the
+    module docstring): each level a :class:`~approxdp.releases.specs.Histogram` over its
+    declared domain of node indices, the levels calibrated jointly with the rest of the plan;
+    every quantile read from the same tree. NULL and NaN values are left out; ±inf clamped.
+    """
+
+    qs: tuple[float, ...] = (0.25, 0.5, 0.75)
+    bounds: tuple[float, float] = (0.0, 1.0)
+    bins: int = 1024
+    branching: int = 32
+
+    def __post_init__(self) -> None:
+        super(Quantiles, self).__post_init__()
+        low, high = check_bounds("bounds", self.bounds)
+        if not low < high or not math.isfinite(high - low):
+            raise InvalidParameterError(
+                f"bounds must satisfy low < high with a finite width for quantiles, got "
+                f"bounds=({low:g}, {high:g})"
+            )
+        object.__setattr__(self, "bounds", (low, high))
+        object.__setattr__(self, "qs", _check_qs(self.qs))
+        QuantileTree(self.bins, self.branching)  # checks the shape
+
+    @property
+    def tree(self) -> QuantileTree:
+        """The tree's shape."""
+        return QuantileTree(self.bins, self.branching)
+
+    def derivation(self, taken: Collection[str] = ()) -> Derivation:
+        """One bin-index column per level of the tree (coarse to fine)."""
+        shape = self.tree
+        names = fresh_names([*taken, self.column],
+                            [f"{_stem(self.column)}_tree{nodes}" for nodes in shape.levels])
+        return bin_derivation(self.column, *self.bounds, shape.bins,
+                              [(n, shape.bins // nodes)
+                               for n, nodes in zip(names, shape.levels, strict=True)])
+
+    def parts(self, derivation: Derivation | None = None) -> tuple[Query, ...]:
+        """One histogram per level, over its declared domain of node indices."""
+        names = (derivation or self.derivation()).names
+        return tuple(
+            Histogram((n,), {n: list(range(nodes))}, name=f"{self.label()} level {j + 1}")
+            for j, (n, nodes) in enumerate(zip(names, self.tree.levels, strict=True))
+        )
+
+    def finish(self, parts: Sequence[ReleaseResult], level: float) -> ReleaseResult:
+        """The quantiles read from the noisy tree (module docstring)."""
+        shape, (low, high) = self.tree, self.bounds
+        secure = parts[0].secure
+        counts = [np.asarray(r.values, dtype=np.float64) for r in parts]
+        stds = [float(np.max(r.std)) if r.std.size else 0.0 for r in parts]
+        values, lo, hi = quantiles_from_tree(counts, stds, shape, self.qs, (low, high), level,
+                                             secure=secure)
+        z = -float(special.ndtri((1.0 - level) / 2.0))
+        first = parts[0]
+        level_l2 = first.sensitivity.l2
+        sens = Sensitivity(
+            level_l2 * math.sqrt(shape.depth), first.sensitivity.l1 * shape.depth,
+            first.sensitivity.linf,
+            f"{shape.depth} level(s) of a tree over {shape.bins} leaves, each a histogram "
+            f"with {first.sensitivity.derivation}; together Δ2 = √D × {level_l2:.6g}",
+        )
+        notes: list[str] = []
+        if not secure:
+            notes.append(SEEDED_NOTE)
+        notes += [
+            f"hierarchical histogram: {shape.bins} leaves of width "
+            f"{(high - low) / shape.bins:.6g} in {shape.depth} level(s) of branching "
+            f"{shape.branching}, levels calibrated jointly; quantile = where the noisy rank "
+            "crosses q·ñ, interpolated in its leaf",
+            "interval: edges whose noisy rank is off by more than the noise's quantile at "
+            f"(1 − level)/(2(B + 1)), a union bound over all {shape.bins + 1} edges "
+            "(conservative)",
+            f"quantiles of {self.column!r} clamped to [{low:g}, {high:g}] over non-missing "
+            "values",
+        ]
+        single = self.single
+        return ReleaseResult(
+            label=self.label(), kind="quantiles", columns=() if single else ("quantile",),
+            keys=[()] if single else [(q,) for q in self.qs],
+            values=values, std=(hi - lo) / (2.0 * z), ci_low=lo, ci_high=hi, level=level,
+            mechanism=first.mechanism, method=first.method, sigma=first.sigma,
+            sensitivity=sens, effective_sensitivity=first.effective_sensitivity,
+            epsilon=first.epsilon, delta=first.delta, threshold=None,
+            diagnostics=first.diagnostics, receipts=first.receipts, comparisons=first.comparisons,
+            extra={f"level{j + 1}_counts": c for j, c in enumerate(counts)},
+            notes=tuple(notes), secure=secure,
+        )
+
+    @property
+    def single(self) -> bool:
+        """One value with no key column (the median)."""
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class Median(Quantiles):
+    """The median of ``column`` clamped to ``bounds``: :class:`Quantiles` at q = 0.5, released
+    as one value."""
+
+    qs: tuple[float, ...] = (0.5,)
+
+    def __post_init__(self) -> None:
+        super(Median, self).__post_init__()
+        if self.qs != (0.5,):
+            raise InvalidParameterError(f"a median has qs=(0.5,), got qs={self.qs!r}; use "
+                                        "Quantiles for others")
+
+    @property
+    def single(self) -> bool:
+        """One value with no key column."""
+        return True

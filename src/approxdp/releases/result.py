@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import os
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,11 +14,10 @@ import numpy as np
 import numpy.typing as npt
 
 from approxdp.accounting.budget.chain import Receipt
-from approxdp.calibration import calibrate_gaussian
-from approxdp.engines.base import CellMapResult
-from approxdp.errors import ApproxDPError, InvalidParameterError, NotPrivateWarning
+from approxdp.calibration import method_verdicts
+from approxdp.engines.shapes import CellMapResult
+from approxdp.errors import InvalidParameterError
 from approxdp.mechanisms.outputs import SimulatedArray, SimulatedFloat
-from approxdp.profiles.gaussian import gaussian_delta
 from approxdp.releases.diagnostics import EXACT_LABEL, Diagnostics
 from approxdp.releases.sensitivity import Sensitivity
 
@@ -43,40 +40,24 @@ class MethodComparison:
     ratio_to_used: float | None
 
 
-@functools.lru_cache(maxsize=512)
-def _unit_sigma(epsilon: float, delta: float, method: str) -> float | None:
-    """σ of ``method`` at (ε, δ) for Δ = 1, None where the method is undefined there."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", NotPrivateWarning)
-            return float(
-                calibrate_gaussian(epsilon, delta, 1.0, method=method, allow_non_private=True)
-            )
-    except ApproxDPError:
-        return None
-
-
 def compare_methods(
     epsilon: float, delta: float, sensitivity: float, used_sigma: float,
     methods: Sequence[str] = COMPARED_METHODS, *, used_method: str | None = None,
 ) -> tuple[MethodComparison, ...]:
-    """σ of each method for one Gaussian at (ε, δ, Δ), with its exact privacy verdict.
-
-    Every method's σ is linear in Δ, so each is calibrated once per (ε, δ) at Δ = 1 (cached)
-    and scaled; the verdict is the exact profile δ(ε; σ, Δ) ≤ δ at the scaled σ. The row of
-    ``used_method``, the method that gave ``used_sigma``, reports ``used_sigma`` itself
-    (ratio 1) instead of calibrating it a second time.
+    """σ of each method for one Gaussian at (ε, δ, Δ), with its exact privacy verdict
+    (:func:`~approxdp.calibration.method_verdicts`: each method calibrated once per (ε, δ)
+    at Δ = 1, cached, and scaled). The row of ``used_method``, the method that gave
+    ``used_sigma``, reports ``used_sigma`` itself (ratio 1) instead of calibrating it a second
+    time.
     """
+    known = {used_method: used_sigma} if used_method is not None else None
     out = []
-    for name in methods:
-        unit = None if name == used_method else _unit_sigma(float(epsilon), float(delta), name)
-        if unit is None and name != used_method:
-            out.append(MethodComparison(name, None, False, None))
+    for v in method_verdicts(epsilon, delta, sensitivity, methods, known=known):
+        if v.sigma is None:
+            out.append(MethodComparison(v.method, None, False, None))
             continue
-        sigma = used_sigma if unit is None else unit * sensitivity
-        private = sensitivity == 0 or float(gaussian_delta(epsilon, sigma, sensitivity)) <= delta
-        ratio = sigma / used_sigma if used_sigma > 0 else None
-        out.append(MethodComparison(name, sigma, private, ratio))
+        ratio = v.sigma / used_sigma if used_sigma > 0 else None
+        out.append(MethodComparison(v.method, v.sigma, bool(v.private), ratio))
     return tuple(out)
 
 

@@ -27,7 +27,7 @@ import math
 
 from scipy import special
 
-from approxdp._validation import check_interval, check_probability
+from approxdp._validation import check_parameter
 
 __all__ = ["selection_budget", "selection_delta", "selection_probability", "selection_threshold"]
 
@@ -50,7 +50,7 @@ def selection_delta(p: float, delta_gaussian: float) -> float:
 
 def selection_budget(delta_t: float, delta_gaussian: float) -> float:
     """Largest p with :func:`selection_delta` (p, δ_G) ≤ ``delta_t`` (up to rounding)."""
-    check_probability("delta_t", delta_t)
+    check_parameter("delta_t", delta_t, "probability")
     q = delta_t * (1.0 - delta_gaussian)
     return q / (1.0 + q)
 
@@ -65,8 +65,8 @@ def selection_threshold(sigma: float, k: int, m: int, p_max: float) -> float:
     >>> round(tau, 3), selection_probability(tau, 2.0, 1, 1) <= 1e-6
     (10.507, True)
     """
-    check_interval("sigma", sigma, 0.0, math.inf, low_open=True, high_open=True)
-    check_probability("p_max", p_max)
+    check_parameter("sigma", sigma, "sigma_finite")
+    check_parameter("p_max", p_max, "probability")
     tail = -math.expm1(math.log1p(-p_max) / k)  # 1 - (1 - tail)^k ≤ p_max
     tau = m - sigma * float(special.ndtri(tail))  # Φ̄⁻¹(q) = −Φ⁻¹(q)
     step = sigma * 1e-12 + 1e-300

@@ -10,31 +10,25 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import secrets
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, TypedDict, Unpack
+from typing import Any, Literal, TypedDict, Unpack, cast
 
 import numpy as np
 
-from approxdp._validation import check_interval
+from approxdp._validation import check_parameter
 from approxdp.accounting import Accountant, BudgetStatus, PrivacyAccountant
-from approxdp.accounting.budget.ledger import SpendRecord
 from approxdp.engines import Engine, engine_for
-from approxdp.engines.base import KeyValue
-from approxdp.errors import (
-    BudgetExceededError,
-    InvalidParameterError,
-    ParameterTypeError,
-    SeededLedgerError,
-)
-from approxdp.events import PrivacyEvent
+from approxdp.engines.shapes import KeyValue
+from approxdp.errors import InvalidParameterError, ParameterTypeError, SeededLedgerError
 from approxdp.releases.accuracy import AccuracyPlan, accuracy_of, plan_for_accuracy
+from approxdp.releases.bounds import PrivateBounds
 from approxdp.releases.dense import LARGE_DOMAIN_CELLS
-from approxdp.releases.derived import TableRelease
 from approxdp.releases.execute import execute
+from approxdp.releases.kinds import KindInputs, ReleaseKind, describe, release_kind
 from approxdp.releases.plan import AllocatedPlan, ReleasePlan, allocate
+from approxdp.releases.quantiles import Median, Quantiles
 from approxdp.releases.result import ReleaseResult
 from approxdp.releases.specs import (
     ColumnQuery,
@@ -50,10 +44,13 @@ from approxdp.releases.specs import (
     Sum,
 )
 from approxdp.releases.transformations import TableTransformations
+from approxdp.releases.variance import Std, Variance
 
 __all__ = ["BOUNDS_SHARE", "CAST_TYPES", "ColumnOptions", "PrivateTable"]
 
 Domain = Mapping[str, Sequence[KeyValue]]
+#: Clamping bounds (low, high), or ``"private"``: estimated first from a share of the budget.
+ClampBounds = tuple[float, float] | Literal["private"]
 
 
 class ColumnOptions(TypedDict, total=False):
@@ -190,16 +187,11 @@ class PrivateTable(TableTransformations):
         self, allocated: AllocatedPlan, *, level: float = 0.95
     ) -> tuple[ReleaseResult, ...]:
         """Step 3: aggregate, spend, add noise."""
-        check_interval("level", level, 0.0, 1.0, low_open=True, high_open=True)
+        check_parameter("level", level)
         results = execute(allocated, self.engine, self.table, self.accountant, key=self._key(),
                           rng=self._rng, level=level, large_domain_cells=self.large_domain_cells,
                           output_dir=self.output_dir)
         return self._with_cast_notes(results)
-
-    def _release_context(self) -> TableRelease[Any]:
-        """This table, its accountant and settings, and a fresh key, for one release."""
-        return TableRelease(self.engine, self.table, self.accountant, self.neighbouring,
-                            self.bounds, self.method, self._key(), self._rng)
 
     def _key(self) -> int:
         """The bounding key of one release: from the seed, else secret."""
@@ -330,61 +322,28 @@ class PrivateTable(TableTransformations):
         level = options.get("level", 0.95)
         if not isinstance(bounds, str):
             return self._one(query(bounds), epsilon, delta, level)
-        return self._column_private_bounds(query, column, epsilon, delta, level,
-                                           options.get("bounds_share", BOUNDS_SHARE))
+        return self.release_private_bounds(query, column, epsilon=epsilon, delta=delta,
+                                           level=level,
+                                           bounds_share=options.get("bounds_share",
+                                                                    BOUNDS_SHARE))
 
-    def _column_private_bounds(
-        self, query: Callable[[tuple[float, float]], ColumnQuery], column: str,
-        epsilon: float, delta: float, level: float, share: float,
+    def release_private_bounds(
+        self, query: Callable[[tuple[float, float]], Query], column: str, *, epsilon: float,
+        delta: float, level: float = 0.95, bounds_share: float = BOUNDS_SHARE,
     ) -> ReleaseResult:
-        """Estimate bounds from ``share`` of (ε, δ), then release ``query`` with the rest."""
-        from approxdp.releases.bounds import BINS, release_bounds
+        """Estimate the bounds of ``column`` from ``bounds_share`` of (ε, δ), then release
+        ``query(bounds)`` with the rest: two spends (``bounds="private"`` of :meth:`mean`,
+        :meth:`sum`, :meth:`quantiles`, :meth:`median`, :meth:`variance` and :meth:`std`).
 
-        share = float(check_interval("bounds_share", share, 0.0, 1.0, low_open=True,
-                                     high_open=True))
-        check_interval("level", level, 0.0, 1.0, low_open=True, high_open=True)
-        eps_b, delta_b = epsilon * share, delta * share
-        eps_r, delta_r = epsilon - eps_b, delta - delta_b
-        # Every check before the first spend: the query with placeholder bounds is planned and
-        # allocated with the rest of the budget (its columns are checked on the data by
-        # numeric_schema below and again by execute, which spends nothing when one fails).
-        rest = self.allocate(self.plan([query((0.0, 1.0))]), epsilon=eps_r, delta=delta_r)
-        first = self.allocate(self.plan([Histogram(("b",), {"b": list(range(BINS))})]),
-                              epsilon=eps_b, delta=delta_b)
-        ctx = self._release_context()
-        ctx.numeric_schema(column, f"bounds({column})")
-        # The release's own data checks (columns, groups, domain, empty table), run now on
-        # placeholder bounds by an accountant that stops at the spend: nothing spent or drawn.
-        with contextlib.suppress(_StoppedError):
-            execute(rest, self.engine, self.table, _StopAtSpend(self.accountant), key=0,
-                    rng=None, level=level, large_domain_cells=self.large_domain_cells,
-                    output_dir=self.output_dir)
-        # Both events are known before any data is read (σ does not depend on the bounds), so
-        # an accountant that can plan refuses the pair before the first spend.
-        events = [e for e in (first.event(), rest.event()) if e is not None]
-        planner = getattr(self.accountant, "plan", None)
-        if callable(planner):
-            verdict = planner(events)
-            if not verdict.fits:
-                raise BudgetExceededError(
-                    f"bounds='private': the two spends (bounds with ε={eps_b:g}, δ={delta_b:g},"
-                    f" then the release with ε={eps_r:g}, δ={delta_r:g}) do not fit the "
-                    f"remaining budget ({self.accountant.remaining()}); nothing was spent",
-                    remaining=self.accountant.remaining(), requested=tuple(events),
-                )
-        found = release_bounds(ctx, column=column, epsilon=eps_b, delta=delta_b)
-        low, high = (float(v) for v in found.values)
-        result = self._one(query((low, high)), eps_r, delta_r, level)
-        split = (
-            f"bounds='private': budget split in two spends — bounds [{low:.6g}, {high:.6g}] "
-            f"estimated privately with ε={eps_b:g}, δ={delta_b:g} (bounds_share={share:g}: "
-            "the 1 % and 99 % quantiles on a log scale), then this release with "
-            f"ε={eps_r:g}, δ={delta_r:g}; at most ε={epsilon:g}, δ={delta:g} together (basic "
-            "composition; the ledger may compose the two tighter)"
-        )
-        return dataclasses.replace(result, notes=(*result.notes, split),
-                                   extra={**result.extra, "bounds": found.values},
-                                   receipts=(*found.receipts, *result.receipts))
+        The second release's bounds depend on the first one's noisy output, so the two cannot
+        be calibrated jointly; by basic composition they add up to exactly (ε, δ). Every
+        check of both (column, query, shares, budget arithmetic) runs before the first spend;
+        the result's notes say how the budget was split and which bounds were used.
+        """
+        from approxdp.releases.private_bounds import release_with_private_bounds
+
+        return release_with_private_bounds(self, query, column, epsilon=epsilon, delta=delta,
+                                           level=level, bounds_share=bounds_share)
 
     def estimate_bounds(
         self, column: str, *, epsilon: float, delta: float, tail: float = 0.01,
@@ -398,11 +357,8 @@ class PrivateTable(TableTransformations):
         ``result.values`` is ``[low, high]`` (keys ``("low",)``, ``("high",)``), ready for
         :meth:`mean`, :meth:`sum`, :meth:`quantiles` or :meth:`variance`.
         """
-        from approxdp.releases.bounds import release_bounds
-
-        result = release_bounds(self._release_context(), column=column, epsilon=epsilon,
-                                delta=delta, tail=tail, floor=floor, ceiling=ceiling)
-        return self._with_cast_notes((result,))[0]
+        return self._one(PrivateBounds(column, tail=tail, floor=floor, ceiling=ceiling,
+                                name=f"bounds({column})"), epsilon, delta, 0.95)
 
     def histogram(
         self, columns: str | Sequence[str], *, epsilon: float, delta: float,
@@ -423,87 +379,109 @@ class PrivateTable(TableTransformations):
                          level)
 
     def quantiles(
-        self, column: str, qs: Sequence[float], bounds: tuple[float, float] | None = None, *,
+        self, column: str, qs: Sequence[float], bounds: ClampBounds | None = None, *,
         epsilon: float, delta: float, level: float = 0.95, bins: int = 1024,
-        branching: int = 32,
+        branching: int = 32, bounds_share: float | None = None,
     ) -> ReleaseResult:
         """Quantiles ``qs`` of ``column`` clamped to ``bounds`` (one value per q, in order).
 
         A noisy hierarchical histogram of ``bins`` leaves and branching ``branching``
-        (:mod:`approxdp.releases.quantiles`): one jointly calibrated Gaussian plan, one spend,
-        every quantile read from the same tree. Units are bounded as for a histogram: each
-        adds ≤ ``max_rows_per_partition`` rows to ≤ ``max_partitions`` nodes of each level.
+        (:class:`~approxdp.releases.quantiles.Quantiles`): one jointly calibrated Gaussian
+        plan, one spend, every quantile read from the same tree. Units are bounded as for a
+        histogram: each adds ≤ ``max_rows_per_partition`` rows to ≤ ``max_partitions`` nodes
+        of each level. ``bounds="private"``: estimated first, as for :meth:`mean`.
         """
-        return self._quantiles(column, qs, bounds, epsilon, delta, level, bins, branching,
-                               f"quantiles({column})")
+        return self._statistic(
+            "quantiles",
+            lambda b: Quantiles(column, cast(tuple[float, ...], qs), b, bins, branching,
+                                name=f"quantiles({column})"),
+            column, bounds, epsilon, delta, level, bounds_share)
 
     def median(
-        self, column: str, bounds: tuple[float, float] | None = None, *, epsilon: float,
-        delta: float, level: float = 0.95, bins: int = 1024, branching: int = 32,
+        self, column: str, bounds: ClampBounds | None = None, *, epsilon: float, delta: float,
+        level: float = 0.95, bins: int = 1024, branching: int = 32,
+        bounds_share: float | None = None,
     ) -> ReleaseResult:
-        """The median of ``column`` clamped to ``bounds`` (:meth:`quantiles` at q = 0.5)."""
-        return self._quantiles(column, [0.5], bounds, epsilon, delta, level, bins, branching,
-                               f"median({column})")
-
-    def _quantiles(
-        self, column: str, qs: Sequence[float], bounds: tuple[float, float] | None,
-        epsilon: float, delta: float, level: float, bins: int, branching: int, label: str,
-    ) -> ReleaseResult:
-        from approxdp.releases.quantiles import QuantileTree, release_quantiles
-
-        found = self._bounds_for(column, bounds, label.split("(")[0])
-        result = release_quantiles(
-            self._release_context(), column=column, qs=qs, bounds=found, epsilon=epsilon,
-            delta=delta, level=level, tree=QuantileTree(bins, branching), label=label,
-        )
-        return self._with_cast_notes((result,))[0]
+        """The median of ``column`` clamped to ``bounds`` (:meth:`quantiles` at q = 0.5,
+        :class:`~approxdp.releases.quantiles.Median`)."""
+        return self._statistic(
+            "median",
+            lambda b: Median(column, (0.5,), b, bins, branching, name=f"median({column})"),
+            column, bounds, epsilon, delta, level, bounds_share)
 
     def variance(
-        self, column: str, bounds: tuple[float, float] | None = None, *, epsilon: float,
-        delta: float, level: float = 0.95,
+        self, column: str, bounds: ClampBounds | None = None, *, epsilon: float, delta: float,
+        level: float = 0.95, bounds_share: float | None = None,
     ) -> ReleaseResult:
         """Population variance of ``column`` clamped to ``bounds`` over non-missing values:
-        one Gaussian on (Σd, Σd², n) (:mod:`approxdp.releases.variance`), one spend."""
-        return self._spread(column, bounds, epsilon, delta, level, "variance")
+        one Gaussian on (Σd, Σd², n) (:class:`~approxdp.releases.variance.Variance`), one
+        spend (two with ``bounds="private"``, as for :meth:`mean`)."""
+        return self._statistic("variance",
+                               lambda b: Variance(column, b, name=f"variance({column})"),
+                               column, bounds, epsilon, delta, level, bounds_share)
 
     def std(
-        self, column: str, bounds: tuple[float, float] | None = None, *, epsilon: float,
-        delta: float, level: float = 0.95,
+        self, column: str, bounds: ClampBounds | None = None, *, epsilon: float, delta: float,
+        level: float = 0.95, bounds_share: float | None = None,
     ) -> ReleaseResult:
         """Standard deviation of ``column`` clamped to ``bounds`` (√ of :meth:`variance`)."""
-        return self._spread(column, bounds, epsilon, delta, level, "std")
+        return self._statistic("std", lambda b: Std(column, b, name=f"std({column})"),
+                               column, bounds, epsilon, delta, level, bounds_share)
 
-    def _spread(
-        self, column: str, bounds: tuple[float, float] | None, epsilon: float, delta: float,
-        level: float, kind: Literal["variance", "std"],
+    def _statistic(
+        self, what: str, query: Callable[[tuple[float, float]], Query], column: str,
+        given: ClampBounds | None, epsilon: float, delta: float, level: float,
+        bounds_share: float | None,
     ) -> ReleaseResult:
-        from approxdp.releases.variance import release_variance
+        """``query(bounds)`` released, or with ``bounds="private"`` estimated first (no
+        bounds: those :meth:`with_column` declared for ``column``)."""
+        bounds = self._bounds_for(column, given, what)
+        if isinstance(bounds, str):
+            if bounds != "private":
+                raise InvalidParameterError(
+                    f"bounds must be (low, high) or 'private', got bounds={bounds!r}"
+                )
+            return self.release_private_bounds(
+                query, column, epsilon=epsilon, delta=delta, level=level,
+                bounds_share=BOUNDS_SHARE if bounds_share is None else bounds_share)
+        if bounds_share is not None:
+            raise ParameterTypeError(
+                f"bounds_share applies only with bounds='private', got bounds={bounds!r}"
+            )
+        return self._one(query(bounds), epsilon, delta, level)
 
-        found = self._bounds_for(column, bounds, kind)
-        result = release_variance(self._release_context(), column=column, bounds=found,
-                                  epsilon=epsilon, delta=delta, level=level, kind=kind)
-        return self._with_cast_notes((result,))[0]
+    def release_kind(
+        self, kind: str | ReleaseKind, inputs: KindInputs, *, epsilon: float, delta: float,
+        level: float = 0.95, bounds_share: float | None = None,
+    ) -> ReleaseResult:
+        """One release of a kind of :data:`~approxdp.releases.kinds.RELEASE_KINDS` (by name)
+        from the inputs a front end collected: what ``approxdp release`` and the browser
+        wizard call. ``inputs.bounds == "private"``: the bounds are estimated first from
+        ``bounds_share`` of (ε, δ) (default 0.2), as for :meth:`mean`.
+
+        Raises:
+            InvalidParameterError: an unknown kind, or inputs that do not fit it.
+        """
+        entry = release_kind(kind) if isinstance(kind, str) else kind
+        if entry.bounds and inputs.bounds is None and len(inputs.columns) == 1:
+            declared = self._declared.get(inputs.columns[0])  # with_column(..., bounds=)
+            inputs = dataclasses.replace(inputs, bounds=declared)
+        problem = entry.problem(inputs)
+        if problem is not None:
+            raise InvalidParameterError(describe(problem))
+        if inputs.bounds is None:  # a kind without clamping bounds
+            if bounds_share is not None:
+                raise ParameterTypeError(f"{entry.name} takes no bounds_share (it has no "
+                                         "bounds to estimate)")
+            return self._one(entry.build(inputs), epsilon, delta, level)
+        return self._statistic(entry.name,
+                               lambda b: entry.build(dataclasses.replace(inputs, bounds=b)),
+                               inputs.columns[0], inputs.bounds, epsilon, delta, level,
+                               bounds_share)
 
     def remaining(self) -> BudgetStatus:
         """What the accountant has left."""
         return self.accountant.remaining()
-
-
-class _StoppedError(Exception):
-    """Raised by :class:`_StopAtSpend` where a release would spend."""
-
-
-class _StopAtSpend:
-    """An accountant that stops a release at its spend (a dry run of every check before it)."""
-
-    def __init__(self, inner: Accountant) -> None:
-        self._inner = inner
-
-    def spend(self, event: PrivacyEvent, *, seeded: bool = False) -> SpendRecord:
-        raise _StoppedError
-
-    def remaining(self) -> BudgetStatus:
-        return self._inner.remaining()
 
 
 #: The conversions ``PrivateTable(casts=...)`` knows.

@@ -17,8 +17,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from approxdp._validation import check_interval
-from approxdp.engines.base import LITERAL_TYPES, KeyValue, Membership
+from approxdp._validation import check_parameter
+from approxdp.engines.checks import LITERAL_TYPES
+from approxdp.engines.shapes import KeyValue, Membership
 from approxdp.errors import InvalidParameterError, ParameterTypeError
 
 __all__ = [
@@ -47,10 +48,8 @@ def check_bounds(name: str, bounds: object) -> tuple[float, float]:
     """Validate ``bounds = (low, high)``: finite, low <= high; return floats."""
     if not isinstance(bounds, Sequence) or isinstance(bounds, str) or len(bounds) != 2:
         raise ParameterTypeError(f"{name} must be a pair (low, high), got {bounds!r}")
-    low = float(check_interval(f"{name}[0]", bounds[0], -math.inf, math.inf, low_open=True,
-                               high_open=True))
-    high = float(check_interval(f"{name}[1]", bounds[1], -math.inf, math.inf, low_open=True,
-                                high_open=True))
+    low = float(check_parameter(f"{name}[0]", bounds[0], "finite"))
+    high = float(check_parameter(f"{name}[1]", bounds[1], "finite"))
     if low > high:
         raise InvalidParameterError(
             f"{name} must satisfy low <= high, got {name}=({low:g}, {high:g}); swap them"
@@ -110,7 +109,7 @@ class ContributionBounds:
         max_partitions: Cells of a grouped query a unit may contribute to (k).
         max_rows_per_partition: Rows' worth a unit may contribute to one cell, or to a global
             query (m). A unit with n > m rows in a cell counts m there and its sums are scaled
-            by m/n (see :class:`approxdp.engines.base.PerKeyLimit`).
+            by m/n (see :class:`approxdp.engines.shapes.PerKeyLimit`).
         filtered: Rows may have been dropped before the bounding (by
             :meth:`~approxdp.releases.PrivateTable.filter` or an inner
             :meth:`~approxdp.releases.PrivateTable.join_public`), so a unit present in the data
@@ -205,6 +204,11 @@ class Query:
     def measures(self) -> tuple[Measure, ...]:
         """The measures released per cell."""
         raise NotImplementedError
+
+    def parts(self) -> tuple[Query, ...]:
+        """The linear queries this release is made of: the query itself (a statistic computed
+        from several, :class:`~approxdp.releases.derived.DerivedQuery`, lists them)."""
+        return (self,)
 
     def cells(self) -> list[tuple[KeyValue, ...]]:
         """All cells of the declared domain, in row-major order of ``domain``."""

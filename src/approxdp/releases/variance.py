@@ -3,7 +3,7 @@
 With the column clamped to [L, U], c = (L + U)/2 and h = (U − L)/2, each row with a value
 contributes d = x − c ∈ [−h, h], d² ∈ [0, h²] and 1. The release is one Gaussian on the
 vector (Σd, Σd², n) — a :class:`~approxdp.releases.specs.LinearQueries` of three global sums
-on two derived columns (:meth:`~approxdp.engines.base.Engine.with_centred_powers`) — and
+on two derived columns (:meth:`~approxdp.engines.base.Engine.derive`) — and
 the variance
 
     var = Σd²/n − (Σd/n)²     (the population variance, ddof = 0)
@@ -32,19 +32,20 @@ is the square root of the variance's.
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-from approxdp._validation import check_interval
-from approxdp.engines.base import CentredPowers
-from approxdp.errors import InvalidParameterError, ParameterTypeError
-from approxdp.releases.derived import TableRelease, release_derived
+from approxdp.engines import derivation as ex
+from approxdp.engines.derivation import Derivation
+from approxdp.errors import InvalidParameterError
+from approxdp.releases.derived import DerivedQuery, fresh_names
 from approxdp.releases.result import ReleaseResult
-from approxdp.releases.specs import LinearQueries, LinearQuery, check_bounds
+from approxdp.releases.specs import LinearQueries, LinearQuery, Query, check_bounds
 
-__all__ = ["release_variance", "variance_from_sums"]
+__all__ = ["Std", "Variance", "variance_from_sums"]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -74,71 +75,82 @@ def variance_from_sums(
     return value, std, min(lo, value), max(hi, value)
 
 
-def release_variance(
-    ctx: TableRelease[Any],
-    *,
-    column: str,
-    bounds: tuple[float, float],
-    epsilon: float,
-    delta: float,
-    level: float = 0.95,
-    kind: Literal["variance", "std"] = "variance",
-) -> ReleaseResult:
-    """The variance (or standard deviation) of ``column`` clamped to ``bounds`` (one spend).
+@dataclass(frozen=True, slots=True)
+class Variance(DerivedQuery):
+    """Population variance (ddof = 0) of ``column`` clamped to ``bounds`` over non-missing
+    values: one Gaussian on (Σd, Σd², n) with d = x − midpoint (module docstring)."""
 
-    Raises:
-        DataError: Missing or non-numeric column, no value. Nothing is spent.
-        InvalidParameterError: Bounds not finite with low < high (or so wide that h²
-            overflows), (ε, δ) or level out of range. Nothing is spent.
-    """
-    if not isinstance(column, str) or not column:
-        raise ParameterTypeError(f"column must be a column name, got {column!r}")
-    low, high = check_bounds("bounds", bounds)
-    half = high / 2 - low / 2
-    if not low < high or not math.isfinite(half * half):
-        raise InvalidParameterError(
-            f"bounds must satisfy low < high with ((high − low)/2)² finite for a variance, got "
-            f"bounds=({low:g}, {high:g})"
+    bounds: tuple[float, float] = (0.0, 1.0)
+
+    def __post_init__(self) -> None:
+        super(Variance, self).__post_init__()
+        low, high = check_bounds("bounds", self.bounds)
+        half = high / 2 - low / 2
+        if not low < high or not math.isfinite(half * half):
+            raise InvalidParameterError(
+                f"bounds must satisfy low < high with ((high − low)/2)² finite for a variance, "
+                f"got bounds=({low:g}, {high:g})"
+            )
+        object.__setattr__(self, "bounds", (low, high))
+
+    @property
+    def half(self) -> float:
+        """h = (U − L)/2, the largest |d|."""
+        low, high = self.bounds
+        return high / 2 - low / 2
+
+    def derivation(self, taken: Collection[str] = ()) -> Derivation:
+        """d = clamp(x) − midpoint and d·d."""
+        low, high = self.bounds
+        d_name = fresh_names([*taken, self.column], [f"{self.column.lstrip('_') or 'value'}"
+                                                      "_centred"])[0]
+        sq_name = fresh_names([*taken, self.column, d_name], [d_name + "_squared"])[0]
+        d = ex.subtract(ex.clamp(ex.value(), low, high), ex.number(low / 2 + high / 2))
+        return Derivation(self.column, ((d_name, d), (sq_name, ex.multiply(d, d))))
+
+    def parts(self, derivation: Derivation | None = None) -> tuple[Query, ...]:
+        """Three global sums, one Gaussian: Σd over [−h, h], Σd² over [0, h²], and n."""
+        d_name, sq_name = (derivation or self.derivation()).names
+        half = self.half
+        measures = (LinearQuery(d_name, (-half, half)), LinearQuery(sq_name, (0.0, half * half)),
+                    LinearQuery())
+        return (LinearQueries(measures, name=self.label()),)
+
+    def part_level(self, level: float) -> float:
+        """Each of the three sums at 1 − α/3 (a union bound over the box)."""
+        return 1.0 - (1.0 - level) / 3.0
+
+    def finish(self, parts: Sequence[ReleaseResult], level: float) -> ReleaseResult:
+        """The variance (or standard deviation) from the three noisy sums."""
+        (sums,) = parts
+        low, high = self.bounds
+        half = self.half
+        values = np.asarray(sums.values, dtype=np.float64)
+        value, std, lo, hi = variance_from_sums(
+            values, np.asarray(sums.std, dtype=np.float64), np.asarray(sums.ci_low, np.float64),
+            np.asarray(sums.ci_high, np.float64), half)
+        notes = list(sums.notes)
+        if self.kind == "std":
+            value, lo, hi = math.sqrt(value), math.sqrt(lo), math.sqrt(hi)
+            std = min(std / (2.0 * value), half / 2.0) if value > 0 else half / 2.0
+        notes += [
+            f"{self.kind} of {self.column!r} clamped to [{low:g}, {high:g}] over non-missing "
+            "values (population, ddof = 0) from one Gaussian on (Σd, Σd², n), d = x − midpoint",
+            "interval: the box of the three sums' intervals at level 1 − α/3 (conservative)",
+        ]
+        return ReleaseResult(
+            label=self.label(), kind=self.kind, columns=(), keys=[()], values=np.array([value]),
+            std=np.array([std]), ci_low=np.array([lo]), ci_high=np.array([hi]), level=level,
+            mechanism=sums.mechanism, method=sums.method, sigma=sums.sigma,
+            sensitivity=sums.sensitivity, effective_sensitivity=sums.effective_sensitivity,
+            epsilon=sums.epsilon, delta=sums.delta, threshold=None,
+            diagnostics=sums.diagnostics, receipts=sums.receipts, comparisons=sums.comparisons,
+            extra={"sum_centred": values[:1], "sum_squares_centred": values[1:2],
+                   "count": values[2:]},
+            notes=tuple(notes), secure=sums.secure,
         )
-    check_interval("level", level, 0.0, 1.0, low_open=True, high_open=True)
-    name = f"{kind}({column})"
-    taken = {c.lower() for c in ctx.numeric_schema(column, name)}
-    d_name = f"{column.lstrip('_') or 'value'}_centred"
-    while d_name.lower() in taken:
-        d_name += "_"
-    sq_name = d_name + "_squared"
-    while sq_name.lower() in taken:
-        sq_name += "_"
-    powers = CentredPowers(column, low, high, low / 2 + high / 2, d_name, sq_name)
-    measures = (LinearQuery(d_name, (-half, half)), LinearQuery(sq_name, (0.0, half * half)),
-                LinearQuery())
-    _, (sums,) = release_derived(
-        ctx, [LinearQueries(measures, name=name)], epsilon=epsilon, delta=delta,
-        derive=lambda table: ctx.engine.with_centred_powers(table, powers), name=name,
-        column=column, level=1.0 - (1.0 - level) / 3.0,
-    )
-    values = np.asarray(sums.values, dtype=np.float64)
-    value, std, lo, hi = variance_from_sums(
-        values, np.asarray(sums.std, dtype=np.float64), np.asarray(sums.ci_low, np.float64),
-        np.asarray(sums.ci_high, np.float64), half)
-    notes = list(sums.notes)
-    if kind == "std":
-        value, lo, hi = math.sqrt(value), math.sqrt(lo), math.sqrt(hi)
-        std = min(std / (2.0 * value), half / 2.0) if value > 0 else half / 2.0
-    notes += [
-        f"{kind} of {column!r} clamped to [{low:g}, {high:g}] over non-missing values "
-        "(population, ddof = 0) from one Gaussian on (Σd, Σd², n), d = x − midpoint",
-        "interval: the box of the three sums' intervals at level 1 − α/3 (conservative)",
-    ]
-    return ReleaseResult(
-        label=name, kind=kind, columns=(), keys=[()], values=np.array([value]),
-        std=np.array([std]), ci_low=np.array([lo]), ci_high=np.array([hi]), level=level,
-        mechanism=sums.mechanism, method=sums.method, sigma=sums.sigma,
-        sensitivity=sums.sensitivity, effective_sensitivity=sums.effective_sensitivity,
-        epsilon=sums.epsilon, delta=sums.delta, threshold=None,
-        diagnostics=sums.diagnostics, receipts=sums.receipts,
-        comparisons=sums.comparisons,
-        extra={"sum_centred": values[:1], "sum_squares_centred": values[1:2],
-               "count": values[2:]},
-        notes=tuple(notes), secure=sums.secure,
-    )
+
+
+@dataclass(frozen=True, slots=True)
+class Std(Variance):
+    """Standard deviation of ``column`` clamped to ``bounds``: √ of :class:`Variance`."""

@@ -1,24 +1,23 @@
 """Every calibration method's σ at (ε, δ, Δ) and its exact verdict: ``approxdp calibrate``'s
 report, also shown by the browser's Calibrate page and ``approxdp demo``.
 
-Each method's σ is checked against the exact privacy profile (Zhao et al. Thm 2 for DP, Thm 6
-for pDP): whether it is really (ε, δ)-private there, its true δ, and its excess over the
-optimum.
+Each method's σ and its exact verdict come from
+:func:`~approxdp.calibration.method_verdicts` (the profile of Zhao et al. Thm 2 for DP, Thm 6
+for pDP); this module adds its excess over the optimum and writes the JSON rows.
 """
 
 from __future__ import annotations
 
-import math
-import warnings
 from collections.abc import Sequence
 from typing import Any, Literal
 
 from approxdp.calibration import (
     CALIBRATION_METHODS,
+    MethodVerdict,
     calibrate_gaussian,
-    classical_failure_threshold,
+    method_verdicts,
 )
-from approxdp.errors import InvalidParameterError, NotPrivateWarning
+from approxdp.errors import InvalidParameterError
 from approxdp.profiles import gaussian_log_delta, gaussian_log_pdp_delta
 from approxdp.reports.formatting import JSON_SCHEMA_VERSION
 
@@ -29,7 +28,6 @@ Notion = Literal["dp", "pdp"]
 #: The method whose σ is the least private one for each notion (the "optimum").
 REFERENCE = {"dp": "optimal", "pdp": "pdp-optimal"}
 NOTION_NAMES = {"dp": "DP", "pdp": "pDP"}
-_CLASSICAL = ("dwork-2006", "dwork-roth-2014", "wang-lecture")
 
 
 def log_profile(epsilon: Any, sigma: float, sensitivity: float, notion: Notion) -> Any:
@@ -39,46 +37,25 @@ def log_profile(epsilon: Any, sigma: float, sensitivity: float, notion: Notion) 
     return gaussian_log_pdp_delta(epsilon, sigma, sensitivity)
 
 
-def _method_row(
-    name: str, epsilon: float, delta: float, sensitivity: float, notion: Notion,
-    reference_sigma: float,
-) -> dict[str, Any]:
-    m = CALIBRATION_METHODS[name]
-    row: dict[str, Any] = {
-        "method": name,
+def _method_row(verdict: MethodVerdict, reference_sigma: float) -> dict[str, Any]:
+    """One method's row: its description and :class:`~approxdp.calibration.MethodVerdict`."""
+    m = CALIBRATION_METHODS[verdict.method]
+    sigma = verdict.sigma
+    return {
+        "method": m.name,
         "target_notion": m.notion,
         "closed_form": m.closed_form,
         "source": m.source,
-        "defined": True,
-        "reason": None,
-        "sigma": None,
-        "ratio_to_optimal": None,
-        "true_delta": None,
-        "log_true_delta": None,
-        "private": None,
-        "fails_above_epsilon": None,
+        "defined": sigma is not None,
+        "reason": verdict.reason,
+        "sigma": sigma,
+        "ratio_to_optimal": (sigma / reference_sigma
+                             if sigma is not None and reference_sigma > 0 else None),
+        "true_delta": verdict.true_delta,
+        "log_true_delta": verdict.log_true_delta,
+        "private": verdict.private,
+        "fails_above_epsilon": verdict.fails_above_epsilon,
     }
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", NotPrivateWarning)
-            sigma = float(calibrate_gaussian(epsilon, delta, sensitivity, method=name,
-                                             allow_non_private=True))
-    except InvalidParameterError as exc:  # outside the method's domain (δ too big, ε = 0)
-        row.update(defined=False, reason=str(exc))
-        return row
-    row["sigma"] = sigma
-    if reference_sigma > 0:
-        row["ratio_to_optimal"] = sigma / reference_sigma
-    if sensitivity == 0 or math.isinf(sigma):
-        log_true = -math.inf  # nothing to hide: exactly private
-    else:
-        log_true = float(log_profile(epsilon, sigma, sensitivity, notion))
-    row["log_true_delta"] = log_true
-    row["true_delta"] = math.exp(log_true)
-    row["private"] = log_true <= math.log(delta)
-    if name in _CLASSICAL:
-        row["fails_above_epsilon"] = float(classical_failure_threshold(delta, name, notion))
-    return row
 
 
 def calibration_report(
@@ -98,7 +75,8 @@ def calibration_report(
         )
     reference_sigma = float(calibrate_gaussian(epsilon, delta, sensitivity, method=reference))
     names = list(dict.fromkeys(methods)) if methods else list(CALIBRATION_METHODS)
-    rows = [_method_row(n, epsilon, delta, sensitivity, notion, reference_sigma) for n in names]
+    verdicts = method_verdicts(epsilon, delta, sensitivity, names, notion=notion)
+    rows = [_method_row(v, reference_sigma) for v in verdicts]
     return {
         "command": "calibrate",
         "schema_version": JSON_SCHEMA_VERSION,

@@ -14,7 +14,7 @@ import numpy as np
 
 from approxdp.experiments.failures import CLASSICAL, FailureRegion, failure_region
 from approxdp.plots.calibration import plot_failure_regions
-from approxdp.plots.style import log_axes, method_style, new_figure
+from approxdp.plots.style import accountant_style, log_axes, method_style, new_figure
 from approxdp.profiles import gaussian_epsilon, gaussian_log_delta, gaussian_log_pdp_delta
 
 if TYPE_CHECKING:
@@ -34,12 +34,6 @@ FAILURE_EPSILON_MAX = 20.0
 _FAILURE_RESOLUTION = 60
 _POINT: dict[str, Any] = {"marker": "*", "color": "#111111", "markersize": 14,
                           "markeredgecolor": "white", "linestyle": "none"}
-_ACCOUNTANT_STYLE = {
-    "pld": {"color": "#000000", "linestyle": "-", "marker": "o"},
-    "rdp": {"color": "#1f77b4", "linestyle": "--", "marker": "s"},
-    "gdp-clt": {"color": "#2ca02c", "linestyle": ":", "marker": "^"},
-    "amplify+compose": {"color": "#d62728", "linestyle": "-.", "marker": "x"},
-}
 
 
 def profile_curve(
@@ -128,8 +122,7 @@ def epsilon_steps_figure(curve: dict[str, Any], delta: float) -> Figure:
     steps = curve["steps"]
     for name, values in curve["epsilon"].items():
         finite = [v if math.isfinite(v) else np.nan for v in values]
-        ax.plot(steps, finite, label=name, markersize=4,
-                **_ACCOUNTANT_STYLE.get(name, {"color": "#7f7f7f"}))
+        ax.plot(steps, finite, label=name, **accountant_style(name, markers=True))
     log_axes(ax, x=True, y=True)
     ax.set_xlabel("steps T")
     ax.set_ylabel(f"ε at δ = {delta:g}")

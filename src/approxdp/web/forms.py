@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from approxdp._validation import check_interval
+from approxdp._validation import PARAMETER_RANGES, check_interval
 from approxdp.errors import ApproxDPError, InvalidParameterError, ParameterTypeError
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "locate",
     "number",
     "on_field",
+    "parameter",
 ]
 
 #: Attribute :func:`on_field` sets on an exception: the field it belongs to.
@@ -66,6 +67,19 @@ def number(
         raise ParameterTypeError(f"{name} must be a number, got {_quote(raw)}")
     check_interval(name, value, low, high, low_open=low_open, high_open=high_open)
     return value
+
+
+def parameter(name: str, text: object, kind: str | None = None) -> float:
+    """The float typed into field ``name``, checked against the range of ``kind`` (default:
+    ``name``) in the one table of parameter ranges
+    (:data:`approxdp._validation.PARAMETER_RANGES`), as the API checks it.
+
+    Raises:
+        ParameterTypeError: not a number.
+        InvalidParameterError: out of range, worded as the API words it.
+    """
+    r = PARAMETER_RANGES[kind or name]
+    return number(name, text, r.low, r.high, low_open=r.low_open, high_open=r.high_open)
 
 
 def integer(name: str, text: object, low: int = 1, high: int | None = None) -> int:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import math
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ import numpy as np
 from approxdp.accounting import PrivacyAccountant, read_ledger_settings
 from approxdp.errors import DataError, InvalidParameterError
 from approxdp.events import EpsilonDeltaEvent
+from approxdp.releases.kinds import DEFAULT_QS, RELEASE_KINDS, KindInputs
 from approxdp.reports.formatting import JSON_SCHEMA_VERSION, jsonable
 from approxdp.reports.releases import (
     budget_dict,
@@ -42,7 +42,7 @@ from approxdp.reports.releases import (
     write_cells_csv,
 )
 from approxdp.web.config import DataFile, ServeConfig, data_file
-from approxdp.web.forms import integer, number, on_field
+from approxdp.web.forms import integer, on_field, parameter
 
 __all__ = [
     "KINDS",
@@ -59,44 +59,38 @@ __all__ = [
     "synthetic_table",
 ]
 
-KINDS = ("count", "sum", "mean", "histogram")
+#: The statistics the wizard offers: every kind of the registry.
+KINDS = tuple(RELEASE_KINDS)
 #: Seed of every simulation (a simulation is reproducible; it is never a release).
 SIMULATION_SEED = 20240518
 #: Synthetic categories of a grouping column that has no declared domain.
 _SYNTHETIC_CELLS = 5
 _MAX_SIMULATED_ROWS = 1_000_000
-
-
-def _duckdb_error(file: DataFile, exc: Exception) -> DataError:
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return DataError(f"cannot read {file.label!r}: {first}")
+#: Synthetic values of a column without bounds (private bounds are what is estimated).
+_MADE_UP_RANGE = (1.0, 1000.0)
 
 
 def schema_of(file: DataFile) -> dict[str, str]:
     """Column name → kind (``numeric``, ``string``, ``boolean``, ``other``) of a data file, in
-    order. Reads the header only as far as DuckDB needs to type the columns.
+    order. Reads the header only as far as the engine needs to type the columns.
 
     Raises:
         DataError: the file cannot be read as CSV or Parquet.
     """
-    import duckdb
-
     from approxdp.engines import engine_for
 
-    try:
-        engine = engine_for(str(file.path))
-        table = engine.load(str(file.path))
-        return {name: kind.value for name, kind in engine.schema(table).items()}
-    except duckdb.Error as exc:
-        raise _duckdb_error(file, exc) from exc
+    engine = engine_for(str(file.path))
+    table = engine.load(str(file.path))
+    return {name: kind.value for name, kind in engine.schema(table).items()}
 
 
 @dataclass(frozen=True, slots=True)
 class ReleaseSpec:
     """One release, as the wizard's form describes it (everything public: no data in it).
 
-    ``columns`` is the value column (sum, mean) or the columns counted (histogram);
-    ``domain`` maps grouping columns to their public values, as typed (``NULL`` for missing).
+    ``columns`` is the value column or the columns counted (histogram); ``domain`` maps
+    grouping columns to their public values, as typed (``NULL`` for missing); ``casts`` are
+    the columns converted to numbers first (values that are not numbers become missing).
     """
 
     file: DataFile
@@ -113,18 +107,27 @@ class ReleaseSpec:
     max_partitions: int = 1
     max_rows_per_partition: int = 1
     neighbouring: str = "add-remove"
+    qs: tuple[float, ...] = ()
+    casts: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
         """``mean(age)``, ``histogram(sex, race)``, ``count`` — as the result is labelled."""
-        if self.kind == "count":
-            return "count"
+        if not self.columns:
+            return self.kind
         return f"{self.kind}({', '.join(self.columns)})"
 
     @property
     def groups(self) -> tuple[str, ...]:
         """The columns that define cells: ``by`` (sum, mean) or ``columns`` (histogram)."""
-        return self.columns if self.kind == "histogram" else self.by
+        return self.columns if RELEASE_KINDS[self.kind].columns == "many" else self.by
+
+    def inputs(self, schema: Mapping[str, str]) -> KindInputs:
+        """The registry's inputs of this release (domain values typed like their columns)."""
+        return KindInputs(columns=self.columns, bounds=self.bounds, by=self.by,
+                          domain=_typed_domain(self, schema),
+                          outside_domain="drop" if self.outside_domain == "drop" else "error",
+                          qs=self.qs)
 
 
 def _names(value: object) -> tuple[str, ...]:
@@ -164,10 +167,9 @@ def read_spec(
     if kind not in KINDS:
         with on_field("kind"):
             raise InvalidParameterError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
-    epsilon = number("epsilon", form.get("epsilon"), 0.0, math.inf, low_open=True,
-                     high_open=True)
-    delta = number("delta", form.get("delta"), 0.0, 1.0, low_open=True, high_open=True)
-    level = number("level", form.get("level", "0.95"), 0.0, 1.0, low_open=True, high_open=True)
+    epsilon = parameter("epsilon", form.get("epsilon"), "epsilon_positive")
+    delta = parameter("delta", form.get("delta"))
+    level = parameter("level", form.get("level", "0.95"))
     unit = str(form.get("privacy_unit") or "") or None
     if unit is not None:
         with on_field("privacy_unit"):
@@ -184,39 +186,54 @@ def read_spec(
         with on_field("outside_domain"):
             raise InvalidParameterError(
                 f"outside_domain must be 'error' or 'drop', got {outside!r}")
+    entry = RELEASE_KINDS[kind]
+    with on_field("casts"):
+        casts = _names(form.get("casts"))
+        for column in casts:
+            _check_column("cast", column, schema)
     columns: tuple[str, ...] = ()
     bounds = None
     by: tuple[str, ...] = ()
-    if kind in ("sum", "mean"):
+    qs: tuple[float, ...] = ()
+    if entry.columns == "one":
         with on_field("column"):
             columns = _names(form.get("column"))[:1]
             if not columns:
                 raise InvalidParameterError(f"{kind} needs a value column")
             _check_column("value", columns[0], schema)
-        low = number("low", form.get("low"), -math.inf, math.inf, low_open=True,
-                     high_open=True)
-        high = number("high", form.get("high"), -math.inf, math.inf, low_open=True,
-                      high_open=True)
+            if schema[columns[0]] != "numeric" and columns[0] not in casts:
+                raise DataError(
+                    f"value column {columns[0]!r} is {schema[columns[0]]}, not numeric: add it "
+                    "to the columns converted to numbers (values that are not numbers become "
+                    "missing)")
+    elif entry.columns == "many":
+        with on_field("columns"):
+            columns = _names(form.get("columns"))
+            if not columns:
+                raise InvalidParameterError(f"{kind} needs at least one column to count over")
+            for column in columns:
+                _check_column(kind, column, schema)
+    if entry.bounds:
+        low = parameter("low", form.get("low"), "finite")
+        high = parameter("high", form.get("high"), "finite")
         if not low < high:
             with on_field("high"):
                 raise InvalidParameterError(
                     f"bounds must have low < high, got low={low:g}, high={high:g}")
         bounds = (low, high)
+    if entry.groups:
         with on_field("by"):
             by = _names(form.get("by"))
             for column in by:
                 _check_column("group-by", column, schema)
-    elif kind == "histogram":
-        with on_field("columns"):
-            columns = _names(form.get("columns"))
-            if not columns:
-                raise InvalidParameterError("histogram needs at least one column to count over")
-            for column in columns:
-                _check_column("histogram", column, schema)
+    if entry.qs:
+        qs = _probabilities("qs", form.get("qs"))
     with on_field("domain"):
         lines = [ln.strip() for ln in str(form.get("domain") or "").splitlines() if ln.strip()]
-        raw = parse_domain(lines)
-        groups = columns if kind == "histogram" else by
+        raw = parse_domain(lines) if entry.domain else {}
+        if lines and not entry.domain:
+            raise InvalidParameterError(f"{kind} takes no domain")
+        groups = columns if entry.columns == "many" else by
         for column in raw:
             if column not in groups:
                 raise InvalidParameterError(
@@ -227,8 +244,17 @@ def read_spec(
         file=file, kind=kind, epsilon=epsilon, delta=delta, columns=columns, bounds=bounds,
         by=by, domain={c: tuple(v) for c, v in raw.items()}, outside_domain=outside,
         level=level, privacy_unit=unit, max_partitions=max_partitions,
-        max_rows_per_partition=max_rows, neighbouring=neighbouring,
+        max_rows_per_partition=max_rows, neighbouring=neighbouring, qs=qs, casts=casts,
     )
+
+
+def _probabilities(name: str, text: object) -> tuple[float, ...]:
+    """Probabilities typed as ``0.1, 0.5, 0.9`` (empty: the default quartiles)."""
+    parts = [p for p in str(text or "").replace(";", ",").split(",") if p.strip()]
+    if not parts:
+        return DEFAULT_QS
+    with on_field(name):
+        return tuple(parameter(name, p, "quantile") for p in parts)
 
 
 def _typed_values(column: str, raw: Sequence[str], schema: Mapping[str, str]) -> list[Any]:
@@ -244,31 +270,27 @@ def _typed_domain(spec: ReleaseSpec, schema: Mapping[str, str]) -> dict[str, lis
 
 
 def _table_options(spec: ReleaseSpec) -> dict[str, Any]:
-    return {"privacy_unit": spec.privacy_unit, "max_partitions": spec.max_partitions,
-            "max_rows_per_partition": spec.max_rows_per_partition,
-            "neighbouring": spec.neighbouring}
+    options: dict[str, Any] = {
+        "privacy_unit": spec.privacy_unit, "max_partitions": spec.max_partitions,
+        "max_rows_per_partition": spec.max_rows_per_partition,
+        "neighbouring": spec.neighbouring}
+    if spec.casts:
+        options["casts"] = {c: "double" for c in spec.casts}
+    return options
 
 
 def _run(table: Any, spec: ReleaseSpec, schema: Mapping[str, str]) -> Any:
-    """The query on a PrivateTable (real or synthetic), through its public methods."""
-    domain = _typed_domain(spec, schema)
-    common = {"epsilon": spec.epsilon, "delta": spec.delta, "level": spec.level}
-    if spec.kind == "count":
-        return table.count(**common)
-    if spec.kind == "histogram":
-        return table.histogram(list(spec.columns), domain=domain,
-                               outside_domain=spec.outside_domain, **common)
-    assert spec.bounds is not None  # read_spec guarantees it for sum and mean
-    return getattr(table, spec.kind)(spec.columns[0], spec.bounds, by=list(spec.by),
-                                     domain=domain, outside_domain=spec.outside_domain,
-                                     **common)
+    """The query on a PrivateTable (real or synthetic), through the registry of kinds."""
+    return table.release_kind(spec.kind, spec.inputs(schema), epsilon=spec.epsilon,
+                              delta=spec.delta, level=spec.level)
 
 
 # -- simulation --------------------------------------------------------------------------------
 def synthetic_table(spec: ReleaseSpec, schema: Mapping[str, str], rows: int) -> Any:
     """A PyArrow table shaped like the query needs, made only from public choices: ``rows``
-    rows; the value column uniform within the bounds; each grouping column cycling through
-    its declared domain (or five made-up cells); one row per privacy unit."""
+    rows; the value column uniform within the bounds (within [1, 1000] for private bounds,
+    which have none); each grouping column cycling through its declared domain (or five
+    made-up cells); one row per privacy unit."""
     import pyarrow as pa
 
     rng = np.random.default_rng(SIMULATION_SEED)
@@ -281,8 +303,8 @@ def synthetic_table(spec: ReleaseSpec, schema: Mapping[str, str], rows: int) -> 
     for column in spec.groups:
         values: list[Any] = typed.get(column) or _made_up_cells(schema.get(column, "string"))
         data[column] = [values[i % len(values)] for i in range(rows)]
-    if spec.kind in ("sum", "mean") and spec.bounds is not None:
-        low, high = spec.bounds
+    if RELEASE_KINDS[spec.kind].columns == "one":  # the value column
+        low, high = spec.bounds if spec.bounds is not None else _MADE_UP_RANGE
         data[spec.columns[0]] = rng.uniform(low, high, rows)
     if not data:
         data["row"] = np.arange(rows, dtype=np.int64)
@@ -341,8 +363,6 @@ def release(spec: ReleaseSpec, schema: Mapping[str, str], ledger: Path) -> dict[
         BudgetExceededError: the ledger cannot pay; nothing was spent.
         DataError: the file cannot be read or the query does not fit the data.
     """
-    import duckdb
-
     from approxdp.releases import PrivateTable
 
     settings = read_ledger_settings(ledger)
@@ -352,8 +372,6 @@ def release(spec: ReleaseSpec, schema: Mapping[str, str], ledger: Path) -> dict[
         table = PrivateTable(str(spec.file.path), accountant=accountant, **_table_options(spec))
         result = _run(table, spec, schema)
         status = accountant.remaining()
-    except duckdb.Error as exc:
-        raise _duckdb_error(spec.file, exc) from exc
     finally:
         accountant.close()
     return {
@@ -362,7 +380,8 @@ def release(spec: ReleaseSpec, schema: Mapping[str, str], ledger: Path) -> dict[
         "file": str(spec.file.path),
         "query": {"kind": spec.kind, "columns": list(spec.columns), "by": list(spec.by),
                   "bounds": list(spec.bounds) if spec.bounds is not None else None,
-                  "domain": {c: list(v) for c, v in spec.domain.items()} or None},
+                  "domain": {c: list(v) for c, v in spec.domain.items()} or None,
+                  "qs": list(spec.qs) or None, "casts": list(spec.casts) or None},
         "result": release_dict(result),
         "budget": budget_dict(status),
         "ledger": str(ledger),
@@ -391,20 +410,14 @@ def release_script(spec: ReleaseSpec, schema: Mapping[str, str], ledger: Path | 
     string. Running it makes a NEW release (fresh noise) and spends the budget again.
     """
     options = _table_options(spec)
-    call: list[str]
-    if spec.kind == "count":
-        call = []
-    elif spec.kind == "histogram":
-        call = [repr(list(spec.columns))]
-    else:
-        call = [repr(spec.columns[0]), repr(spec.bounds)]
-    call += [f"epsilon={spec.epsilon!r}", f"delta={spec.delta!r}"]
-    if spec.kind in ("sum", "mean") and spec.by:
-        call.append(f"by={list(spec.by)!r}")
-    if spec.domain:
-        call.append(f"domain={_typed_domain(spec, schema)!r}")
-    if spec.kind != "count" and spec.outside_domain != "error":
-        call.append(f"outside_domain={spec.outside_domain!r}")
+    inputs = spec.inputs(schema)
+    fields = {"columns": inputs.columns, "bounds": inputs.bounds, "by": inputs.by,
+              "domain": inputs.domain, "qs": inputs.qs}
+    given = [f"{k}={v!r}" for k, v in fields.items() if v]
+    if inputs.domain and inputs.outside_domain != "error":
+        given.append(f"outside_domain={inputs.outside_domain!r}")
+    call = [repr(spec.kind), f"KindInputs({', '.join(given)})", f"epsilon={spec.epsilon!r}",
+            f"delta={spec.delta!r}"]
     if spec.level != 0.95:
         call.append(f"level={spec.level!r}")
     table_args = ", ".join(f"{k}={v!r}" for k, v in options.items())
@@ -417,6 +430,7 @@ def release_script(spec: ReleaseSpec, schema: Mapping[str, str], ledger: Path | 
         "",
         "import approxdp as dp",
         "from approxdp.accounting import read_ledger_settings",
+        "from approxdp.releases.kinds import KindInputs",
         "",
     ]
     if ledger is not None:
@@ -433,7 +447,7 @@ def release_script(spec: ReleaseSpec, schema: Mapping[str, str], ledger: Path | 
         f"table = dp.PrivateTable({str(spec.file.path)!r}, accountant=accountant,",
         f"                        {table_args})",
         "try:",
-        f"    result = table.{spec.kind}({', '.join(call)})",
+        f"    result = table.release_kind({', '.join(call)})",
         "    print(result.explain())",
         "    print(accountant.remaining())",
         "finally:",

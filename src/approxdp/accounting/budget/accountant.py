@@ -17,13 +17,12 @@ Example:
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from approxdp._validation import check_interval, check_probability
+from approxdp._validation import check_parameter
 from approxdp.accounting.budget.costs import (
     Contribution,
     LedgerState,
@@ -89,8 +88,8 @@ def _check_budget(budget: Any) -> tuple[float, float]:
         raise InvalidParameterError(
             f"budget must be an (epsilon, delta) pair, got budget={budget!r}"
         ) from exc
-    eps = float(check_interval("budget epsilon", eps_raw, 0.0, math.inf, high_open=True))
-    delta = float(check_probability("budget delta", delta_raw, allow_zero=True))
+    eps = float(check_parameter("budget epsilon", eps_raw, "epsilon"))
+    delta = float(check_parameter("budget delta", delta_raw, "delta_cost"))
     return eps, delta
 
 

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from approxdp._numerics import FloatArray
-from approxdp._validation import as_float_array, check_interval, check_probability
+from approxdp._validation import as_float_array, check_parameter
 from approxdp.accounting.guarantees import FloatOrArray, Guarantee, to_output
 from approxdp.errors import InvalidParameterError, ParameterTypeError
 
@@ -64,8 +64,8 @@ def basic_composition(budgets: npt.ArrayLike) -> Guarantee:
         raise InvalidParameterError(
             f"budgets must be a non-empty sequence of (epsilon, delta) pairs, got shape {arr.shape}"
         )
-    check_interval("budgets epsilon", arr[:, 0], 0.0, math.inf)
-    check_probability("budgets delta", arr[:, 1], allow_zero=True)
+    check_parameter("budgets epsilon", arr[:, 0], "epsilon_unbounded")
+    check_parameter("budgets delta", arr[:, 1], "delta_cost")
     eps = _fsum_or_inf(arr[:, 0].tolist())
     delta = min(1.0, math.fsum(arr[:, 1].tolist()))
     return Guarantee(eps, delta, "upper bound", "basic composition (Dwork-Roth Thm 3.16)")
@@ -83,10 +83,10 @@ def _fsum_or_inf(values: list[float]) -> float:
 def _check_common(
     epsilon: npt.ArrayLike, delta: npt.ArrayLike, k: int, delta_prime: npt.ArrayLike
 ) -> tuple[FloatArray, FloatArray, int, FloatArray]:
-    eps = check_interval("epsilon", epsilon, 0.0, math.inf, high_open=True)
-    dlt = check_probability("delta", delta, allow_zero=True)
+    eps = check_parameter("epsilon", epsilon)
+    dlt = check_parameter("delta", delta, "delta_cost")
     steps = check_steps("k", k)
-    dp = check_probability("delta_prime", delta_prime)
+    dp = check_parameter("delta_prime", delta_prime, "delta")
     return eps, dlt, steps, dp
 
 
@@ -145,9 +145,9 @@ def simplified_advanced_composition(
     Returns:
         Guarantee (ε', δ'), kind "upper bound" where valid, else "approximation".
     """
-    eps = check_interval("epsilon", epsilon, 0.0, math.inf, high_open=True)
+    eps = check_parameter("epsilon", epsilon)
     steps = check_steps("k", k)
-    dp = check_probability("delta_prime", delta_prime)
+    dp = check_parameter("delta_prime", delta_prime, "delta")
     log_inv = -np.log(dp)
     eps_total = 2.0 * eps * np.sqrt(2.0 * steps * log_inv)
     with np.errstate(over="ignore"):  # e^ε = inf: the condition is simply false

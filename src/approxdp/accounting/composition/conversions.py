@@ -17,7 +17,7 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from approxdp._validation import check_interval, check_probability
+from approxdp._validation import check_interval, check_parameter
 from approxdp.accounting.composition.closed_form import check_steps
 from approxdp.accounting.guarantees import Guarantee, to_output
 
@@ -48,9 +48,9 @@ def amplify_by_subsampling(
         >>> round(eps, 6), delta
         (0.017037, 1e-08)
     """
-    eps = check_interval("epsilon", epsilon, 0.0, math.inf, high_open=True)
-    dlt = check_probability("delta", delta, allow_zero=True)
-    rate = check_interval("q", q, 0.0, 1.0, low_open=True)
+    eps = check_parameter("epsilon", epsilon)
+    dlt = check_parameter("delta", delta, "delta_cost")
+    rate = check_parameter("q", q, "sample_rate")
     return Guarantee(
         to_output(_log1p_q_expm1(eps, rate)),
         to_output(rate * dlt),
@@ -100,8 +100,8 @@ def group_privacy(epsilon: npt.ArrayLike, delta: npt.ArrayLike, k: int) -> Guara
         >>> eps, round(d, 12)
         (1.0, 3.297443e-06)
     """
-    eps = check_interval("epsilon", epsilon, 0.0, math.inf, high_open=True)
-    dlt = check_probability("delta", delta, allow_zero=True)
+    eps = check_parameter("epsilon", epsilon)
+    dlt = check_parameter("delta", delta, "delta_cost")
     size = check_steps("k", k)
     with np.errstate(over="ignore"):  # kε beyond the largest float is inf (a true bound)
         log_d = np.log(size) + (size - 1) * eps + np.log(np.where(dlt > 0, dlt, 1.0))
@@ -138,8 +138,8 @@ def dp_to_pdp(
         >>> eps_star, round(d, 12)
         (2.0, 1.796074e-06)
     """
-    eps = check_interval("epsilon", epsilon, 0.0, math.inf, high_open=True)
-    dlt = check_probability("delta", delta, allow_zero=True)
+    eps = check_parameter("epsilon", epsilon)
+    dlt = check_parameter("delta", delta, "delta_cost")
     star = check_interval(
         "epsilon_star", epsilon_star, 0.0, math.inf, low_open=True, high_open=True
     )
@@ -171,8 +171,8 @@ def zcdp_to_dp(rho: npt.ArrayLike, delta: npt.ArrayLike) -> Guarantee:
         >>> round(zcdp_to_dp(0.5, 1e-5).epsilon, 6)
         5.298526
     """
-    r = check_interval("rho", rho, 0.0, math.inf, high_open=True)
-    dlt = check_probability("delta", delta)
+    r = check_parameter("rho", rho)
+    dlt = check_parameter("delta", delta)
     with np.errstate(over="ignore"):  # √ρ·√ln(1/δ): no overflow of ρ·ln(1/δ) itself
         eps = r + 2.0 * np.sqrt(r) * np.sqrt(-np.log(dlt))
     return Guarantee(

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from approxdp._validation import as_float_array, check_interval
+from approxdp._validation import as_float_array, check_parameter
 from approxdp.accounting.composition.closed_form import check_steps
 from approxdp.accounting.guarantees import FloatOrArray, Guarantee
 from approxdp.errors import InvalidParameterError
@@ -57,7 +57,7 @@ class ComposedGaussian:
     count: int = 1
 
     def __post_init__(self) -> None:
-        sigma = float(check_interval("sigma", self.sigma, 0.0, math.inf, low_open=True))
+        sigma = float(check_parameter("sigma", self.sigma))
         object.__setattr__(self, "sigma", sigma)
         if self.count < 1:
             raise InvalidParameterError(f"count must be >= 1, got count={self.count}")
@@ -67,7 +67,7 @@ class ComposedGaussian:
         from approxdp.profiles.gaussian import gaussian_delta
 
         if math.isinf(self.sigma):
-            eps = check_interval("epsilon", epsilon, 0.0, math.inf)
+            eps = check_parameter("epsilon", epsilon, "epsilon_unbounded")
             return 0.0 if eps.ndim == 0 else np.zeros_like(eps)
         result: FloatOrArray = gaussian_delta(epsilon, self.sigma, 1.0)
         return result
@@ -77,7 +77,7 @@ class ComposedGaussian:
         from approxdp.profiles.gaussian import gaussian_epsilon
 
         if math.isinf(self.sigma):
-            dlt = check_interval("delta", delta, 0.0, 1.0, high_open=True)
+            dlt = check_parameter("delta", delta, "delta_cost")
             return 0.0 if dlt.ndim == 0 else np.zeros_like(dlt)
         result: FloatOrArray = gaussian_epsilon(self.sigma, delta, 1.0)
         return result
@@ -87,7 +87,7 @@ class ComposedGaussian:
         from approxdp.profiles.gaussian import gaussian_pdp_delta
 
         if math.isinf(self.sigma):
-            eps = check_interval("epsilon", epsilon, 0.0, math.inf)
+            eps = check_parameter("epsilon", epsilon, "epsilon_unbounded")
             return 0.0 if eps.ndim == 0 else np.zeros_like(eps)
         result: FloatOrArray = gaussian_pdp_delta(epsilon, self.sigma, 1.0)
         return result
@@ -127,7 +127,7 @@ def compose_gaussian(
         >>> round(compose_gaussian([2.0, 2.0, 2.0, 2.0]).sigma, 12)
         1.0
     """
-    sig = np.atleast_1d(check_interval("sigmas", sigmas, 0.0, math.inf, low_open=True))
+    sig = np.atleast_1d(check_parameter("sigmas", sigmas, "sigma"))
     if sig.ndim != 1 or sig.size == 0:
         raise InvalidParameterError(
             f"sigmas must be a non-empty 1-d sequence, got shape {np.shape(sigmas)}"
@@ -136,7 +136,7 @@ def compose_gaussian(
         sens = np.ones_like(sig)
     else:
         sens = np.atleast_1d(as_float_array("sensitivities", sensitivities))
-        check_interval("sensitivities", sens, 0.0, math.inf, high_open=True)
+        check_parameter("sensitivities", sens, "sensitivity")
         if sens.size == 1:
             sens = np.full_like(sig, float(sens.ravel()[0]))
         if sens.shape != sig.shape:

@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy.special import gammaln, logsumexp
 
-from approxdp._validation import check_interval, check_probability
+from approxdp._validation import check_parameter
 from approxdp.accounting.composition.closed_form import check_steps
 from approxdp.accounting.guarantees import Guarantee, round_up
 from approxdp.errors import InvalidParameterError
@@ -177,10 +177,10 @@ def optimal_composition(
         >>> g.epsilon < 10.0
         True
     """
-    eps = float(check_interval("epsilon", epsilon, 0.0, math.inf, high_open=True))
-    dlt = float(check_probability("delta", delta, allow_zero=True))
+    eps = float(check_parameter("epsilon", epsilon))
+    dlt = float(check_parameter("delta", delta, "delta_cost"))
     steps = check_optimal_steps(check_steps("k", k))
-    dp = float(check_probability("delta_prime", delta_prime))
+    dp = float(check_parameter("delta_prime", delta_prime, "delta"))
     eps_g = optimal_epsilon(eps, steps, dp)
     delta_g = min(1.0, round_up(-math.expm1(steps * math.log1p(-dlt) + math.log1p(-dp))))
     return Guarantee(eps_g, delta_g, "exact", RULE)

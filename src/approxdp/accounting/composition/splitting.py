@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-from approxdp._validation import check_interval, check_probability
+from approxdp._validation import check_parameter
 from approxdp.accounting.composition.closed_form import advanced_composition, check_steps
 from approxdp.accounting.composition.gaussian import compose_gaussian
 from approxdp.accounting.composition.optimal import check_optimal_steps, optimal_epsilon
@@ -104,8 +104,8 @@ def split_budget(
         >>> 37 < s.sigma < 38
         True
     """
-    eps = float(check_interval("epsilon", epsilon, 0.0, math.inf, low_open=True, high_open=True))
-    dlt = float(check_probability("delta", delta))
+    eps = float(check_parameter("epsilon", epsilon, "epsilon_positive"))
+    dlt = float(check_parameter("delta", delta))
     steps = check_steps("k", k)
     if composition not in SPLIT_RULES:
         raise UnknownMethodError(
@@ -121,7 +121,8 @@ def split_budget(
             d0 = math.nextafter(d0, 0.0)
         total = Guarantee(e0 * steps, d0 * steps, "upper bound", "basic composition")
         return BudgetSplit("basic", steps, e0, d0, None, total)
-    dp = dlt / 2.0 if delta_prime is None else float(check_probability("delta_prime", delta_prime))
+    dp = (dlt / 2.0 if delta_prime is None
+          else float(check_parameter("delta_prime", delta_prime, "delta")))
     if not dp < dlt:
         raise InvalidParameterError(
             f"delta_prime must be in (0, delta={dlt:g}), got delta_prime={dp:g}"
@@ -162,8 +163,7 @@ def split_budget(
 def _split_gaussian(eps: float, dlt: float, steps: int, sensitivity: float) -> BudgetSplit:
     from approxdp.calibration import calibrate_gaussian
 
-    sens = float(check_interval("sensitivity", sensitivity, 0.0, math.inf, low_open=True,
-                                high_open=True))
+    sens = float(check_parameter("sensitivity", sensitivity, "sensitivity_positive"))
     sigma = math.sqrt(steps) * float(calibrate_gaussian(eps, dlt, sens, method="optimal"))
     composed = compose_gaussian(sigma, sens, counts=steps)  # O(1) in k
     # Verify forwards with no tolerance; grow σ by ulps if rounding broke it (never under).

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from approxdp._validation import check_interval
+from approxdp._validation import check_parameter
 from approxdp.accounting.dpsgd.bounds import (
     DELTA_OF,
     EPSILON_OF,
@@ -97,9 +97,9 @@ def _solve(
     """ε at each δ (``name="delta"``) or δ at each ε (``name="epsilon"``): one scalar solve per
     entry (each certified on its own), packed into one Guarantee of the targets' shape."""
     if name == "delta":
-        arr = check_interval("delta", targets, 0.0, 1.0, low_open=True, high_open=True)
+        arr = check_parameter("delta", targets)
     else:
-        arr = check_interval("epsilon", targets, 0.0, math.inf, high_open=True)
+        arr = check_parameter("epsilon", targets)
     sampling = check_sampling(sampling)
     accountant = _check_accountant(accountant)
     precision = check_precision(precision)
@@ -332,11 +332,10 @@ def calibrate_dpsgd(
         0.969
     """
     target = float(
-        check_interval("epsilon", epsilon, 0.0, math.inf, low_open=True, high_open=True)
+        check_parameter("epsilon", epsilon, "epsilon_positive")
     )
     q, t = check_sample_rate(sample_rate), check_steps(steps)
-    d = float(check_interval("delta", _scalar_target("delta", delta), 0.0, 1.0, low_open=True,
-                             high_open=True))
+    d = float(check_parameter("delta", _scalar_target("delta", delta)))
     sampling = check_sampling(sampling)
     precision = check_precision(precision)
     from approxdp.calibration import calibrate_gaussian

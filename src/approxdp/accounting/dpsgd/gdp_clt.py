@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from approxdp._validation import check_interval, check_probability
+from approxdp._validation import check_interval, check_parameter
 from approxdp.accounting.composition.closed_form import check_steps
 from approxdp.accounting.guarantees import Guarantee
 from approxdp.accounting.rdp.subsampled_gaussian import _check_noise, _check_rate
@@ -107,7 +107,7 @@ def gdp_to_epsilon(mu: Any, delta: Any) -> float:
         4.377178
     """
     m = _check_mu(mu)
-    d = float(check_probability("delta", delta))
+    d = float(check_parameter("delta", delta))
     if math.isinf(m):
         return math.inf
     return float(gaussian_epsilon(1.0, d, sensitivity=m))
@@ -129,7 +129,7 @@ def gdp_to_delta(mu: Any, epsilon: Any) -> float:
         '1.0000e-05'
     """
     m = _check_mu(mu)
-    e = float(check_interval("epsilon", epsilon, 0.0, math.inf))
+    e = float(check_parameter("epsilon", epsilon, "epsilon_unbounded"))
     if math.isinf(m):
         return 0.0 if math.isinf(e) else 1.0
     return math.exp(float(gaussian_log_delta(e, 1.0, sensitivity=m)))
@@ -159,7 +159,7 @@ def gdp_clt_epsilon(noise_multiplier: Any, sample_rate: Any, steps: Any, delta: 
         (2.3244, 'approximation')
     """
     mu = gdp_clt_mu(noise_multiplier, sample_rate, steps)
-    d = float(check_probability("delta", delta))
+    d = float(check_parameter("delta", delta))
     return Guarantee(gdp_to_epsilon(mu, d), d, "approximation", _RULE)
 
 
@@ -181,5 +181,5 @@ def gdp_clt_delta(noise_multiplier: Any, sample_rate: Any, steps: Any, epsilon: 
         '9.997e-06'
     """
     mu = gdp_clt_mu(noise_multiplier, sample_rate, steps)
-    e = float(check_interval("epsilon", epsilon, 0.0, math.inf, high_open=True))
+    e = float(check_parameter("epsilon", epsilon))
     return Guarantee(e, gdp_to_delta(mu, e), "approximation", _RULE)

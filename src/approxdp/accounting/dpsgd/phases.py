@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from approxdp._validation import check_interval
+from approxdp._validation import check_parameter
 from approxdp.errors import InvalidParameterError, ParameterTypeError, UnknownMethodError
 from approxdp.events import SAMPLINGS
 
@@ -54,12 +54,12 @@ def _scalar(name: str, value: Any) -> Any:
 
 def check_noise_multiplier(value: Any, name: str = "noise_multiplier") -> float:
     """σ in (0, ∞] (``inf``: no privacy loss at all)."""
-    return float(check_interval(name, _scalar(name, value), 0.0, math.inf, low_open=True))
+    return float(check_parameter(name, _scalar(name, value), "sigma"))
 
 
 def check_sample_rate(value: Any, name: str = "sample_rate") -> float:
     """q in (0, 1]."""
-    return float(check_interval(name, _scalar(name, value), 0.0, 1.0, low_open=True))
+    return float(check_parameter(name, _scalar(name, value), "sample_rate"))
 
 
 def check_steps(value: Any, name: str = "steps") -> int:

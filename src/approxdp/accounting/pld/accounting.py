@@ -24,7 +24,7 @@ from functools import lru_cache
 
 from scipy import special
 
-from approxdp._validation import check_interval, check_probability
+from approxdp._validation import check_parameter
 from approxdp.accounting.guarantees import Guarantee
 from approxdp.accounting.pld.compose import (
     MAX_WINDOW,
@@ -243,7 +243,7 @@ def _composed(
 
 def _check_delta(delta: object) -> float:
     """δ in [1e-300, 1): below, δ's own tail terms (1e-4 δ) underflow."""
-    value = float(check_probability("delta", delta))
+    value = float(check_parameter("delta", delta))
     if value < 1e-300:
         raise InvalidParameterError(f"delta must be in [1e-300, 1), got delta={value:.6g}")
     return value
@@ -374,7 +374,7 @@ def pld_delta(
 ) -> Guarantee:
     """Certified δ(ε) of a history of (event, count) pairs under add/remove neighbours."""
     precision = check_precision(precision)
-    epsilon = float(check_interval("epsilon", epsilon, 0.0, math.inf, high_open=True))
+    epsilon = float(check_parameter("epsilon", epsilon))
     h = _check_step(h)
     plan = _plan(items)
     if plan.steps == 0:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize
 
-from approxdp._validation import check_interval, check_probability
+from approxdp._validation import check_parameter
 from approxdp.accounting.composition.closed_form import check_steps
 from approxdp.accounting.guarantees import Guarantee
 from approxdp.accounting.rdp.subsampled_gaussian import (
@@ -87,7 +87,7 @@ def rdp_to_epsilon(rdp: Any, orders: Any, delta: Any) -> tuple[float, float]:
     """
     alphas = _check_orders(orders)
     values = _check_rdp(rdp, alphas)
-    d = float(check_probability("delta", delta))
+    d = float(check_parameter("delta", delta))
     eps = _epsilons(values, alphas, d)
     best = int(np.argmin(eps))
     return float(eps[best]), float(alphas[best])
@@ -130,7 +130,7 @@ def rdp_to_delta(rdp: Any, orders: Any, epsilon: Any) -> tuple[float, float]:
     """
     alphas = _check_orders(orders)
     values = _check_rdp(rdp, alphas)
-    e = float(check_interval("epsilon", epsilon, 0.0, math.inf, high_open=True))
+    e = float(check_parameter("epsilon", epsilon))
     log_d = _log_deltas(values, alphas, e)
     best = int(np.argmin(log_d))
     return math.exp(float(log_d[best])), float(alphas[best])
@@ -263,7 +263,7 @@ def rdp_dpsgd_epsilon(
         (2.5966, 'upper bound')
     """
     curve, how = _dpsgd_curve(noise_multiplier, sample_rate, steps, sampling)
-    d = float(check_probability("delta", delta))
+    d = float(check_parameter("delta", delta))
     alphas = _check_orders(DEFAULT_RDP_ORDERS if orders is None else orders)
 
     def objective(rdp: FloatArray, a: FloatArray) -> FloatArray:
@@ -302,7 +302,7 @@ def rdp_dpsgd_delta(
         '9.764e-06'
     """
     curve, how = _dpsgd_curve(noise_multiplier, sample_rate, steps, sampling)
-    e = float(check_interval("epsilon", epsilon, 0.0, math.inf, high_open=True))
+    e = float(check_parameter("epsilon", epsilon))
     alphas = _check_orders(DEFAULT_RDP_ORDERS if orders is None else orders)
 
     def objective(rdp: FloatArray, a: FloatArray) -> FloatArray:
@@ -326,7 +326,7 @@ def rdp_schedule_epsilon(
     """
     how = _check_sampling(sampling)
     curve = _schedule_curve(phases, how)
-    d = float(check_probability("delta", delta))
+    d = float(check_parameter("delta", delta))
     alphas = _check_orders(DEFAULT_RDP_ORDERS)
 
     def objective(rdp: FloatArray, a: FloatArray) -> FloatArray:
@@ -343,7 +343,7 @@ def rdp_schedule_delta(
     :func:`rdp_schedule_epsilon`, by :func:`rdp_to_delta` on the summed curve)."""
     how = _check_sampling(sampling)
     curve = _schedule_curve(phases, how)
-    e = float(check_interval("epsilon", epsilon, 0.0, math.inf, high_open=True))
+    e = float(check_parameter("epsilon", epsilon))
     alphas = _check_orders(DEFAULT_RDP_ORDERS)
 
     def objective(rdp: FloatArray, a: FloatArray) -> FloatArray:

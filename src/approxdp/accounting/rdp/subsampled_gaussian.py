@@ -58,7 +58,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import special
 
-from approxdp._validation import check_interval
+from approxdp._validation import check_interval, check_parameter
 from approxdp.errors import InvalidParameterError, UnknownMethodError
 
 __all__ = [
@@ -100,7 +100,7 @@ _FRAC_RTOL_ROUGH = 1e-7
 
 
 def _check_noise(noise_multiplier: Any) -> float:
-    arr = check_interval("noise_multiplier", noise_multiplier, 0.0, math.inf, low_open=True)
+    arr = check_parameter("noise_multiplier", noise_multiplier, "sigma")
     if arr.ndim != 0:
         raise InvalidParameterError(
             f"noise_multiplier must be a single number, got an array of shape {arr.shape}"
@@ -109,7 +109,7 @@ def _check_noise(noise_multiplier: Any) -> float:
 
 
 def _check_rate(sample_rate: Any) -> float:
-    arr = check_interval("sample_rate", sample_rate, 0.0, 1.0, low_open=True)
+    arr = check_parameter("sample_rate", sample_rate)
     if arr.ndim != 0:
         raise InvalidParameterError(
             f"sample_rate must be a single number, got an array of shape {arr.shape}"

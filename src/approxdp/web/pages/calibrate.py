@@ -4,7 +4,6 @@ formulas are not private."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from htmltools import TagChild
@@ -14,7 +13,7 @@ from approxdp.calibration import CALIBRATION_METHODS
 from approxdp.reports.calibration import calibration_report
 from approxdp.reports.formatting import fmt
 from approxdp.web import figures
-from approxdp.web.forms import Outcome, attempt, choice, number
+from approxdp.web.forms import Outcome, attempt, choice, parameter
 from approxdp.web.widgets import error_box, field_errors, table, text_field, verdict_cell
 
 __all__ = ["FIELDS", "calibrate_view", "panel", "server"]
@@ -30,9 +29,9 @@ def calibrate_view(
 ) -> dict[str, Any]:
     """``approxdp calibrate``'s report for the typed (ε, δ, Δ): every method's σ, its ratio to
     the optimum, its true δ and whether it is private."""
-    eps = number("epsilon", epsilon, 0.0, math.inf, high_open=True)
-    dlt = number("delta", delta, 0.0, 1.0, low_open=True, high_open=True)
-    sens = number("sensitivity", sensitivity, 0.0, math.inf, high_open=True)
+    eps = parameter("epsilon", epsilon)
+    dlt = parameter("delta", delta)
+    sens = parameter("sensitivity", sensitivity)
     kind = choice("notion", notion, _NOTIONS)
     return calibration_report(eps, dlt, sens, "pdp" if kind == "pdp" else "dp")
 

@@ -20,7 +20,7 @@ from approxdp.reports.composition import composition_report, parse_release
 from approxdp.reports.dpsgd import dpsgd_report
 from approxdp.reports.formatting import fmt
 from approxdp.web import figures
-from approxdp.web.forms import Outcome, attempt, choice, integer, number, on_field
+from approxdp.web.forms import Outcome, attempt, choice, integer, on_field, parameter
 from approxdp.web.widgets import error_box, field_errors, table, text_field
 
 __all__ = [
@@ -50,15 +50,15 @@ def compose_view(releases: object, delta: object) -> dict[str, Any]:
         if not tokens:
             raise InvalidParameterError("give at least one release, e.g. 10xgaussian:4")
         parsed = [parse_release(t) for t in tokens]
-    dlt = number("delta", delta, 0.0, 1.0, low_open=True, high_open=True)
+    dlt = parameter("delta", delta)
     return composition_report(parsed, dlt)
 
 
 def _run(sample_rate: object, steps: object, delta: object, sampling: object,
          ) -> tuple[float, int, float, str]:
-    q = number("sample_rate", sample_rate, 0.0, 1.0, low_open=True)
+    q = parameter("sample_rate", sample_rate)
     t = integer("steps", steps, 1, 10**12)
-    d = number("delta", delta, 0.0, 1.0, low_open=True, high_open=True)
+    d = parameter("delta", delta)
     return q, t, d, choice("sampling", sampling, SAMPLINGS)
 
 
@@ -68,7 +68,7 @@ def dpsgd_view(
 ) -> dict[str, Any]:
     """``approxdp dpsgd``'s report: ε of T steps under every accountant, each labelled."""
     q, t, d, how = _run(sample_rate, steps, delta, sampling)
-    sigma = number("noise_multiplier", noise_multiplier, 0.0, math.inf, low_open=True)
+    sigma = parameter("noise_multiplier", noise_multiplier, "sigma")
     return dpsgd_report(sample_rate=q, steps=t, delta=d, sampling=how,
                         noise_multiplier=sigma, epsilon=None)
 
@@ -79,8 +79,7 @@ def noise_view(
 ) -> dict[str, Any]:
     """``approxdp dpsgd --epsilon``: the least noise multiplier the PLD accountant certifies."""
     q, t, d, how = _run(sample_rate, steps, delta, sampling)
-    eps = number("target_epsilon", target_epsilon, 0.0, math.inf, low_open=True,
-                 high_open=True)
+    eps = parameter("target_epsilon", target_epsilon, "epsilon_positive")
     with on_field("target_epsilon"):
         return dpsgd_report(sample_rate=q, steps=t, delta=d, sampling=how,
                             noise_multiplier=None, epsilon=eps)

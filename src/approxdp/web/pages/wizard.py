@@ -9,19 +9,20 @@ it stands, and is consumed by its first click.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from htmltools import TagChild
 from shiny import Inputs, Outputs, reactive, render, req, ui
 
+from approxdp.releases.kinds import RELEASE_KINDS, ReleaseKind
 from approxdp.reports.formatting import fmt
 from approxdp.web import wizard_steps as steps
 from approxdp.web.config import ServeConfig, data_file
 from approxdp.web.forms import Outcome, attempt
 from approxdp.web.widgets import cells_table, error_box, field_errors, table, text_field
-from approxdp.web.wizard_steps import KINDS
 
 __all__ = ["FIELDS", "panel", "server"]
 
@@ -32,8 +33,26 @@ FIELDS = {
     "outside_domain": "wiz_outside_domain", "epsilon": "wiz_epsilon", "delta": "wiz_delta",
     "level": "wiz_level", "privacy_unit": "wiz_unit", "max_partitions": "wiz_max_partitions",
     "max_rows_per_partition": "wiz_max_rows", "neighbouring": "wiz_neighbouring",
-    "rows": "wiz_rows",
+    "qs": "wiz_qs", "casts": "wiz_casts", "rows": "wiz_rows",
 }
+
+
+def _when(test: Callable[[ReleaseKind], bool]) -> str:
+    """A condition (JavaScript) true when the chosen statistic is a kind that passes ``test``:
+    which fields each statistic shows comes from the registry of kinds."""
+    names = [k.name for k in RELEASE_KINDS.values() if test(k)]
+    return f"{json.dumps(names)}.includes(input.wiz_kind)"
+
+
+def _value_choices(schema: Mapping[str, str]) -> dict[str, str]:
+    """Numeric columns first, then the text columns (which need converting to numbers)."""
+    numeric = {c: c for c, k in schema.items() if k == "numeric"}
+    text = {c: f"{c} (text: convert it below)" for c, k in schema.items() if k == "string"}
+    return {**numeric, **text}
+
+
+def _text_columns(schema: Mapping[str, str]) -> dict[str, str]:
+    return {c: c for c, k in schema.items() if k == "string"}
 
 
 def panel(config: ServeConfig, schema: Mapping[str, str]) -> Any:
@@ -51,6 +70,10 @@ def panel(config: ServeConfig, schema: Mapping[str, str]) -> Any:
         ui.input_select("wiz_file", "data file", {f.key: f.label for f in config.data}),
         ui.output_ui("wiz_file__error"),
         ui.output_ui("wiz_schema"),
+        ui.input_selectize("wiz_casts", "convert to numbers (text columns with dirty values: "
+                           "what is not a number becomes missing, and is counted)",
+                           _text_columns(schema), multiple=True),
+        ui.output_ui("wiz_casts__error"),
     )
     step2 = ui.card(
         ui.card_header("2. Privacy unit: whom to protect"),
@@ -65,29 +88,40 @@ def panel(config: ServeConfig, schema: Mapping[str, str]) -> Any:
                         {"add-remove": "add or remove one unit",
                          "replace-one": "replace one unit"}),
     )
-    is_column = "input.wiz_kind === 'sum' || input.wiz_kind === 'mean'"
     step3 = ui.card(
         ui.card_header("3. Query and budget"),
-        ui.input_select("wiz_kind", "statistic", {k: k for k in KINDS},
+        ui.input_select("wiz_kind", "statistic",
+                        {k.name: f"{k.name}: {k.summary}" for k in RELEASE_KINDS.values()},
                         selected="mean" if numeric else "count"),
         ui.panel_conditional(
-            is_column,
-            ui.input_select("wiz_column", "value column", {c: c for c in numeric}),
+            _when(lambda k: k.columns == "one"),
+            ui.input_select("wiz_column", "value column", _value_choices(schema)),
             ui.output_ui("wiz_column__error"),
+        ),
+        ui.panel_conditional(
+            _when(lambda k: k.bounds),
             ui.layout_columns(text_field("wiz_low", "lower bound", "0", on_blur=True),
                               text_field("wiz_high", "upper bound", "100", on_blur=True),
                               col_widths=(6, 6)),
+        ),
+        ui.panel_conditional(
+            _when(lambda k: k.qs),
+            text_field("wiz_qs", "quantiles (comma-separated)", "0.25, 0.5, 0.75",
+                       on_blur=True),
+        ),
+        ui.panel_conditional(
+            _when(lambda k: k.groups),
             ui.input_selectize("wiz_by", "group by", {c: c for c in columns}, multiple=True),
             ui.output_ui("wiz_by__error"),
         ),
         ui.panel_conditional(
-            "input.wiz_kind === 'histogram'",
+            _when(lambda k: k.columns == "many"),
             ui.input_selectize("wiz_columns", "count over", {c: c for c in columns},
                                multiple=True),
             ui.output_ui("wiz_columns__error"),
         ),
         ui.panel_conditional(
-            "input.wiz_kind !== 'count'",
+            _when(lambda k: k.domain),
             ui.input_text_area("wiz_domain", "public domain of grouping columns (one "
                                "COLUMN=V1,V2,... per line; none: cells chosen privately)", "",
                                rows=2, width="100%", update_on="blur"),
@@ -134,6 +168,7 @@ def _form(input: Inputs) -> dict[str, object]:
             if name != "rows"}
 
 
+
 def server(config: ServeConfig, input: Inputs, output: Outputs) -> None:
     """The page's outputs and its two actions (review, then spend once)."""
     @reactive.calc
@@ -147,11 +182,11 @@ def server(config: ServeConfig, input: Inputs, output: Outputs) -> None:
         if not result.ok:
             return
         cols = list(result.value)
-        numeric = [c for c, k in result.value.items() if k == "numeric"]
         with reactive.isolate():
             ui.update_select("wiz_unit", choices={"": "each row (no unit column)",
                                                   **{c: c for c in cols}})
-            ui.update_select("wiz_column", choices={c: c for c in numeric})
+            ui.update_select("wiz_column", choices=_value_choices(result.value))
+            ui.update_selectize("wiz_casts", choices=_text_columns(result.value))
             ui.update_selectize("wiz_by", choices={c: c for c in cols})
             ui.update_selectize("wiz_columns", choices={c: c for c in cols})
 

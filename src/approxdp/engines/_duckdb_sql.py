@@ -1,8 +1,31 @@
 """The SQL the DuckDB engine runs: literals, membership tests and the aggregation statement.
 
-Every statement reads the table as ``__approxdp_source`` (:data:`SOURCE`). How per-key limits
-are written (the keyed rank, the window over the rows, the tie rerun) and what they cost is in
-the docstring of :mod:`approxdp.engines.duckdb`.
+Every statement reads the table as ``__approxdp_source`` (:data:`SOURCE`).
+
+Per-key limits (:class:`~approxdp.engines.shapes.PerKeyLimit`) need no ``random()``: each row
+gets the rank of its (key, group) pair under the engine-independent keyed hash of
+:mod:`approxdp.engines.keyed_hash` (so DuckDB and Spark keep the same groups for the same
+seed; the group part comes from a dictionary of the distinct groups, joined back), one window
+over the rows, partitioned by key and ordered by the rank alone, keeps the rows of groups whose
+rank is among the key's ``max_groups`` smallest distinct ranks; those rows are aggregated per
+(key, rank) — one (key, group) pair each — and pairs with more than ``max_rows`` rows are
+rescaled. If two groups of one key share a rank among its best (a 32-bit collision: rare), the
+statement says so (``__ties``) and is run again ranking by (rank, group values), NULL last,
+which is exact in every case but slower, as string group values then enter the sort. The
+shapes::
+
+    rows                              # (key, by..., rank, value per aggregation)
+    → kept  dense_rank(rank) ≤ max_groups   # the same, only rows of each key's best groups
+    → pairs GROUP BY key, rank        # (by..., n, partials, mixed?), ≤ max_groups per key
+    → groups GROUP BY by              # (by..., Σ partial·min(1, max_rows/n), Σ min(n, max_rows))
+
+Cost: with 10^6 keys in random order, no exact per-key limit is cheap. Grouping all rows by
+key (a hash table far larger than the CPU caches) already takes about twice the CPU of a
+plain ``GROUP BY`` over a few hundred cells, and a key's second-smallest *distinct* rank has
+no one-pass scalar aggregate in DuckDB. Aggregating every (key, group) pair first (10^7
+groups) costs more than the window over the rows (measured: 28× a plain ``GROUP BY`` against
+17×); the keyed rank costs about 20% more than DuckDB's own ``hash()`` would, the price of
+identical results on both engines. ``benchmarks/release.py`` measures it.
 """
 
 from __future__ import annotations
@@ -12,13 +35,23 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from approxdp.engines.base import AggregateRequest, Aggregation, KeyValue, Membership
+from approxdp.engines.derivation import Expression
 from approxdp.engines.keyed_hash import DuckDBSteps, hash_input_of_duckdb_type, seed_state
+from approxdp.engines.shapes import (
+    AggregateRequest,
+    Aggregation,
+    CellMapRequest,
+    KeyValue,
+    Membership,
+)
 from approxdp.errors import ParameterTypeError
 
 __all__ = [
     "SOURCE",
     "build_aggregate_sql",
+    "cells_sql",
+    "double_literal",
+    "expression_sql",
     "in_table_sql",
     "membership_sql",
     "quote_identifier",
@@ -55,6 +88,30 @@ def sql_literal(value: KeyValue) -> str:
         f"domain values must be str, int, float, bool or None, got {type(value).__name__} "
         f"{value!r}"
     )
+
+
+def double_literal(value: float) -> str:
+    """The exact float64 ``value`` as SQL (``CAST('0.1' AS DOUBLE)``: never a DECIMAL)."""
+    return f"CAST('{float(value)!r}' AS DOUBLE)"
+
+
+_INFIX = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/"}
+_CALLS = {"least": "LEAST", "greatest": "GREATEST", "floor": "floor", "abs": "abs",
+          "sign": "sign", "log10": "log10"}
+
+
+def expression_sql(expr: Expression, x: str) -> str:
+    """``expr`` (:mod:`approxdp.engines.derivation`) as SQL over the value ``x`` (SQL)."""
+    args = [expression_sql(a, x) for a in expr.args]
+    if expr.op == "value":
+        return x
+    if expr.op == "number":
+        return double_literal(expr.constant)
+    if expr.op in _INFIX:
+        return f"({args[0]} {_INFIX[expr.op]} {args[1]})"
+    if expr.op == "integer":
+        return f"CAST({args[0]} AS BIGINT)"
+    return f"{_CALLS[expr.op]}({', '.join(args)})"
 
 
 def membership_sql(cond: Membership) -> str:
@@ -246,3 +303,34 @@ def _keyed_rank_sql(
                  f"r.{quote_identifier(unit)} AS __unit, {u.select_list()} FROM "
                  f"{rows} r JOIN ({dictionary}) g ON {on}")
     return f"SELECT * EXCLUDE ({hidden}), {rank_order_sql(rank)} AS __h FROM ({inner})"
+
+
+def cells_sql(request: CellMapRequest, aggregate: str, grids: Sequence[str]) -> str:
+    """The join of :meth:`~approxdp.engines.duckdb.DuckDBEngine.map_cells`: the registered
+    ``grids`` (columns ``v``, ``pos``: one per grid column) crossed into every cell, left-joined
+    with the registered ``aggregate`` (``k0..``, ``m0..``), with each cell's row-major index::
+
+        grid × grid × ...                      # (g0.v, g1.v, ..., __cell)
+        → left join aggregate on the keys      # (key..., __cell, measure (0.0 if empty)...)
+    """
+    names = [a.name for a in request.aggregate.aggregations]
+    strides = _strides([len(v) for _, v in request.grid])
+    selects = [f"g{i}.v AS {quote_identifier(col)}" for i, (col, _) in enumerate(request.grid)]
+    joins = [f"{quote_identifier(grid)} g{i}" for i, grid in enumerate(grids)]
+    cell = [f"g{i}.pos * {stride}" for i, stride in enumerate(strides)]
+    on = " AND ".join(f"g{i}.v IS NOT DISTINCT FROM a.k{i}" for i in range(len(request.grid)))
+    measures = ", ".join(
+        f"coalesce(a.m{j}, 0.0)::DOUBLE AS {quote_identifier(a)}" for j, a in enumerate(names)
+    )
+    return (
+        f"SELECT {', '.join(selects)}, ({' + '.join(cell)})::BIGINT AS __cell, {measures} "
+        f"FROM {' CROSS JOIN '.join(joins)} LEFT JOIN {aggregate} a ON {on}"
+    )
+
+
+def _strides(sizes: Sequence[int]) -> list[int]:
+    """Row-major strides: the last column varies fastest."""
+    out = [1] * len(sizes)
+    for i in range(len(sizes) - 2, -1, -1):
+        out[i] = out[i + 1] * sizes[i + 1]
+    return out

@@ -11,7 +11,6 @@ import pyarrow as pa
 import pytest
 
 from approxdp import PrivateTable
-from approxdp.engines.base import Binning
 from approxdp.errors import (
     BudgetExceededError,
     DataError,
@@ -19,6 +18,7 @@ from approxdp.errors import (
     ParameterTypeError,
 )
 from approxdp.mechanisms import is_secure
+from approxdp.releases.quantiles import bin_derivation
 
 
 @pytest.fixture(scope="module")
@@ -140,7 +140,7 @@ def test_failed_bounds_spend_nothing(kwargs: dict[str, Any], error: type, match:
 
 def test_binning_log_floor_is_checked() -> None:
     with pytest.raises(InvalidParameterError, match="log_floor"):
-        Binning("x", -1.0, 1.0, 4, (("b", 1),), log_floor=-1.0)
+        bin_derivation("x", -1.0, 1.0, 4, (("b", 1),), log_floor=-1.0)
 
 
 def test_same_bounds_on_duckdb_and_spark(spark_session: Any) -> None:

@@ -1,7 +1,7 @@
 """Plots: the registry, the ``plot`` command, lazy Matplotlib, and rendering without pyplot.
 
-Every figure of the reproduction is also rendered by ``tests/test_reproduce.py``; here each
-plot function is drawn once from small precomputed data.
+Every figure of the reproduction is also rendered by ``tests/reproduction/test_reproduce.py``;
+here each plot function is drawn once from small precomputed data.
 """
 
 from __future__ import annotations

@@ -82,7 +82,7 @@ def _fmix(x: int) -> int:
 def test_spark_equals_the_reference(spark_session: Any) -> None:
     from pyspark.sql import functions
 
-    from approxdp.engines.spark_hash import with_rank
+    from approxdp.engines._spark_hash import with_rank
 
     cases = [(t, i) for t in TEXTS for i in INTS]
     df = spark_session.createDataFrame(

@@ -7,7 +7,7 @@ Halley steps in t = log σ follow (derivatives in closed form,
 :func:`~approxdp.profiles._gaussian_terms.pdp_log2delta_log_sigma_derivatives`), each evaluated
 at the float σ by the σ-parametrised profile's formulas, with the same aim (the evaluation
 margin below δ), verification and acceptance as DP-OPT
-(:mod:`approxdp.calibration.optimal_halley`). Where δ > 1/2 the equation is solved for
+(:mod:`approxdp.calibration._optimal_halley`). Where δ > 1/2 the equation is solved for
 2(1 - δ), with the complement computed directly. Points that do not settle go to the bracketed
 search of :mod:`approxdp.calibration.optimal`.
 
@@ -24,12 +24,12 @@ from scipy import special
 from scipy.special import cython_special
 
 from approxdp._numerics import ARRAY_OPS, SCALAR_OPS, FloatArray
-from approxdp.calibration.closed_forms import sigma_from_parameter
-from approxdp.calibration.optimal_halley import (
+from approxdp.calibration._optimal_halley import (
     halley_from_derivatives,
     iterate_by_side,
     iterate_by_side_scalar,
 )
+from approxdp.calibration.closed_forms import sigma_from_parameter
 from approxdp.profiles import _gaussian_terms as terms
 
 __all__ = ["sigma_pdp_halley", "sigma_pdp_halley_scalar"]

@@ -1,7 +1,7 @@
 """The spread of a release's noise: each value's standard deviation and confidence interval.
 
 One set of formulas for both places noise is added — this process
-(:mod:`~approxdp.releases.driver`) and, for a large domain, the engine's workers
+(:mod:`~approxdp.releases._driver`) and, for a large domain, the engine's workers
 (:mod:`~approxdp.releases.dense`) — so a cell's std and interval do not depend on where it was
 noised. Every function works on the
 query's *scaled* vector (each measure divided by its scale, see

@@ -14,20 +14,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from approxdp.engines.base import (
-    LITERAL_TYPES,
-    AggregateRequest,
-    AggregateResult,
-    ColumnKind,
-    Engine,
-    Membership,
-    TableT,
-    check_columns,
-    check_values,
-)
+from approxdp.engines.base import Engine, TableT
+from approxdp.engines.checks import LITERAL_TYPES, check_columns, check_values
+from approxdp.engines.shapes import AggregateRequest, AggregateResult, ColumnKind, Membership
 from approxdp.errors import DataCheckError, DataError
-from approxdp.releases.aggregation import canonical_key
-from approxdp.releases.plan import AllocatedPlan, AllocatedQuery
+from approxdp.releases._aggregation import canonical_key
+from approxdp.releases.plan import AllocatedQuery
 
 __all__ = [
     "DROPPED_NOTE",
@@ -57,13 +49,13 @@ def check_measure_columns(
     engine: Engine[TableT],
     table: TableT,
     schema: Mapping[str, ColumnKind],
-    allocated: AllocatedPlan,
+    queries: Sequence[AllocatedQuery],
 ) -> None:
     """Raise :class:`DataError` (nothing spent) for a value column that is not numeric, naming
     the query, the column, how many values are not numbers with examples, and the way out (a
     cast that makes them missing values). A table with no rows says that instead: a header-only
     CSV has only text columns. (The engines' own check names internal aggregation names.)"""
-    for aq in allocated.queries:
+    for aq in queries:
         for meas in aq.query.measures():
             col = meas.column
             if col is None or col not in schema or schema[col] is ColumnKind.NUMERIC:
@@ -96,14 +88,14 @@ def check_measure_columns(
 def check_request_columns(
     schema: Mapping[str, ColumnKind],
     requests: Sequence[AggregateRequest],
-    allocated: AllocatedPlan,
+    queries: Sequence[AllocatedQuery],
 ) -> None:
     """Raise :class:`DataError` for a column the requests name that the table lacks (with the
     closest names), or a declared domain whose values cannot match their column's type. Every
     domain is checked, also where no filter of the requests carries it (checked in Python)."""
     for req in requests:
         check_columns(schema, req)
-    for aq in allocated.queries:
+    for aq in queries:
         for col, vals in aq.query.cell_domain or ():
             check_values(schema, Membership(col, vals), "domain")
 

@@ -5,7 +5,7 @@ The query's true values, a (cells, measures) matrix, are divided by each measure
 one vector with the query's ℓ2-sensitivity, noised by the query's prepared mechanism
 (:mod:`~approxdp.releases.noise`) — secure lattice noise, or a seeded simulation — scaled back,
 thresholded where cells were selected privately (:mod:`~approxdp.releases.selection`), and
-returned with their standard deviations and intervals (:mod:`~approxdp.releases.intervals`).
+returned with their standard deviations and intervals (:mod:`~approxdp.releases._intervals`).
 The spend is already recorded when this runs.
 """
 
@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from approxdp.engines.base import AggregateResult
-from approxdp.releases.checks import DROPPED_NOTE
+from approxdp.engines.shapes import AggregateResult
+from approxdp.releases._checks import DROPPED_NOTE
+from approxdp.releases._intervals import mean_interval, noise_spread
 from approxdp.releases.diagnostics import Diagnostics
-from approxdp.releases.intervals import mean_interval, noise_spread
 from approxdp.releases.noise import SEEDED_NOTE, PreparedNoise
 from approxdp.releases.plan import AllocatedPlan, AllocatedQuery
 from approxdp.releases.result import ReleaseResult

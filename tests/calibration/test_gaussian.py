@@ -29,7 +29,7 @@ from approxdp import (
     gaussian_pdp_delta,
 )
 
-REF = Path(__file__).parent / "reference"
+REF = Path(__file__).resolve().parents[1] / "reference"
 mp.mp.dps = 80
 
 
@@ -245,8 +245,8 @@ def test_halley_settles_the_whole_domain() -> None:
     """Halley's method converges everywhere on a broad sample (ε in [1e-12, 1e6], δ from 1e-300
     to 1 - 1e-12), for DP and pDP, so the bracketed fallback stays a safety net (deterministic:
     fixed seed)."""
-    from approxdp.calibration.optimal_halley import sigma_dp_halley
-    from approxdp.calibration.pdp_halley import sigma_pdp_halley
+    from approxdp.calibration._optimal_halley import sigma_dp_halley
+    from approxdp.calibration._pdp_halley import sigma_pdp_halley
 
     eps, delta = _domain_sample(4000, 5)
     assert np.all(sigma_dp_halley(eps, delta)[1])
@@ -315,7 +315,7 @@ def test_erfcx_model_accuracy() -> None:
     from scipy import special
 
     from approxdp._numerics import erfcx_diff
-    from approxdp.calibration.optimal_halley import model_erfcx, model_erfcx_diff
+    from approxdp.calibration._optimal_halley import model_erfcx, model_erfcx_diff
 
     x = np.concatenate([np.linspace(0.0, 5.0, 501), np.geomspace(5.0, 1e4, 200)])
     model_at_zero_eps = model_erfcx_diff(x, x, np.zeros_like(x), 0.0, np.sqrt)

@@ -1,6 +1,6 @@
 """The DuckDB engine's contribution bounding against a plain-Python reference of its contract.
 
-:class:`~approxdp.engines.base.PerKeyLimit` says: each unit keeps the ``max_groups`` groups
+:class:`~approxdp.engines.shapes.PerKeyLimit` says: each unit keeps the ``max_groups`` groups
 with the smallest keyed rank (:func:`approxdp.engines.keyed_hash.reference_rank`; ties broken
 by the group values, NULL last), and a kept (unit, group) pair with n > ``max_rows`` rows counts
 ``max_rows`` and has its partial sums scaled by ``max_rows / n``. The reference below does all
@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-import approxdp.engines.duckdb_sql as duckdb_sql
+import approxdp.engines._duckdb_sql as duckdb_sql
 from approxdp.engines import AggregateRequest, Aggregation, Membership, PerKeyLimit
 from approxdp.engines.duckdb import DuckDBEngine
 from approxdp.engines.keyed_hash import reference_rank

@@ -88,7 +88,7 @@ _ERFINV_SERIES_BELOW = 0.01  # erfinv by its two-term series below this (relativ
 # The model erfcx(x) ≈ 2/(√π (x + √(x² + q(x)))), q(x) = N(x)/M(x) with N = n0 + n1 x + n2 x²,
 # M = 1 + m1 x + m2 x²: exact q runs from 4/π at 0 to 2 at ∞. Coefficients fitted by weighted
 # least squares to 30-digit values on [0, 1e4] (tests/reference/make_erfcx_model.py); relative
-# error 5e-5 there, checked by tests/test_gaussian_core.py. A start value only: nothing
+# error 5e-5 there, checked by tests/calibration/test_gaussian.py. A start value only: nothing
 # returned depends on it beyond the number of exact steps.
 _Q_N0 = 1.2733420086874971
 _Q_N1 = 1.5814435720791067

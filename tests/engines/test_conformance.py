@@ -484,21 +484,20 @@ def test_unconvertible_values_are_counted_and_cast_to_null(engine: Engine) -> No
         engine.cast_to_double(t, "zz")
 
 
-def test_with_bins_matches_numpy_and_drops_missing_values(engine: Engine) -> None:
+def test_derived_bins_match_numpy_and_drop_missing_values(engine: Engine) -> None:
     """Leaves floor((clamp(x) − low)/width) capped at n_bins − 1, coarser levels leaf // d;
     NULL and NaN rows dropped, ±inf clamped; the same on every engine."""
-    from approxdp.engines import Binning
+    from approxdp.releases.quantiles import bin_derivation
 
     rng = np.random.default_rng(4)
     x = np.concatenate([rng.normal(5, 4, 500), [np.nan, np.inf, -np.inf, 0.0, 10.0, 2.5]])
     t = engine.load(pa.table({"x": pa.array([*x.tolist(), None], pa.float64()),
                               "k": np.arange(x.size + 1)}))
-    binning = Binning("x", 0.0, 10.0, 64, (("fine", 1), ("coarse", 8)))
-    binned = engine.with_bins(t, binning)
+    binned = engine.derive(t, bin_derivation("x", 0.0, 10.0, 64, (("fine", 1), ("coarse", 8))))
     res = engine.aggregate(binned, AggregateRequest(("coarse", "fine"),
                                                     (Aggregation("n", "count"),)))
     kept = x[~np.isnan(x)]
-    leaf = np.minimum(np.floor((np.clip(kept, 0.0, 10.0) - 0.0) / binning.width), 63)
+    leaf = np.minimum(np.floor((np.clip(kept, 0.0, 10.0) - 0.0) / (10.0 / 64)), 63)
     want: dict[tuple[int, int], int] = defaultdict(int)
     for v in leaf.astype(int):
         want[(v // 8, v)] += 1
@@ -507,18 +506,24 @@ def test_with_bins_matches_numpy_and_drops_missing_values(engine: Engine) -> Non
     assert got == dict(want)
     assert engine.count_rows(binned) == kept.size
     with pytest.raises(DataError, match="'zz' not found"):
-        engine.with_bins(t, Binning("zz", 0.0, 1.0, 2, (("b", 1),)))
+        engine.derive(t, bin_derivation("zz", 0.0, 1.0, 2, (("b", 1),)))
     with pytest.raises(DataError, match="already exists"):
-        engine.with_bins(t, Binning("x", 0.0, 1.0, 2, (("k", 1),)))
+        engine.derive(t, bin_derivation("x", 0.0, 1.0, 2, (("k", 1),)))
 
 
-def test_with_centred_powers_matches_numpy(engine: Engine) -> None:
+def _centred_powers(column: str, low: float, high: float, centre: float, name: str,
+                    square: str) -> Any:
+    from approxdp.engines import derivation as ex
+
+    d = ex.subtract(ex.clamp(ex.value(), low, high), ex.number(centre))
+    return ex.Derivation(column, ((name, d), (square, ex.multiply(d, d))))
+
+
+def test_derived_centred_powers_match_numpy(engine: Engine) -> None:
     """d = clamp(x) − c and d·d; NULL and NaN rows dropped, ±inf clamped."""
-    from approxdp.engines import CentredPowers
-
     x = [1.5, None, float("nan"), float("inf"), -float("inf"), 7.25, -3.0]
     t = engine.load(pa.table({"x": pa.array(x, pa.float64()), "k": list(range(len(x)))}))
-    derived = engine.with_centred_powers(t, CentredPowers("x", 0.0, 10.0, 5.0, "d", "d2"))
+    derived = engine.derive(t, _centred_powers("x", 0.0, 10.0, 5.0, "d", "d2"))
     res = engine.aggregate(derived, AggregateRequest(("k",), (
         Aggregation("s", "sum", "d"), Aggregation("q", "sum", "d2"))))
     got = {int(k): (s, q) for k, s, q in
@@ -526,7 +531,7 @@ def test_with_centred_powers_matches_numpy(engine: Engine) -> None:
     assert got == {0: (-3.5, 12.25), 3: (5.0, 25.0), 4: (-5.0, 25.0), 5: (2.25, 5.0625),
                    6: (-5.0, 25.0)}
     with pytest.raises(DataError, match="already exists"):
-        engine.with_centred_powers(t, CentredPowers("x", 0.0, 1.0, 0.5, "k", "d2"))
+        engine.derive(t, _centred_powers("x", 0.0, 1.0, 0.5, "k", "d2"))
 
 
 # -- row transformations: filters, derived columns, lookup joins ----------------------------

@@ -1,6 +1,6 @@
 """The row-expression language (engines/expressions.py): what it allows, what it refuses and
 how, the types it infers, and that what it generates reads back as one expression. What the
-engines compute from it is in tests/test_engine_conformance.py."""
+engines compute from it is in tests/engines/test_conformance.py."""
 
 from __future__ import annotations
 
@@ -226,7 +226,7 @@ def test_the_guide_lists_every_function() -> None:
     """docs/guide/transformations.md's table of functions is the allow-list, in order."""
     from pathlib import Path
 
-    guide = Path(__file__).resolve().parent.parent / "docs" / "guide" / "transformations.md"
+    guide = Path(__file__).resolve().parents[2] / "docs" / "guide" / "transformations.md"
     rows = [line.split("|")[1].strip().strip("`") for line in guide.read_text().splitlines()
             if line.startswith("| `") and "(" in line.split("|")[1]]
     listed = [r for r in rows if r.split("(")[0] in EXAMPLES]

@@ -1,6 +1,6 @@
 """From a plan's queries to engine aggregations, and from their results to each query's cells.
 
-Each allocated query becomes one :class:`~approxdp.engines.base.AggregateRequest` (domain
+Each allocated query becomes one :class:`~approxdp.engines.shapes.AggregateRequest` (domain
 filter, clamping bounds, per-unit limits, one aggregation per measure); requests that share
 grouping, filter and limits run as one engine aggregation (one scan); and each result becomes
 the query's cells with their true values, a (cells, measures) matrix in which the cells of a
@@ -16,14 +16,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from approxdp.engines.base import (
+from approxdp.engines.base import Engine, TableT
+from approxdp.engines.shapes import (
     AggregateRequest,
     AggregateResult,
     Aggregation,
-    Engine,
     Membership,
     PerKeyLimit,
-    TableT,
 )
 from approxdp.releases.plan import AllocatedPlan, AllocatedQuery
 

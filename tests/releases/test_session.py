@@ -188,7 +188,7 @@ def test_secure_release_reports_the_lattice_noise_not_the_float_sigma() -> None:
     from scipy import special
 
     from approxdp.mechanisms import GaussianMechanism
-    from approxdp.releases.intervals import noise_spread
+    from approxdp.releases._intervals import noise_spread
 
     data = _synthetic()
     dom = {"a": list(range(40)), "b": ["x", "y", "z", "w"]}
