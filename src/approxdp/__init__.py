@@ -47,8 +47,9 @@ Front ends: the ``approxdp`` command (:mod:`approxdp.cli`) and ``approxdp serve`
 Errors (:mod:`approxdp.errors`)
     ApproxDPError and its kinds: InvalidParameterError, ParameterTypeError,
     UnknownMethodError, NotPrivateError, BudgetExceededError, LedgerError, DataError,
-    ExpressionError, PrivateJoinError, InternalError, MissingDependencyError;
-    NotPrivateWarning
+    DataCheckError (a data check's exact message, with a data-free advice),
+    InsufficientDataError, SeededLedgerError, ExpressionError, PrivateJoinError,
+    InternalError, MissingDependencyError; NotPrivateWarning, SmallDataWarning
 """
 
 from __future__ import annotations

@@ -323,8 +323,8 @@ def test_bounds_private_and_the_bounds_kind_from_the_command_line(
     """Issue 24 §3: every clamped kind takes --bounds private (two spends, the split in its
     notes), and private bounds are a kind of their own."""
     ledger = tmp_path / "l.sqlite"
-    common = ("-e", "1", "-d", "1e-6", "--seed", "2", "--ledger", str(ledger), "--budget", "20",
-              "1e-4")
+    common = ("-e", "1", "-d", "1e-6", "--seed", "2", "--allow-seeded-ledger", "--ledger",
+              str(ledger), "--budget", "20", "1e-4")
     for kind, extra in (("median", ()), ("quantiles", ("--q", "0.5")), ("variance", ()),
                         ("std", ()), ("mean", ()), ("sum", ())):
         data = run_json("release", kind, people_csv, "age", "--bounds", "private", *extra,

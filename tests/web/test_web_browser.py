@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 import shutil
 import socket
 import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -96,19 +98,26 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     url = f"http://127.0.0.1:{port}/"
     try:
         deadline = time.monotonic() + 60
+        opened = ""
         while True:
-            try:
-                with urllib.request.urlopen(url, timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except (urllib.error.URLError, OSError):
-                pass
+            printed = re.search(r"open (http://\S+)", (folder / "server.log").read_text("utf-8"))
+            if printed:
+                opened = printed.group(1)
+                try:
+                    with urllib.request.urlopen(opened, timeout=2) as response:
+                        if response.status == 200:
+                            break
+                except (urllib.error.URLError, OSError):
+                    pass
             if proc.poll() is not None or time.monotonic() > deadline:
                 log.flush()
                 pytest.fail("approxdp serve did not start: "
                             + (folder / "server.log").read_text(encoding="utf-8"))
             time.sleep(0.2)
-        yield {"url": url, "ledger": ledger, "data": data, "log": folder / "server.log"}
+        token = opened.split("?token=", 1)[1]
+        yield {"url": url, "open": opened, "token": token,
+               "cookie": f"approxdp-token-{port}={token}", "ledger": ledger, "data": data,
+               "log": folder / "server.log"}
     finally:
         proc.terminate()
         try:
@@ -149,7 +158,7 @@ def page(browser: Any, served: dict[str, Any]) -> Iterator[Any]:
     tab.on("requestfailed", lambda request: failed.append(request.url))
     tab.on("response", lambda r: failed.append(f"{r.status} {r.url}")
            if r.status >= 400 and not r.url.endswith("favicon.ico") else None)
-    tab.goto(served["url"])
+    tab.goto(served["open"])  # the printed URL, with its token
     tab.wait_for_selector("#cal_methods")
     yield tab
     context.close()
@@ -319,7 +328,7 @@ def test_no_path_traversal(page: Any, served: dict[str, Any]) -> None:
     base = served["url"]
     for path in ("../../../../etc/passwd", "%2e%2e/%2e%2e/%2e%2e/etc/passwd",
                  "lib/..%2f..%2f..%2f..%2fetc/passwd", "session/x/download/wiz_download_json"):
-        request = urllib.request.Request(base + path)
+        request = urllib.request.Request(base + path, headers={"Cookie": served["cookie"]})
         try:
             with urllib.request.urlopen(request, timeout=5) as response:
                 body = response.read().decode("utf-8", "replace")
@@ -328,8 +337,58 @@ def test_no_path_traversal(page: Any, served: dict[str, Any]) -> None:
             continue
         assert "root:" not in body, path
     # another name for this address (DNS rebinding) or another site's page: refused
-    for headers in ({"Host": f"evil.example:{base.rsplit(':', 1)[1].strip('/')}"},
-                    {"Origin": "https://evil.example"}):
+    for headers in ({"Host": f"evil.example:{base.rsplit(':', 1)[1].strip('/')}",
+                     "Cookie": served["cookie"]},
+                    {"Origin": "https://evil.example", "Cookie": served["cookie"]}):
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(urllib.request.Request(base, headers=headers), timeout=5)
         assert refused.value.code == 403
+
+
+def _websocket_status(url: str, cookie: str | None) -> int:
+    """The HTTP status of a WebSocket handshake on Shiny's socket (101: accepted)."""
+    parts = urllib.parse.urlsplit(url)
+    head = ["GET /websocket/ HTTP/1.1", f"Host: {parts.netloc}", "Upgrade: websocket",
+            "Connection: Upgrade", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
+            "Sec-WebSocket-Version: 13", f"Origin: http://{parts.netloc}"]
+    if cookie is not None:
+        head.append(f"Cookie: {cookie}")
+    with socket.create_connection((parts.hostname, parts.port), timeout=10) as sock:
+        sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode())
+        line = sock.recv(4096).split(b"\r\n", 1)[0].decode()
+    return int(line.split()[1])
+
+
+def test_every_request_needs_the_token(browser: Any, served: dict[str, Any]) -> None:
+    """Issue 23 §7: the printed URL carries a secret token made at start; an HTTP request or a
+    WebSocket without it (or with another) is refused, and with it gets through; the browser
+    that opened the URL keeps it in a cookie for the socket and the downloads."""
+    from playwright.sync_api import expect
+
+    base = served["url"]
+    assert served["open"] == f"{base}?token={served['token']}" and len(served["token"]) >= 40
+    for url in (base, f"{base}?token=wrong{served['token'][5:]}", f"{base}lib/"):
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(url, timeout=5)
+        assert refused.value.code == 403
+        assert b"carries the access token" in refused.value.read()
+    with urllib.request.urlopen(urllib.request.Request(
+            base, headers={"Cookie": served["cookie"]}), timeout=5) as response:
+        assert response.status == 200
+    assert _websocket_status(base, None) == 403
+    assert _websocket_status(base, "approxdp-token-1=" + served["token"]) == 403
+    assert _websocket_status(base, served["cookie"]) == 101
+    context = browser.new_context()
+    try:
+        tab = context.new_page()
+        response = tab.goto(base)  # no token: the app never loads
+        assert response is not None and response.status == 403
+        expect(tab.locator("body")).to_contain_text("refused: open the address approxdp serve "
+                                                    "printed")
+        tab.goto(served["open"])  # the printed URL: the app, whose socket the cookie opens
+        tab.wait_for_selector("#cal_methods", timeout=_TIMEOUT_MS)
+        cookies = {c["name"]: c for c in context.cookies()}
+        jar = cookies[served["cookie"].split("=", 1)[0]]
+        assert jar["httpOnly"] and jar["sameSite"] == "Strict"
+    finally:
+        context.close()
