@@ -47,7 +47,7 @@ Front ends: the ``approxdp`` command (:mod:`approxdp.cli`) and ``approxdp serve`
 Errors (:mod:`approxdp.errors`)
     ApproxDPError and its kinds: InvalidParameterError, ParameterTypeError,
     UnknownMethodError, NotPrivateError, BudgetExceededError, LedgerError, DataError,
-    DataCheckError (a data check's exact message, with a data-free advice),
+    DataCheckError,
     InsufficientDataError, SeededLedgerError, ExpressionError, PrivateJoinError,
     InternalError, MissingDependencyError; NotPrivateWarning, SmallDataWarning
 """
