@@ -450,8 +450,16 @@ def test_serve_prints_the_token_url_and_refuses_a_busy_port(
     from approxdp.cli.output import EXIT_BUDGET_EXCEEDED, EXIT_PORT_IN_USE
 
     served: list[object] = []
-    monkeypatch.setattr(uvicorn.Server, "run",
-                        lambda self, sockets=None: served.append(sockets))
+
+    class Server:  # uvicorn's, without its logging set-up on the runner's closed streams
+        def __init__(self, config: object) -> None:
+            self.config = config
+
+        def run(self, sockets: list[object] | None = None) -> None:
+            served.append(sockets)
+
+    monkeypatch.setattr(uvicorn, "Config", lambda app, **options: (app, options))
+    monkeypatch.setattr(uvicorn, "Server", Server)
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
