@@ -202,18 +202,18 @@ def test_calibrate_page(page: Any, shots: Path) -> None:
 
 
 def test_bad_input_shows_one_line_by_the_field(page: Any, shots: Path) -> None:
-    """The API's typed error, one line, under the field — never a traceback."""
+    """The API's typed error, one line, under the field, in the page's words (ε, not
+    epsilon; no Python type name) — never a traceback."""
     from playwright.sync_api import expect
 
     page.fill("#cal_epsilon", "-1")
     error = page.locator("[data-field=cal_epsilon]")
-    expect(error).to_have_text(
-        "InvalidParameterError: epsilon must be in [0, inf), got epsilon=-1")
+    expect(error).to_have_text("ε must be in [0, inf), got ε=-1")
     assert page.locator("[data-field=cal_delta]").count() == 0
     page.fill("#cal_epsilon", "1")
     page.fill("#cal_delta", "abc")
     expect(page.locator("[data-field=cal_delta]")).to_have_text(
-        "ParameterTypeError: delta must be a number, got 'abc'")
+        "δ must be a number, got 'abc'")
     expect(page.locator("[data-field=cal_epsilon]")).to_have_count(0)
     page.screenshot(path=str(shots / "calibrate-error.png"), full_page=True)
     assert "Traceback" not in page.content()
@@ -278,6 +278,10 @@ def test_wizard_simulates_free_and_spends_once(
 
     page.click("#wiz_review")
     expect(page.locator("#wiz_price")).to_have_text("ε = 0.5, δ = 1e-06")
+    query = page.locator("#wiz_query_table")  # the whole query, before the spend
+    for text in ("mean", "value column", "age", "[18, 90]", "each row", "ε", "0.5", "δ",
+                 "1e-06", "confidence level", "people.csv"):
+        expect(query).to_contain_text(text)
     expect(page.locator("#wiz_spend")).to_be_visible()
     assert _spends(ledger) == start
     page.screenshot(path=str(shots / "wizard-review.png"), full_page=True)
@@ -309,6 +313,24 @@ def test_wizard_simulates_free_and_spends_once(
     assert "table.release_kind('mean', KindInputs(columns=('age',)" in texts["script"]
     assert _spends(ledger) == start + 1
 
+    # the inputs change: the last result and simulation are no longer shown as if current
+    page.fill("#wiz_high", "80")
+    page.press("#wiz_high", "Enter")
+    expect(page.locator("#wiz_released_stale")).to_be_visible()
+    expect(page.locator("#wiz_released_box")).to_have_count(0)
+    expect(page.locator("#wiz_simulation_stale")).to_be_visible()
+    expect(page.locator("#wiz_simulation_box")).to_have_count(0)
+    # a histogram without a domain: the page explains partition selection, and so does the
+    # review of exactly that query
+    page.select_option("#wiz_kind", "histogram")
+    page.evaluate("Shiny.setInputValue('wiz_columns', ['sex'])")
+    expect(page.locator("#wiz_selection_explained")).to_contain_text("DP partition selection")
+    page.click("#wiz_review")
+    expect(page.locator("#wiz_query_table")).to_contain_text(
+        "none: cells are chosen by DP partition selection")
+    expect(page.locator("#wiz_query_table")).to_contain_text("count over")
+    assert _spends(ledger) == start + 1
+
     _open(page, "ledger")
     expect(page.locator("#ledger_count")).to_have_text(f"{start + 1} spend(s)")
 
@@ -322,7 +344,7 @@ def test_no_path_traversal(page: Any, served: dict[str, Any]) -> None:
     page.wait_for_selector("#wiz_columns_table")
     page.evaluate("Shiny.setInputValue('wiz_file', '../../../../etc/passwd')")
     expect(page.locator("[data-field=wiz_file]")).to_contain_text(
-        "InvalidParameterError: file must be one of the data files given to 'approxdp serve "
+        "data file must be one of the data files given to 'approxdp serve "
         "--data', got '../../../../etc/passwd'")
     assert "root:" not in page.content()
     base = served["url"]

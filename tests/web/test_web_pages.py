@@ -83,8 +83,8 @@ def test_errors_find_their_field() -> None:
         raise exc
     assert forms.locate(exc, ["releases", "delta"]) == "releases"
     line = forms.error_text(InvalidParameterError("a\nb"))
-    assert line == "InvalidParameterError: a b"
-    assert forms.error_text(KeyError("x")).startswith("internal error (KeyError")
+    assert line == "a b"
+    assert forms.error_text(KeyError("x")).startswith("internal error")
 
 
 # -- what the server may touch ----------------------------------------------------------------
@@ -486,3 +486,59 @@ def test_serve_prints_the_token_url_and_refuses_a_busy_port(
                                     "program")
     assert "--port" in result.stderr and "open http" not in result.stderr
     assert result.stderr.count("\n") == 1
+
+
+def test_messages_are_in_the_pages_words() -> None:
+    """Issue 23 §3, §7: no Python type names or parameter spellings on the page; a data
+    check's error shows only its advice (its message holds exact facts about the data)."""
+    from approxdp.errors import DataCheckError
+
+    assert forms.error_text(InvalidParameterError(
+        "epsilon must be in [0, inf), got epsilon=-1")) == "ε must be in [0, inf), got ε=-1"
+    assert forms.error_text(InvalidParameterError(
+        "mean(age): 12 rows are outside; use outside_domain='drop' or "
+        "casts={'age': 'double'}; max_partitions must be >= 1")) == (
+        "mean(age): 12 rows are outside; use “rows outside the domain: drop them” or "
+        "“convert to numbers: age” (step 1); cells one unit may touch (k) must be >= 1")
+    check = DataCheckError("3026 row(s) have column 'country' outside the declared domain "
+                           "(e.g. ['Cambodia'])", advice="rows outside the declared domain: "
+                           "add values or choose drop")
+    shown = forms.error_text(check)
+    assert shown == "rows outside the declared domain: add values or choose drop"
+    assert "3026" not in shown and "Cambodia" not in shown
+    internal = forms.error_text(KeyError("secret"))
+    assert internal.startswith("internal error") and "KeyError" not in internal
+    assert "secret" not in internal
+
+
+def test_the_review_shows_the_whole_query(tmp_path: Path, people: Path) -> None:
+    """Issue 23 §7: before the spend, the review lists every choice of the query (statistic,
+    columns, bounds, domain or how cells are chosen without one, unit, ε, δ); the budget
+    left is never shown below zero."""
+    config = web_config.make_config(ledger=tmp_path / "b.sqlite", budget=(1.0, 1e-5),
+                                    data=[people])
+    schema = wizard.schema_of(config.data[0])
+    mean = wizard.read_spec(config, {"file": "1", "kind": "mean", "column": "age", "low": "18",
+                                     "high": "90", "by": ["sex"], "domain": "sex=F,M",
+                                     "outside_domain": "drop", "epsilon": "0.5",
+                                     "delta": "1e-6", "privacy_unit": "person",
+                                     "max_partitions": "1", "max_rows_per_partition": "2"},
+                            schema)
+    rows = dict(wizard.query_rows(mean))
+    assert rows["statistic"].startswith("mean")
+    assert rows["value column"] == "age" and rows["group by"] == "sex"
+    assert rows["bounds"].startswith("[18, 90]") and rows["domain"] == "sex = F, M"
+    assert rows["rows outside the domain"] == "drop them"
+    assert rows["privacy unit"] == "person (at most 1 cell(s), 2 row(s) per cell)"
+    assert (rows["ε"], rows["δ"], rows["confidence level"]) == ("0.5", "1e-06", "0.95")
+    cost = wizard.cost_preview(mean, config.ledger)
+    assert cost["query"] == wizard.query_rows(mean)
+    histogram = wizard.read_spec(config, {"file": "1", "kind": "histogram",
+                                          "columns": ["sex"], "epsilon": "0.5",
+                                          "delta": "1e-6"}, schema)
+    rows = dict(wizard.query_rows(histogram))
+    assert rows["count over"] == "sex" and rows["domain"] == wizard.PARTITION_SELECTION
+    assert "bounds" not in rows
+    from approxdp.web.pages.wizard import _left
+
+    assert _left(-0.25) == _left(0.0) and not _left(-0.25).startswith("-")

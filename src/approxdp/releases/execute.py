@@ -29,6 +29,7 @@ computed from its parts' noisy results.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Generic
 
@@ -39,7 +40,7 @@ from approxdp.accounting.budget.chain import Receipt
 from approxdp.accounting.budget.protocols import Accountant
 from approxdp.engines.base import Engine, TableT
 from approxdp.engines.shapes import AggregateRequest, AggregateResult, CellAggregate
-from approxdp.errors import DataCheckError, DataError
+from approxdp.errors import DataCheckError, DataError, SmallDataWarning
 from approxdp.releases._aggregation import build_request, cell_matrix, run_merged
 from approxdp.releases._checks import (
     EMPTY_TABLE,
@@ -184,6 +185,14 @@ def _spend_and_release(
                 true = stage.collected[j][1]
                 noises[j] = prepare_noise(aq, allocated, seeded, max(true.size, 1))
                 check_releasable(aq, noises[j], true, stage.n_rows)
+    for _, stage in stages:  # cells chosen privately: warn where most would be dropped
+        for j, aq, big in zip(stage.parts, stage.queries, stage.large, strict=True):
+            if aq.threshold is not None and not big:
+                warn_below_threshold(aq, stage.collected[j][1])
+    for stat, stage in stages:  # a statistic whose result would say nothing: refused now
+        if stat is not None and stage.parts:
+            stat.check_before_spend([stage.collected[j][1] for j in stage.parts],
+                                    [noises[j] for j in stage.parts])
     ordered = [noises[j] for j in range(len(queries))]
     event = allocated.event()
     check_recorded_sigma(allocated, event, ordered)  # the noise below is the noise recorded
@@ -217,6 +226,29 @@ def _spend_and_release(
         mine = [results[j] for j, owner in enumerate(allocated.owners) if owner == i]
         out.append(entry.finish(mine, level) if isinstance(entry, DerivedQuery) else mine[0])
     return tuple(out)
+
+
+def warn_below_threshold(aq: AllocatedQuery, true: FloatArray) -> None:
+    """Warn (:class:`~approxdp.errors.SmallDataWarning`, exact, for the data holder) when
+    at least half of the groups a query will choose by DP partition selection hold fewer rows
+    than its threshold: they will most likely be dropped, and a public domain (or more
+    budget) would release them."""
+    if aq.threshold is None or true.size == 0:
+        return
+    measures = aq.query.measures()
+    j = max(i for i, m in enumerate(measures) if m.kind == "count")
+    counts = true.reshape(len(true), -1)[:, j]
+    below = int(np.sum(counts <= aq.threshold))
+    if 2 * below < len(counts):
+        return
+    warnings.warn(SmallDataWarning(
+        f"{aq.query.label()}: {below} of the {len(counts)} groups have at most "
+        f"{aq.threshold:.4g} rows, the partition-selection threshold: they will most likely "
+        "be left out of the release",
+        advice=f"{aq.query.label()}: most groups may fall below the partition-selection "
+               f"threshold ({aq.threshold:.4g} rows): declare a public domain, or use a larger "
+               "epsilon",
+    ), stacklevel=4)
 
 
 def _check_and_aggregate(

@@ -104,8 +104,9 @@ class ReleaseResult:
             and :meth:`to_arrow` (schema metadata ``approxdp.secure``) say so too.
         informative: For a mean, per cell: False where the noisy count's interval reaches 0,
             so the value is only the midpoint or a bound of [L, U] and its interval the whole
-            of [L, U] (an empty or tiny cell); for quantiles, False where the interval is the
-            whole of the bounds; None for other kinds (every value informs).
+            of [L, U] (an empty or tiny cell); for quantiles, False where the interval spans
+            more than half the bounds (a note then says why and what to change); None for
+            other kinds (every value informs).
         receipts: The spend receipts of this release in its ledger file (ledger id, index,
             chain hash: :class:`~approxdp.accounting.Receipt`), one per spend (two for
             ``bounds="private"``); empty for an in-memory budget or a release that spent
