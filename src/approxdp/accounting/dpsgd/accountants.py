@@ -15,7 +15,9 @@ Gaussian mechanism with noise multiplier σ (μ = 1/σ per step). Two samplings:
 Accountants (each result says what it is):
 
 - ``"pld"`` (default): certified upper bound, within ~0.05 % of the true ε at the default
-  precision (:mod:`approxdp.accounting.pld.compose`); exact closed forms for T = 1 and q = 1.
+  precision, with a certified (lower, upper) bracket (:mod:`approxdp.accounting.pld`); exact
+  closed forms for T = 1 and q = 1; from 10^8 steps RDP is computed too and the smaller
+  reported (alone where ε > 1000).
 - ``"rdp"``: Rényi DP (Mironov, Talwar, Zhang 2019) with the best RDP → DP conversion; a
   certified but looser upper bound.
 - ``"gdp-clt"``: the central-limit Gaussian-DP approximation (Bu et al. 2020) — an
@@ -30,7 +32,6 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -40,6 +41,7 @@ from approxdp.accounting.dpsgd.bounds import (
     DELTA_OF,
     EPSILON_OF,
     NO_LOSS_RULE,
+    RDP_TOO_FROM,
     TV_RULE,
     event_of,
     live_phases,
@@ -58,7 +60,7 @@ from approxdp.accounting.pld.accounting import (
     DEFAULT_PRECISION,
     check_precision,
     epsilon_by_direction,
-    grid_step,
+    search_grid,
 )
 from approxdp.errors import InvalidParameterError, UnknownMethodError
 
@@ -319,12 +321,14 @@ def calibrate_dpsgd(
     sampling: str = "poisson",
     precision: float = DEFAULT_PRECISION,
 ) -> float:
-    """The least noise multiplier σ whose certified (PLD) ε after T steps is ≤ ``epsilon``.
+    """The least noise multiplier σ whose certified ε after T steps (:func:`dpsgd_epsilon`,
+    PLD accountant) is ≤ ``epsilon``.
 
-    Never under-noises: the search keeps a bracket [lo, hi] with ε(hi) ≤ target < ε(lo) on
-    one fixed grid (so ε(σ) is monotone), follows the neighbouring direction that dominates,
-    and returns ``hi`` once both directions certify it. Within about ``precision`` of the least
-    σ that is truly (ε, δ)-DP.
+    Never under-noises, and within ``precision``/20 (relative) of the least σ that
+    :func:`dpsgd_epsilon` certifies: the search keeps a bracket [lo, hi] with ε(hi) ≤ target
+    < ε(lo) on one fixed grid (the one :func:`dpsgd_epsilon` ends on near the answer, so that
+    ε(σ) is monotone and each try is one pass), follows the neighbouring direction that
+    dominates, and returns ``hi`` once :func:`dpsgd_epsilon` itself certifies it.
 
     Example:
         >>> s = calibrate_dpsgd(epsilon=3.0, delta=1e-5, sample_rate=256 / 60000, steps=14063)
@@ -347,31 +351,33 @@ def calibrate_dpsgd(
         sigma0 = scale / math.sqrt(math.log1p(mu_tot * mu_tot / (q * q * t)))
     else:
         sigma0 = scale * math.sqrt(t) / mu_tot
+
+    def full(sigma: float) -> float:  # dpsgd_epsilon's own answer (without its bracket)
+        phase = (DPSGDPhase(sigma, q, t),)
+        return float(EPSILON_OF["pld"](phase, d, sampling, precision, bracket=False).epsilon)
+
     if q == 1.0 or t == 1:  # closed forms: plain bisection on the exact ε
-        return _bisect_sigma(
-            lambda s: float(_pld(s, q, t, d, sampling, precision).epsilon), target, sigma0,
-            precision,
-        )
-    h = grid_step([(_event(sigma0, q, sampling), t)], d, precision)
-    both = ("remove", "add") if sampling == "poisson" else ("remove",)
-    start = epsilon_by_direction([(_event(sigma0, q, sampling), t)], d, h=h, directions=both)
-    follow = (max(start, key=lambda k: start[k]),)
+        return _bisect_sigma(full, target, sigma0, precision)
+    h, names = search_grid([(_event(sigma0, q, sampling), t)], d, precision)
+    rdp_too = t >= RDP_TOO_FROM  # there dpsgd_epsilon reports the smaller of PLD and RDP
 
-    def eps_of(sigma: float, names: tuple[str, ...]) -> float:
-        res = epsilon_by_direction([(_event(sigma, q, sampling), t)], d, h=h, directions=names)
-        return max(res.values())
+    def eps_of(sigma: float) -> float:
+        items = [(_event(sigma, q, sampling), t)]
+        pld = max(epsilon_by_direction(items, d, h=h, directions=names, tilt_at=target).values())
+        if rdp_too:
+            phase = (DPSGDPhase(sigma, q, t),)
+            pld = min(pld, float(EPSILON_OF["rdp"](phase, d, sampling, precision).epsilon))
+        return pld
 
-    for names in (follow, both):
-        sigma = _bisect_sigma(partial(_max_of, eps_of, names), target, sigma0, precision)
-        if eps_of(sigma, both) <= target:
-            break
-        # else the other direction dominates near the answer: search on both
-    # the search held one grid; make the answer hold on the grid dpsgd_epsilon picks too, so
-    # that a user who checks it sees ε ≤ target (both are certified upper bounds)
-    for _ in range(200):
-        if _pld(sigma, q, t, d, sampling, precision).epsilon <= target:
+    sigma = _bisect_sigma(eps_of, target, sigma0, precision)
+    # the search held one grid; dpsgd_epsilon picks its own (and takes both directions): step
+    # up until it certifies the answer too, by about the relative excess it reports (ε falls
+    # at least as fast as 1/σ here)
+    for _ in range(60):
+        got = full(sigma)
+        if got <= target:
             return sigma
-        sigma *= 1.0 + precision / 50.0
+        sigma *= 1.0 + max(precision / 200.0, min(got / target - 1.0, 0.05))
     raise InvalidParameterError(  # pragma: no cover - each step lowers ε
         f"could not certify a noise multiplier for epsilon={target:g}"
     )

@@ -34,9 +34,10 @@ from approxdp.events import GaussianEvent, SubsampledEvent
 
 __all__ = ["DELTA_OF", "EPSILON_OF", "live_phases", "total_variation"]
 
-#: Beyond this many steps (all phases) the PLD's grid coarsens; RDP (O(1) in T, certified)
-#: is computed too and the smaller ε reported.
+#: From this many steps (all phases) RDP (O(1) in T, certified) is computed too and the
+#: smaller ε reported; where it exceeds :data:`HOPELESS` the PLD is not run at all.
 RDP_TOO_FROM = 10**8
+HOPELESS = 1e3
 TV_RULE = (
     "total variation <= delta: (0, delta)-DP (delta(0) is the total variation, subadditive "
     "under composition; Zhu, Dong, Wang 2022, arXiv:2106.08567, Thm 9)"
@@ -83,7 +84,8 @@ def _triples(phases: Sequence[DPSGDPhase]) -> list[tuple[float, float, int]]:
 
 
 def _pld_epsilon(
-    phases: Sequence[DPSGDPhase], delta: float, sampling: str, precision: float
+    phases: Sequence[DPSGDPhase], delta: float, sampling: str, precision: float,
+    bracket: bool = True,
 ) -> Guarantee:
     from approxdp.profiles.gaussian import gaussian_epsilon
 
@@ -103,8 +105,13 @@ def _pld_epsilon(
         return Guarantee(eps, delta, "exact", rule, bracket=(eps, eps))
     items = [(event_of(p, sampling), p.steps) for p in phases]
     many = steps >= RDP_TOO_FROM
+    if many:
+        rdp = _rdp_epsilon(phases, delta, sampling)
+        if float(rdp.epsilon) > HOPELESS:  # no privacy to speak of: the O(1) bound will do
+            return Guarantee(rdp.epsilon, delta, "upper bound",
+                             f"{rdp.rule} (epsilon above {HOPELESS:g}: the PLD is not run)")
     try:
-        g = pld_epsilon(items, delta, precision=precision)
+        g = pld_epsilon(items, delta, precision=precision, bracket=bracket)
     except InvalidParameterError:
         if not many:
             raise
@@ -112,14 +119,12 @@ def _pld_epsilon(
         return Guarantee(
             rdp.epsilon, delta, "upper bound", f"{rdp.rule} (too many steps for the PLD)"
         )
-    if many:
-        rdp = _rdp_epsilon(phases, delta, sampling)
-        if float(rdp.epsilon) < float(g.epsilon):
-            lower = float(g.bracket[0]) if g.bracket else 0.0
-            return Guarantee(
-                rdp.epsilon, delta, "upper bound", f"{rdp.rule} (below the PLD's here)",
-                bracket=(lower, float(rdp.epsilon)),
-            )
+    if many and float(rdp.epsilon) < float(g.epsilon):
+        lower = float(g.bracket[0]) if g.bracket else 0.0
+        return Guarantee(
+            rdp.epsilon, delta, "upper bound", f"{rdp.rule} (below the PLD's here)",
+            bracket=(lower, float(rdp.epsilon)),
+        )
     return g
 
 
@@ -195,7 +200,7 @@ def _amplify_epsilon(
     return Guarantee(eps, delta, "upper bound", _AMPLIFY_RULE)
 
 
-EpsilonOf = Callable[[Sequence[DPSGDPhase], float, str, float], Guarantee]
+EpsilonOf = Callable[..., Guarantee]
 
 
 def _certified_only(

@@ -17,8 +17,9 @@ every step of which is on the private side:
 2. **Composition in the Fourier domain.** The T-fold sum of m kinds of steps is
    irfft(∏ rfft(p_j)^{T_j}) (Koskela et al. 2021, https://arxiv.org/abs/2006.07134, Sec. 4),
    one FFT per kind, whatever T. The FFT is circular: a window [a, b) of the sum is chosen
-   by Chernoff bounds on the discretized distributions, mass above b aliases *down* (its
-   bound is added to δ), mass below a aliases *up* (harmless for an upper bound).
+   by Chernoff bounds on the composed discretized distribution
+   (:mod:`approxdp.accounting.pld.window`); mass above b is bounded and added to δ, mass that
+   aliases only ever adds mass (harmless for an upper bound).
 3. **Exponential tilting.** Far in the tail, FFT round-off (~1e-16 of the largest mass) swamps
    the masses that make δ (dp_accounting under-reports ε there). The FFT is therefore done on
    the tilted distributions p_j e^(λl)/M_j(λ), with λ chosen so that the tilted mean sits at
@@ -26,11 +27,13 @@ every step of which is on the private side:
    (pocketfft's componentwise bound c·log₂N·u·‖x‖₁ and the error of the complex power) and
    the bound is added to δ.
 
-A lower bound comes with it, from an *optimistic* discretization (a pair the true one
-dominates, :func:`discretize_optimistic`): grid values of the true privacy curve lowered by the
-largest gap between the curve and its chords, made convex; composed the same way, it gives a
-certified lower bound on δ(ε) whose error is second order in h as well, so the two bracket the
-truth tightly (a bracket about 0.1 % wide in the DP-SGD example).
+A lower bound comes with it (:func:`rounded_tails`): the loss rounded to the nearest grid point
+is a test statistic, so δ(ε) ≥ P(S̃ > t) − e^ε Q(S̃ > t) for the rounded sum S̃ and any t
+(:func:`~approxdp.accounting.pld.grid.discretize_rounded`). Its P- and Q-measures are composed
+the same way on the same window, their tails bounded from below and from above; the bound's
+error is second order in the rounding, so the two bracket the truth tightly (about 0.1 % wide
+in the DP-SGD example), also where the loss is concentrated far below one grid step (small
+sampling rates), where no grid-supported dominated pair can be close.
 
 Independent checks (in the tests): the analytic profile of one subsampled-Gaussian step
 (:mod:`approxdp.accounting.pld.subsampled_gaussian`), the exact composition of Gaussians (one
@@ -42,17 +45,25 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 from scipy import fft as sfft
-from scipy import special
 
 from approxdp.accounting.pld.grid import (
     DiscretePLD,
+    RoundedPLD,
     discretize,
-    discretize_optimistic,
+    discretize_rounded,
     tail_edge,
+)
+from approxdp.accounting.pld.window import (
+    Support,
+    Window,
+    chernoff_at,
+    plan_window,
+    support_of,
 )
 from approxdp.errors import InvalidParameterError
 
@@ -60,10 +71,12 @@ __all__ = [
     "MAX_WINDOW",
     "ComposedPLD",
     "DiscretePLD",
+    "RoundedPLD",
     "WindowTooLargeError",
     "compose",
     "discretize",
-    "discretize_optimistic",
+    "discretize_rounded",
+    "rounded_tails",
     "tail_edge",
 ]
 
@@ -72,8 +85,7 @@ FloatArray = npt.NDArray[np.float64]
 # BLAS cost milliseconds of thread wake-ups on a busy machine (measured: 3.4 ms vs 0.05 ms).
 
 _U = float(np.finfo(np.float64).eps) / 2  # unit round-off
-MAX_WINDOW = 1 << 23  # composed window (8M points: ~200 MB of work arrays)
-_THETAS = 8  # tilts tried in the Chernoff bounds of the window
+MAX_WINDOW = 1 << 22  # composed window (4M points: ~200 MB of work arrays)
 
 
 class WindowTooLargeError(InvalidParameterError):
@@ -84,38 +96,14 @@ class WindowTooLargeError(InvalidParameterError):
         self.needed = needed
 
 
-class _Support:
-    """The positive-mass entries of a discretized PLD, in the forms the bounds need."""
-
-    def __init__(self, pld: DiscretePLD) -> None:
-        keep = pld.pmf > 0.0
-        self.l = pld.losses[keep]
-        self.logp = np.log(pld.pmf[keep])
-
-    def log_mgf(self, theta: FloatArray) -> FloatArray:
-        """log Σ p_i e^(θ l_i) (finite part, unnormalized) for each θ: exact."""
-        if self.l.size == 0:
-            return np.full(theta.shape, -np.inf)
-        a = self.logp[None, :] + theta[:, None] * self.l[None, :]
-        top = a.max(axis=1)
-        return np.asarray(top + np.log(np.exp(a - top[:, None]).sum(axis=1)))
-
-    def tilt_moments(self, lam: float) -> tuple[float, float, float]:
-        """log M(λ), and mean and variance of the loss under the λ-tilted distribution."""
-        if self.l.size == 0:
-            return -math.inf, 0.0, 0.0
-        a = self.logp + lam * self.l
-        top = float(a.max())
-        w = np.exp(a - top)
-        total = float(w.sum())
-        mean = float((w * self.l).sum()) / total
-        var = float((w * (self.l - mean) ** 2).sum()) / total
-        return top + math.log(total), mean, var
+def _suffix(x: FloatArray) -> FloatArray:
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.concatenate((np.cumsum(x[::-1])[::-1], [0.0]))
 
 
 class ComposedPLD:
-    """The composition of several discretized PLDs, with every error term needed to turn its
-    masses into certified bounds.
+    """The composition of several discretized measures, with every error term needed to turn
+    its masses into certified bounds.
 
     ``tilted[m]`` is the tilted mass at loss (offset + m)·h; the untilted mass is
     ``tilted[m] · exp(log_mgf − lam · loss)``. Built by :func:`compose`.
@@ -137,6 +125,7 @@ class ComposedPLD:
         log_below: float,
         steps: int,
         lam_target: float | None = None,
+        alias_theta: float = 0.0,
     ) -> None:
         self.h = h
         self.offset = offset
@@ -147,10 +136,14 @@ class ComposedPLD:
         self.roundoff = roundoff  # per-entry bound on |error| of ``tilted``
         self.log_beyond = log_beyond  # log bound on the true mass at or above the window top
         self.log_alias_up = log_alias_up  # log bound (before e^(−λ max(ε, a))) of mass aliased down
-        self.log_alias_low = log_alias_low  # the same for mass aliased up
+        self.log_alias_low = log_alias_low  # log bound on the mass aliased up (any landing)
         self.log_below = log_below  # log bound on the true mass below the window's bottom
-        self.steps = steps  # composed steps (for the optimistic bound)
+        self.steps = steps  # composed steps
         self.lam_target = lam_target  # the loss the tilt was aimed at (None: untilted)
+        self.tilted = tilted  # the whole window, tilted (for composing in blocks)
+        self.block_spread = 0.0  # variance added by regridding blocks (under the tilt)
+        self.blocked = False  # composed in blocks (passes.composed)
+        self.alias_theta = alias_theta  # the θ of log_alias_up (for per-entry alias bounds)
         l = (offset + np.arange(tilted.size)) * h
         keep = l >= 0.0  # only ε ≥ 0 is ever asked for: atoms at l ≤ 0 never count
         self._l = l[keep]
@@ -159,65 +152,91 @@ class ComposedPLD:
         self._m = tilted[keep] * untilt  # untilted masses
         ref = float(self._l[0]) if self._l.size else 0.0
         self._ref = ref
-
-        def suffix(x: FloatArray) -> FloatArray:
-            return np.concatenate((np.cumsum(x[::-1])[::-1], [0.0]))
-
         # suffix sums from index j on: m, m·e^(ref − l), untilt factors
-        self._r1 = suffix(self._m)
+        self._r1 = _suffix(self._m)
         with np.errstate(over="ignore", under="ignore"):
-            self._r2 = suffix(self._m * np.exp(np.maximum(ref - self._l, -745.0)))
-        self._r3 = suffix(untilt)  # (only the untilt factors' suffix sums are kept)
+            self._r2 = _suffix(self._m * np.exp(np.maximum(ref - self._l, -745.0)))
+        self._r3 = _suffix(untilt)  # (only the untilt factors' suffix sums are kept)
+
+    def alias_bounds(self) -> FloatArray:
+        """Per entry of the window, a bound on the tilted mass that aliasing put there (from
+        above: the tilted mass beyond the top, at least N·h higher; from below: the mass
+        below the bottom, untilting shrinking it by e^(−λNh)), in the units of ``tilted``."""
+        rel = np.arange(self.size) * self.h  # s − bottom
+        norm = self.log_mgf
+        with np.errstate(over="ignore", under="ignore"):
+            up = np.exp(np.minimum(self.log_alias_up - norm - self.alias_theta * rel, 0.0))
+            span = self.size * self.h
+            low = np.exp(np.minimum(
+                self.log_below + self.lam * (self.bottom + rel - span) - norm, 0.0))
+        return np.asarray(up + low)
 
     @property
     def losses(self) -> FloatArray:
         """The loss of each entry of the composed window."""
         return np.asarray((self.offset + np.arange(self.size)) * self.h, dtype=np.float64)
 
-    def _parts(self, epsilon: float) -> tuple[float, float, float]:
-        """(core sum, pessimistic extra, optimistic extra) at ε ≥ 0, by direct summation."""
+    @property
+    def bottom(self) -> float:
+        """The lowest loss in the window."""
+        return self.offset * self.h
+
+    def mass_above(self, epsilon: float) -> float:
+        """≈ P(S > ε) (finite part, in the window): for error estimates, not certified."""
+        j = int(np.searchsorted(self._l, epsilon, side="right"))
+        return float(self._r1[j])
+
+    def slope(self, epsilon: float) -> float:
+        """≈ −dδ/dε = e^ε E[e^(−S); S > ε] (finite part, in the window): for error estimates."""
+        j = int(np.searchsorted(self._l, epsilon, side="right"))
+        return float(self._r2[j]) * math.exp(min(epsilon - self._ref, 700.0))
+
+    def _parts(self, epsilon: float) -> tuple[float, float]:
+        """(core sum, pessimistic extra) at ε ≥ 0, by direct summation."""
         j = int(np.searchsorted(self._l, epsilon, side="right"))
         lk = self._l[j:]
         core = float((self._m[j:] * -np.expm1(epsilon - lk)).sum())
         rounding = self.roundoff * float(self._r3[j])
-        m = max(epsilon, self.offset * self.h)
         # each term bounds a contribution to δ ≤ 1: a weak bound is capped at 1 (log 0)
-        alias_up = math.exp(min(self.log_alias_up - self.lam * m, 0.0))
-        alias_low = math.exp(min(self.log_alias_low - self.lam * m, 0.0))
         beyond = math.exp(min(self.log_beyond, 0.0))
-        if epsilon < self.offset * self.h:  # true mass in (ε, window bottom) is not in the window
+        if epsilon < self.bottom:  # true mass in (ε, window bottom) is not in the window
             beyond += math.exp(min(self.log_below, 0.0))
         # aliased mass only ever adds (positive) mass: harmless for the upper bound
-        pess = self.infinity_mass + beyond + rounding
-        opt = self.infinity_mass - alias_low - alias_up - rounding
-        return core, pess, opt
+        return core, self.infinity_mass + beyond + rounding
+
+    def error_terms(self, epsilon: float) -> tuple[float, float]:
+        """(round-off, left-out and aliased tails) of :meth:`delta` at ε: what the window
+        costs there (the aliased mass is not in the bound — it only adds mass — but it can
+        make the bound loose)."""
+        j = int(np.searchsorted(self._l, epsilon, side="right"))
+        rounding = self.roundoff * float(self._r3[j])
+        _, pess = self._parts(epsilon)
+        m = max(epsilon, self.bottom)
+        alias = math.exp(min(self.log_alias_up - self.lam * m, 0.0)) + math.exp(
+            min(self.log_alias_low, 0.0)
+        )
+        return rounding, pess - rounding - self.infinity_mass + alias
 
     def delta(self, epsilon: float) -> float:
         """Certified upper bound on δ(ε) of the composition (ε ≥ 0)."""
-        core, pess, _ = self._parts(epsilon)
+        core, pess = self._parts(epsilon)
         return min(1.0, (core + pess) * (1.0 + 1e-10))
 
-    def delta_optimistic(self, epsilon: float) -> float:
-        """For a composition of *optimistic* discretizations (:func:`discretize_optimistic`):
-        a certified lower bound on the true δ(ε) (every term that may have added mass is
-        taken off)."""
-        core, _, opt = self._parts(epsilon)
-        return max(0.0, (core + opt) * (1.0 - 1e-10))
-
-    def epsilon_optimistic(self, delta: float) -> float:
-        """For a composition of optimistic discretizations: a certified lower bound on the true
-        ε(δ) — a point below which the lower bound on δ still exceeds δ."""
-        eps = self._core_epsilon(delta - self.infinity_mass, with_rounding=False)
-        if not math.isfinite(eps):
-            return 0.0
-        cand = eps * (1.0 - 1e-9) - 1e-12
-        step = max(self.h * 1e-4, 1e-12)
-        while cand > 0.0:
-            if self.delta_optimistic(cand) > delta:  # δ_low is decreasing: certified below
-                return cand
-            cand -= step
-            step *= 2.0
-        return 0.0
+    def tails(self, lower: bool, infinite: bool) -> FloatArray:
+        """Certified bounds on the finite mass at or above each loss of the window (losses
+        ≥ 0), plus the mass at +∞ if ``infinite``: from below (``lower``; every term that may
+        have added mass taken off) or from above (every left-out mass added)."""
+        n = self._l.size
+        rounding = self.roundoff * self._r3[:n]
+        if lower:
+            with np.errstate(over="ignore"):
+                alias = np.exp(np.minimum(self.log_alias_up - self.lam * self._l, 0.0))
+            alias = alias + math.exp(min(self.log_alias_low, 0.0))
+            inf = self.infinity_mass * (1.0 - 1e-12) if infinite else 0.0
+            return np.asarray(self._r1[:n] - rounding - alias + inf)
+        beyond = math.exp(min(self.log_beyond, 0.0))
+        inf = self.infinity_mass * (1.0 + 1e-12) if infinite else 0.0
+        return np.asarray(self._r1[:n] + rounding + beyond + inf)
 
     def _core_epsilon(self, target: float, with_rounding: bool) -> float:
         """Least ε ≥ 0 with core(ε) [+ rounding(ε)] ≤ target, from the suffix sums (a fast
@@ -263,39 +282,144 @@ class ComposedPLD:
         return eps
 
 
+def rounded_tails(p_comp: ComposedPLD, q_comp: ComposedPLD) -> tuple[FloatArray, FloatArray]:
+    """For the composed P- and Q-measures of a rounded loss (same window): for tests
+    {S̃ ≥ t_j} at each window loss t_j ≥ 0, with the outcomes where some step fell in the
+    infinite bin left out or counted in (both are tests; counting them in helps when their
+    P-mass is true infinite loss, and hurts when it is a truncated tail with Q-mass), a lower
+    bound on each test's P-mass and an upper bound on its Q-mass. Then δ(ε) ≥ max over the
+    tests of P-mass − e^ε Q-mass."""
+    if p_comp.offset != q_comp.offset or p_comp.size != q_comp.size:
+        raise ValueError("the P- and Q-compositions must share their window")  # pragma: no cover
+    a = np.concatenate((p_comp.tails(True, False), p_comp.tails(True, True)))
+    b = np.concatenate((q_comp.tails(False, False), q_comp.tails(False, True)))
+    return a, b
 
-def _solve_tilt(supports: Sequence[tuple[_Support, int]], target: float) -> float:
-    """λ ≥ 0 whose tilted composed mean is ``target`` (0 if the mean is already above it):
-    safeguarded Newton on the convex log-MGF (its slope is the tilted mean, its curvature the
-    tilted variance). Any λ is valid; a good one only makes the bound tighter."""
 
-    def moments(lam: float) -> tuple[float, float]:
-        mean = var = 0.0
-        for sup, count in supports:
-            _, m, v = sup.tilt_moments(lam)
-            mean += count * m
-            var += count * v
-        return mean, var
-
-    mean, var = moments(0.0)
-    if mean >= target:
+def test_delta(a_low: FloatArray, b_up: FloatArray, epsilon: float) -> float:
+    """max(0, max_j a_low_j − e^ε b_up_j): the certified lower bound on δ(ε) of the tests."""
+    if a_low.size == 0:
         return 0.0
-    lo, hi = 0.0, math.inf
-    lam = 0.0
-    for _ in range(30):
-        if mean < target:
-            lo = lam
-        else:
-            hi = lam
-        step = (target - mean) / var if var > 0 else 1.0
-        nxt = lam + step
-        if not (lo < nxt < hi):
-            nxt = 0.5 * (lo + hi) if math.isfinite(hi) else max(2.0 * lam, lo + 1.0)
-        if abs(nxt - lam) <= 1e-6 * max(1.0, lam):
-            return nxt
-        lam = nxt
-        mean, var = moments(lam)
-    return lam
+    with np.errstate(over="ignore", invalid="ignore"):
+        vals = a_low - math.exp(min(epsilon, 700.0)) * b_up
+    best = float(np.nanmax(vals))
+    return max(0.0, best * (1.0 - 1e-10) if best > 0 else best)
+
+
+def test_epsilon(a_low: FloatArray, b_up: FloatArray, delta: float) -> float:
+    """The largest ε whose test lower bound on δ(ε) still exceeds δ (so the true ε(δ) is at
+    least that), rounded down; 0 if no test exceeds δ."""
+    ok = a_low * (1.0 - 1e-10) > delta
+    if not bool(ok.any()):
+        return 0.0
+    num, den = a_low[ok] * (1.0 - 1e-10) - delta, b_up[ok]
+    if bool((den <= 0.0).any()):
+        return math.inf
+    eps = float(np.max(np.log(num) - np.log(den)))
+    return max(0.0, eps - 1e-12 * (1.0 + abs(eps)))
+
+
+def _fft_power(
+    parts: Sequence[tuple[DiscretePLD, int]], lam: float, a_idx: int, n: int,
+    extended: bool = False,
+) -> tuple[FloatArray, float, float]:
+    """irfft(∏ rfft(tilted p_j)^c_j) on n points, placed so that entry m is the tilted mass at
+    index a_idx + m; with the per-entry round-off bound and the exact log-MGF at λ.
+
+    The power is taken in polar form, y^c = e^(c log|y|) e^(i c arg y) (NumPy's complex log
+    is several times slower than a real log and an arctan2, to the same accuracy). A power c
+    multiplies the forward transform's relative error by c: where the composition stands for
+    very many steps (blocks of blocks), ``extended`` computes everything in x87 extended
+    precision (unit round-off 5.4e-20 instead of 1.1e-16; pocketfft supports it), cast back to
+    float64 at the end."""
+    dt: Any = np.longdouble if extended else np.float64
+    u = float(np.finfo(dt).eps) / 2
+    base = 0
+    log2n = math.log2(n)
+    log_mgf = 0.0
+    log_abs: Any = np.zeros(n // 2 + 1, dtype=dt)
+    arg: Any = np.zeros(n // 2 + 1, dtype=dt)
+    log_env: Any = np.zeros(n // 2 + 1, dtype=dt)
+    log_rel: Any = np.zeros(n // 2 + 1, dtype=dt)
+    fwd: list[tuple[Any, float, int]] = []
+    for p, c in parts:
+        losses: Any = (p.offset + np.arange(p.pmf.size, dtype=dt)) * dt(p.h)
+        with np.errstate(divide="ignore"):
+            lt = np.log(np.maximum(p.pmf, 0.0).astype(dt))
+        lt += dt(p.log_norm) + (dt(lam) - dt(p.tilt)) * losses
+        top = lt.max()
+        norm = top + np.log(np.exp(lt - top).sum()) if np.isfinite(top) else top
+        log_mgf += c * float(norm)
+        tilted = np.exp(lt - norm) if np.isfinite(norm) else np.zeros_like(lt)
+        folds = -(-p.pmf.size // n)
+        padded = np.zeros(folds * n, dtype=dt)
+        padded[: p.pmf.size] = tilted
+        folded = padded.reshape(folds, n).sum(axis=0)  # aliasing commutes with convolution
+        del padded, tilted, lt, losses
+        base += c * p.offset
+        spec = sfft.rfft(folded)
+        ab = np.abs(spec)
+        # pocketfft's componentwise bound c·log2(N)·u·‖x‖₁, and the folding sums
+        e_fwd = (4.0 * log2n + folds) * u * float(np.sum(np.abs(folded)))
+        with np.errstate(divide="ignore"):
+            la = np.log(ab)
+            env = np.log(ab + dt(e_fwd))
+        log_abs += c * la
+        arg += c * np.arctan2(spec.imag, spec.real)
+        log_env += c * env
+        log_rel += c * (np.abs(la) + dt(math.pi))
+        fwd.append((env, e_fwd, c))
+        del spec, ab, la
+    abs_t = np.exp(log_abs)
+    spec_t = abs_t * (np.cos(arg) + 1j * np.sin(arg))
+    # |Δ ∏ y_j^c_j| ≤ Σ_j c_j e_j ∏_i (|y_i| + e_i)^c_i / (|y_j| + e_j), plus the power's own
+    # error: each log |y| and arg y carries ~u(|log|y|| + π), multiplied by c_j
+    err_spec: Any = np.zeros(n // 2 + 1, dtype=dt)
+    for env, e_fwd, c in fwd:
+        err_spec += c * dt(e_fwd) * np.exp(log_env - env)
+    rel = 4.0 * u * (1.0 + np.where(np.isfinite(log_rel), log_rel, 0.0))
+    err_spec += abs_t * rel
+    del log_abs, arg, log_env, log_rel, rel, fwd
+    comp_x = sfft.irfft(spec_t, n=n)
+    del spec_t
+    weight = np.full(n // 2 + 1, 2.0)
+    weight[0] = 1.0
+    if n % 2 == 0:
+        weight[-1] = 1.0
+    comp = np.asarray(comp_x, dtype=np.float64)
+    roundoff = (
+        float((weight * err_spec).sum()) / n
+        + 4.0 * log2n * u * float((weight * abs_t).sum()) / n
+        + u * float(np.max(np.abs(comp_x)))
+        + (_U * float(np.max(np.abs(comp))) if extended else 0.0)  # the cast to float64
+    )
+    # position k holds the index s ≡ base + k (mod n); put index a_idx + m at position m
+    return np.roll(comp, -((a_idx - base) % n)), roundoff, log_mgf
+
+
+def _infinity(parts: Sequence[tuple[DiscretePLD, int]]) -> float:
+    """P(some step is at +∞) = 1 − ∏ (1 − p∞_j)^c_j."""
+    if any(p.infinity_mass >= 1.0 for p, _ in parts):
+        return 1.0
+    return -math.expm1(sum(c * math.log1p(-p.infinity_mass) for p, c in parts))
+
+
+def _rebound(
+    supports: Sequence[tuple[Support, int]], window: Window, shift: float, h: float
+) -> Window:
+    """``window``'s points for another measure tilted λ + ``shift``: the Chernoff exponents
+    that bound its own mass beyond those edges (the Q-measure of a rounded loss, on its
+    P-measure's window)."""
+    lam = window.lam + shift
+    top = (window.a_idx + window.n) * h
+    bottom = window.a_idx * h
+    beyond = chernoff_at(supports, lam=0.0, edge=top, upper=True)
+    # both minimize K(u) − (u − λ₀)·top over u ≥ λ₀: where beyond's u is above λ it serves both
+    alias = (beyond[0] - lam, beyond[1]) if beyond[0] > lam else chernoff_at(
+        supports, lam=lam, edge=top, upper=True
+    )
+    low = chernoff_at(supports, lam=0.0, edge=bottom, upper=False)
+    return Window(window.lam, window.a_idx, window.n, beyond, alias, low)
 
 
 def compose(
@@ -303,23 +427,33 @@ def compose(
     *,
     tail: float,
     tilt_at: float | None = None,
+    below: float | None = None,
+    window: Window | None = None,
+    lam_shift: float = 0.0,
+    lam: float | None = None,
+    extended: bool = False,
 ) -> ComposedPLD:
-    """Compose ``count`` copies of each discretized PLD (all on one grid step h).
+    """Compose ``count`` copies of each discretized measure (all on one grid step h).
 
     Args:
-        parts: (pld, count) pairs, count ≥ 1.
-        tail: target size of each neglected tail term (in δ units at ``tilt_at``).
+        parts: (measure, count) pairs, count ≥ 1.
+        tail: target size of each left-out term (in δ units at ``tilt_at``).
         tilt_at: the loss (ε) where δ is wanted; the FFT is tilted there. None: no tilt.
+        below: how far under ``tilt_at`` the window must reach (default: three tilted
+            standard deviations and a tenth of ``tilt_at``).
+        window: reuse this window (tilt λ + ``lam_shift``): to compose a second measure on
+            the same points (the Q-measure of a rounded loss, with ``lam_shift=1``).
+        lam_shift: added to the window's tilt.
+        lam: use this tilt (``tilt_at`` then only places the window).
+        extended: compute the FFT in extended precision (for compositions that stand for
+            very many steps).
 
     Raises:
-        InvalidParameterError: the window would need more than 2^23 points.
+        WindowTooLargeError: the window would need more than :data:`MAX_WINDOW` points.
     """
     h = parts[0][0].h
     steps = sum(c for _, c in parts)
-    if any(p.infinity_mass >= 1.0 for p, _ in parts):
-        infinity = 1.0
-    else:
-        infinity = -math.expm1(sum(c * math.log1p(-p.infinity_mass) for p, c in parts))
+    infinity = _infinity(parts)
     if any(not bool((p.pmf > 0.0).any()) for p, _ in parts):
         # a step with no finite loss at all (only P(L = ∞)): the composition has none either
         return ComposedPLD(
@@ -327,121 +461,46 @@ def compose(
             infinity_mass=infinity, roundoff=0.0, log_beyond=-math.inf,
             log_alias_up=-math.inf, log_alias_low=-math.inf, log_below=-math.inf, steps=steps,
         )
-    supports = [(_Support(p), c) for p, c in parts]
     support_lo = sum(c * p.offset for p, c in parts)
     support_hi = sum(c * (p.offset + p.pmf.size - 1) for p, c in parts)
-    if tilt_at is not None:  # a tilted mean can only sit below the support's top
-        mean0 = sum(c * sup.tilt_moments(0.0)[1] for sup, c in supports)
-        if tilt_at > mean0:
-            tilt_at = min(tilt_at, mean0 + 0.95 * (support_hi * h - mean0))
-    lam = 0.0 if tilt_at is None else _solve_tilt(supports, tilt_at)
-    log_mgf = 0.0
-    mean = var = 0.0
-    for sup, c in supports:
-        lm, m, v = sup.tilt_moments(lam)
-        log_mgf += c * lm
-        mean += c * m
-        var += c * v
-    sd = math.sqrt(var) if var > 0 else h
-    log_tail = math.log(tail)
-    z = math.sqrt(2.0 * max(-log_tail, 1.0))
-    thetas = (z / sd) * np.geomspace(0.25, 4.0, _THETAS)
-
-    def k_up(theta: FloatArray) -> FloatArray:
-        """log E[e^(θS)] of the composed finite part (exact for the discretized steps); each
-        distinct θ once (untilted, the four families of θ below coincide in pairs)."""
-        uniq, inverse = np.unique(theta, return_inverse=True)
-        out = np.zeros_like(uniq)
-        for sup, c in supports:
-            out = out + c * sup.log_mgf(uniq)
-        return np.asarray(out[inverse])
-
-    ks = k_up(np.concatenate((lam + thetas, thetas, lam - thetas, -thetas)))
-    ku, k0, kd, kneg = (ks[i * _THETAS : (i + 1) * _THETAS] for i in range(4))
-    eps_ref = mean if tilt_at is None else max(tilt_at, 0.0)
-    # window [a, b): the true mass above b, and the tilted masses that alias, are small
-    b = max(
-        float(np.min((ku - lam * eps_ref - log_tail) / thetas)),
-        float(np.min((k0 - log_tail) / thetas)),
-    )
-    a = min(float(np.max((log_tail + lam * eps_ref - kd) / thetas)), eps_ref)
-    # a heavy lower tail (the "add" direction) can make the Chernoff bound on it weak: mass
-    # below the window only ever aliases *up* (extra mass: the upper bound stays valid), so
-    # the window need not reach further down than a few standard deviations below ε
-    a = max(a, eps_ref - 3.0 * z * sd)
-    b = max(b, eps_ref + h)
-    a_idx = max(support_lo, math.floor(a / h))
-    top_idx = max(a_idx + 1, min(support_hi + 1, math.ceil(b / h) + 1))
-    n = int(sfft.next_fast_len(top_idx - a_idx, real=True))
+    supports = [(support_of(p), c) for p, c in parts]
+    if window is None:
+        window = plan_window(
+            supports, h=h, tilt_at=tilt_at, log_tail=math.log(tail),
+            support=(support_lo, support_hi), below=below, delta_scale=tail * 1e4, lam=lam,
+        )
+    lam = window.lam + lam_shift
+    a_idx = window.a_idx
+    n = int(sfft.next_fast_len(window.n, real=True))
     if n > MAX_WINDOW:
         raise WindowTooLargeError(
-            f"the composed loss window needs {top_idx - a_idx} points at step h={h:.3g} "
+            f"the composed loss window needs {window.n} points at step h={h:.3g} "
             f"(at most {MAX_WINDOW}); use a coarser precision",
-            needed=top_idx - a_idx,
+            needed=window.n,
         )
+    # the Chernoff exponents for the edges the window really has
+    window = _rebound(supports, Window(window.lam, a_idx, n), lam_shift, h)
+    # every left-out term bounded at the Chernoff exponents chosen for the window's edges
+    # (each K exact; a window rounded up to an FFT size only makes them smaller)
     top = (a_idx + n) * h
     if a_idx + n > support_hi:
         log_beyond = log_alias_up = -math.inf
     else:
-        log_beyond = float(np.min(k0 - thetas * top))
-        log_alias_up = float(np.min(ku - thetas * top))
+        th, k = window.beyond
+        log_beyond = min(0.0, k - th * top)
+        th, k = window.alias
+        log_alias_up = k - th * top
     if a_idx <= support_lo:
         log_alias_low = log_below = -math.inf
     else:
-        log_alias_low = float(np.min(kd + thetas * a_idx * h))
-        log_below = float(np.min(kneg + thetas * a_idx * h))
-
-    base = 0
-    log2n = math.log2(n)
-    log_spec = np.zeros(n // 2 + 1, dtype=np.complex128)
-    log_env = np.zeros(n // 2 + 1)
-    log_rel = np.zeros(n // 2 + 1)
-    fwd: list[tuple[FloatArray, float, int]] = []
-    for p, c in parts:
-        with np.errstate(divide="ignore"):
-            lt = np.log(np.maximum(p.pmf, 0.0)) + lam * p.losses
-        norm = float(special.logsumexp(lt))
-        tilted = np.exp(lt - norm) if math.isfinite(norm) else np.zeros_like(lt)
-        folds = -(-p.pmf.size // n)
-        padded = np.zeros(folds * n)
-        padded[: p.pmf.size] = tilted
-        folded = padded.reshape(folds, n).sum(axis=0)  # aliasing commutes with convolution
-        base += c * p.offset
-        spec = sfft.rfft(folded)
-        ab = np.abs(spec)
-        # pocketfft's componentwise bound c·log2(N)·u·‖x‖₁, and the folding sums
-        e_fwd = (4.0 * log2n + folds) * _U * float(np.sum(np.abs(folded)))
-        with np.errstate(divide="ignore"):
-            log_spec += c * np.log(spec)
-            log_env += c * np.log(ab + e_fwd)
-            log_rel += c * (np.abs(np.log(ab)) + math.pi)
-        fwd.append((ab, e_fwd, c))
-    spec_t = np.exp(log_spec)
-    # |Δ ∏ y_j^c_j| ≤ Σ_j c_j e_j ∏_i (|y_i| + e_i)^c_i / (|y_j| + e_j), plus exp∘log's own
-    # error: each log carries ~u(|log|y_j|| + π), multiplied by c_j
-    err_spec = np.zeros(n // 2 + 1)
-    for ab, e_fwd, c in fwd:
-        err_spec += c * e_fwd * np.exp(log_env - np.log(ab + e_fwd))
-    rel = 4.0 * _U * (1.0 + np.where(np.isfinite(log_rel), log_rel, 0.0))
-    abs_t = np.abs(spec_t)
-    err_spec += abs_t * rel
-    del log_spec, log_env, log_rel, rel, fwd
-    comp = sfft.irfft(spec_t, n=n)
-    weight = np.full(n // 2 + 1, 2.0)
-    weight[0] = 1.0
-    if n % 2 == 0:
-        weight[-1] = 1.0
-    roundoff = (
-        float((weight * err_spec).sum()) / n
-        + 4.0 * log2n * _U * float((weight * abs_t).sum()) / n
-        + _U * float(np.max(np.abs(comp)))
-    )
-    # position k holds the index s ≡ base + k (mod n); put index a_idx + m at position m
-    ordered = np.roll(comp, -((a_idx - base) % n))
+        th, k = window.below
+        log_below = min(0.0, k + th * a_idx * h)
+        log_alias_low = log_below - lam * n * h  # lands ≥ n·h higher: untilting shrinks it
+    comp, roundoff, log_mgf = _fft_power(parts, lam, a_idx, n, extended)
     return ComposedPLD(
         h=h,
         offset=a_idx,
-        tilted=ordered,
+        tilted=comp,
         lam=lam,
         log_mgf=log_mgf,
         infinity_mass=infinity,
@@ -452,4 +511,5 @@ def compose(
         log_below=log_below,
         steps=steps,
         lam_target=tilt_at,
+        alias_theta=window.alias[0],
     )
