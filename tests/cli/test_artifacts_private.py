@@ -73,6 +73,8 @@ RELEASES = [
     ["variance", "x", "--bounds", "0", "100"],
     ["std", "x", "--bounds", "0", "100"],
     ["count", "--privacy-unit", "uid", "--max-rows-per-partition", "2"],
+    ["bounds", "x"],  # private bounds, a kind of their own
+    ["mean", "x", "--bounds", "private"],  # two spends, two receipts
 ]
 
 

@@ -542,3 +542,37 @@ def test_the_review_shows_the_whole_query(tmp_path: Path, people: Path) -> None:
     from approxdp.web.pages.wizard import _left
 
     assert _left(-0.25) == _left(0.0) and not _left(-0.25).startswith("-")
+
+
+def test_the_wizards_downloads_hold_no_exact_count(tmp_path: Path) -> None:
+    """Issue 23 §2: the browser's downloads (JSON, CSV, the Python script) of a release from a
+    file of N = 7919 rows hold that number nowhere, nor the exact diagnostics' keys."""
+    import re
+
+    n = 7919
+    path = tmp_path / "people.csv"
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["person", "age", "sex"])
+        for i in range(n):
+            writer.writerow([i, 18 + (i * 7) % 72, "F" if i % 3 else "M"])
+    config = web_config.make_config(ledger=tmp_path / "b.sqlite", budget=(20.0, 1e-4),
+                                    data=[path])
+    schema = wizard.schema_of(config.data[0])
+    assert config.ledger is not None
+    for form in ({"kind": "count"},
+                 {"kind": "mean", "column": "age", "low": "18", "high": "90"},
+                 {"kind": "histogram", "columns": ["sex"], "domain": "sex=F,M"},
+                 {"kind": "quantiles", "column": "age", "low": "18", "high": "90",
+                  "qs": "0.5"}):
+        spec = wizard.read_spec(config, {"file": "1", "epsilon": "1", "delta": "1e-6", **form},
+                                schema)
+        made = wizard.release(spec, schema, config.ledger)
+        for name, text in (("json", wizard.release_json(made)),
+                           ("csv", wizard.release_csv(made)),
+                           ("script", wizard.release_script(spec, schema, config.ledger))):
+            where = f"{form['kind']} {name}"
+            assert re.search(rf"(?<![\d.]){n}(?![\d])(?!\.\d)", text.replace(",", "")) is None, (
+                where)
+            for key in ('"read"', '"used"', '"dropped"', "exact, not private"):
+                assert key not in text, where
