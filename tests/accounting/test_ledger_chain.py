@@ -253,3 +253,21 @@ def test_a_file_the_user_may_only_read() -> None:
         finally:
             folder.chmod(0o755)
             path.chmod(0o644)
+
+
+def test_schema_3_fixture_reads_and_verifies(tmp_path: Path) -> None:
+    """tests/accounting/data/ledger_v3.sqlite was written by the schema-3 code: ledger_v2
+    upgraded (six spends, chained on upgrade), then a Gaussian spend and a seeded (ε, δ)
+    spend marked 'seeded, not private'. The next schema's upgrade test starts from it."""
+    path = tmp_path / "v3.sqlite"
+    shutil.copy(DATA / "ledger_v3.sqlite", path)
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+    conn.close()
+    report = verify_ledger(path)
+    assert report.ok and report.chained and report.spends == 8
+    with PrivacyAccountant(BUDGET, ledger=path, read_only=True) as view:
+        records = view.history()
+        assert [r.seeded for r in records] == [False] * 7 + [True]
+        assert records[6].event.label == "mean [schema 3]"  # type: ignore[attr-defined]
+        assert all(r.receipt is not None for r in records)
