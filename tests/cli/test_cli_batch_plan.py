@@ -162,6 +162,29 @@ def test_every_statistic_in_one_batch_is_one_plan_with_stated_shares(
                    "--bounds private")
 
 
+def test_batch_casts_a_dirty_column_and_chooses_drop_or_error(
+    run_json: Any, run: Any, one_line_error: Any, tmp_path: Path,
+) -> None:
+    """A text column with a few values that are not numbers: the spec casts it, and
+    cast_errors says whether those values become missing (drop) or refuse the batch."""
+    data = tmp_path / "dirty.csv"
+    data.write_text("income\n" + "\n".join("n/a" if i % 40 == 0 else str(900 + 11 * i)
+                                            for i in range(400)) + "\n", encoding="utf-8")
+    spec = tmp_path / "dirty.toml"
+    body = ('file = "dirty.csv"\nepsilon = 1.0\ndelta = 1e-6\ncasts = {{income = "double"}}\n'
+            '{errors}[[query]]\nkind = "median"\ncolumn = "income"\nbounds = [0, 6000]\n'
+            '[[query]]\nkind = "variance"\ncolumn = "income"\nbounds = [0, 6000]\n')
+    spec.write_text(body.format(errors='cast_errors = "drop"\n'), encoding="utf-8")
+    made = run_json("release", "batch", spec, "--seed", "1")
+    assert [r["label"] for r in made["results"]] == ["median(income)", "variance(income)"]
+    assert made["budget"]["count"] == 1
+    spec.write_text(body.format(errors='cast_errors = "error"\n'), encoding="utf-8")
+    line = one_line_error(run("release", "batch", spec), 2,
+                          "column 'income' has values that are not numbers",
+                          "--cast-errors drop")
+    assert "n/a" not in line
+
+
 def test_plan_meets_the_targets_and_spends_nothing(run_json: Any, people_parquet: Path,
                                                    tmp_path: Path) -> None:
     spec = _spec(tmp_path, people_parquet)

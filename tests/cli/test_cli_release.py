@@ -244,6 +244,23 @@ def test_dirty_numeric_column_names_the_value_and_the_cast(
     assert diagnostics["rows"]["read"] == n
 
 
+def test_cast_errors_refuse_a_dirty_column_before_the_spend(
+    run: Any, run_json: Any, one_line_error: Any, tmp_path: Path
+) -> None:
+    path = _dirty_csv(tmp_path / "tx.csv", 5, 300)
+    ledger = tmp_path / "l.sqlite"
+    line = one_line_error(
+        run("release", "mean", path, "amount", "--bounds", "0", "100", "-e", "0.5", "-d",
+            "1e-7", "--cast", "amount=double", "--cast-errors", "error", "--ledger", ledger,
+            "--budget", "1", "1e-6"),
+        2, "column 'amount' has values that are not numbers", "--cast-errors drop")
+    assert "oops" not in line and "cast_errors" not in line
+    assert run_json("ledger", ledger)["status"]["count"] == 0
+    data = run_json("release", "median", path, "amount", "--bounds", "0", "100", "-e", "0.5",
+                    "-d", "1e-7", "--cast", "amount=double", "--cast-errors", "drop")
+    assert data["result"]["label"] == "median(amount)"
+
+
 def test_header_only_csv_is_an_empty_table(run: Any, one_line_error: Any,
                                            tmp_path: Path) -> None:
     path = tmp_path / "header.csv"

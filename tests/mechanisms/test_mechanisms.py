@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
+import typing
 
 import numpy as np
 import pytest
 
 from approxdp import (
+    ComposedGaussian,
     DiscreteGaussianEvent,
     DiscreteGaussianMechanism,
     EpsilonDeltaEvent,
@@ -54,6 +56,34 @@ def test_release_shapes_and_marking(make, shape):
         assert isinstance(sim, SimulatedFloat) and "secure=False" in repr(sim)
         assert isinstance(unseeded, SimulatedFloat)
     assert is_secure(secure) and not is_secure(sim) and not is_secure(unseeded)
+
+
+@pytest.mark.parametrize(("make", "scalar", "array"), [
+    (lambda: GaussianMechanism(1.0, 1e-5), float, np.float64),
+    (lambda: LaplaceMechanism(1.0, 1.0), float, np.float64),
+    (lambda: TruncatedLaplaceMechanism(1.0, 1e-5, 1.0), float, np.float64),
+    (lambda: DiscreteGaussianMechanism(1.0, 1e-5, 2), int, np.int64),
+])
+def test_release_returns_what_its_overloads_declare(make, scalar, array):
+    """Issue 25: @overload where the return type follows the input — a number gives a number,
+    an array an array — and the runtime agrees with the declaration."""
+    mech = make()
+    declared = [o.__annotations__["return"] for o in typing.get_overloads(type(mech).release)]
+    assert declared == [scalar.__name__, f"npt.NDArray[np.{array.__name__}]"]
+    assert isinstance(mech.release(3), scalar)
+    out = mech.release([1, 2, 3])
+    assert isinstance(out, np.ndarray) and out.dtype == array
+
+
+def test_composed_gaussian_profile_returns_what_its_overloads_declare():
+    composed = ComposedGaussian(2.0, 3)
+    for method, value in ((composed.delta, 1.0), (composed.epsilon, 1e-5),
+                          (composed.pdp_delta, 1.0)):
+        declared = [o.__annotations__["return"]
+                    for o in typing.get_overloads(getattr(ComposedGaussian, method.__name__))]
+        assert declared == ["float", "npt.NDArray[np.float64]"]
+        assert type(method(value)) is float
+        assert isinstance(method([value, value]), np.ndarray)
 
 
 def test_seeded_paths_reproduce():

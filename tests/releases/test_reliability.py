@@ -251,6 +251,32 @@ def test_bad_value_deep_in_a_csv_is_found_before_anything_runs(tmp_path: Path) -
         t.sum("amount", (0, 100), epsilon=0.5, delta=1e-7)
 
 
+def test_cast_errors_drop_or_refuse_before_anything_is_spent(tmp_path: Path) -> None:
+    """Issue 24 §3: a text column with a few values that are not numbers is cast, and the
+    user chooses what becomes of those values: dropped (missing, the default) or the table
+    refused. The refusal names the column and neither how many values nor which ones."""
+    path = tmp_path / "tx.csv"
+    pacsv.write_csv(pa.table({"amount": ["1.5", "oops", "7", "secret-value", "3"]}), path)
+    accountant = PrivacyAccountant(budget=(5.0, 1e-5))
+    with pytest.raises(DataError, match=r"column 'amount' has values that are not numbers") as e:
+        PrivateTable(str(path), accountant=accountant, casts={"amount": "double"},
+                     cast_errors="error")
+    assert "2" not in str(e.value) and "oops" not in str(e.value)
+    assert "cast_errors='drop'" in str(e.value) and accountant.history() == ()
+    clean = tmp_path / "clean.csv"
+    pacsv.write_csv(pa.table({"amount": ["1.5", "7", "3"]}), clean)
+    ok = PrivateTable(str(clean), budget=(5.0, 1e-5), casts={"amount": "double"},
+                      cast_errors="error", seed=1)
+    assert ok.cast_report == {"amount": (0, ())}
+    assert 0 <= ok.mean("amount", (0, 10), epsilon=1.0, delta=1e-6).value <= 10
+    dropped = PrivateTable(str(path), budget=(5.0, 1e-5), casts={"amount": "double"}, seed=1)
+    assert dropped.cast_report["amount"][0] == 2
+    with pytest.raises(InvalidParameterError, match=r"cast_errors must be one of \['drop', "
+                                                    r"'error'\], got cast_errors='coerce'"):
+        PrivateTable(str(path), budget=(5.0, 1e-5), casts={"amount": "double"},
+                     cast_errors="coerce")  # type: ignore[arg-type]
+
+
 def test_header_only_csv_says_the_table_is_empty(tmp_path: Path) -> None:
     path = tmp_path / "header.csv"
     path.write_text("id,amount,g\n", encoding="utf-8")

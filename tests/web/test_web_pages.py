@@ -238,6 +238,31 @@ def test_simulate_spends_nothing_and_release_spends_once(config: web_config.Serv
     assert _spends(config.ledger) == 1
 
 
+def test_private_bounds_in_the_wizard(config: web_config.ServeConfig) -> None:
+    """Issue 24 §3: a clamped statistic takes bounds the user gives, or bounds estimated
+    privately first (``--bounds private``): the low/high fields are then not read."""
+    assert config.ledger is not None
+    schema = wizard.schema_of(config.data[0])
+    form = {**_FORM, "bounds_mode": "private", "low": "not read", "high": ""}
+    spec = wizard.read_spec(config, form, schema)
+    assert spec.bounds == "private" and spec.inputs(schema).bounds == "private"
+    simulated = wizard.simulate(spec, schema, "2000")
+    assert simulated["result"]["secure"] is False and _spends(config.ledger) == 0
+    assert "bounds" in simulated["explain"]
+    script = wizard.release_script(spec, schema, config.ledger)
+    assert "bounds='private'" in script
+    compile(script, "release.py", "exec")
+    made = wizard.release(spec, schema, config.ledger)
+    assert made["query"]["bounds"] == "private" and made["result"]["secure"] is True
+    assert _spends(config.ledger) >= 1
+    for kind in ("median", "variance"):
+        assert wizard.read_spec(config, {**form, "kind": kind, "by": [], "domain": ""},
+                                schema).bounds == "private"
+    with pytest.raises(InvalidParameterError) as bad:
+        wizard.read_spec(config, {**_FORM, "bounds_mode": "guess"}, schema)
+    assert forms.locate(bad.value, ["bounds_mode", "low"]) == "bounds_mode"
+
+
 def test_the_script_reproduces_the_release(
     config: web_config.ServeConfig, tmp_path: Path,
 ) -> None:
@@ -361,7 +386,18 @@ def test_every_statistic_and_casting_in_the_wizard(tmp_path: Path) -> None:
     # result, like every artifact, leaves it out (issue 23 §2)
     assert not any("were not numbers" in note for note in made["result"]["notes"])
     assert "diagnostics" not in made["result"]
-    assert made["query"]["casts"] == ["income"]
+    assert made["query"]["casts"] == ["income"] and made["query"]["cast_errors"] == "drop"
+    refuse = wizard.read_spec(config, {**cast, "cast_errors": "error"}, schema)
+    assert refuse.cast_errors == "error"
+    assert "cast_errors='error'" in wizard.release_script(refuse, schema, config.ledger)
+    spent = _spends(config.ledger)
+    with pytest.raises(DataError, match="column 'income' has values that are not numbers") as e:
+        wizard.release(refuse, schema, config.ledger)
+    assert "n/a" not in str(e.value) and "12" not in str(e.value)  # no value, no count
+    assert _spends(config.ledger) == spent
+    with pytest.raises(InvalidParameterError) as bad_errors:
+        wizard.read_spec(config, {**cast, "cast_errors": "coerce"}, schema)
+    assert forms.locate(bad_errors.value, ["cast_errors"]) == "cast_errors"
     with pytest.raises(InvalidParameterError) as bad_q:
         wizard.read_spec(config, {**cast, "kind": "quantiles", "qs": "0.1, 2"}, schema)
     assert forms.locate(bad_q.value, ["qs"]) == "qs"

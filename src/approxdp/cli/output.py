@@ -145,6 +145,7 @@ class Number(click.FloatRange):
 _CLI_WORDING: tuple[tuple[str, str], ...] = (
     (r"\boutside_domain\s*=\s*'(drop|error)'", r"--outside-domain \1"),
     (r"\bcasts=\{'([^']+)': 'double'\}", r"--cast \1=double"),
+    (r"\bcast_errors='(drop|error)'", r"--cast-errors \1"),
     (r"\bdomain\['([^']+)'\]", r"--domain \1=..."),
     (r"\bmax_rows_per_partition\b", "--max-rows-per-partition"),
     (r"\bmax_partitions\b", "--max-partitions"),

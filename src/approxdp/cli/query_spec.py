@@ -6,7 +6,9 @@ A spec is TOML (read with the standard library's ``tomllib``) or JSON (``.json``
     epsilon = 1.0                  # the whole batch's budget (release batch)
     delta = 1e-6
     privacy_unit = "person_id"     # optional, with max_partitions, max_rows_per_partition,
-    neighbouring = "add-remove"    # neighbouring, method, level, casts = {amount = "double"}
+    neighbouring = "add-remove"    # neighbouring, method, level, casts = {amount = "double"},
+                                   # cast_errors = "drop" (or "error": refuse values that are
+                                   # not numbers)
 
     [[query]]
     kind = "count"
@@ -47,7 +49,7 @@ from approxdp.releases.specs import Query
 
 __all__ = ["BatchSpec", "load_spec"]
 _TABLE_KEYS = ("privacy_unit", "max_partitions", "max_rows_per_partition", "neighbouring",
-               "method", "casts")
+               "method", "casts", "cast_errors")
 _TOP_KEYS = ("file", "epsilon", "delta", "level", "query", *_TABLE_KEYS)
 _QUERY_KEYS = ("kind", "column", "columns", "bounds", "by", "domain", "outside_domain", "qs",
                "weight", "half_width", "rmse", "name")

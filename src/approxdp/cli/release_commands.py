@@ -159,6 +159,10 @@ def _typed_domain(table: Any, domain: dict[str, list[str]]) -> dict[str, list[An
               help="Convert a value column to numbers before anything else; values that are "
                    "not numbers become missing (counted, with examples, in the result notes). "
                    "Repeatable.")
+@click.option("--cast-errors", type=click.Choice(["drop", "error"]), default="drop",
+              show_default=True,
+              help="With --cast: values that are not numbers become missing (drop), or refuse "
+                   "the release before anything is spent (error).")
 @click.option("--seed", type=int, default=None,
               help="Seed the noise (tests and demos only: seeded noise is NOT secure). Refused "
                    "with --ledger unless --allow-seeded-ledger.")
@@ -183,8 +187,9 @@ def release_command(
     outside_domain: str, budget: tuple[float, float] | None, ledger: Path | None,
     composition: str | None, privacy_unit: str | None, max_partitions: int,
     max_rows_per_partition: int, neighbouring: str, level: float, method: str,
-    cast_specs: tuple[str, ...], seed: int | None, allow_seeded_ledger: bool,
-    output: Path | None, exact_diagnostics: bool, show: int, as_json: bool,
+    cast_specs: tuple[str, ...], cast_errors: str, seed: int | None,
+    allow_seeded_ledger: bool, output: Path | None, exact_diagnostics: bool, show: int,
+    as_json: bool,
 ) -> None:
     """A private statistic of a CSV or Parquet FILE.
 
@@ -238,7 +243,8 @@ def release_command(
                 str(file), accountant=accountant, neighbouring=cast(Neighbouring, neighbouring),
                 privacy_unit=privacy_unit, max_partitions=max_partitions,
                 max_rows_per_partition=max_rows_per_partition, seed=seed, method=method,
-                casts=casts, allow_seeded_ledger=allow_seeded_ledger,
+                casts=casts, cast_errors=cast(Literal["drop", "error"], cast_errors),
+                allow_seeded_ledger=allow_seeded_ledger,
             )
             inputs = dataclasses.replace(inputs, domain=_typed_domain(table, domain))
             result = table.release_kind(entry, inputs, epsilon=epsilon, delta=delta,

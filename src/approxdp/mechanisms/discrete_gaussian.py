@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -151,6 +151,17 @@ class DiscreteGaussianMechanism:
         return DiscreteGaussianEvent(
             sigma=self.sigma, sensitivity=self.sensitivity, epsilon=self.epsilon, delta=self.delta
         )
+
+    @overload
+    def release(
+        self, value: float, rng: np.random.Generator | None = None, *,
+        secure: bool | None = None,
+    ) -> int: ...
+    @overload
+    def release(
+        self, value: npt.ArrayLike, rng: np.random.Generator | None = None, *,
+        secure: bool | None = None,
+    ) -> npt.NDArray[np.int64]: ...
 
     def release(
         self, value: npt.ArrayLike, rng: np.random.Generator | None = None, *,

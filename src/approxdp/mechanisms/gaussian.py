@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -272,6 +272,17 @@ class GaussianMechanism:
     def secure_noise(self, dimension: int = 1) -> SecureGaussianNoise:
         """The lattice parameters the secure release uses for ``dimension`` coordinates."""
         return secure_gaussian_noise(self.sensitivity, self.sigma, check_dimension(dimension))
+
+    @overload
+    def release(
+        self, value: float, rng: np.random.Generator | None = None, *,
+        secure: bool | None = None,
+    ) -> float: ...
+    @overload
+    def release(
+        self, value: npt.ArrayLike, rng: np.random.Generator | None = None, *,
+        secure: bool | None = None,
+    ) -> npt.NDArray[np.float64]: ...
 
     def release(
         self, value: npt.ArrayLike, rng: np.random.Generator | None = None, *,

@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -150,6 +150,17 @@ class LaplaceMechanism:
     def secure_noise(self, dimension: int = 1) -> SecureLaplaceNoise:
         """Parameters of the secure release of ``dimension`` coordinates."""
         return secure_laplace_noise(self.epsilon, self.sensitivity, check_dimension(dimension))
+
+    @overload
+    def release(
+        self, value: float, rng: np.random.Generator | None = None, *,
+        secure: bool | None = None,
+    ) -> float: ...
+    @overload
+    def release(
+        self, value: npt.ArrayLike, rng: np.random.Generator | None = None, *,
+        secure: bool | None = None,
+    ) -> npt.NDArray[np.float64]: ...
 
     def release(
         self, value: npt.ArrayLike, rng: np.random.Generator | None = None, *,

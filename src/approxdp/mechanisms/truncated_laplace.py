@@ -34,7 +34,7 @@ import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -243,6 +243,17 @@ class TruncatedLaplaceMechanism:
     def event(self) -> EpsilonDeltaEvent:
         """The release as an :class:`~approxdp.events.EpsilonDeltaEvent` (ε, δ)."""
         return EpsilonDeltaEvent(epsilon=self.epsilon, delta=self.delta, label="truncated-laplace")
+
+    @overload
+    def release(
+        self, value: float, rng: np.random.Generator | None = None, *,
+        secure: bool | None = None,
+    ) -> float: ...
+    @overload
+    def release(
+        self, value: npt.ArrayLike, rng: np.random.Generator | None = None, *,
+        secure: bool | None = None,
+    ) -> npt.NDArray[np.float64]: ...
 
     def release(
         self, value: npt.ArrayLike, rng: np.random.Generator | None = None, *,

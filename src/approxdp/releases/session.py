@@ -21,7 +21,12 @@ from approxdp._validation import check_parameter
 from approxdp.accounting import Accountant, BudgetStatus, PrivacyAccountant
 from approxdp.engines import Engine, engine_for
 from approxdp.engines.shapes import KeyValue
-from approxdp.errors import InvalidParameterError, ParameterTypeError, SeededLedgerError
+from approxdp.errors import (
+    DataError,
+    InvalidParameterError,
+    ParameterTypeError,
+    SeededLedgerError,
+)
 from approxdp.releases.accuracy import AccuracyPlan, accuracy_of, plan_for_accuracy
 from approxdp.releases.bounds import PrivateBounds
 from approxdp.releases.dense import LARGE_DOMAIN_CELLS
@@ -31,6 +36,8 @@ from approxdp.releases.plan import AllocatedPlan, ReleasePlan, allocate
 from approxdp.releases.quantiles import Median, Quantiles
 from approxdp.releases.result import ReleaseResult
 from approxdp.releases.specs import (
+    CAST_ERRORS,
+    CastErrors,
     ColumnQuery,
     ContributionBounds,
     Count,
@@ -99,6 +106,10 @@ class PrivateTable(TableTransformations):
             sums and means skip. How many did, with examples, is in :attr:`cast_report` and in
             the ``diagnostics`` of every release (exact, not private — for the data holder).
             ``"double"`` is the only conversion.
+        cast_errors: What a cast does with values that are not numbers: ``"drop"`` (the
+            default) turns them into missing values, as above; ``"error"`` refuses the table
+            (:class:`~approxdp.errors.DataError`, before anything is spent) when any value of
+            a cast column is not a number — the message names the column, not how many.
         allow_seeded_ledger: With ``seed`` and an accountant whose ledger is a file
             (:attr:`PrivacyAccountant.persistent <approxdp.accounting.PrivacyAccountant.
             persistent>`), record the seeded releases' spends anyway, each marked "seeded, not
@@ -126,6 +137,7 @@ class PrivateTable(TableTransformations):
         large_domain_cells: int = LARGE_DOMAIN_CELLS,
         output_dir: str | None = None,
         casts: Mapping[str, str] | None = None,
+        cast_errors: CastErrors = "drop",
         allow_seeded_ledger: bool = False,
     ) -> None:
         one_of = "pass exactly one of budget=(epsilon, delta) or accountant="
@@ -152,8 +164,19 @@ class PrivateTable(TableTransformations):
         self.table = self.engine.load(data)
         #: {column: (values that were not numbers, up to three of them)} for each cast column.
         self.cast_report: dict[str, tuple[int, tuple[str, ...]]] = {}
-        for column in _check_casts(casts):
+        checked = _check_casts(casts)
+        if cast_errors not in CAST_ERRORS:
+            raise InvalidParameterError(
+                f"cast_errors must be one of {list(CAST_ERRORS)}, got cast_errors={cast_errors!r}"
+            )
+        for column in checked:
             self.cast_report[column] = self.engine.count_unconvertible(self.table, column)
+            if cast_errors == "error" and self.cast_report[column][0]:
+                raise DataError(
+                    f"casts: column {column!r} has values that are not numbers, and "
+                    "cast_errors='error' refuses them: clean the column, or pass "
+                    "cast_errors='drop' to treat them as missing values"
+                )
             self.table = self.engine.cast_to_double(self.table, column)
         self._rng = np.random.default_rng(seed) if seed is not None else None
         if isinstance(large_domain_cells, bool) or not isinstance(large_domain_cells, int):

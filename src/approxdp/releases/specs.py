@@ -23,6 +23,8 @@ from approxdp.engines.shapes import KeyValue, Membership
 from approxdp.errors import InvalidParameterError, ParameterTypeError
 
 __all__ = [
+    "CAST_ERRORS",
+    "CastErrors",
     "ColumnQuery",
     "ContributionBounds",
     "Count",
@@ -42,6 +44,11 @@ __all__ = [
 Neighbouring = Literal["add-remove", "replace-one"]
 NEIGHBOURING: tuple[str, ...] = ("add-remove", "replace-one")
 OutsideDomain = Literal["error", "drop"]
+
+#: What a table's casts do with values that are not numbers (``PrivateTable(cast_errors=)``):
+#: ``drop`` them (they become missing values) or refuse the table with an ``error``.
+CastErrors = Literal["drop", "error"]
+CAST_ERRORS: tuple[CastErrors, ...] = ("drop", "error")
 
 
 def check_bounds(name: str, bounds: object) -> tuple[float, float]:

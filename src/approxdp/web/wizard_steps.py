@@ -25,7 +25,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -33,6 +33,7 @@ from approxdp.accounting import PrivacyAccountant, read_ledger_settings
 from approxdp.errors import DataError, InvalidParameterError
 from approxdp.events import EpsilonDeltaEvent
 from approxdp.releases.kinds import DEFAULT_QS, RELEASE_KINDS, KindInputs
+from approxdp.releases.specs import CAST_ERRORS
 from approxdp.reports.formatting import JSON_SCHEMA_VERSION, jsonable
 from approxdp.reports.releases import (
     budget_dict,
@@ -92,7 +93,8 @@ class ReleaseSpec:
 
     ``columns`` is the value column or the columns counted (histogram); ``domain`` maps
     grouping columns to their public values, as typed (``NULL`` for missing); ``casts`` are
-    the columns converted to numbers first (values that are not numbers become missing).
+    the columns converted to numbers first, and ``cast_errors`` what becomes of their values
+    that are not numbers (``drop``: missing values; ``error``: the release is refused).
     """
 
     file: DataFile
@@ -100,7 +102,7 @@ class ReleaseSpec:
     epsilon: float
     delta: float
     columns: tuple[str, ...] = ()
-    bounds: tuple[float, float] | None = None
+    bounds: tuple[float, float] | Literal["private"] | None = None
     by: tuple[str, ...] = ()
     domain: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     outside_domain: str = "error"
@@ -111,6 +113,7 @@ class ReleaseSpec:
     neighbouring: str = "add-remove"
     qs: tuple[float, ...] = ()
     casts: tuple[str, ...] = ()
+    cast_errors: str = "drop"
 
     @property
     def label(self) -> str:
@@ -153,10 +156,12 @@ def read_spec(
 ) -> ReleaseSpec:
     """The release the form describes, checked as far as it can be without the data.
 
-    ``form`` keys: ``file`` (a key the server handed out), ``kind``, ``column``, ``low``,
-    ``high``, ``by``, ``columns``, ``domain`` (lines ``COLUMN=V1,V2``), ``outside_domain``,
-    ``epsilon``, ``delta``, ``level``, ``privacy_unit`` (empty: each row), ``max_partitions``,
-    ``max_rows_per_partition``, ``neighbouring``. Errors are tagged with their field
+    ``form`` keys: ``file`` (a key the server handed out), ``kind``, ``column``,
+    ``bounds_mode`` (``given``: ``low`` and ``high``; ``private``: estimated first from a share
+    of ε and δ, as ``--bounds private``), ``low``, ``high``, ``by``, ``columns``, ``domain``
+    (lines ``COLUMN=V1,V2``), ``outside_domain``, ``epsilon``, ``delta``, ``level``,
+    ``privacy_unit`` (empty: each row), ``max_partitions``, ``max_rows_per_partition``,
+    ``neighbouring``, ``qs``, ``casts``, ``cast_errors``. Errors are tagged with their field
     (:func:`~.forms.on_field`) when the message does not name it.
 
     Raises:
@@ -193,8 +198,13 @@ def read_spec(
         casts = _names(form.get("casts"))
         for column in casts:
             _check_column("cast", column, schema)
+    cast_errors = str(form.get("cast_errors") or "drop")
+    if cast_errors not in CAST_ERRORS:
+        with on_field("cast_errors"):
+            raise InvalidParameterError(
+                f"cast_errors must be one of {list(CAST_ERRORS)}, got {cast_errors!r}")
     columns: tuple[str, ...] = ()
-    bounds = None
+    bounds: tuple[float, float] | Literal["private"] | None = None
     by: tuple[str, ...] = ()
     qs: tuple[float, ...] = ()
     if entry.columns == "one":
@@ -215,7 +225,14 @@ def read_spec(
                 raise InvalidParameterError(f"{kind} needs at least one column to count over")
             for column in columns:
                 _check_column(kind, column, schema)
-    if entry.bounds:
+    mode = str(form.get("bounds_mode") or "given")
+    if entry.bounds and mode not in ("given", "private"):
+        with on_field("bounds_mode"):
+            raise InvalidParameterError(
+                f"bounds_mode must be 'given' or 'private', got {mode!r}")
+    if entry.bounds and mode == "private":
+        bounds = "private"
+    elif entry.bounds:
         low = parameter("low", form.get("low"), "finite")
         high = parameter("high", form.get("high"), "finite")
         if not low < high:
@@ -247,6 +264,7 @@ def read_spec(
         by=by, domain={c: tuple(v) for c, v in raw.items()}, outside_domain=outside,
         level=level, privacy_unit=unit, max_partitions=max_partitions,
         max_rows_per_partition=max_rows, neighbouring=neighbouring, qs=qs, casts=casts,
+        cast_errors=cast_errors,
     )
 
 
@@ -278,6 +296,8 @@ def _table_options(spec: ReleaseSpec) -> dict[str, Any]:
         "neighbouring": spec.neighbouring}
     if spec.casts:
         options["casts"] = {c: "double" for c in spec.casts}
+        if spec.cast_errors != "drop":
+            options["cast_errors"] = spec.cast_errors
     return options
 
 
@@ -306,7 +326,7 @@ def synthetic_table(spec: ReleaseSpec, schema: Mapping[str, str], rows: int) -> 
         values: list[Any] = typed.get(column) or _made_up_cells(schema.get(column, "string"))
         data[column] = [values[i % len(values)] for i in range(rows)]
     if RELEASE_KINDS[spec.kind].columns == "one":  # the value column
-        low, high = spec.bounds if spec.bounds is not None else _MADE_UP_RANGE
+        low, high = spec.bounds if isinstance(spec.bounds, tuple) else _MADE_UP_RANGE
         data[spec.columns[0]] = rng.uniform(low, high, rows)
     if not data:
         data["row"] = np.arange(rows, dtype=np.int64)
@@ -431,9 +451,11 @@ def release(spec: ReleaseSpec, schema: Mapping[str, str], ledger: Path) -> dict[
         "schema_version": JSON_SCHEMA_VERSION,
         "file": str(spec.file.path),
         "query": {"kind": spec.kind, "columns": list(spec.columns), "by": list(spec.by),
-                  "bounds": list(spec.bounds) if spec.bounds is not None else None,
+                  "bounds": (list(spec.bounds) if isinstance(spec.bounds, tuple)
+                             else spec.bounds),
                   "domain": {c: list(v) for c, v in spec.domain.items()} or None,
-                  "qs": list(spec.qs) or None, "casts": list(spec.casts) or None},
+                  "qs": list(spec.qs) or None, "casts": list(spec.casts) or None,
+                  "cast_errors": spec.cast_errors if spec.casts else None},
         "result": release_dict(result),
         "budget": budget_dict(status),
         "ledger": str(ledger),

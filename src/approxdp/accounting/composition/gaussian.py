@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import overload
 
 import numpy as np
 import numpy.typing as npt
@@ -62,6 +63,11 @@ class ComposedGaussian:
         if self.count < 1:
             raise InvalidParameterError(f"count must be >= 1, got count={self.count}")
 
+    @overload
+    def delta(self, epsilon: float) -> float: ...
+    @overload
+    def delta(self, epsilon: npt.ArrayLike) -> npt.NDArray[np.float64]: ...
+
     def delta(self, epsilon: npt.ArrayLike) -> FloatOrArray:
         """Exact δ(ε) of the composition (Zhao et al. Thm 2 at σ*, Δ = 1). Vectorized in ε."""
         from approxdp.profiles.gaussian import gaussian_delta
@@ -72,6 +78,11 @@ class ComposedGaussian:
         result: FloatOrArray = gaussian_delta(epsilon, self.sigma, 1.0)
         return result
 
+    @overload
+    def epsilon(self, delta: float) -> float: ...
+    @overload
+    def epsilon(self, delta: npt.ArrayLike) -> npt.NDArray[np.float64]: ...
+
     def epsilon(self, delta: npt.ArrayLike) -> FloatOrArray:
         """Exact least ε(δ) of the composition (inverse of :meth:`delta`). Vectorized in δ."""
         from approxdp.profiles.gaussian import gaussian_epsilon
@@ -81,6 +92,11 @@ class ComposedGaussian:
             return 0.0 if dlt.ndim == 0 else np.zeros_like(dlt)
         result: FloatOrArray = gaussian_epsilon(self.sigma, delta, 1.0)
         return result
+
+    @overload
+    def pdp_delta(self, epsilon: float) -> float: ...
+    @overload
+    def pdp_delta(self, epsilon: npt.ArrayLike) -> npt.NDArray[np.float64]: ...
 
     def pdp_delta(self, epsilon: npt.ArrayLike) -> FloatOrArray:
         """Exact pDP δ(ε) of the composition (Zhao et al. Lemma 15 ii, Thm 6)."""

@@ -18,6 +18,7 @@ from htmltools import TagChild
 from shiny import Inputs, Outputs, reactive, render, req, ui
 
 from approxdp.releases.kinds import RELEASE_KINDS, ReleaseKind
+from approxdp.releases.session import BOUNDS_SHARE
 from approxdp.reports.formatting import fmt
 from approxdp.web import wizard_steps as steps
 from approxdp.web.config import ServeConfig, data_file
@@ -29,11 +30,12 @@ __all__ = ["FIELDS", "panel", "server"]
 #: API parameter name → input id of the wizard's fields.
 FIELDS = {
     "file": "wiz_file", "kind": "wiz_kind", "column": "wiz_column", "low": "wiz_low",
-    "high": "wiz_high", "by": "wiz_by", "columns": "wiz_columns", "domain": "wiz_domain",
+    "high": "wiz_high", "bounds_mode": "wiz_bounds_mode", "by": "wiz_by",
+    "columns": "wiz_columns", "domain": "wiz_domain",
     "outside_domain": "wiz_outside_domain", "epsilon": "wiz_epsilon", "delta": "wiz_delta",
     "level": "wiz_level", "privacy_unit": "wiz_unit", "max_partitions": "wiz_max_partitions",
     "max_rows_per_partition": "wiz_max_rows", "neighbouring": "wiz_neighbouring",
-    "qs": "wiz_qs", "casts": "wiz_casts", "rows": "wiz_rows",
+    "qs": "wiz_qs", "casts": "wiz_casts", "cast_errors": "wiz_cast_errors", "rows": "wiz_rows",
 }
 
 
@@ -70,10 +72,12 @@ def panel(config: ServeConfig, schema: Mapping[str, str]) -> Any:
         ui.input_select("wiz_file", "data file", {f.key: f.label for f in config.data}),
         ui.output_ui("wiz_file__error"),
         ui.output_ui("wiz_schema"),
-        ui.input_selectize("wiz_casts", "convert to numbers (text columns with dirty values: "
-                           "what is not a number becomes missing, and is counted)",
-                           _text_columns(schema), multiple=True),
+        ui.input_selectize("wiz_casts", "convert to numbers (text columns with a few values "
+                           "that are not numbers)", _text_columns(schema), multiple=True),
         ui.output_ui("wiz_casts__error"),
+        ui.input_select("wiz_cast_errors", "values that are not numbers",
+                        {"drop": "drop them (they become missing values)",
+                         "error": "refuse the release"}),
     )
     step2 = ui.card(
         ui.card_header("2. Privacy unit: whom to protect"),
@@ -100,6 +104,14 @@ def panel(config: ServeConfig, schema: Mapping[str, str]) -> Any:
         ),
         ui.panel_conditional(
             _when(lambda k: k.bounds),
+            ui.input_radio_buttons(
+                "wiz_bounds_mode", "clamping bounds",
+                {"given": "I give them (public knowledge, not read from the data)",
+                 "private": f"estimate them privately first ({BOUNDS_SHARE:.0%} of this "
+                            "release's ε and δ)"}),
+        ),
+        ui.panel_conditional(
+            _when(lambda k: k.bounds) + " && input.wiz_bounds_mode !== 'private'",
             ui.layout_columns(text_field("wiz_low", "lower bound", "0", on_blur=True),
                               text_field("wiz_high", "upper bound", "100", on_blur=True),
                               col_widths=(6, 6)),
