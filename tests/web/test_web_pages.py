@@ -16,6 +16,7 @@ from approxdp.accounting import read_ledger_settings
 from approxdp.errors import (
     ApproxDPError,
     DataError,
+    InsufficientDataError,
     InvalidParameterError,
     LedgerError,
     ParameterTypeError,
@@ -246,15 +247,30 @@ def test_private_bounds_in_the_wizard(config: web_config.ServeConfig) -> None:
     form = {**_FORM, "bounds_mode": "private", "low": "not read", "high": ""}
     spec = wizard.read_spec(config, form, schema)
     assert spec.bounds == "private" and spec.inputs(schema).bounds == "private"
-    simulated = wizard.simulate(spec, schema, "2000")
+    simulated = wizard.simulate(spec, schema, "20000")
     assert simulated["result"]["secure"] is False and _spends(config.ledger) == 0
     assert "bounds" in simulated["explain"]
     script = wizard.release_script(spec, schema, config.ledger)
     assert "bounds='private'" in script
     compile(script, "release.py", "exec")
-    made = wizard.release(spec, schema, config.ledger)
+    # 400 ages are too few for private bounds at ε = 0.5 (issue 23 §4): refused before any
+    # spend, and the page shows only the advice (no count from the data)
+    with pytest.raises(InsufficientDataError) as few:
+        wizard.release(spec, schema, config.ledger)
+    assert not few.value.spent and _spends(config.ledger) == 0
+    shown = forms.error_text(few.value)
+    assert "400" not in shown and "give public bounds" in shown
+    # on 20 000 rows they are estimated, then the mean released: two spends
+    big = config.data[0].path.parent / "many.csv"
+    with open(big, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["person", "age", "sex"])
+        for i in range(20_000):
+            writer.writerow([i, 18 + (i * 7) % 72, "F" if i % 3 else "M"])
+    many = web_config.make_config(ledger=config.ledger, data=[big])
+    made = wizard.release(wizard.read_spec(many, form, schema), schema, config.ledger)
     assert made["query"]["bounds"] == "private" and made["result"]["secure"] is True
-    assert _spends(config.ledger) >= 1
+    assert _spends(config.ledger) == 2
     for kind in ("median", "variance"):
         assert wizard.read_spec(config, {**form, "kind": kind, "by": [], "domain": ""},
                                 schema).bounds == "private"
@@ -612,3 +628,10 @@ def test_the_wizards_downloads_hold_no_exact_count(tmp_path: Path) -> None:
                 where)
             for key in ('"read"', '"used"', '"dropped"', "exact, not private"):
                 assert key not in text, where
+
+
+def test_the_review_of_private_bounds_says_so(config: web_config.ServeConfig) -> None:
+    schema = wizard.schema_of(config.data[0])
+    spec = wizard.read_spec(config, {**_FORM, "bounds_mode": "private"}, schema)
+    rows = dict(wizard.query_rows(spec))
+    assert rows["bounds"].startswith("estimated privately first, from 20 % of this ε and δ")

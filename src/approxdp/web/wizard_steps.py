@@ -380,8 +380,14 @@ def query_rows(spec: ReleaseSpec) -> list[tuple[str, str]]:
         rows.append(("converted to numbers", ", ".join(spec.casts)
                      + " (what is not a number becomes missing)"))
     if entry.bounds:
-        rows.append(("bounds", "none" if spec.bounds is None else
-                     f"[{spec.bounds[0]:g}, {spec.bounds[1]:g}] (values are clamped to them)"))
+        if spec.bounds == "private":
+            bounds = ("estimated privately first, from 20 % of this ε and δ (two spends; "
+                      "refused before any spend if the data are too few)")
+        elif spec.bounds is None:
+            bounds = "none"
+        else:
+            bounds = f"[{spec.bounds[0]:g}, {spec.bounds[1]:g}] (values are clamped to them)"
+        rows.append(("bounds", bounds))
     if entry.qs:
         rows.append(("quantiles", ", ".join(f"{q:g}" for q in spec.qs)))
     if spec.by:
