@@ -14,7 +14,14 @@ from typing import Any
 from rich.console import Console
 
 from approxdp.accounting import PrivacyAccountant
-from approxdp.cli.output import JSON_SCHEMA_VERSION, emit, jsonable, progress
+from approxdp.cli.output import (
+    JSON_SCHEMA_VERSION,
+    emit,
+    interruptible,
+    jsonable,
+    progress,
+    safe_text,
+)
 from approxdp.cli.query_spec import load_spec
 from approxdp.cli.release_views import render_budget, render_release, render_shares
 from approxdp.errors import InvalidParameterError
@@ -32,8 +39,8 @@ AccountantFactory = Callable[
 def run_batch(
     spec_path: Path, *, epsilon: float | None, delta: float | None, level: float | None,
     budget: tuple[float, float] | None, ledger: Path | None, composition: str | None,
-    seed: int | None, output: Path | None, show: int, as_json: bool,
-    make_accountant: AccountantFactory,
+    seed: int | None, allow_seeded_ledger: bool, output: Path | None, show: int,
+    as_json: bool, exact_diagnostics: bool, make_accountant: AccountantFactory,
 ) -> None:
     """Release every query of the spec at ``spec_path`` as one plan (see the module)."""
     from approxdp.releases.session import PrivateTable
@@ -52,8 +59,10 @@ def run_batch(
     accountant = make_accountant(ledger, budget, composition, (eps, dlt))
     try:
         with progress(f"Releasing {len(spec.queries)} private queries from "
-                      f"{Path(spec.file).name}"):
-            table = PrivateTable(spec.file, accountant=accountant, seed=seed, **spec.table)
+                      f"{Path(spec.file).name}"), \
+                interruptible(lambda: accountant.remaining().count):
+            table = PrivateTable(spec.file, accountant=accountant, seed=seed,
+                                 allow_seeded_ledger=allow_seeded_ledger, **spec.table)
             allocated = table.allocate(table.plan(list(spec.queries), spec.weights),
                                        epsilon=eps, delta=dlt)
             results = table.execute(allocated,
@@ -64,18 +73,25 @@ def run_batch(
     data: dict[str, Any] = {
         "command": "release batch", "schema_version": JSON_SCHEMA_VERSION,
         "spec": str(spec_path), "file": spec.file, "epsilon": eps, "delta": dlt,
-        "results": [{**release_dict(r), "share": share}
+        "results": [{**release_dict(r, exact_diagnostics=exact_diagnostics), "share": share}
                     for r, share in zip(results, allocated.shares, strict=True)],
         "budget": budget_dict(status),
         "ledger": str(ledger) if ledger is not None else None,
     }
 
     def render(console: Console) -> None:
+        spent = any(r["mechanism"] != "exact" for r in data["results"])
+        console.print(
+            f"[bold]Batch of {len(data['results'])} queries released as one plan[/]: "
+            + (f"budget spent ε = {eps:g}, δ = {dlt:g} in one spend, shared by the queries "
+               "(joint calibration)" if spent else
+               "nothing spent (no query needs noise)")
+        )
         for result in data["results"]:
-            render_release(console, result, show)
+            render_release(console, result, show, budget_line=False)
         render_shares(console, data["results"], eps, dlt)
-        render_budget(console, data["budget"],
-                      title="Budget" + (f" in ledger {ledger}" if ledger else " (this session)"))
+        where = f" in ledger {safe_text(ledger)}" if ledger else " (this session)"
+        render_budget(console, data["budget"], title="Budget" + where)
 
     emit(data, as_json, render)
     if output is not None:
