@@ -405,3 +405,28 @@ def test_a_training_run_is_committed_as_one_unit_within_ten_percent_of_its_pld()
     with pytest.raises(BudgetExceededError, match="commit the whole run"):
         for _ in range(steps):
             plain.spend(step)
+
+
+def test_a_pure_delta_block_leaves_the_exact_room() -> None:
+    """Partition selection's (0, δ) part declared before the first spend: the room is exact,
+    δ₀ + (1 − δ₀)·δ_G(ε_B) ≤ δ_B (the PLD would be a hair pessimistic and refuse a release
+    calibrated to the whole budget: a histogram without a domain as a table's only release)."""
+    import pyarrow as pa
+
+    from approxdp import PrivateTable
+
+    budget = (1.0, 1e-6)
+    declared = ((_key(EpsilonDeltaEvent(0.0, 5e-7)), 1),)
+    room = declared_room(budget, declared, (Fraction(0), Fraction(0)))
+    delta0 = 5e-7
+
+    def total(rho: float) -> float:
+        return delta0 + (1 - delta0) * float(gaussian_delta(1.0, sigma_from_rho(rho), 1.0))
+
+    assert total(room) <= budget[1] < total(room * (1 + 1e-6))
+    t = pa.table({"g": ["a"] * 900 + ["b"] * 800 + ["c"] * 700})
+    whole = PrivateTable(t, budget=budget, seed=1).histogram("g", epsilon=1.0, delta=1e-6)
+    assert len(whole.keys) == 3
+    with pytest.raises(BudgetExceededError, match="on their own"):
+        declared_room(budget, ((_key(EpsilonDeltaEvent(0.0, 2e-6)), 1),),
+                      (Fraction(0), Fraction(0)))

@@ -310,6 +310,30 @@ def _block_epsilon(items: list[tuple[PrivacyEvent, int]], nu: float, delta: floa
         return math.inf
 
 
+def _pure_delta_room(budget: tuple[float, float],
+                     items: Sequence[tuple[PrivacyEvent, int]]) -> float:
+    """The room after a block of (0, δᵢ) events only (partition selection, a (0, δ) share),
+    exactly: the (0, δ) curve f(α) = max(0, 1 − δ − α) composes with G_ν into a pair whose
+    hockey-stick divergence at ε is δ₀ + (1 − δ₀)·δ_G(ε; ν), δ₀ = 1 − Π(1 − δᵢ)^cᵢ (the
+    revealed part counts fully, the rest is the Gaussian's; Dong et al. 2022, Sec. 3, for the
+    composition of trade-off curves). So the room is the exact Gaussian rule's at
+    (ε_B, (δ_B − δ₀)/(1 − δ₀)), δ₀ rounded up and the remainder down — the PLD of such a block
+    is a hair pessimistic, and would refuse a release calibrated to the whole budget."""
+    eps_b, delta_b = budget
+    log_q = math.fsum(c * math.log1p(-float(e.delta))
+                      for e, c in items if isinstance(e, EpsilonDeltaEvent))
+    delta0 = min(1.0, -math.expm1(log_q) * (1.0 + 1e-12))
+    if delta0 > delta_b:
+        raise FilterRefusedError(
+            f"the plans declared before the first spend do not fit the budget ({eps_b:g}, "
+            f"{delta_b:g}) on their own: their δ alone is {delta0:.6g}"
+        )
+    rest = (delta_b - delta0) / (1.0 - delta0) * (1.0 - 1e-12)
+    if rest <= 0.0:
+        return 0.0
+    return budget_rho((eps_b, rest))
+
+
 @lru_cache(maxsize=64)
 def declared_room(budget: tuple[float, float], declared: tuple[tuple[str, int], ...],
                   share: tuple[Fraction, Fraction]) -> float:
@@ -321,6 +345,8 @@ def declared_room(budget: tuple[float, float], declared: tuple[tuple[str, int], 
     items = _block_items(declared, share)
     if not items:
         return budget_rho(budget)
+    if all(isinstance(e, EpsilonDeltaEvent) and e.epsilon == 0.0 for e, _ in items):
+        return _pure_delta_room(budget, items)
     f0 = _block_epsilon(items, 0.0, delta_b) - eps_b if delta_b > 0.0 else math.inf
     if f0 > 0.0 and _basic_fits(items, budget):
         # the PLD's certified bound is a hair pessimistic; a block that basic composition
