@@ -1,9 +1,22 @@
-"""Accounting benchmark: durable spends/s, Gaussian composition time, budget-split gain.
+"""Accounting benchmark: durable spends/s, the privacy filter's spends/s and commit time,
+Gaussian composition time, budget-split gain.
 
 Usage: ``.venv/bin/python benchmarks/accounting.py [--spends 2000] [--processes 8]
-[--releases 10000] [--repeat 7]`` (about 15 s with the defaults). Every figure is printed with
-its ratio to a baseline measured in the same run on the same machine (times are medians of
-``--repeat`` runs):
+[--releases 10000] [--repeat 7] [--filter-history 1000]`` (about a minute with the defaults).
+Every figure is printed with its ratio to a baseline measured in the same run on the same
+machine (times are medians of ``--repeat`` runs):
+
+- spends/s under the default ledger (the ``gdp`` privacy filter) on a mixed history of 1,000
+  events (Gaussian, Laplace, (ε, δ) from a basic share, DP-SGD steps from a committed run),
+  in memory and durable, against the declared-sequence rules on the same history (the
+  closed-form ``optimal`` and the ``pld``, both adaptivity='fixed') — target >= 2,000/s;
+- committing a DP-SGD run (q = 0.01, σ = 1, T = 1000) before the first spend, cold (caches
+  cleared) and warm, against one certified PLD composition of the same run — target <= 50 ms;
+- what each design admits for the issue-21 history (10 Gaussian σ = 5, 10 Laplace b = 10, one
+  DP-SGD run q = 0.01, σ = 1, T = 1000, at δ = 1e-6): the PLD of the sequence declared in
+  advance (the baseline), the least budget ε the default ledger admits it in with the run
+  committed first (target <= 1.10x the baseline), and spent one event at a time (bisection
+  to 0.1 %);
 
 - spends/s of PrivacyAccountant on a SQLite ledger (WAL, synchronous=FULL, one
   BEGIN IMMEDIATE transaction per spend) against a bare SQLite loop doing one durable
@@ -27,10 +40,15 @@ from pathlib import Path
 
 import numpy as np
 
-from approxdp import GaussianEvent, PrivacyAccountant, compose_gaussian, split_budget
+from approxdp import GaussianEvent, PrivacyAccountant, compose_gaussian, pld_epsilon, split_budget
+from approxdp.accounting.budget import filter as privacy_filter
 from approxdp.accounting.composition.splitting import seed_gaussian_split
+from approxdp.accounting.pld.accounting import clear_caches
 from approxdp.calibration import calibrate_gaussian
 from approxdp.events import EpsilonDeltaEvent, LaplaceEvent, PrivacyEvent, SubsampledEvent
+from filter_designs import DELTA as ISSUE_DELTA
+from filter_designs import RELEASES as ISSUE_RELEASES
+from filter_designs import least as least_admitted
 
 BIG_BUDGET = (1e9, 0.5)
 
@@ -84,8 +102,9 @@ def multi_process_rate(path: Path, procs: int, n: int) -> float:
 
 def mixed_history_rate(path: Path, n: int, composition: str = "pld") -> float:
     """Spends/s of a history cycling through four kinds of events (the closed-form rules get
-    the three they can account)."""
-    acc = PrivacyAccountant(budget=(1e6, 0.5), ledger=path, composition=composition)
+    the three they can account); declared-sequence rules, adaptivity='fixed'."""
+    acc = PrivacyAccountant(budget=(1e6, 0.5), ledger=path, composition=composition,
+                            adaptivity="fixed")
     kinds: list[PrivacyEvent] = [
         GaussianEvent(sigma=50.0),
         LaplaceEvent(scale=200.0),
@@ -99,6 +118,56 @@ def mixed_history_rate(path: Path, n: int, composition: str = "pld") -> float:
     rate = n / (time.perf_counter() - start)
     acc.close()
     return rate
+
+
+STEP = SubsampledEvent(GaussianEvent(sigma=1.0), 0.01)
+FILTER_BUDGET = (10.0, 1e-3)
+FILTER_STEP = SubsampledEvent(GaussianEvent(sigma=2.0), 0.001)
+MIXED: list[PrivacyEvent] = [
+    GaussianEvent(sigma=100.0),
+    LaplaceEvent(scale=1000.0),
+    EpsilonDeltaEvent(0.001, 1e-10),
+    FILTER_STEP,
+]
+
+
+def filter_rate(path: Path | None, history: int, timed: int, composition: str = "gdp") -> float:
+    """Spends/s of the next ``timed`` spends after a ``history`` of the mixed events: under
+    the default filter (a basic share for the (ε, δ) events, the DP-SGD steps from a run
+    committed first), or under a declared-sequence rule (adaptivity='fixed')."""
+    if composition == "gdp":
+        acc = PrivacyAccountant(budget=FILTER_BUDGET, ledger=path, basic_share=(1.0, 1e-6))
+        acc.commit([(FILTER_STEP, history + timed)], label="DP-SGD run")
+    else:
+        acc = PrivacyAccountant(budget=FILTER_BUDGET, ledger=path, composition=composition,
+                                adaptivity="fixed")
+    kinds = MIXED if composition != "optimal" else MIXED[:3]
+    for i in range(history):
+        acc.spend(kinds[i % len(kinds)])
+    start = time.perf_counter()
+    for i in range(timed):
+        acc.spend(kinds[i % len(kinds)])
+    rate = timed / (time.perf_counter() - start)
+    acc.close()
+    return rate
+
+
+def commit_times(repeat: int) -> tuple[float, float, float]:
+    """(cold commit, warm commit, one PLD composition of the run) in seconds (medians)."""
+
+    def commit(cold: bool) -> float:
+        if cold:
+            clear_caches()
+        privacy_filter.declared_room.cache_clear()
+        acc = PrivacyAccountant(budget=(4.2, 1e-6))
+        start = time.perf_counter()
+        acc.commit([(STEP, 1000)], label="DP-SGD run")
+        return time.perf_counter() - start
+
+    cold = statistics.median(commit(True) for _ in range(repeat))
+    warm = statistics.median(commit(False) for _ in range(repeat))
+    pld = median_time(lambda: pld_epsilon([(STEP, 1000)], 1e-6, bracket=False), repeat)
+    return cold, warm, pld
 
 
 def median_time(fn: Callable[[], object], repeat: int) -> float:
@@ -122,7 +191,45 @@ def main() -> None:
                         help="spends of the mixed-history ledger (default 200)")
     parser.add_argument("--repeat", type=int, default=7,
                         help="runs per composition timing, median reported (default 7)")
+    parser.add_argument("--filter-history", type=int, default=1000,
+                        help="events already in the ledger when the filter's spends are timed "
+                             "(default 1000)")
     args = parser.parse_args()
+
+    h = args.filter_history
+    print(f"== the default ledger (the 'gdp' privacy filter): spends after a {h}-event mixed "
+          "history")
+    with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as tmp:
+        d = Path(tmp)
+        closed = filter_rate(None, h, 200, "optimal")
+        pld_rate = filter_rate(None, h, 20, "pld")
+        memory = filter_rate(None, h, 2000)
+        durable = filter_rate(d / "filter.sqlite", h, 500)
+    print(f"baseline optimal (fixed, closed form)   : {closed:9.1f} /s")
+    print(f"baseline pld (fixed)                    : {pld_rate:9.1f} /s")
+    print(f"gdp filter, in memory                   : {memory:9.0f} /s  ({memory / closed:.0f}x "
+          f"optimal, {memory / pld_rate:.0f}x pld; target >= 2000/s)")
+    print(f"gdp filter, SQLite (synchronous=FULL)   : {durable:9.0f} /s  "
+          f"({durable / closed:.0f}x optimal)")
+    declared = float(pld_epsilon([*ISSUE_RELEASES, (STEP, 1000)], ISSUE_DELTA,
+                                 bracket=False).epsilon)
+    committed = least_admitted(1000, True, declared)
+    one_by_one = least_admitted(1000, False, declared)
+    print("\n== the issue's history (10 Gaussian s=5, 10 Laplace b=10, DP-SGD q=0.01 s=1 "
+          "T=1000), least eps at delta=1e-6")
+    print(f"baseline: PLD, declared in advance      : {declared:9.4f}")
+    print(f"default ledger, DP-SGD run committed    : {committed:9.4f}  "
+          f"({committed / declared:.3f}x baseline; target <= 1.10x)")
+    print(f"default ledger, one event at a time     : {one_by_one:9.1f}  "
+          f"({one_by_one / declared:.0f}x baseline)")
+    cold, warm, pld_time = commit_times(args.repeat)
+    print("\n== committing a DP-SGD run (q=0.01, sigma=1, T=1000) before the first spend "
+          "(target <= 50 ms)")
+    print(f"baseline: one certified PLD of the run  : {pld_time * 1e3:7.1f} ms")
+    print(f"commit, caches cleared                  : {cold * 1e3:7.1f} ms  "
+          f"({cold / pld_time:.1f}x baseline)")
+    print(f"commit, discretization cached           : {warm * 1e3:7.1f} ms  "
+          f"({warm / pld_time:.1f}x baseline)\n")
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as tmp:
         d = Path(tmp)
         n, procs = args.spends, args.processes

@@ -88,12 +88,19 @@ def test_all_mechanisms_in_one_ledger():
         TruncatedLaplaceMechanism(0.2, 1e-7),
         DiscreteGaussianMechanism(0.5, 1e-6),
     ]
-    acc = PrivacyAccountant(budget=(3.0, 1e-4))
+    # the truncated Laplace and discrete Gaussian have δ > 0 that no Gaussian dominates: after
+    # the first spend the filter admits them from a basic share fixed at creation
+    acc = PrivacyAccountant(budget=(3.0, 1e-4), basic_share=(0.75, 2.5e-6))
     for mech in mechs:
         acc.spend(mech.event())
     status = acc.remaining()
-    assert status.count == 4
-    # Never more than basic composition of the four guarantees.
+    assert status.count == 4 and status.spent_epsilon <= 3.0
+    assert status.basic_share_used == pytest.approx((0.7, 1.1e-6))  # the two with δ > 0
+    # as a declared sequence: never more than basic composition of the four guarantees
+    fixed = PrivacyAccountant(budget=(3.0, 1e-4), adaptivity="fixed")
+    for mech in mechs:
+        fixed.spend(mech.event())
+    status = fixed.remaining()
     assert status.spent_epsilon <= 0.5 + 0.3 + 0.2 + 0.5 + 1e-9
     assert status.spent_delta <= 1e-6 + 1e-7 + 1e-6 + 1e-6
 

@@ -24,6 +24,9 @@ The blocks:
   (:data:`approxdp.reproduction.FIGURE_FILES`).
 - ``<!-- approxdp:calibration-methods -->``: the Gaussian calibration methods, their
   formulas, sources and validity (:data:`approxdp.calibration.CALIBRATION_METHODS`).
+- ``<!-- approxdp:accounting-rules -->``: the accounting rules, what each certifies, whether
+  it is a valid privacy filter, the theorems, and the tools that offer it
+  (:data:`approxdp.accounting.registry.ACCOUNTING_RULES`).
 - ``<!-- approxdp:release-kinds -->``: the kinds of release, what each takes, its
   sensitivity and engine work (:data:`approxdp.releases.kinds.RELEASE_KINDS`).
 
@@ -51,6 +54,7 @@ MARKER = "<!-- approxdp:cli-reference -->"
 PLOT_MARKER = "<!-- approxdp:plot-list -->"
 FILES_MARKER = "<!-- approxdp:reproduce-files -->"
 METHODS_MARKER = "<!-- approxdp:calibration-methods -->"
+RULES_MARKER = "<!-- approxdp:accounting-rules -->"
 KINDS_MARKER = "<!-- approxdp:release-kinds -->"
 PROG = "approxdp"
 #: Columns the generated usage lines are wrapped at (not the terminal's: the text is committed).
@@ -206,6 +210,23 @@ def calibration_methods() -> str:
     return "\n".join([head, "|---|---|---|---|---|", *rows]) + "\n"
 
 
+def accounting_rules() -> str:
+    """The accounting rules registry as a Markdown table."""
+    from approxdp.accounting.registry import ACCOUNTING_RULES
+
+    def tools(rule: Any) -> str:
+        return ", ".join(
+            t if rule.name_in(t) == rule.name else f"{t} (as `{rule.name_in(t)}`)"
+            for t in rule.tools
+        )
+
+    rows = [
+        f"| `{r.name}` | {r.certifies} | {_cell(r.what)} | {_cell(r.source)} | "
+        f"{'**yes**' if r.filter_valid else 'no'} | {_cell(r.adaptivity_source)} | {tools(r)} |"
+        for r in ACCOUNTING_RULES
+    ]
+    head = "| rule | certifies | what | source | valid filter? | why | offered by |"
+    return "\n".join([head, "|---|---|---|---|---|---|---|", *rows]) + "\n"
 def release_kinds() -> str:
     """The kinds of release as a Markdown table."""
     from approxdp.releases.kinds import RELEASE_KINDS
@@ -255,7 +276,8 @@ def _generators() -> dict[str, Callable[[], str]]:
         return cli_reference(cli)
 
     return {MARKER: cli_text, PLOT_MARKER: plot_list, FILES_MARKER: reproduce_files,
-            METHODS_MARKER: calibration_methods, KINDS_MARKER: release_kinds}
+            METHODS_MARKER: calibration_methods, RULES_MARKER: accounting_rules,
+            KINDS_MARKER: release_kinds}
 
 
 def end_marker(start: str) -> str:

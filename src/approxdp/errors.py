@@ -21,6 +21,7 @@ __all__ = [
     "InternalError",
     "InvalidParameterError",
     "LedgerError",
+    "LedgerRecertificationWarning",
     "MissingDependencyError",
     "NotPrivateError",
     "NotPrivateWarning",
@@ -154,6 +155,14 @@ class MissingDependencyError(ApproxDPError, ImportError):
 
 class NotPrivateWarning(UserWarning):
     """Issued when a caller explicitly asks for noise that is not private at their (ε, δ)."""
+
+
+class LedgerRecertificationWarning(UserWarning):
+    """Issued when a ledger file written before privacy filters (schema 2 or older) is opened
+    and its stored history exceeds its budget under a valid filter: every row is kept, the
+    status says so, and further spends are refused until the user decides (reopen it with
+    ``adaptivity="fixed"`` to declare that the stored spends' parameters were fixed in advance,
+    or keep it as a record and start a new ledger)."""
 
 
 class SmallDataWarning(UserWarning):

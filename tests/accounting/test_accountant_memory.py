@@ -7,6 +7,7 @@ import threading
 
 import pytest
 
+import approxdp
 from approxdp import (
     BudgetExceededError,
     ComposedEvent,
@@ -44,20 +45,25 @@ def test_gaussian_spends_fill_budget_exactly() -> None:
     assert "remaining" in str(err) and "delta" in str(err)
     assert len(acc.history()) == n
     assert acc.remaining().spent_delta <= 1e-5
-    assert "Lemma 15" in acc.history()[-1].rule
+    assert "Gaussian-DP room" in acc.history()[-1].rule  # the filter's exact Gaussian currency
 
 
 def test_refused_spend_changes_nothing() -> None:
-    acc = PrivacyAccountant(budget=(1.0, 1e-6))
+    acc = PrivacyAccountant(budget=(1.0, 1e-6), composition="basic")  # pure ε: basic filter
     acc.spend(LaplaceEvent(scale=2.0))
     before = (acc.remaining(), acc.history())
     with pytest.raises(BudgetExceededError):
         acc.spend(LaplaceEvent(scale=1.0))
     assert (acc.remaining(), acc.history()) == before
     acc.spend(LaplaceEvent(scale=2.0))  # exactly fills ε = 1 with δ = 0
-    # at the full δ = 1e-6 the optimal composition of the two steps leaves a sliver of ε
-    assert 0.0 <= acc.remaining().remaining_epsilon < 1e-5
+    assert acc.remaining().remaining_epsilon == 0.0
     assert acc.remaining().remaining_delta == 1e-6
+    # the declared-sequence rules (adaptivity="fixed"): the optimal composition of the two
+    # steps at the full δ = 1e-6 leaves a sliver of ε
+    fixed = PrivacyAccountant(budget=(1.0, 1e-6), adaptivity="fixed")
+    fixed.spend(LaplaceEvent(scale=2.0))
+    fixed.spend(LaplaceEvent(scale=2.0))
+    assert 0.0 <= fixed.remaining().remaining_epsilon < 1e-5
 
 
 def test_queries_have_no_side_effects() -> None:
@@ -75,7 +81,7 @@ def test_queries_have_no_side_effects() -> None:
 def test_optimal_composition_admits_more_than_basic() -> None:
     counts = {}
     for rule in ("basic", "advanced", "optimal", "auto"):
-        acc = PrivacyAccountant(budget=(1.0, 1e-5), composition=rule)
+        acc = PrivacyAccountant(budget=(1.0, 1e-5), composition=rule, adaptivity="fixed")
         try:
             while True:
                 acc.spend(EpsilonDeltaEvent(1 / 64, 1e-9))
@@ -84,18 +90,19 @@ def test_optimal_composition_admits_more_than_basic() -> None:
     assert counts["basic"] == 64  # 64 x 2**-6 is exactly 1: basic sums are exact
     assert counts["optimal"] > counts["advanced"] > counts["basic"]
     assert counts["auto"] == counts["optimal"]
-    acc = PrivacyAccountant(budget=(1.0, 1e-5), composition="optimal")
+    acc = PrivacyAccountant(budget=(1.0, 1e-5), composition="optimal", adaptivity="fixed")
     acc.spend(EpsilonDeltaEvent(1 / 64, 1e-9))
     assert "Kairouz" in acc.history()[0].rule
 
 
 def test_mixed_events_and_plan() -> None:
-    acc = PrivacyAccountant(budget=(3.0, 1e-5))
+    acc = PrivacyAccountant(budget=(3.0, 1e-5), basic_share=(0.5, 1e-7))
     acc.spend(ComposedEvent((GaussianEvent(sigma=4.0), LaplaceEvent(scale=5.0))))
-    acc.spend(SubsampledEvent(EpsilonDeltaEvent(1.0, 1e-7), q=0.1))
+    acc.spend(SubsampledEvent(EpsilonDeltaEvent(1.0, 1e-7), q=0.1))  # from the basic share
     status = acc.remaining()
     assert status.spent_delta <= 1e-5 and status.spent_epsilon <= 3.0
-    assert "Lemma 15" in status.rule
+    assert "Gaussian-DP" in status.rule and status.basic_share_used == pytest.approx(
+        (float(approxdp.amplify_by_subsampling(1.0, 1e-7, 0.1).epsilon), 1e-8))
     assert not acc.plan([LaplaceEvent(scale=0.1)]).fits
     assert acc.remaining() == status
 
@@ -153,7 +160,8 @@ def test_bad_events() -> None:
     # a subsampled Gaussian has no (ε, δ) summary: the closed-form rules refuse it, typed,
     # before anything is recorded (the PLD and auto rules account it)
     for rule in ("basic", "advanced", "optimal"):
-        closed = PrivacyAccountant(budget=(1.0, 1e-5), composition=rule)
+        closed = PrivacyAccountant(budget=(1.0, 1e-5), composition=rule,
+                                   adaptivity="fixed")
         with pytest.raises(InvalidParameterError, match="composition='pld' or 'auto'"):
             closed.spend(SubsampledEvent(GaussianEvent(sigma=1.0), q=0.5))
         assert closed.history() == ()

@@ -73,7 +73,7 @@ def test_conversions_and_compositions_never_warn_at_large_epsilon() -> None:
 def test_accountant_status_at_large_epsilon(rule: str) -> None:
     """One (1000, 0)-DP step: every rule reports a status (the optimal rule's S(0) = 1 was a
     math domain error); the advanced bound is vacuous there, so it refuses the spend."""
-    acc = PrivacyAccountant((2000.0, 1e-5), composition=rule)
+    acc = PrivacyAccountant((2000.0, 1e-5), composition=rule, adaptivity="fixed")
     if rule == "advanced":
         with pytest.raises(BudgetExceededError):
             acc.spend(EpsilonDeltaEvent(1000.0, 0.0))
@@ -87,7 +87,7 @@ def test_accountant_status_at_large_epsilon(rule: str) -> None:
 @pytest.mark.parametrize("rule", ["auto", "basic", "optimal"])
 def test_spent_epsilon_beyond_1e7_is_found(rule: str) -> None:
     """The search for the spent ε stopped at 1e7 and reported inf (remaining −inf)."""
-    acc = PrivacyAccountant((1e300, 0.5), composition=rule)
+    acc = PrivacyAccountant((1e300, 0.5), composition=rule, adaptivity="fixed")
     acc.spend(EpsilonDeltaEvent(1e299, 0.0))
     acc.spend(GaussianEvent(1e-100))
     status = acc.remaining()
@@ -174,7 +174,7 @@ def test_long_histories_use_bounds_that_cost_o1() -> None:
 
 
 def test_subsampled_event_at_large_epsilon_is_accounted() -> None:
-    acc = PrivacyAccountant((2000.0, 1e-5), composition="basic")
+    acc = PrivacyAccountant((2000.0, 1e-5), composition="basic", adaptivity="fixed")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         acc.spend(SubsampledEvent(EpsilonDeltaEvent(1000.0, 1e-7), 0.01))

@@ -25,7 +25,10 @@ BUDGET = (2.0, 1e-5)
 
 def _ledger(path: Path, n: int = 4) -> list[Receipt]:
     receipts = []
-    with PrivacyAccountant(budget=BUDGET, ledger=path) as acc:
+    # a declared-sequence ledger: its only running totals are the ones _rechain fixes (a
+    # privacy filter's state is a second one: test_a_rewrite_is_caught_by_the_filters_totals)
+    with PrivacyAccountant(budget=BUDGET, ledger=path, composition="auto",
+                           adaptivity="fixed") as acc:
         for i in range(n):
             record = acc.spend(GaussianEvent(sigma=50.0 + i, label=f"spend {i}"))
             assert record.receipt is not None
@@ -60,7 +63,7 @@ def test_every_row_is_chained_and_receipts_verify(tmp_path: Path) -> None:
     assert [r.receipt for r in history] == receipts  # records read back carry the same receipts
     report = verify_ledger(path, receipts)
     assert report.ok and report.chained and report.spends == 4 and report.receipts == 4
-    assert report.schema_version == SCHEMA_VERSION == 3
+    assert report.schema_version == SCHEMA_VERSION == 4
     # the chain is exactly the documented construction
     with sqlite3.connect(path) as conn:
         meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
@@ -171,7 +174,9 @@ def test_schema_2_ledger_is_upgraded_keeping_every_row(tmp_path: Path) -> None:
         before_pld = conn.execute("SELECT * FROM pld_events ORDER BY key").fetchall()
     conn.close()
     # a read-only view reads it as it is, without upgrading it
-    with PrivacyAccountant(BUDGET, ledger=path, read_only=True) as view:
+    # (as declared sequences: adaptivity='fixed', the user's decision for an old ledger whose
+    # spends were fixed in advance; test_ledger_recertify covers the filter's re-certification)
+    with PrivacyAccountant(BUDGET, ledger=path, read_only=True, adaptivity="fixed") as view:
         old_status = view.remaining()
         assert [r.chain_hash for r in view.history()] == [None] * 6
     report = verify_ledger(path)
@@ -179,9 +184,9 @@ def test_schema_2_ledger_is_upgraded_keeping_every_row(tmp_path: Path) -> None:
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
     conn.close()
-    acc = PrivacyAccountant(BUDGET, ledger=path)
+    acc = PrivacyAccountant(BUDGET, ledger=path, adaptivity="fixed")
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
         assert conn.execute(f"SELECT {columns} FROM spends ORDER BY id").fetchall() == before
         assert conn.execute("SELECT * FROM totals").fetchall() == before_totals
         assert conn.execute("SELECT * FROM pld_events ORDER BY key").fetchall() == before_pld
@@ -255,19 +260,48 @@ def test_a_file_the_user_may_only_read() -> None:
             path.chmod(0o644)
 
 
-def test_schema_3_fixture_reads_and_verifies(tmp_path: Path) -> None:
-    """tests/accounting/data/ledger_v3.sqlite was written by the schema-3 code: ledger_v2
-    upgraded (six spends, chained on upgrade), then a Gaussian spend and a seeded (ε, δ)
-    spend marked 'seeded, not private'. The next schema's upgrade test starts from it."""
+def test_a_schema_3_filter_ledger_is_upgraded_to_the_chain(tmp_path: Path) -> None:
+    """tests/accounting/data/ledger_v3_filter.sqlite was written by the schema-3 code (the
+    privacy filter, before the hash chain): budget (2, 1e-5), basic share (0, 1e-6), a DP-SGD
+    plan committed and closed early, three spends. The 3 → 4 upgrade keeps every row, the
+    filter's state and the plans, and chains the rows."""
     path = tmp_path / "v3.sqlite"
-    shutil.copy(DATA / "ledger_v3.sqlite", path)
+    shutil.copy(DATA / "ledger_v3_filter.sqlite", path)
+    columns = "id, created, event, rho, items, rule, delta_after, charge"
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+        before = conn.execute(f"SELECT {columns} FROM spends ORDER BY id").fetchall()
+        state = conn.execute("SELECT state FROM filter_state").fetchone()
+        plans = conn.execute("SELECT * FROM commitments ORDER BY id").fetchall()
+    conn.close()
+    report = verify_ledger(path)  # read-only: not upgraded, not chained, the filter audited
+    assert report.ok and not report.chained and report.schema_version == 3
+    with PrivacyAccountant(ledger=path) as acc:
+        assert (acc.composition, acc.adaptivity, acc.basic_share) == ("gdp", "full",
+                                                                      (0.0, 1e-6))
+        assert acc.remaining().count == 3 and len(acc.commitments()) == 1
+        acc.spend(GaussianEvent(sigma=40.0))
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+        assert conn.execute(f"SELECT {columns} FROM spends ORDER BY id").fetchall()[:3] == before
+        assert conn.execute("SELECT * FROM commitments ORDER BY id").fetchall() == plans
+        assert conn.execute("SELECT state FROM filter_state").fetchone() != state  # one more
     conn.close()
     report = verify_ledger(path)
-    assert report.ok and report.chained and report.spends == 8
-    with PrivacyAccountant(BUDGET, ledger=path, read_only=True) as view:
-        records = view.history()
-        assert [r.seeded for r in records] == [False] * 7 + [True]
-        assert records[6].event.label == "mean [schema 3]"  # type: ignore[attr-defined]
-        assert all(r.receipt is not None for r in records)
+    assert report.ok and report.chained and report.spends == 4
+
+
+def test_a_rewrite_is_caught_by_the_filters_totals(tmp_path: Path) -> None:
+    """Under a privacy filter (the default) the filter's state is a second running total:
+    a forger who rechains the rows but leaves the filter's state is caught without receipts."""
+    path = tmp_path / "l.sqlite"
+    with PrivacyAccountant(budget=BUDGET, ledger=path) as acc:
+        for i in range(4):
+            acc.spend(GaussianEvent(sigma=50.0 + i))
+    assert verify_ledger(path).ok
+    with sqlite3.connect(path) as conn:
+        conn.execute("DELETE FROM spends WHERE id = 2")
+        _rechain(conn)
+    conn.close()
+    report = verify_ledger(path)
+    assert not report.ok and any("filter state" in p for p in report.problems)

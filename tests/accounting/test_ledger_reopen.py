@@ -14,14 +14,21 @@ from approxdp.events import GaussianEvent
 
 def test_reopen_takes_the_stored_budget_and_rule(tmp_path: Path) -> None:
     path = tmp_path / "budget.sqlite"
-    with PrivacyAccountant((2.0, 1e-6), ledger=path, composition="pld") as acc:
+    with PrivacyAccountant((2.0, 1e-6), ledger=path, composition="pld",
+                           adaptivity="fixed") as acc:
         acc.spend(GaussianEvent(sigma=5.0))
-    reopened = PrivacyAccountant(ledger=path)
+    reopened = PrivacyAccountant(ledger=path)  # its stored mode and rule
     assert reopened.budget == (2.0, 1e-6) and reopened.composition == "pld"
-    assert reopened.remaining().count == 1
+    assert reopened.adaptivity == "fixed" and reopened.remaining().count == 1
     reopened.close()
     with pytest.raises(LedgerError, match="composition"):
         PrivacyAccountant(ledger=path, composition="basic")  # a stated rule is still checked
+    with pytest.raises(LedgerError, match="adaptivity"):
+        PrivacyAccountant(ledger=path, adaptivity="full")  # and so is a stated mode
+    filtered = tmp_path / "filter.sqlite"
+    PrivacyAccountant((2.0, 1e-6), ledger=filtered).close()
+    with PrivacyAccountant(ledger=filtered) as again:
+        assert (again.adaptivity, again.composition) == ("full", "gdp")
 
 
 def test_a_release_spends_from_the_reopened_ledger(tmp_path: Path) -> None:

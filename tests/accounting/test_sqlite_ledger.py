@@ -83,7 +83,7 @@ def test_eight_processes_never_overspend(tmp_path: Path) -> None:
     assert len(accepted) == _max_fitting(SIGMA)  # ... and exactly as many as fit
     assert acc.remaining().spent_delta <= BUDGET[1]
     assert compose_gaussian([SIGMA] * len(accepted)).delta(BUDGET[0]) <= BUDGET[1]
-    SQLiteLedger(path, budget=BUDGET, composition="auto").verify()
+    SQLiteLedger(path, budget=BUDGET, composition="gdp", adaptivity="full").verify()
 
 
 def _crash_loop(path: str, tag: str, fd: int) -> None:
@@ -137,7 +137,7 @@ def test_kill_minus_nine_leaves_consistent_ledger(tmp_path: Path) -> None:
             lines = (head + fh.read()).splitlines()
         done = {line[2:] for line in lines if line.startswith("d ")}
         intents = [line[2:] for line in lines if line.startswith("i ")]
-        ledger = SQLiteLedger(path, budget=(1e6, 0.5), composition="auto")
+        ledger = SQLiteLedger(path, budget=(1e6, 0.5), composition="gdp", adaptivity="full")
         state = ledger.verify()  # opens, passes quick_check, totals match rows
         recorded = {
             r.event.label

@@ -12,7 +12,7 @@ import approxdp as dp
 from approxdp.accounting.composition.optimal import OPTIMAL_MAX_STEPS
 
 RULE_KEYS = {"rule", "epsilon", "delta", "kind", "description", "per_release_delta",
-             "ratio_to_best"}
+             "ratio_to_best", "filter"}
 
 
 def test_gaussian_releases_compose_exactly(run_json: Any) -> None:
@@ -63,7 +63,7 @@ def test_mixed_releases_use_the_accountant(run_json: Any) -> None:
     data = run_json("compose", "10xgaussian:4", "dp:0.5:1e-7", "-d", "1e-5",
                     "-r", "exact-gaussian")
     (row,) = data["rules"]
-    accountant = dp.PrivacyAccountant(budget=(1.0, 1e-5))
+    accountant = dp.PrivacyAccountant(budget=(1.0, 1e-5), adaptivity="fixed")  # as declared
     events = [dp.GaussianEvent(sigma=4.0)] * 10 + [dp.EpsilonDeltaEvent(0.5, 1e-7)]
     expected = accountant.plan(events).status_after.spent_epsilon
     assert row["kind"] == "upper bound"

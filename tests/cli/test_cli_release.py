@@ -23,7 +23,9 @@ RESULT_KEYS = {
     "comparisons", "extra", "notes", "secure",
 }
 BUDGET_KEYS = {"budget_epsilon", "budget_delta", "spent_epsilon", "spent_delta",
-               "remaining_epsilon", "remaining_delta", "count", "rule"}
+               "remaining_epsilon", "remaining_delta", "count", "rule", "adaptivity",
+               "certified_by", "spent_meaning", "over_budget", "refusing", "room", "room_used",
+               "basic_share", "basic_share_used", "open_commitments"}
 
 
 def test_count_json_shape_and_value(
@@ -109,10 +111,12 @@ def test_ledger_keeps_the_budget_across_runs(
                       "-e", "0.4", "-d", "1e-6", "--ledger", ledger)
     assert second["budget"]["count"] == 2
     shown = run_json("ledger", ledger)
-    assert set(shown) == {"command", "schema_version", "file", "budget", "composition",
-                          "spends", "status"}
+    assert set(shown) == {"command", "schema_version", "file", "budget", "adaptivity",
+                          "composition", "basic_share", "spends", "commitments", "status",
+                          "explain", "warnings"}
     assert shown["budget"] == {"epsilon": 1.0, "delta": 1e-5}
-    assert shown["composition"] == "auto"
+    assert (shown["adaptivity"], shown["composition"]) == ("full", "gdp")
+    assert "filter 'gdp'" in shown["status"]["certified_by"] and shown["warnings"] == []
     assert [s["label"] for s in shown["spends"]] == ["release: count", "release: sum(income)"]
     assert set(shown["spends"][0]) == {"index", "timestamp", "time", "label", "event",
                                        "summary", "rule", "delta_after", "seeded", "receipt",
@@ -159,7 +163,7 @@ def test_ledger_refuses_another_budget(
     assert "a different one is refused" in help_text
     result = run("release", "count", people_csv, "-e", "0.1", "-d", "1e-7", "--ledger", ledger,
                  "--composition", "basic")
-    one_line_error(result, 2, "--composition basic differs from the rule 'auto'")
+    one_line_error(result, 2, "--composition basic differs from the composition 'gdp'")
     assert run_json("ledger", ledger)["status"]["count"] == 3
 
 
@@ -363,3 +367,23 @@ def test_bounds_private_and_the_bounds_kind_from_the_command_line(
                        "--bounds-share", "0.5", *common), 2, "--bounds-share goes with")
     one_line_error(run("release", "median", people_csv, "age", "--bounds", "1", *common), 2,
                    "'--bounds'")
+
+
+def test_basic_share_lets_a_ledger_pay_for_partition_selection_later(
+    run: Any, run_json: Any, people_csv: Path, tmp_path: Path
+) -> None:
+    """Partition selection's δ is covered by no Gaussian: after a ledger's first spend the
+    default filter admits it only from a basic share fixed when the ledger was created."""
+    plain, shared = str(tmp_path / "plain.sqlite"), str(tmp_path / "shared.sqlite")
+    for ledger, share in ((plain, ()), (shared, ("--basic-share", "0", "1e-6"))):
+        run_json("release", "count", people_csv, "-e", "0.2", "-d", "1e-7", "--ledger", ledger,
+                 "--budget", "2", "1e-5", *share)
+    refused = run("release", "histogram", people_csv, "sex", "-e", "0.2", "-d", "1e-7",
+                  "--ledger", plain)
+    assert refused.exit_code == 3 and "basic share" in refused.output
+    made = run_json("release", "histogram", people_csv, "sex", "-e", "0.2", "-d", "1e-7",
+                    "--ledger", shared)
+    assert made["budget"]["count"] == 2
+    other = run("release", "count", people_csv, "-e", "0.1", "-d", "1e-7", "--ledger", shared,
+                "--basic-share", "0", "2e-6")
+    assert other.exit_code != 0 and "--basic-share" in other.output

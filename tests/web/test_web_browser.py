@@ -85,7 +85,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         for i in range(500):
             writer.writerow([i, 18 + (i * 7) % 72, "F" if i % 3 else "M"])
     ledger = folder / "budget.sqlite"
-    with dp.PrivacyAccountant((3.0, 1e-5), ledger=ledger) as acct:
+    with dp.PrivacyAccountant((3.0, 1e-5), ledger=ledger, basic_share=(0.5, 2e-7)) as acct:
         acct.spend(dp.GaussianEvent(sigma=6.0, label="survey wave 1"))
         acct.spend(dp.EpsilonDeltaEvent(epsilon=0.25, delta=1e-7, label="survey wave 2"))
     port = _free_port()
@@ -154,6 +154,11 @@ def page(browser: Any, served: dict[str, Any]) -> Iterator[Any]:
                                   accept_downloads=True)
     tab = context.new_page()
     tab.set_default_timeout(_TIMEOUT_MS)
+    from playwright.sync_api import expect
+
+    # assertions wait as long as actions: on a busy machine a Shiny recomputation can take more
+    # than expect()'s own default of 5 s (the failures read "with timeout 5000ms")
+    expect.set_options(timeout=_TIMEOUT_MS)
     failed: list[str] = []
     tab.on("requestfailed", lambda request: failed.append(request.url))
     tab.on("response", lambda r: failed.append(f"{r.status} {r.url}")
@@ -250,6 +255,10 @@ def test_ledger_page(page: Any, served: dict[str, Any], shots: Path) -> None:
     expect(page.locator("#ledger_count")).to_have_text(f"{count} spend(s)")
     expect(page.locator("#ledger_table")).to_contain_text("survey wave 1")
     expect(page.locator("#ledger_status tr[data-row=budget]")).to_contain_text("3")
+    # which filter and mode certify the total, and what the spent figures are
+    expect(page.locator("#ledger_certified")).to_contain_text("filter 'gdp'")
+    expect(page.locator("#ledger_certified")).to_contain_text("fully adaptive")
+    expect(page.locator("#ledger_spent_meaning")).to_contain_text("the guarantee")
     _plot_src(page, "ledger_burn")
     page.screenshot(path=str(shots / "ledger.png"), full_page=True)
     assert served["ledger"].read_bytes() == before

@@ -167,7 +167,7 @@ def test_ledger_page_reads_and_replays(config: web_config.ServeConfig) -> None:
     assert config.ledger is not None
     with dp.PrivacyAccountant((2.0, 1e-5), ledger=config.ledger) as acct:
         acct.spend(dp.GaussianEvent(sigma=4.0, label="first"))
-        acct.spend(dp.EpsilonDeltaEvent(epsilon=0.25, delta=1e-6, label="second"))
+        acct.spend(dp.LaplaceEvent(scale=4.0, label="second"))
         expected = acct.remaining()
     before = config.ledger.read_bytes()
     view = ledger.ledger_view(config.ledger)

@@ -6,6 +6,11 @@ paper's histogram (Zhao et al. §VI, Fig. 5): counts over the combination of all
 categorical attributes of the 45,222 complete records, add/remove neighbours, Δ = 1. Its
 domain has 54,001,920 cells, so cells are chosen by DP partition selection. The report ends
 with the noise each calibration would need for that histogram at the full (ε, δ).
+
+Both releases are fixed before any noise is drawn, so the demo commits them to its ledger as
+one study first (:meth:`~approxdp.accounting.PrivacyAccountant.commit`): the ledger, a privacy
+filter, then charges them by their exact curve — the selection's δ included, which a filter
+could not admit after a first noise draw without a share reserved for it.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from approxdp.accounting import PrivacyAccountant
 from approxdp.data import ADULT_CATEGORICAL, load_adult
 from approxdp.releases import (
     Count,
@@ -80,18 +86,20 @@ def run_adult_demo(
 ) -> AdultDemo:
     """Run the Adult demo at total budget (ε, δ); ``seed`` makes it reproducible."""
     data = load_adult()
-    table = PrivateTable(data, budget=(epsilon, delta), seed=seed)
-    small = table.release(
-        [
-            Count(name="complete records"),
-            Mean("age", (17.0, 90.0), name="mean age"),
-            Histogram(("income",), {"income": ["<=50K", ">50K"]}, name="income"),
-            Histogram(("sex", "race"), {"sex": ["Female", "Male"], "race": list(RACES)},
-                      name="sex × race"),
-        ],
-        epsilon=epsilon / 2, delta=delta / 2,
-    )
-    paper = table.release([Histogram(ADULT_CATEGORICAL, name="paper histogram")],
-                          epsilon=epsilon / 2, delta=delta / 2)[0]
+    accountant = PrivacyAccountant(budget=(epsilon, delta))
+    table = PrivateTable(data, accountant=accountant, seed=seed)
+    small_queries = [
+        Count(name="complete records"),
+        Mean("age", (17.0, 90.0), name="mean age"),
+        Histogram(("income",), {"income": ["<=50K", ">50K"]}, name="income"),
+        Histogram(("sex", "race"), {"sex": ["Female", "Male"], "race": list(RACES)},
+                  name="sex × race"),
+    ]
+    paper_queries = [Histogram(ADULT_CATEGORICAL, name="paper histogram")]
+    study = [table.allocate(table.plan(q), epsilon=epsilon / 2, delta=delta / 2).event()
+             for q in (small_queries, paper_queries)]
+    accountant.commit([e for e in study if e is not None], label="Adult demo")
+    small = table.release(small_queries, epsilon=epsilon / 2, delta=delta / 2)
+    paper = table.release(paper_queries, epsilon=epsilon / 2, delta=delta / 2)[0]
     comparisons = compare_methods(epsilon, delta, 1.0, paper.sigma)
     return AdultDemo(epsilon, delta, small, paper, comparisons)

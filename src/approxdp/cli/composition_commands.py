@@ -20,13 +20,16 @@ __all__ = ["compose_command"]
 def _render(console: Console, report: dict[str, Any]) -> None:
     table = new_table(
         title=(f"Total privacy of {report['count']} releases at total δ = {report['delta']:g}"),
-        caption="ε: least total ε each rule certifies; × best: relative to the tightest rule.",
+        caption="ε: least total ε each rule certifies for the list as declared; × best: "
+                "relative to the tightest rule; filter: the rule stays valid when each "
+                "release's parameters are chosen after earlier outputs.",
     )
     table.add_column("rule", style="bold")
     table.add_column("total ε", justify="right")
     table.add_column("total δ", justify="right")
     table.add_column("× best", justify="right")
     table.add_column("kind")
+    table.add_column("filter")
     table.add_column("how")
     for row in report["rules"]:
         ratio = row["ratio_to_best"]
@@ -34,7 +37,8 @@ def _render(console: Console, report: dict[str, Any]) -> None:
         if row["per_release_delta"] is not None:
             how += f"; each Gaussian at δ₀ = {row['per_release_delta']:.3g}"
         table.add_row(row["rule"], fmt(row["epsilon"]), fmt(row["delta"], 4),
-                      "n/a" if ratio is None else f"{ratio:.3f}", row["kind"], how)
+                      "n/a" if ratio is None else f"{ratio:.3f}", row["kind"],
+                      "yes" if row["filter"] else "no", how)
     console.print(table)
 
 

@@ -61,18 +61,24 @@ def ledger_command() -> None:
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
 @json_option
 def show_command(file: Path, as_json: bool) -> None:
-    """Show a ledger file's budget, every spend, and what remains (read-only).
+    """Show a ledger file's budget, which filter and mode certify it, every spend and
+    committed plan, and what remains (read-only).
 
     Each spend's cost is shown as the ε it spends alone, and the ε spent up to it, both at the
-    budget's δ. Spends of seeded simulations recorded on request are marked "seeded, not
+    budget's δ (under a privacy filter: the filter's spent ε, its odometer). A ledger written
+    before privacy filters is re-certified in memory under the 'gdp' filter; if its history
+    exceeds the budget under the filter, this says so (opening it to spend refuses until you
+    decide). Spends of seeded simulations recorded on request are marked "seeded, not
     private". The file is only read: it may be one the user cannot write.
 
     Example: approxdp ledger budget.sqlite
     """
     read = read_ledger(file)
-    with progress(f"Accounting {len(read[1])} spend(s)", total=len(read[1])) as advance:
+    count = len(read.records)
+    with progress(f"Accounting {count} spend(s)", total=count) as advance:
         data = ledger_report(file, read, advance=advance)
     spends = data["spends"]
+    commitments = data["commitments"]
     delta = data["budget"]["delta"]
 
     def render(console: Console) -> None:
@@ -90,9 +96,18 @@ def show_command(file: Path, as_json: bool) -> None:
             table.add_row(str(s["index"]), s["time"].replace("T", " ").removesuffix("+00:00"),
                           label, safe_text(s["summary"]),
                           fmt(s["epsilon_alone"], 4), fmt(s["epsilon_so_far"], 4))
+        so_far = spends[0]["so_far_is"] if spends else ""
         table.caption = (f"ε at the budget's δ = {delta:g}: what each spend costs alone, and "
-                         "the whole history up to it" if spends else "no spends yet")
+                         f"so far: {so_far}" if spends else "no spends yet")
         console.print(table)
+        if commitments:
+            plans = new_table("Committed plans")
+            for col in ("#", "label", "pricing", "spent", "state"):
+                plans.add_column(col)
+            for c in commitments:
+                plans.add_row(str(c["id"]), safe_text(c["label"]), c["pricing"],
+                              f"{c['spent']} of {c['planned_count']}", c["state"])
+            console.print(plans)
         render_budget(console, data["status"])
 
     emit(data, as_json, render)
@@ -173,7 +188,7 @@ def verify_command(file: Path, receipt_specs: tuple[str, ...], as_json: bool) ->
                 f", {report.receipts} receipt(s) checked")
         if report.ok:
             chain = ("hash chain intact" if report.chained else
-                     "no hash chain (written before schema 3; open it once for writing, e.g. "
+                     "no hash chain (written before schema 4; open it once for writing, e.g. "
                      "with a release, to chain it)")
             console.print(f"[green]OK[/] {head}; totals match the spends; {chain}")
             if not report.receipts:

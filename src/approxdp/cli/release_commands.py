@@ -12,6 +12,7 @@ the ledger is left unchanged.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -20,6 +21,7 @@ import click
 from rich.console import Console
 
 from approxdp.accounting import COMPOSITION_RULES, PrivacyAccountant, read_ledger_settings
+from approxdp.accounting.registry import ADAPTIVITY_MODES
 from approxdp.calibration import CALIBRATION_METHODS
 from approxdp.cli.output import (
     JSON_SCHEMA_VERSION,
@@ -50,10 +52,12 @@ _OUTPUT_SUFFIXES = (".json", ".csv", ".parquet")
 
 def _accountant(
     ledger: Path | None, budget: tuple[float, float] | None, composition: str | None,
-    release_budget: tuple[float, float],
+    release_budget: tuple[float, float], adaptivity: str | None = None,
+    basic_share: tuple[float, float] | None = None,
 ) -> PrivacyAccountant:
     if ledger is None:
-        return PrivacyAccountant(budget or release_budget, composition=composition or "auto")
+        return PrivacyAccountant(budget or release_budget, composition=composition,
+                                 adaptivity=adaptivity, basic_share=basic_share)
     if ledger.exists() and not ledger.is_dir():
         settings = read_ledger_settings(ledger)
         if budget is not None and tuple(map(float, budget)) != settings.budget:
@@ -63,19 +67,26 @@ def _accountant(
                 f"{str(ledger)!r}; a ledger's budget never changes: leave out --budget to use "
                 "the stored one (or start a new ledger file)"
             )
-        if composition is not None and composition != settings.composition:
-            raise InvalidParameterError(
-                f"--composition {composition} differs from the rule {settings.composition!r} "
-                f"stored in ledger {str(ledger)!r}; leave out --composition to use it"
-            )
-        return PrivacyAccountant(settings.budget, ledger=ledger,
-                                 composition=settings.composition)
+        # an existing ledger keeps its mode and rule (one written before privacy filters, with
+        # no mode stored, takes the one asked for: PrivacyAccountant re-certifies it)
+        share = None if basic_share is None else tuple(map(float, basic_share))
+        for flag, asked, stored in (("--composition", composition, settings.composition),
+                                    ("--adaptivity", adaptivity, settings.adaptivity),
+                                    ("--basic-share", share, settings.basic_share)):
+            if settings.adaptivity is not None and asked is not None and asked != stored:
+                raise InvalidParameterError(
+                    f"{flag} {asked} differs from the {flag[2:]} {stored!r} stored in ledger "
+                    f"{str(ledger)!r}; leave out {flag} to use it"
+                )
+        return PrivacyAccountant(settings.budget, ledger=ledger, composition=composition,
+                                 adaptivity=adaptivity, basic_share=basic_share)
     if budget is None:
         raise InvalidParameterError(
             f"ledger {str(ledger)!r} does not exist yet; create it by also giving its total "
             "budget: --budget EPSILON DELTA"
         )
-    return PrivacyAccountant(budget, ledger=ledger, composition=composition or "auto")
+    return PrivacyAccountant(budget, ledger=ledger, composition=composition,
+                             adaptivity=adaptivity, basic_share=basic_share)
 
 
 def _check_output(output: Path | None) -> None:
@@ -140,8 +151,19 @@ def _typed_domain(table: Any, domain: dict[str, list[str]]) -> dict[str, list[An
 @click.option("--ledger", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="SQLite ledger file that keeps the budget across runs (created if absent).")
 @click.option("--composition", type=click.Choice(list(COMPOSITION_RULES)), default=None,
-              help="Composition rule of the accountant (default: auto, or the ledger's; an "
-                   "existing ledger's rule cannot change).")
+              help="Rule of the accountant (default: the 'gdp' privacy filter, or the "
+                   "ledger's; an existing ledger's rule cannot change). Rules that are not "
+                   "filters need --adaptivity fixed.")
+@click.option("--adaptivity", type=click.Choice(list(ADAPTIVITY_MODES)), default=None,
+              help="full (default): spends may be chosen after earlier outputs, the ledger is "
+                   "a privacy filter. fixed: you promise every spend's parameters were fixed "
+                   "before any noise was drawn.")
+@click.option("--basic-share", type=(Number.of("epsilon"), Number.of("delta_cost")),
+              default=None, metavar="EPSILON DELTA",
+              help="For a new ledger (fixed when it is created): the part of the budget kept "
+                   "for δ that no Gaussian covers, e.g. partition selection (a histogram or "
+                   "grouped query without --domain) after the ledger's first spend; it costs "
+                   "the Gaussian releases the room it takes.")
 @click.option("--privacy-unit", default=None, metavar="COLUMN",
               help="Column identifying whom to protect (default: each row).")
 @click.option("--max-partitions", type=int, default=1, show_default=True,
@@ -185,7 +207,9 @@ def release_command(
     bounds_share: float | None, by: tuple[str, ...], qs: tuple[float, ...],
     domain_specs: tuple[str, ...],
     outside_domain: str, budget: tuple[float, float] | None, ledger: Path | None,
-    composition: str | None, privacy_unit: str | None, max_partitions: int,
+    composition: str | None, adaptivity: str | None,
+    basic_share: tuple[float, float] | None, privacy_unit: str | None,
+    max_partitions: int,
     max_rows_per_partition: int, neighbouring: str, level: float, method: str,
     cast_specs: tuple[str, ...], cast_errors: str, seed: int | None,
     allow_seeded_ledger: bool, output: Path | None, exact_diagnostics: bool, show: int,
@@ -218,7 +242,8 @@ def release_command(
                   budget=budget, ledger=ledger, composition=composition, seed=seed,
                   allow_seeded_ledger=allow_seeded_ledger, output=output, show=show,
                   as_json=as_json, exact_diagnostics=exact_diagnostics,
-                  make_accountant=_accountant)
+                  make_accountant=functools.partial(_accountant, adaptivity=adaptivity,
+                                                    basic_share=basic_share))
         return
     for name, value in (("-e' / '--epsilon", epsilon), ("-d' / '--delta", delta)):
         if value is None:
@@ -235,7 +260,8 @@ def release_command(
         raise InvalidParameterError("--bounds-share goes with --bounds private")
     _check_output(output)
     casts = parse_casts(cast_specs)
-    accountant = _accountant(ledger, budget, composition, (epsilon, delta))
+    accountant = _accountant(ledger, budget, composition, (epsilon, delta), adaptivity,
+                             basic_share)
     try:
         with progress(f"Releasing a private {kind} from {file.name}"), \
                 interruptible(lambda: accountant.remaining().count):

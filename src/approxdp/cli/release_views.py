@@ -132,7 +132,22 @@ def render_budget(console: Console, budget: dict[str, Any], title: str = "Budget
                   fmt(budget["spent_delta"]))
     table.add_row("remaining", fmt(budget["remaining_epsilon"]), fmt(budget["remaining_delta"]),
                   style="bold")
-    table.caption = f"{budget['count']} spend(s); composition: {budget['rule']}"
+    lines = [f"{budget['count']} spend(s); rule: {safe_text(str(budget['rule']))}"]
+    if budget.get("certified_by"):
+        lines.append(f"certified by: {safe_text(budget['certified_by'])}")
+    if budget.get("spent_meaning"):
+        lines.append(f"spent: {safe_text(budget['spent_meaning'])}")
+    if budget.get("room") is not None:
+        lines.append(f"Gaussian-DP room: μ² = {fmt(budget['room_used'])} used of "
+                     f"{fmt(budget['room'])}")
+    if budget.get("basic_share") is not None:
+        lines.append(f"basic share (ε, δ): {tuple(budget['basic_share'])}, used "
+                     f"{tuple(budget['basic_share_used'])}")
+    if budget.get("open_commitments"):
+        lines.append(f"{budget['open_commitments']} committed plan(s) open")
+    if budget.get("refusing"):
+        lines.append(f"[bold red]REFUSING SPENDS:[/] {safe_text(budget['refusing'])}")
+    table.caption = "\n".join(lines)
     console.print(table)
 
 

@@ -8,9 +8,12 @@ Releases are written as tokens, each optionally repeated with a ``K x`` prefix:
 - ``dp:EPSILON[:DELTA]`` — any (ε, δ)-DP step (default δ = 0);
 - e.g. ``100xgaussian:20`` is a hundred Gaussian releases with σ = 20.
 
-For a total δ the command reports the least total ε each rule can certify (computed by
-:func:`approxdp.accounting.composition.comparison.compare_rules`, as typed
-:class:`~approxdp.accounting.composition.comparison.RuleBound` results):
+For a total δ the command reports the least total ε each rule can certify for the list as
+declared (computed by :func:`approxdp.accounting.composition.comparison.compare_rules`, as typed
+:class:`~approxdp.accounting.composition.comparison.RuleBound` results); each row also says
+whether its rule stays valid when each release's parameters are chosen after earlier outputs
+(``filter``: a valid privacy filter, Rogers et al. 2016, from
+:data:`approxdp.accounting.registry.ACCOUNTING_RULES`):
 
 - ``exact-gaussian``: the Gaussian releases compose exactly into one Gaussian (Zhao et al.
   Lemma 15);

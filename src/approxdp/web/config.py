@@ -145,7 +145,7 @@ def _ledger(
             f"--composition must be one of {', '.join(COMPOSITION_RULES)}, got {composition!r}"
         )
     # Create the file now, so that the ledger page shows it (empty) from the start.
-    PrivacyAccountant(budget, ledger=path, composition=composition or "auto").close()
+    PrivacyAccountant(budget, ledger=path, composition=composition).close()
     return path.resolve()
 
 

@@ -31,7 +31,7 @@ import numpy as np
 
 from approxdp.accounting import PrivacyAccountant, read_ledger_settings
 from approxdp.errors import DataError, InvalidParameterError
-from approxdp.events import EpsilonDeltaEvent
+from approxdp.events import PrivacyEvent
 from approxdp.releases.kinds import DEFAULT_QS, RELEASE_KINDS, KindInputs
 from approxdp.releases.specs import CAST_ERRORS
 from approxdp.reports.formatting import JSON_SCHEMA_VERSION, jsonable
@@ -415,23 +415,39 @@ def query_rows(spec: ReleaseSpec) -> list[tuple[str, str]]:
     return rows
 
 
-def cost_preview(spec: ReleaseSpec, ledger: Path) -> dict[str, Any]:
+def cost_preview(spec: ReleaseSpec, ledger: Path,
+                 schema: Mapping[str, str] | None = None) -> dict[str, Any]:
     """What the release will spend, what the ledger has left, and whether it fits.
 
-    The check counts the release as an (ε, δ)-DP step under the ledger's rule — an upper bound
-    on its cost; the ledger itself may compose the Gaussian noise more tightly.
+    The check plans the release's own events (those a run on synthetic data spends: they
+    depend only on public parameters) against the ledger, under its filter or rule, exactly
+    as the release itself will be charged.
     """
+    accountant = PrivacyAccountant(ledger=ledger)
     settings = read_ledger_settings(ledger)
-    accountant = PrivacyAccountant(settings.budget, ledger=ledger,
-                                   composition=settings.composition)
     try:
+        events = _release_events(spec, schema_of(spec.file) if schema is None else schema)
         now = accountant.remaining()
-        plan = accountant.plan([EpsilonDeltaEvent(epsilon=spec.epsilon, delta=spec.delta)])
+        plan = accountant.plan(events)
     finally:
         accountant.close()
     return {"epsilon": spec.epsilon, "delta": spec.delta, "ledger": str(ledger),
             "composition": settings.composition, "now": budget_dict(now), "fits": plan.fits,
-            "after": budget_dict(plan.status_after), "query": query_rows(spec)}
+            "reason": plan.reason, "after": budget_dict(plan.status_after),
+            "query": query_rows(spec)}
+
+
+def _release_events(spec: ReleaseSpec, schema: Mapping[str, str]) -> list[PrivacyEvent]:
+    """The events the release will spend, from a run on a small synthetic table with a
+    throwaway accountant: what a release spends depends only on its public parameters (the
+    query, ε, δ, bounds, domain), never on the data."""
+    from approxdp.releases import PrivateTable
+
+    probe = PrivacyAccountant(budget=(1e9, 0.5), composition="basic", adaptivity="fixed")
+    table = PrivateTable(synthetic_table(spec, schema, 50), accountant=probe,
+                         seed=SIMULATION_SEED, **_table_options(spec))
+    _run(table, spec, schema)
+    return [record.event for record in probe.history()]
 
 
 def release(spec: ReleaseSpec, schema: Mapping[str, str], ledger: Path) -> dict[str, Any]:
@@ -443,9 +459,7 @@ def release(spec: ReleaseSpec, schema: Mapping[str, str], ledger: Path) -> dict[
     """
     from approxdp.releases import PrivateTable
 
-    settings = read_ledger_settings(ledger)
-    accountant = PrivacyAccountant(settings.budget, ledger=ledger,
-                                   composition=settings.composition)
+    accountant = PrivacyAccountant(ledger=ledger)
     try:
         table = PrivateTable(str(spec.file.path), accountant=accountant, **_table_options(spec))
         result = _run(table, spec, schema)
@@ -509,16 +523,13 @@ def release_script(spec: ReleaseSpec, schema: Mapping[str, str], ledger: Path | 
         '"""',
         "",
         "import approxdp as dp",
-        "from approxdp.accounting import read_ledger_settings",
         "from approxdp.releases.kinds import KindInputs",
         "",
     ]
     if ledger is not None:
         lines += [
             f"LEDGER = {str(ledger)!r}",
-            "settings = read_ledger_settings(LEDGER)",
-            "accountant = dp.PrivacyAccountant(settings.budget, ledger=LEDGER,",
-            "                                  composition=settings.composition)",
+            "accountant = dp.PrivacyAccountant(ledger=LEDGER)  # its stored budget, mode, rule",
         ]
     else:
         lines += [f"accountant = dp.PrivacyAccountant(budget=({spec.epsilon!r}, "

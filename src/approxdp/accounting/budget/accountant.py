@@ -1,28 +1,45 @@
-"""PrivacyAccountant: a total (ε, δ) budget that spends can never take past its limit.
+"""PrivacyAccountant: a total (ε, δ) budget that spends can never take past its limit — even
+when the analyst chooses each spend after seeing earlier outputs.
 
-The accountant consumes the mechanisms' events (:mod:`approxdp.events`). Gaussian releases
-compose exactly through σ* (Zhao et al. Lemma 15); everything else composes by the tightest valid
-rule (``composition="auto"``: the better of basic and optimal composition, see
-:mod:`approxdp.accounting.budget.rules`). Every spend is checked and recorded atomically
-*before* the caller draws noise; a refused spend raises :class:`BudgetExceededError` and
-changes nothing.
+The accountant consumes the mechanisms' events (:mod:`approxdp.events`). It has two modes,
+which say what they promise (the rules and their contracts:
+:data:`~approxdp.accounting.registry.ACCOUNTING_RULES`):
+
+- ``adaptivity="full"`` (default): the ledger is a **privacy filter** (Rogers et al. 2016): the
+  whole interaction is (ε, δ)-DP at the budget however each spend's parameters were chosen
+  from earlier outputs. Its rule is ``"gdp"`` (default; the Gaussian-DP residue filter of
+  :mod:`approxdp.accounting.budget.filter`: exact for Gaussian releases, plans committed before
+  the first spend charged by their privacy-loss distribution) or ``"basic"``.
+- ``adaptivity="fixed"``: the caller **promises** that every spend's parameters were fixed
+  before any noise was drawn (a declared sequence); any ledger rule may then be used,
+  including the tighter ones that are not filters (``"auto"``, ``"pld"``, ``"optimal"``,
+  ``"advanced"``; :mod:`approxdp.accounting.budget.rules`). An adaptive analyst can defeat
+  them: the guide "Adaptive analysts and privacy filters" shows how.
+
+Every spend is checked and recorded atomically *before* the caller draws noise; a refused
+spend raises :class:`BudgetExceededError` and changes nothing. A sequence fixed in advance (a
+DP-SGD run, a study) can be committed as one unit (:meth:`PrivacyAccountant.commit`).
 
 Example:
     >>> from approxdp.events import GaussianEvent
     >>> acc = PrivacyAccountant(budget=(1.0, 1e-5))
     >>> receipt = acc.spend(GaussianEvent(sigma=10.0))
-    >>> receipt.index, acc.remaining().count
-    (1, 1)
+    >>> receipt.index, acc.remaining().count, acc.remaining().adaptivity
+    (1, 1, 'full')
 """
 
 from __future__ import annotations
 
+import json
+import math
 import os
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
-from approxdp._validation import check_parameter
+from approxdp._validation import check_interval, check_parameter
 from approxdp.accounting.budget.costs import (
     Contribution,
     LedgerState,
@@ -30,16 +47,39 @@ from approxdp.accounting.budget.costs import (
     contribution,
     is_pld_only,
 )
-from approxdp.accounting.budget.ledger import Ledger, MemoryLedger, SpendRecord
+from approxdp.accounting.budget.filter import (
+    Commitment,
+    FilterKind,
+    FilterRefusedError,
+    FilterState,
+    admit_commit,
+    admit_spend,
+    budget_rho,
+    close_commitment,
+    gdp_equivalent,
+    new_filter,
+)
+from approxdp.accounting.budget.filter_state import ZERO
+from approxdp.accounting.budget.ledger import (
+    Decision,
+    FilterLogEntry,
+    Ledger,
+    MemoryLedger,
+    SpendRecord,
+)
 from approxdp.accounting.budget.rules import (
     CLOSED_FORM_RULES,
     COMPOSITION_RULES,
     delta_at,
     epsilon_at,
 )
+from approxdp.accounting.composition.gaussian import sigma_from_rho
+from approxdp.accounting.registry import ADAPTIVITY_MODES, accounting_rule, rule_names
+from approxdp.accounting.serialization import event_key
 from approxdp.errors import (
     BudgetExceededError,
     InvalidParameterError,
+    LedgerRecertificationWarning,
     ParameterTypeError,
     UnknownMethodError,
 )
@@ -47,20 +87,39 @@ from approxdp.events import PrivacyEvent
 
 __all__ = ["BudgetStatus", "PlanResult", "PrivacyAccountant"]
 
+_FIXED_PROMISE = (
+    "valid only as the caller promised: every spend's parameters were fixed before any noise "
+    "was drawn (adaptivity='fixed'); an analyst who adapts can exceed it"
+)
+
 
 @dataclass(frozen=True, slots=True)
 class BudgetStatus:
-    """Where a budget stands. The two "remaining" numbers are two views of one frontier.
+    """Where a budget stands, and what certifies it.
 
     Attributes:
         budget_epsilon, budget_delta: the total budget (ε_B, δ_B).
-        spent_delta: least δ for which the history is (ε_B, δ)-DP (upper bound).
-        spent_epsilon: least ε for which the history is (ε, δ_B)-DP (upper bound; inf if
-            no ε suffices).
-        remaining_delta: δ_B − spent_delta (δ still available at ε_B).
-        remaining_epsilon: ε_B − spent_epsilon (ε still available at δ_B).
+        spent_delta: δ at ε_B of what has been spent (see ``spent_meaning``).
+        spent_epsilon: ε at δ_B of what has been spent (inf if no ε suffices).
+        remaining_delta: δ_B − spent_delta.
+        remaining_epsilon: ε_B − spent_epsilon.
         count: number of spends recorded.
-        rule: the composition rule used.
+        rule: the rule that certifies the total (with its source).
+        adaptivity: ``"full"`` (a privacy filter: valid however the spends adapted) or
+            ``"fixed"`` (valid for a sequence declared in advance, as the caller promised).
+        certified_by: one sentence: which filter or rule certifies what, under which mode.
+        spent_meaning: what the spent figures are. Under a filter they measure the room used
+            or reserved (the (ε, δ) of the all-Gaussian history that would use the same room);
+            the guarantee for the released outputs is the budget itself, at any time.
+        over_budget: True if the stored history exceeds the budget under this ledger's
+            filter (an old ledger re-certified on opening).
+        refusing: why every further spend is refused, or None.
+        room: the filter's Gaussian-DP room μ² (after the block declared before the first
+            spend), or None.
+        room_used: μ² charged to that room (prepaid plans included), or None.
+        basic_share: the basic share (ε, δ) fixed at creation, or None.
+        basic_share_used: what of it is charged, or None.
+        open_commitments: committed plans with events left.
     """
 
     budget_epsilon: float
@@ -71,14 +130,31 @@ class BudgetStatus:
     remaining_delta: float
     count: int
     rule: str
+    adaptivity: str = "fixed"
+    certified_by: str = ""
+    spent_meaning: str = ""
+    over_budget: bool = False
+    refusing: str | None = None
+    room: float | None = None
+    room_used: float | None = None
+    basic_share: tuple[float, float] | None = None
+    basic_share_used: tuple[float, float] | None = None
+    open_commitments: int = 0
 
 
 @dataclass(frozen=True, slots=True)
 class PlanResult:
-    """Answer of :meth:`PrivacyAccountant.plan`: would these events fit?"""
+    """Answer of :meth:`PrivacyAccountant.plan`: would these events fit?
+
+    Attributes:
+        fits: True if every event would be admitted, in order.
+        status_after: the status after them (after the admitted ones, if some would not fit).
+        reason: why the first refused event would be refused, or None.
+    """
 
     fits: bool
     status_after: BudgetStatus
+    reason: str | None = None
 
 
 def _check_budget(budget: Any) -> tuple[float, float]:
@@ -93,28 +169,84 @@ def _check_budget(budget: Any) -> tuple[float, float]:
     return eps, delta
 
 
+def _check_share(share: Any, budget: tuple[float, float]) -> tuple[float, float] | None:
+    if share is None:
+        return None
+    try:
+        eps_raw, delta_raw = share
+    except (TypeError, ValueError) as exc:
+        raise InvalidParameterError(
+            f"basic_share must be an (epsilon, delta) pair, got basic_share={share!r}"
+        ) from exc
+    eps = float(check_interval("basic_share epsilon", eps_raw, 0.0, budget[0]))
+    delta = float(check_interval("basic_share delta", delta_raw, 0.0, budget[1]))
+    return (eps, delta)
+
+
+def _items(events: Iterable[Any]) -> list[tuple[PrivacyEvent, int]]:
+    """Events, or (event, count) pairs, merged into (event, count) pairs in first-seen order."""
+    if isinstance(events, PrivacyEvent):
+        events = [events]
+    out: dict[str, tuple[PrivacyEvent, int]] = {}
+    for i, item in enumerate(events):
+        if isinstance(item, PrivacyEvent):
+            event, count = item, 1
+        elif isinstance(item, tuple | list) and len(item) == 2:
+            event, count = item
+            if not isinstance(event, PrivacyEvent):
+                raise ParameterTypeError(
+                    f"events[{i}] must be a PrivacyEvent or an (event, count) pair, got "
+                    f"{type(event).__name__}"
+                )
+            if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+                raise InvalidParameterError(
+                    f"events[{i}]: count must be an integer >= 1, got count={count!r}"
+                )
+        else:
+            raise ParameterTypeError(
+                f"events[{i}] must be a PrivacyEvent or an (event, count) pair, got "
+                f"{type(item).__name__}"
+            )
+        key = event_key(event)
+        prev = out.get(key)
+        out[key] = (event, count + (prev[1] if prev else 0))
+    if not out:
+        raise InvalidParameterError("events must name at least one event to commit")
+    return list(out.values())
+
+
 class PrivacyAccountant:
     """Tracks spends against a total (ε, δ) budget; never lets the total exceed it.
 
     Args:
         budget: the total (ε, δ): ε ≥ 0 finite, δ ∈ [0, 1). May be left out when ``ledger``
-            names an existing ledger file: its stored budget (and, unless ``composition`` is
-            given, its rule) is used (:func:`~approxdp.accounting.read_ledger_settings`).
+            names an existing ledger file: its stored budget, mode and rule are used
+            (:func:`~approxdp.accounting.read_ledger_settings`).
         ledger: None for an in-memory ledger, or a path to a SQLite ledger file (created if
-            absent; shared safely by threads and processes; must have been created with the
-            same budget and composition).
-        composition: "auto" (default), "pld", "basic", "advanced" or "optimal": the rule for
-            the non-Gaussian events. Gaussian events always compose exactly (Zhao et al. Lemma
-            15). "pld" composes the whole history by its privacy-loss distribution (each
-            event's own, certified; the only rule for subsampled Gaussians, as in DP-SGD);
-            "auto" is exact for all-Gaussian histories and otherwise the tightest of the PLD
-            and the closed-form rules.
-        read_only: Open the ``ledger`` file only to read it (a file the user may only read;
-            an older schema is read as it is): :meth:`spend` then refuses.
+            absent; shared safely by threads and processes; an existing file keeps its
+            budget, mode and rule).
+        composition: the rule. With ``adaptivity="full"``: ``"gdp"`` (default) or
+            ``"basic"``, the valid privacy filters. With ``adaptivity="fixed"``: also
+            ``"auto"`` (its default), ``"pld"``, ``"optimal"`` and ``"advanced"``
+            (:data:`~approxdp.accounting.registry.ACCOUNTING_RULES` says what each
+            certifies).
+        adaptivity: ``"full"`` (default: spends may be chosen after earlier outputs; the
+            ledger is a filter) or ``"fixed"`` (the caller promises every spend's parameters
+            were fixed before any noise was drawn). A ledger file written before filters
+            existed may be re-declared ``"fixed"`` once, before its next spend.
+        basic_share: an (ε, δ) within the budget, fixed now, for events with δ > 0 that no
+            Gaussian dominates (truncated Laplace, partition selection, a discrete Gaussian):
+            after the first spend the ``"gdp"`` filter can admit those only from such a share
+            or from a plan committed before the first spend. It costs the Gaussian releases
+            the room its privacy-loss distribution takes (None: no share).
+        read_only: open the ``ledger`` file only to read it (a file the user may only read;
+            an older schema is read as it is): :meth:`spend` and :meth:`commit` then refuse.
 
     Raises:
-        InvalidParameterError, UnknownMethodError: on a bad budget or composition.
-        LedgerError: if the ledger file is corrupt, foreign, or made for another budget.
+        InvalidParameterError, UnknownMethodError: on a bad budget, rule, mode or share; or a
+            rule that is not a filter without ``adaptivity="fixed"``.
+        LedgerError: if the ledger file is corrupt, foreign, or made for another budget or
+            mode.
     """
 
     def __init__(
@@ -123,42 +255,100 @@ class PrivacyAccountant:
         ledger: str | os.PathLike[str] | None = None,
         composition: str | None = None,
         *,
+        adaptivity: str | None = None,
+        basic_share: tuple[float, float] | None = None,
         read_only: bool = False,
     ) -> None:
+        settings = None
+        if ledger is not None and not isinstance(ledger, str | os.PathLike):
+            raise ParameterTypeError(
+                f"ledger must be None or a file path, got {type(ledger).__name__} {ledger!r}"
+            )
+        if ledger is not None and os.path.isfile(ledger) and os.path.getsize(ledger) > 0:
+            from approxdp.accounting.budget.sqlite_ledger import read_ledger_settings
+
+            settings = read_ledger_settings(ledger)
         if budget is None:  # reopen an existing ledger with the budget stored in it
-            if not isinstance(ledger, str | os.PathLike) or not os.path.isfile(ledger):
+            if settings is None:
                 raise ParameterTypeError(
                     "budget=(epsilon, delta) is required unless ledger= names an existing "
                     f"ledger file (got ledger={ledger!r})"
                 )
-            from approxdp.accounting.budget.sqlite_ledger import read_ledger_settings
-
-            settings = read_ledger_settings(ledger)
             budget = settings.budget
-            composition = settings.composition if composition is None else composition
-        composition = "auto" if composition is None else composition
         self._epsilon, self._delta = _check_budget(budget)
+        self._adaptivity, self._composition = self._resolve_mode(settings, adaptivity,
+                                                                 composition, self._delta)
+        if basic_share is None and settings is not None:
+            basic_share = settings.basic_share
+        self._share = _check_share(basic_share, (self._epsilon, self._delta))
+        self._filter_kind: FilterKind | None = (
+            "gdp" if self._composition == "gdp" else
+            "basic" if self._composition == "basic" and self._adaptivity == "full" else None
+        )
+        if self._share is not None and self._composition != "gdp":
+            raise InvalidParameterError(
+                f"basic_share is a share of the 'gdp' filter's budget; composition="
+                f"{self._composition!r} has none (got basic_share={self._share})"
+            )
+        self._persistent = ledger is not None
+        self._ledger: Ledger
+        if ledger is None:
+            start = None
+            if self._filter_kind is not None:
+                start = new_filter(self._filter_kind, self.budget, self._share)
+            self._ledger = MemoryLedger(start)
+        else:
+            from approxdp.accounting.budget.sqlite_ledger import SQLiteLedger
+
+            self._ledger = SQLiteLedger(
+                ledger, budget=self.budget, composition=self._composition,
+                adaptivity=self._adaptivity, basic_share=self._share, read_only=read_only,
+            )
+            over = self._ledger.state().filter
+            if over is not None and over.over is not None:
+                warnings.warn(over.over, LedgerRecertificationWarning, stacklevel=2)
+
+    @staticmethod
+    def _resolve_mode(settings: Any, adaptivity: str | None, composition: str | None,
+                      delta: float) -> tuple[str, str]:
+        """(adaptivity, composition): the explicit ones, else the stored ones, else defaults
+        ("full" and "gdp" — "basic" for a pure-ε budget, δ = 0, where no Gaussian fits;
+        "fixed" defaults to "auto", or to an old file's own rule)."""
+        if adaptivity is not None and adaptivity not in ADAPTIVITY_MODES:
+            raise UnknownMethodError(
+                f"adaptivity must be one of {ADAPTIVITY_MODES}, got adaptivity={adaptivity!r}"
+            )
+        stored_mode = None if settings is None else settings.adaptivity
+        stored_rule = None if settings is None else settings.composition
+        legacy_rule = None if settings is None else settings.legacy_composition
+        if adaptivity is None:
+            adaptivity = stored_mode or "full"
+        if composition is None:
+            if stored_mode == adaptivity and stored_rule is not None:
+                composition = stored_rule
+            elif adaptivity == "fixed":
+                composition = legacy_rule or "auto"
+            else:
+                composition = "gdp" if delta > 0.0 else "basic"
         if composition not in COMPOSITION_RULES:
             raise UnknownMethodError(
                 f"composition must be one of {COMPOSITION_RULES}, got composition={composition!r}"
             )
-        self._composition = composition
-        self._ledger: Ledger
-        if ledger is None:
-            self._ledger = MemoryLedger()
-        else:
-            from approxdp.accounting.budget.sqlite_ledger import SQLiteLedger
-
-            if not isinstance(ledger, str | os.PathLike):
-                raise ParameterTypeError(
-                    f"ledger must be None or a file path, got {type(ledger).__name__} {ledger!r}"
-                )
-
-            self._ledger = SQLiteLedger(
-                ledger, budget=(self._epsilon, self._delta), composition=composition,
-                read_only=read_only,
+        if composition == "gdp" and delta <= 0.0:
+            raise InvalidParameterError(
+                "composition='gdp' needs a budget delta > 0 (no Gaussian release is "
+                "(epsilon, 0)-DP); a pure-epsilon budget is a basic filter: composition='basic'"
             )
-        self._persistent = ledger is not None
+        if adaptivity == "full" and not accounting_rule(composition, "ledger").filter_valid:
+            raise InvalidParameterError(
+                f"composition={composition!r} is not a valid privacy filter when spends are "
+                "chosen after earlier outputs (" + accounting_rule(composition).adaptivity_source
+                + f"); use one of {rule_names('ledger', 'full')}, or pass adaptivity='fixed' "
+                "to promise that every spend's parameters are fixed before any noise is drawn"
+            )
+        return adaptivity, composition
+
+    # -- properties ------------------------------------------------------------------------
 
     @property
     def persistent(self) -> bool:
@@ -172,38 +362,111 @@ class PrivacyAccountant:
 
     @property
     def composition(self) -> str:
-        """The composition rule for non-Gaussian events."""
+        """The ledger's rule (:data:`~approxdp.accounting.registry.ACCOUNTING_RULES`)."""
         return self._composition
 
-    def _evaluate(self, state: LedgerState) -> tuple[float, str]:
-        return delta_at(state, self._epsilon, self._composition)
+    @property
+    def adaptivity(self) -> str:
+        """``"full"`` (a privacy filter) or ``"fixed"`` (a declared sequence, promised)."""
+        return self._adaptivity
+
+    @property
+    def basic_share(self) -> tuple[float, float] | None:
+        """The basic share fixed at creation, or None."""
+        return self._share
+
+    # -- readings --------------------------------------------------------------------------
+
+    def _fixed_reading(self, state: LedgerState) -> tuple[float, float, str]:
+        rule = self._composition if self._filter_kind is None else "auto"
+        spent_delta, name = delta_at(state, self._epsilon, rule)
+        spent_eps, _ = epsilon_at(state, self._delta, rule)
+        return spent_eps, spent_delta, name
+
+    def _filter_reading(self, f: FilterState) -> tuple[float, float]:
+        """(spent ε at δ_B, spent δ at ε_B) of a filter's state, in closed form."""
+        from approxdp.profiles.gaussian import gaussian_delta, gaussian_epsilon
+
+        if f.kind == "basic":
+            e, d = f.share_used
+            spent_eps = float(e) if d <= Fraction(self._delta) else math.inf
+            spent_delta = float(d) if e <= Fraction(self._epsilon) else 1.0
+            return spent_eps, spent_delta
+        m = gdp_equivalent(f, self.budget)
+        if m <= 0.0:
+            return 0.0, 0.0
+        if not math.isfinite(m):
+            return math.inf, 1.0
+        sigma = sigma_from_rho(m)
+        spent_delta = float(gaussian_delta(self._epsilon, sigma, 1.0))
+        spent_eps = float(gaussian_epsilon(sigma, self._delta)) if self._delta > 0 else math.inf
+        return spent_eps, spent_delta
 
     def _status(self, state: LedgerState) -> BudgetStatus:
-        spent_delta, rule = self._evaluate(state)
-        spent_eps, _ = epsilon_at(state, self._delta, self._composition)
-        return BudgetStatus(
-            budget_epsilon=self._epsilon,
-            budget_delta=self._delta,
-            spent_epsilon=spent_eps,
-            spent_delta=spent_delta,
-            remaining_epsilon=self._epsilon - spent_eps,
-            remaining_delta=self._delta - spent_delta,
-            count=state.count,
-            rule=rule,
+        f = state.filter
+        if f is None:
+            spent_eps, spent_delta, rule = self._fixed_reading(state)
+            return BudgetStatus(
+                self._epsilon, self._delta, spent_eps, spent_delta,
+                self._epsilon - spent_eps, self._delta - spent_delta, state.count, rule,
+                adaptivity=self._adaptivity,
+                certified_by=f"rule '{self._composition}': {rule}; " + _FIXED_PROMISE,
+                spent_meaning="the (ε, δ) of the history as a declared sequence, under the rule",
+            )
+        title = accounting_rule(self._composition).title
+        certified = (
+            f"filter '{f.kind}' ({title}), fully adaptive: the whole interaction is "
+            f"({self._epsilon:g}, {self._delta:g})-DP however each spend was chosen from "
+            "earlier outputs, and whenever it stops"
         )
+        meaning = (
+            "room used or reserved by the filter, as the (ε, δ) of the all-Gaussian history "
+            "that would use the same room; the guarantee for what was released is the budget"
+            if f.kind == "gdp" else
+            "Σεᵢ and Σδᵢ charged so far (basic composition); the guarantee is the budget"
+        )
+        if f.over is not None:
+            spent_eps, spent_delta, how = self._fixed_reading(state)
+            meaning = (f"the stored history as a declared sequence ({how}); under the filter "
+                       "it exceeds the budget")
+        else:
+            spent_eps, spent_delta = self._filter_reading(f)
+        room = None
+        if f.kind == "gdp":
+            room = budget_rho(self.budget) if f.room is None else f.room
+        return BudgetStatus(
+            self._epsilon, self._delta, spent_eps, spent_delta,
+            self._epsilon - spent_eps, self._delta - spent_delta, state.count, title,
+            adaptivity="full" if self._adaptivity == "full" else "fixed",
+            certified_by=certified, spent_meaning=meaning,
+            over_budget=f.over is not None, refusing=f.over,
+            room=room, room_used=f.gdp_used if f.kind == "gdp" else None,
+            basic_share=None if f.share == (ZERO, ZERO) else
+            (float(f.share[0]), float(f.share[1])),
+            basic_share_used=None if f.share == (ZERO, ZERO) else
+            (float(f.share_used[0]), float(f.share_used[1])),
+            open_commitments=sum(1 for c in f.commitments if c.open),
+        )
+
+    # -- spending --------------------------------------------------------------------------
 
     def spend(self, event: PrivacyEvent, *, seeded: bool = False) -> SpendRecord:
         """Debit ``event`` from the budget. Call it BEFORE drawing the noise.
+
+        Under a filter an event matching an open commitment (:meth:`commit`) is taken from
+        it (already charged); otherwise it is charged as the filter says
+        (:mod:`approxdp.accounting.budget.filter`).
 
         ``seeded``: the spend pays for a seeded simulation (NOT private), recorded so and shown
         "seeded, not private" wherever the ledger is shown (see
         :class:`~approxdp.releases.PrivateTable`'s ``allow_seeded_ledger``).
 
         Returns:
-            The recorded SpendRecord (with the rule that admitted it).
+            The recorded SpendRecord (with what admitted it).
 
         Raises:
-            BudgetExceededError: the spend would exceed the budget; nothing was recorded.
+            BudgetExceededError: the spend would exceed the budget, or the ledger refuses
+                spends (an old ledger over budget under its filter); nothing was recorded.
                 ``err.remaining`` is the BudgetStatus before the spend, ``err.requested``
                 the event.
             ParameterTypeError, InvalidParameterError: ``event`` is not an accountable event,
@@ -211,8 +474,21 @@ class PrivacyAccountant:
         """
         contrib = self._cost(event)
 
-        def check(old_state: LedgerState, new_state: LedgerState) -> tuple[str, float]:
-            needed, rule = self._evaluate(new_state)
+        def check(old_state: LedgerState, new_state: LedgerState) -> Decision:
+            if old_state.filter is not None:
+                try:
+                    f, charge = admit_spend(old_state.filter, event, self.budget)
+                except FilterRefusedError as exc:
+                    before = self._status(old_state)
+                    raise BudgetExceededError(
+                        f"{exc}; remaining before this spend: delta="
+                        f"{before.remaining_delta:.6g} at the full epsilon, epsilon="
+                        f"{before.remaining_epsilon:.6g} at the full delta",
+                        remaining=before, requested=event,
+                    ) from None
+                _, delta_after = self._filter_reading(f)
+                return Decision(charge.describe(f.kind), delta_after, f, charge.to_json())
+            needed, rule = delta_at(new_state, self._epsilon, self._composition)
             if needed > self._delta:
                 before = self._status(old_state)
                 raise BudgetExceededError(
@@ -223,31 +499,174 @@ class PrivacyAccountant:
                     remaining=before,
                     requested=event,
                 )
-            return rule, needed
+            return Decision(rule, needed)
 
         return self._ledger.append(event, contrib, check, seeded=seeded)
 
     def _cost(self, event: PrivacyEvent) -> Contribution:
         contrib = check_cost(event, contribution(event))
-        if self._composition in CLOSED_FORM_RULES and any(map(is_pld_only, contrib.pld)):
+        if (self._filter_kind is None and self._composition in CLOSED_FORM_RULES
+                and any(map(is_pld_only, contrib.pld))):
             raise InvalidParameterError(
                 f"composition={self._composition!r} needs every event's (epsilon, delta), but "
                 f"{event!r} (a subsampled Gaussian) has none; account it with "
-                "composition='pld' or 'auto'"
+                "composition='pld' or 'auto' (adaptivity='fixed'), or under the 'gdp' filter"
             )
         return contrib
 
+    def commit(self, events: Iterable[Any], *, label: str = "plan") -> Commitment:
+        """Commit a plan: events whose parameters are fixed now, before any of their noise is
+        drawn (a DP-SGD run with fixed σ, q and T; a study declared up front; a batch).
+
+        Committed before the first spend, the plan joins the block the filter declares in
+        advance and is charged by its privacy-loss distribution (a DP-SGD run costs what the
+        PLD accountant says, not its Gaussian-DP domination). Committed later, it is charged
+        up front in the filter's currencies. Either way the whole plan is reserved: its
+        events, spent later in any order (each BEFORE its noise), are taken from it; stopping
+        early is allowed (:meth:`close_commitment`).
+
+        Args:
+            events: the plan's events, or (event, count) pairs (``[(step, 1000)]`` for 1000
+                identical DP-SGD steps costs one PLD composition).
+            label: free text, shown in the ledger.
+
+        Returns:
+            The :class:`~approxdp.accounting.budget.filter.Commitment`.
+
+        Raises:
+            BudgetExceededError: the plan does not fit; nothing was recorded.
+            InvalidParameterError: with ``adaptivity="fixed"`` (every spend is already part
+                of a declared sequence there: spend the events; :meth:`plan` checks that they
+                fit).
+        """
+        if self._filter_kind is None:
+            raise InvalidParameterError(
+                "commit() keeps a plan's tight cost under a privacy filter; this ledger is "
+                f"adaptivity='fixed' (rule {self._composition!r}), where every spend already "
+                "counts as part of a declared sequence: spend the events (plan() checks that "
+                "they fit)"
+            )
+        items = _items(events)
+        for event, _ in items:
+            self._cost(event)
+        text = str(label)
+        box: list[Commitment] = []
+
+        def update(state: LedgerState) -> tuple[FilterState, dict[str, str] | None]:
+            assert state.filter is not None
+            try:
+                f, commitment, charge = admit_commit(state.filter, items, text, self.budget)
+            except FilterRefusedError as exc:
+                raise BudgetExceededError(
+                    str(exc), remaining=self._status(state), requested=[e for e, _ in items]
+                ) from None
+            box.append(commitment)
+            return f, {"kind": "commit", "commitment": str(commitment.id), "label": text,
+                       "pricing": commitment.pricing, "events": _planned_json(commitment),
+                       "charge": charge.to_json()}
+
+        self._ledger.update_filter(update)
+        return box[0]
+
+    def close_commitment(self, commitment: Commitment | int) -> Commitment:
+        """Close a committed plan before all of its events are spent (stopping early).
+
+        A plan committed after the first spend is refunded its unspent events (its prepaid
+        room was still room: the filter's residue is unchanged). A plan committed before the
+        first spend gives nothing back: its curve was part of the declared block, and cannot
+        become Gaussian room. Its remaining events, if spent later, are charged like any
+        others.
+
+        Returns:
+            The closed commitment.
+        """
+        cid = commitment.id if isinstance(commitment, Commitment) else commitment
+        if isinstance(cid, bool) or not isinstance(cid, int):
+            raise ParameterTypeError(f"commitment must be a Commitment or its id, got {cid!r}")
+        if self._filter_kind is None:
+            raise InvalidParameterError("this ledger has no commitments (adaptivity='fixed')")
+        box: list[Commitment] = []
+
+        def update(state: LedgerState) -> tuple[FilterState, dict[str, str] | None]:
+            assert state.filter is not None
+            f, charge = close_commitment(state.filter, cid)
+            closed = next(c for c in f.commitments if c.id == cid)
+            box.append(closed)
+            return f, {"kind": "close", "commitment": str(cid), "label": closed.label,
+                       "pricing": closed.pricing, "events": _planned_json(closed),
+                       "charge": charge.to_json()}
+
+        self._ledger.update_filter(update)
+        return box[0]
+
+    def commitments(self) -> tuple[Commitment, ...]:
+        """Every committed plan, oldest first (no side effects)."""
+        f = self._ledger.state().filter
+        return () if f is None else f.commitments
+
+    def commitment_log(self) -> tuple[FilterLogEntry, ...]:
+        """Every commit and close, oldest first, with its time (no side effects); with
+        :meth:`history` it replays the ledger's decisions in order."""
+        return self._ledger.filter_log()
+
     def plan(self, events: Iterable[PrivacyEvent]) -> PlanResult:
-        """Would ``events`` (in addition to the history) fit? Spends nothing."""
+        """Would ``events``, spent in this order after the history, fit? Spends nothing."""
         state = self._ledger.state()
         for ev in events:
-            state = state.add(self._cost(ev))
+            contrib = self._cost(ev)
+            new_state = state.add(contrib)
+            if state.filter is not None:
+                try:
+                    f, _ = admit_spend(state.filter, ev, self.budget)
+                except FilterRefusedError as exc:
+                    return PlanResult(False, self._status(state), str(exc))
+                new_state = new_state.with_filter(f)
+            state = new_state
         status = self._status(state)
-        return PlanResult(fits=status.spent_delta <= self._delta, status_after=status)
+        if state.filter is None and status.spent_delta > self._delta:
+            return PlanResult(False, status, "the history with these events needs delta="
+                              f"{status.spent_delta:.6g} at epsilon={self._epsilon:g}")
+        return PlanResult(True, status)
 
     def remaining(self) -> BudgetStatus:
         """The budget's current status (no side effects)."""
         return self._status(self._ledger.state())
+
+    def explain(self) -> str:
+        """What certifies this ledger's total, in a few lines (for people)."""
+        state = self._ledger.state()
+        s = self._status(state)
+        lines = [
+            f"budget (ε, δ) = ({s.budget_epsilon:g}, {s.budget_delta:g}); {s.count} spend(s)",
+            f"certified by: {s.certified_by}",
+            f"spent: ε = {s.spent_epsilon:.6g} at δ = {s.budget_delta:g}, "
+            f"δ = {s.spent_delta:.6g} at ε = {s.budget_epsilon:g}",
+            f"  ({s.spent_meaning})",
+        ]
+        f = state.filter
+        if f is not None and f.kind == "gdp":
+            room = s.room if s.room is not None else 0.0
+            lines.append(
+                f"Gaussian-DP room: μ² = {f.gdp_used:.6g} used of {room:.6g}"
+                + (" (exact Gaussian rule)" if f.room is None else
+                   " (after the block declared before the first spend)")
+            )
+            if f.declared:
+                lines.append(f"declared before the first spend: {sum(c for _, c in f.declared)}"
+                             " event(s), charged by their privacy-loss distribution")
+            if s.basic_share is not None and s.basic_share_used is not None:
+                lines.append(f"basic share: (ε, δ) = {s.basic_share}, used "
+                             f"{s.basic_share_used}")
+        elif f is not None:
+            lines.append(f"basic composition: Σ(ε, δ) = ({float(f.share_used[0]):.6g}, "
+                         f"{float(f.share_used[1]):.6g})")
+        for c in () if f is None else f.commitments:
+            state_word = "closed" if c.closed else "open" if c.open else "spent"
+            lines.append(f"commitment #{c.id} {c.label!r} ({c.pricing}, {state_word}): "
+                         f"{c.spent} of {sum(n for _, n in c.planned)} event(s) spent")
+        if s.refusing is not None:
+            lines.append(f"REFUSING SPENDS: {s.refusing}")
+        return "\n".join(lines)
 
     def history(self) -> tuple[SpendRecord, ...]:
         """Every accepted spend, oldest first (no side effects)."""
@@ -262,4 +681,8 @@ class PrivacyAccountant:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _planned_json(c: Commitment) -> str:
+    return json.dumps([list(p) for p in c.planned])
 

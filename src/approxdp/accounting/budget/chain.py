@@ -1,6 +1,6 @@
 """The ledger's hash chain and spend receipts: what makes a rewritten ledger evident.
 
-Each spend row of a SQLite ledger (schema 3 on) stores ``hash = H(previous hash, row)``, with
+Each spend row of a SQLite ledger (schema 4 on) stores ``hash = H(previous hash, row)``, with
 H = SHA-256 over a canonical text of the previous hash and the row's recorded fields, and the
 first row chained to a *genesis* hash of the ledger's identity (its random ``ledger_id``, its
 budget and its composition rule). This is the hash chain of Haber & Stornetta 1991

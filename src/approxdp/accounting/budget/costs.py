@@ -22,10 +22,12 @@ and the accountant reasons about.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from dataclasses import dataclass
 from functools import lru_cache, singledispatch
+from typing import TYPE_CHECKING
 
 from approxdp.accounting.composition.conversions import amplify_by_subsampling
 from approxdp.accounting.serialization import event_key
@@ -39,6 +41,9 @@ from approxdp.events import (
     PrivacyEvent,
     SubsampledEvent,
 )
+
+if TYPE_CHECKING:
+    from approxdp.accounting.budget.filter_state import FilterState
 
 __all__ = [
     "Contribution",
@@ -178,12 +183,16 @@ class LedgerState:
         pld: sorted tuple of (event description, count): the multiset of non-Gaussian atomic
             events (:func:`~approxdp.accounting.serialization.event_key`), from which the PLD
             rule re-accounts the history.
+        filter: the privacy filter's state (:mod:`approxdp.accounting.budget.filter`) for a
+            ledger that is one (``adaptivity="full"``), else None. :meth:`add` keeps it: the
+            filter decides its next state itself.
     """
 
     rho: float = 0.0
     groups: tuple[tuple[float, float, int], ...] = ()
     count: int = 0
     pld: tuple[tuple[str, int], ...] = ()
+    filter: FilterState | None = None
 
     def add(self, contrib: Contribution, times: int = 1) -> LedgerState:
         """The state after ``times`` more spends of ``contrib`` (O(1) in ``times``)."""
@@ -198,8 +207,13 @@ class LedgerState:
         if times > 1 and rho > 0:
             rho = math.nextafter(rho, math.inf)  # the product rounded up (private side)
         return LedgerState(
-            add_up(self.rho, rho), groups, self.count + times, tuple(sorted(keys.items()))
+            add_up(self.rho, rho), groups, self.count + times, tuple(sorted(keys.items())),
+            self.filter,
         )
+
+    def with_filter(self, state: FilterState | None) -> LedgerState:
+        """The same statistic with the filter's state replaced."""
+        return dataclasses.replace(self, filter=state)
 
     @property
     def pld_only(self) -> bool:

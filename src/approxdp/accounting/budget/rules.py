@@ -32,7 +32,7 @@ import math
 from collections.abc import Callable
 from fractions import Fraction
 from functools import lru_cache
-from typing import Literal, TypeAlias
+from typing import Literal, TypeAlias, cast
 
 import numpy as np
 from scipy.optimize import minimize_scalar
@@ -42,6 +42,7 @@ from approxdp.accounting.composition.gaussian import sigma_from_rho
 from approxdp.accounting.composition.optimal import OPTIMAL_MAX_STEPS, kov_delta
 from approxdp.accounting.guarantees import round_up
 from approxdp.accounting.pld.accounting import pld_delta, pld_epsilon
+from approxdp.accounting.registry import rule_names
 from approxdp.accounting.serialization import event_from_json
 from approxdp.events import GaussianEvent, PrivacyEvent
 
@@ -55,7 +56,10 @@ __all__ = [
 ]
 
 CompositionRule: TypeAlias = Literal["auto", "basic", "advanced", "optimal", "pld"]
-COMPOSITION_RULES: tuple[CompositionRule, ...] = ("auto", "basic", "advanced", "optimal", "pld")
+#: The ledger's rules, from the registry (:data:`~approxdp.accounting.registry.ACCOUNTING_RULES`).
+COMPOSITION_RULES: tuple[CompositionRule, ...] = cast(
+    tuple[CompositionRule, ...], rule_names("ledger")
+)
 #: The rules that need every event's (ε, δ) summary (they cannot take a subsampled Gaussian).
 CLOSED_FORM_RULES: tuple[CompositionRule, ...] = ("basic", "advanced", "optimal")
 PLD_NAME = "privacy loss distribution (Doroshenko et al. 2022)"
@@ -247,6 +251,8 @@ def epsilon_at(state: LedgerState, delta: float, rule: str = "auto") -> tuple[fl
     bracket grows by squaring (a dozen evaluations even at ε ~ 1e300), then is bisected
     geometrically and arithmetically.
     """
+    if not state.pld and not state.groups and state.rho == 0.0:
+        return 0.0, "nothing spent"
     if _uses_pld(state, rule) and (state.pld or state.rho > 0.0):
         value = _pld_epsilon(state.rho, state.pld, delta)
         if rule == "pld" or state.pld_only:

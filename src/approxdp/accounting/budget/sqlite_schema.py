@@ -7,7 +7,14 @@ order, every row kept:
    ``totals(id = 1, rho, count)``; ``groups(epsilon, delta, count)``.
 2. + ``pld_events(key, count)``: the multiset of non-Gaussian event descriptions from which
    the PLD rule re-accounts the history, rebuilt from the stored spend rows.
-3. + ``spends.seeded`` (1 for the spend of a seeded simulation recorded on the caller's
+3. + the privacy filter: ``spends.charge`` (how the filter charged the spend, JSON),
+   ``filter_state(id = 1, state)`` (the filter's state, JSON; NULL for ``adaptivity="fixed"``),
+   ``commitments(id, created, kind, commitment, label, pricing, events, charge)`` (every commit
+   and close of a plan) and ``meta.adaptivity`` (+ the basic share). The upgrade adds the tables
+   and records the old rule (``legacy_composition``) and row count (``legacy_spends``); the
+   ledger then re-certifies the stored history under the mode its opener asks for
+   (:class:`~approxdp.accounting.budget.sqlite_ledger.SQLiteLedger`), in the same transaction.
+4. + ``spends.seeded`` (1 for the spend of a seeded simulation recorded on the caller's
    explicit opt-in: "seeded, not private"; 0 otherwise) and ``spends.hash``, the row's hash in
    the chain of :mod:`~approxdp.accounting.budget.chain`; + ``meta.ledger_id``, the file's
    random identity that receipts name. The upgrade chains the rows already there, oldest
@@ -15,7 +22,7 @@ order, every row kept:
 
 Each upgrade runs inside the caller's ``BEGIN IMMEDIATE`` transaction (a failure rolls the
 file back to what it was). A file of a later version is refused, never downgraded. A version
-added on top of 3 appends one function to :data:`UPGRADES` and keeps a small file written by
+added on top of 4 appends one function to :data:`UPGRADES` and keeps a small file written by
 the code before it in ``tests/accounting/data/`` for its upgrade test.
 """
 
@@ -29,9 +36,38 @@ from approxdp.accounting.budget.chain import genesis_hash, row_hash
 from approxdp.accounting.budget.costs import contribution
 from approxdp.accounting.serialization import event_from_json
 
-__all__ = ["SCHEMA", "SCHEMA_VERSION", "UPGRADES", "chain_rows", "new_ledger_id", "upgrade"]
+__all__ = [
+    "CHAIN_VERSION",
+    "FILTER_VERSION",
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "UPGRADES",
+    "chain_rows",
+    "new_ledger_id",
+    "upgrade",
+]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
+#: The first version with privacy filters (older files declared no mode: re-certified).
+FILTER_VERSION = 3
+#: The first version with the hash chain and the seeded marker.
+CHAIN_VERSION = 4
+
+#: The tables schema 3 adds for the privacy filter (also what the 2 → 3 upgrade creates).
+FILTER_TABLES = """
+CREATE TABLE filter_state (id INTEGER PRIMARY KEY CHECK (id = 1), state TEXT);
+CREATE TABLE commitments (
+    id INTEGER PRIMARY KEY,
+    created REAL NOT NULL,
+    kind TEXT NOT NULL,
+    commitment INTEGER NOT NULL,
+    label TEXT NOT NULL,
+    pricing TEXT NOT NULL,
+    events TEXT NOT NULL,
+    charge TEXT NOT NULL
+);
+INSERT INTO filter_state (id, state) VALUES (1, NULL);
+"""
 
 #: The current schema, for a new file.
 SCHEMA = """
@@ -44,6 +80,7 @@ CREATE TABLE spends (
     items TEXT NOT NULL,
     rule TEXT NOT NULL,
     delta_after REAL NOT NULL,
+    charge TEXT NOT NULL DEFAULT '',
     seeded INTEGER NOT NULL DEFAULT 0,
     hash TEXT NOT NULL DEFAULT ''
 );
@@ -53,7 +90,7 @@ CREATE TABLE groups (epsilon REAL NOT NULL, delta REAL NOT NULL, count INTEGER N
                      PRIMARY KEY (epsilon, delta));
 CREATE TABLE pld_events (key TEXT PRIMARY KEY, count INTEGER NOT NULL);
 INSERT INTO totals (id, rho, count) VALUES (1, 0.0, 0);
-"""
+""" + FILTER_TABLES
 
 
 def new_ledger_id() -> str:
@@ -66,9 +103,11 @@ def _meta(conn: sqlite3.Connection) -> dict[str, str]:
 
 
 def genesis_of(meta: Mapping[str, str]) -> str:
-    """The genesis hash of a ledger from its ``meta`` table."""
+    """The genesis hash of a ledger from its ``meta`` table (the rule it was created with: a
+    file re-certified under a privacy filter keeps its old one as ``legacy_composition``)."""
+    rule = meta.get("legacy_composition", meta["composition"])
     return genesis_hash(meta["ledger_id"], (float(meta["budget_epsilon"]),
-                                            float(meta["budget_delta"])), meta["composition"])
+                                            float(meta["budget_delta"])), rule)
 
 
 def chain_rows(
@@ -95,7 +134,22 @@ def _to_2(conn: sqlite3.Connection) -> None:
 
 
 def _to_3(conn: sqlite3.Connection) -> None:
-    """2 → 3: the seeded marker (0 for every old row: seeded releases could not be told apart
+    """2 → 3: the privacy filter's tables and each spend's charge; the old rule and row count
+    are kept (the ledger re-certifies the history under its opener's mode next)."""
+    meta = _meta(conn)
+    conn.execute("ALTER TABLE spends ADD COLUMN charge TEXT NOT NULL DEFAULT ''")
+    for statement in FILTER_TABLES.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+    count = int(conn.execute("SELECT COUNT(*) FROM spends").fetchone()[0])
+    conn.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", [
+        ("legacy_composition", meta.get("composition", "auto")),
+        ("legacy_spends", str(count)),
+    ])
+
+
+def _to_4(conn: sqlite3.Connection) -> None:
+    """3 → 4: the seeded marker (0 for every old row: seeded releases could not be told apart
     before), the ledger's identity, and the hash chain over the rows already there."""
     conn.execute("ALTER TABLE spends ADD COLUMN seeded INTEGER NOT NULL DEFAULT 0")
     conn.execute("ALTER TABLE spends ADD COLUMN hash TEXT NOT NULL DEFAULT ''")
@@ -111,7 +165,7 @@ def _to_3(conn: sqlite3.Connection) -> None:
 
 
 #: ``UPGRADES[v]`` brings a version-``v`` file to version ``v + 1``.
-UPGRADES: dict[int, Callable[[sqlite3.Connection], None]] = {1: _to_2, 2: _to_3}
+UPGRADES: dict[int, Callable[[sqlite3.Connection], None]] = {1: _to_2, 2: _to_3, 3: _to_4}
 
 
 def upgrade(conn: sqlite3.Connection) -> None:

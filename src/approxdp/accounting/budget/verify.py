@@ -26,6 +26,7 @@ from typing import Any
 from approxdp.accounting.budget.chain import Receipt
 from approxdp.accounting.budget.integrity import check_rows
 from approxdp.accounting.budget.sqlite_ledger import SQLiteLedger, read_ledger_settings
+from approxdp.errors import LedgerError
 
 __all__ = ["LedgerVerification", "verify_ledger"]
 
@@ -36,10 +37,10 @@ class LedgerVerification:
 
     Attributes:
         path: The file checked.
-        ledger_id: Its identity (None before schema 3).
+        ledger_id: Its identity (None before schema 4).
         schema_version: Its schema version.
         spends: Number of spend rows.
-        chained: Whether the file has a hash chain (schema 3 on).
+        chained: Whether the file has a hash chain (schema 4 on).
         receipts: Number of receipts checked.
         problems: One sentence per problem found (empty: the file is intact as far as these
             checks and these receipts can tell).
@@ -98,13 +99,20 @@ def verify_ledger(
     """
     settings = read_ledger_settings(path)
     ledger = SQLiteLedger(path, budget=settings.budget, composition=settings.composition,
-                          read_only=True)
+                          adaptivity=settings.adaptivity or "fixed",
+                          basic_share=settings.basic_share, read_only=True)
+    filter_problem: list[str] = []
     try:
         state, rows, genesis = ledger.snapshot()
+        if settings.adaptivity is not None:  # a privacy filter's totals against its charges
+            try:
+                ledger.verify_filter(state)
+            except LedgerError as exc:
+                filter_problem.append(str(exc))
     finally:
         ledger.close()
     checked = tuple(receipts)
-    problems = check_rows(state, rows, genesis)
+    problems = check_rows(state, rows, genesis) + filter_problem
     problems += _receipt_problems(checked, ledger.ledger_id, rows)
     return LedgerVerification(
         path=str(Path(path)), ledger_id=ledger.ledger_id, schema_version=ledger.schema_version,

@@ -39,6 +39,7 @@ from approxdp.accounting.budget.rules import epsilon_at
 from approxdp.accounting.composition.closed_form import advanced_composition
 from approxdp.accounting.composition.gaussian import compose_gaussian
 from approxdp.accounting.composition.optimal import OPTIMAL_MAX_STEPS, optimal_composition
+from approxdp.accounting.registry import accounting_rule, rule_names
 from approxdp.errors import InvalidParameterError, ParameterTypeError
 from approxdp.events import EpsilonDeltaEvent, GaussianEvent, LaplaceEvent, PrivacyEvent
 from approxdp.profiles import gaussian_epsilon
@@ -46,7 +47,7 @@ from approxdp.profiles import gaussian_epsilon
 __all__ = ["COMPARED_RULES", "Progress", "RuleBound", "compare_rules", "no_progress"]
 
 #: The rules compared, in the order they are shown (tightest first).
-COMPARED_RULES = ("exact-gaussian", "optimal", "advanced", "basic")
+COMPARED_RULES = rule_names("compose")
 _GRID = 24  # per-step δ₀ candidates for the generic rules
 _FULL_GRID_STEPS = 10_000  # above, optimal is searched on the grid by ternary search
 _BASIC = "basic composition (Dwork-Roth Thm 3.16)"
@@ -76,6 +77,10 @@ class RuleBound:
         description: the theorem used, or why there is no number.
         per_release_delta: the per-step δ₀ a generic rule converted each Gaussian at.
         ratio_to_best: ε over the least finite ε of all rules compared (None without one).
+        filter: whether the rule, as applied here, stays valid when each step's parameters are
+            chosen after earlier outputs (a valid privacy filter:
+            :data:`approxdp.accounting.registry.ACCOUNTING_RULES`); ``exact-gaussian`` of a
+            mixed list is not (the other steps join by the smallest bound).
     """
 
     rule: str
@@ -85,6 +90,7 @@ class RuleBound:
     description: str
     per_release_delta: float | None
     ratio_to_best: float | None = None
+    filter: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         """The fields as a JSON-ready dict (``approxdp compose``'s ``rules`` entries)."""
@@ -272,7 +278,7 @@ def _exact_row(releases: Sequence[_Step], delta: float) -> dict[str, Any]:
     for r in releases:
         state = state.add(contribution(r.event), times=r.count)
     eps, rule = epsilon_at(state, delta, "auto")
-    return {"rule": "exact-gaussian", "epsilon": eps, "delta": delta,
+    return {"rule": "exact-gaussian", "epsilon": eps, "delta": delta, "filter": False,
             "kind": "upper bound", "description": rule, "per_release_delta": None}
 
 
@@ -317,4 +323,6 @@ def compare_rules(
         else:
             row["ratio_to_best"] = 1.0 if eps == best else None
     rows.sort(key=lambda r: COMPARED_RULES.index(r["rule"]))
+    for row in rows:
+        row.setdefault("filter", accounting_rule(row["rule"], "compose").filter_valid)
     return tuple(RuleBound(**row) for row in rows)

@@ -15,19 +15,21 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from typing import Literal, TypeAlias, cast
 
 from approxdp._validation import check_parameter
 from approxdp.accounting.composition.closed_form import advanced_composition, check_steps
 from approxdp.accounting.composition.gaussian import compose_gaussian
 from approxdp.accounting.composition.optimal import check_optimal_steps, optimal_epsilon
 from approxdp.accounting.guarantees import Guarantee
+from approxdp.accounting.registry import rule_names
 from approxdp.errors import InvalidParameterError, UnknownMethodError
 
 __all__ = ["SPLIT_RULES", "BudgetSplit", "seed_gaussian_split", "split_budget"]
 
 SplitRule: TypeAlias = Literal["basic", "advanced", "optimal", "gaussian"]
-SPLIT_RULES: tuple[SplitRule, ...] = ("basic", "advanced", "optimal", "gaussian")
+#: The split rules, from the registry (:data:`~approxdp.accounting.registry.ACCOUNTING_RULES`).
+SPLIT_RULES: tuple[SplitRule, ...] = cast(tuple[SplitRule, ...], rule_names("split"))
 
 
 @dataclass(frozen=True, slots=True)

@@ -62,6 +62,7 @@ from approxdp.accounting.pld.accounting import (
     epsilon_by_direction,
     search_grid,
 )
+from approxdp.accounting.registry import accounting_rule, rule_names
 from approxdp.errors import InvalidParameterError, UnknownMethodError
 
 __all__ = [
@@ -76,8 +77,13 @@ __all__ = [
     "dpsgd_schedule_epsilon",
 ]
 
-DPSGD_ACCOUNTANTS = ("pld", "rdp", "gdp-clt", "amplify+compose")
-_CERTIFIED = ("pld", "rdp", "amplify+compose")
+#: The DP-SGD accountants, from the registry (``approxdp.accounting.registry.ACCOUNTING_RULES``
+#: says what each certifies, and that none is a filter for adaptively chosen runs).
+DPSGD_ACCOUNTANTS = rule_names("dpsgd")
+_CERTIFIED = tuple(
+    name for name in DPSGD_ACCOUNTANTS
+    if accounting_rule(name, "dpsgd").certifies != "approximation"
+)
 
 
 def _check_accountant(accountant: Any) -> str:

@@ -10,9 +10,7 @@ from typing import Any
 from htmltools import TagChild
 from shiny import reactive, render, req, ui
 
-from approxdp.accounting import PrivacyAccountant
-from approxdp.errors import ApproxDPError
-from approxdp.reports.ledger import ledger_report, read_ledger
+from approxdp.reports.ledger import burn_down, ledger_report, read_ledger
 from approxdp.web import figures
 from approxdp.web.config import ServeConfig
 from approxdp.web.forms import Outcome, attempt
@@ -25,23 +23,13 @@ BURN_DOWN_MAX_SPENDS = 2000
 
 
 def ledger_view(path: Path) -> dict[str, Any]:
-    """``approxdp ledger``'s report (budget, rule, every spend, what remains), plus the
-    burn-down: the ε and δ spent after each spend, by replaying the spends in order on an
-    in-memory accountant with the same budget and rule (the file is only read)."""
+    """``approxdp ledger``'s report (budget, which filter and mode certify it, every spend,
+    what remains), plus the burn-down: the ε and δ spent after each spend, by replaying the
+    ledger's decisions in order on an in-memory accountant with the same budget, mode and rule
+    (:func:`~approxdp.reports.ledger.burn_down`)."""
     read = read_ledger(path)
-    settings, records, _ = read
-    replay = PrivacyAccountant(settings.budget, composition=settings.composition)
-    burn: list[dict[str, Any]] = []
-    for record in records[:BURN_DOWN_MAX_SPENDS]:
-        try:
-            replay.spend(record.event)
-        except ApproxDPError:  # the ledger admitted it; a replay refusing it ends the chart
-            break
-        now = replay.remaining()
-        burn.append({"index": record.index, "timestamp": record.timestamp,
-                     "spent_epsilon": now.spent_epsilon, "spent_delta": now.spent_delta,
-                     "remaining_epsilon": now.remaining_epsilon})
-    return {**ledger_report(path, read, epsilons=False), "burn_down": burn}
+    return {**ledger_report(path, read, epsilons=False),
+            "burn_down": burn_down(read, BURN_DOWN_MAX_SPENDS)}
 
 
 def ledger_stamp(path: Path) -> tuple[int, ...]:
@@ -90,13 +78,23 @@ def server(ledger_path: Path) -> None:
             return error_box(result, "ledger_error")
         view = result.value
         status = view["status"]
-        return ui.div(
+        mode = ("a privacy filter, fully adaptive" if view["adaptivity"] == "full" else
+                "fixed: a declared sequence, as its owner promised")
+        parts: list[TagChild] = [
             ui.p(f"Budget (ε, δ) = ({view['budget']['epsilon']:g}, "
-                 f"{view['budget']['delta']:g}); composition rule: "
-                 f"{view['composition']} (now: {status['rule']}); ",
+                 f"{view['budget']['delta']:g}); filter or rule: {view['composition']} "
+                 f"({mode}); ",
                  ui.tags.b(f"{status['count']} spend(s)", id="ledger_count"), "."),
+            ui.p(ui.tags.b("Certified by: "), status.get("certified_by") or status["rule"],
+                 id="ledger_certified"),
             budget_table(status, "ledger_status"),
-        )
+            ui.p(ui.tags.small("Spent figures: ", status.get("spent_meaning") or ""),
+                 id="ledger_spent_meaning"),
+        ]
+        if status.get("refusing"):
+            parts.insert(0, ui.div(ui.tags.b("Refusing spends: "), status["refusing"],
+                                   class_="approxdp-error", id="ledger_refusing"))
+        return ui.div(*parts)
 
     @render.ui
     def ledger_spends() -> TagChild:

@@ -299,7 +299,8 @@ def server(config: ServeConfig, input: Inputs, output: Outputs) -> None:
                                      "(and --budget EPSILON DELTA for a new one) to release"))
             return
         ledger = config.ledger
-        preview = attempt(lambda: steps.cost_preview(current.value, ledger), {})
+        preview = attempt(lambda: steps.cost_preview(current.value, ledger, schema().value),
+                          {})
         if not preview.ok:
             reviewed.set(None)
             review_error.set(preview)
@@ -330,19 +331,19 @@ def server(config: ServeConfig, input: Inputs, output: Outputs) -> None:
                   "wiz_query_table"),
             ui.h6("This release will spend"),
             ui.p(ui.tags.b(f"ε = {cost['epsilon']:g}, δ = {cost['delta']:g}", id="wiz_price"),
-                 f" from ledger {Path(cost['ledger']).name} (rule: {cost['composition']})."),
+                 f" from ledger {Path(cost['ledger']).name} ({cost['composition']!r})."),
             table(["", "remaining ε", "remaining δ"], [
                 ("now", ["now", _left(cost["now"]["remaining_epsilon"]),
                          _left(cost["now"]["remaining_delta"])]),
-                ("after", ["after, at most (as an (ε, δ) step)",
+                ("after", ["after (its own events, charged as the ledger will)",
                            _left(cost["after"]["remaining_epsilon"]),
                            _left(cost["after"]["remaining_delta"])]
                  if fits else ["after", "does not fit", "does not fit"]),
             ], "wiz_cost_table"),
             ui.input_action_button("wiz_spend", spend_label, class_="btn-danger",
                                    disabled=not fits) if fits else
-            ui.div("It does not fit in what is left: nothing can be spent.",
-                   class_="approxdp-error"),
+            ui.div("It does not fit in what is left: nothing can be spent. "
+                   + str(cost.get("reason") or ""), class_="approxdp-error"),
             class_="approxdp-cost", id="wiz_cost_box",
         )
 
