@@ -307,9 +307,10 @@ def _start_step(parts: Parts, precision: float, delta: float) -> float:
     return _coarse_step(parts, precision, delta)
 
 
-def _target(eps: float, precision: float) -> float:
-    """The excess allowed: ``precision``/2 of ε (of 0.001 for smaller ε: an absolute floor)."""
-    return 0.5 * precision * max(eps, 1e-3)
+def _target(eps: float, precision: float, floor: float = 1e-6) -> float:
+    """The excess allowed: ``precision``/2 of ε (of ``floor`` for smaller ε: an absolute
+    floor; δ at a given ε uses 1e-3, where ε near 0 would otherwise ask for any grid)."""
+    return 0.5 * precision * max(eps, floor)
 
 
 def _refine(parts: Parts, delta: float, first: _Solved, precision: float) -> _Solved:
@@ -455,16 +456,20 @@ def pld_epsilon(
         eps_up = max(eps_up, other.eps)
     eps_lo = 0.0
     if bracket:
-        # the tests lose about as much as the pessimistic pass gains: on a grid twice as
-        # coarse as the final one (never coarser than the first) the bracket stays tight
-        h_low = top.h if fixed is not None else min(quantize(2.0 * top.h, up=True), first_h)
-        if top.comp.blocked:  # in blocks the final grid costs little
-            h_low = top.h
+        # the tests lose about as much as the pessimistic pass gains: first on a grid twice
+        # as coarse as the final one (never coarser than the first), then, where that leaves
+        # the bracket wider than ``precision`` (or its window did not fit), on the final grid;
+        # each is certified: the larger holds
         near = top.eps if math.isfinite(top.eps) else top.comp.lam_target or 0.0
-        room = 4.0 * top.excess + 0.01 * near + 32.0 * h_low
-        eps_lo = min(
-            lower_epsilon(top_parts, delta, h_low, near, room, top.comp.blocked), eps_up
-        )
+        grids = [top.h]
+        if fixed is None and not top.comp.blocked:  # (in blocks the final grid costs little)
+            grids.insert(0, min(quantize(2.0 * top.h, up=True), first_h))
+        for h_low in dict.fromkeys(grids):
+            room = 4.0 * top.excess + 0.01 * near + 32.0 * h_low
+            low = lower_epsilon(top_parts, delta, h_low, near, room, top.comp.blocked)
+            eps_lo = min(max(eps_lo, low), eps_up)
+            if eps_up <= eps_lo * (1.0 + precision):
+                break
     return Guarantee(
         eps_up, delta, "upper bound", PLD_RULE, bracket=(eps_lo, eps_up) if bracket else None
     )
@@ -502,7 +507,7 @@ def _delta_direction(
     d, cur = _delta_pass(parts, epsilon, h, first_tail)
     best = d
     for _ in range(3):
-        target = _target(epsilon, precision)
+        target = _target(epsilon, precision, 1e-3)
         if cur.model is None or cur.excess <= target or best <= 0.0:
             break
         h = _finer(cur, target)
