@@ -92,8 +92,8 @@ def test_release_json_csv_parquet_hold_no_exact_count(
     stdout = []
     for out in outputs:
         result = run("release", kind, data_csv, *rest, "-e", "1", "-d", "1e-6", "--seed", "5",
-                     "--ledger", ledger, "--budget", "20", "1e-5", "--allow-seeded-ledger",
-                     "--json", "-o", out)
+                     "--ledger", ledger, "--budget", "20", "1e-5", "--basic-share", "1", "5e-6",
+                     "--allow-seeded-ledger", "--json", "-o", out)
         assert result.exit_code == 0, result.stderr
         stdout.append(result.stdout)
     for i, text in enumerate(stdout):
@@ -174,7 +174,10 @@ def _texts(results: Iterable[Any]) -> Iterable[tuple[str, str]]:
 
 
 def test_the_python_views_hold_no_exact_count(data_csv: Path, tmp_path: Path) -> None:
-    t = PrivateTable(str(data_csv), budget=(30.0, 1e-5), seed=9, casts={"x": "double"})
+    # a basic share pays partition selection's δ after the first spend (the default filter)
+    t = PrivateTable(str(data_csv), accountant=PrivacyAccountant((30.0, 1e-5),
+                                                                 basic_share=(1.0, 5e-6)),
+                     seed=9, casts={"x": "double"})
     results = [
         t.count(epsilon=1, delta=1e-6),
         t.mean("x", (0, 100), epsilon=1, delta=1e-6, by=["g"], domain={"g": ["a", "b", "c"]}),

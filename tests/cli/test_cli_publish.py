@@ -61,17 +61,24 @@ def test_ledger_verify_with_the_receipts_of_every_artifact(
     # a consistent rewrite: spend 2 deleted, the rest renumbered and rechained, totals fixed
     with sqlite3.connect(ledger) as conn:
         conn.execute("DELETE FROM spends WHERE id = 2")
-        rows = conn.execute("SELECT id, created, event, rho, items, rule, delta_after, seeded "
-                            "FROM spends ORDER BY id").fetchall()
-        rows = [(i + 1, *r[1:]) for i, r in enumerate(rows)]
+        kept = conn.execute("SELECT id, created, event, rho, items, rule, delta_after, seeded, "
+                            "charge FROM spends ORDER BY id").fetchall()
+        rows = [(i + 1, *r[1:8]) for i, r in enumerate(kept)]
         conn.execute("DELETE FROM spends")
         meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
         hashes = chain_rows(rows, genesis_of(meta))
-        conn.executemany("INSERT INTO spends VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                         [(*r, h) for r, h in zip(rows, hashes, strict=True)])
+        conn.executemany(
+            "INSERT INTO spends (id, created, event, rho, items, rule, delta_after, seeded, "
+            "hash, charge) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(*r, h, k[8]) for r, h, k in zip(rows, hashes, kept, strict=True)])
         conn.execute("UPDATE totals SET rho = ?, count = 2", (sum(r[3] for r in rows),))
+        # and the privacy filter's state made to agree with the charges left
+        state = json.loads(conn.execute("SELECT state FROM filter_state").fetchone()[0])
+        state["gdp_used"] = sum(float(json.loads(k[8])["gdp"]) for k in kept)
+        conn.execute("UPDATE filter_state SET state = ?", (json.dumps(state),))
     conn.close()
-    assert run("ledger", "verify", ledger).exit_code == 0  # the file alone looks intact
+    alone = run("ledger", "verify", ledger)
+    assert alone.exit_code == 0, alone.stdout  # the file alone looks intact
     broken = run("ledger", "verify", ledger, "--receipt", outs[1], "--receipt", outs[2])
     assert broken.exit_code == 5, (broken.stdout, broken.stderr)
     assert "NOT OK" in broken.stdout and "spend 2 is not the one its receipt names" in \

@@ -112,15 +112,16 @@ def test_ledger_keeps_the_budget_across_runs(
     assert second["budget"]["count"] == 2
     shown = run_json("ledger", ledger)
     assert set(shown) == {"command", "schema_version", "file", "budget", "adaptivity",
-                          "composition", "basic_share", "spends", "commitments", "status",
-                          "explain", "warnings"}
+                          "composition", "legacy_composition", "basic_share", "spends",
+                          "commitments", "status", "explain", "warnings"}
     assert shown["budget"] == {"epsilon": 1.0, "delta": 1e-5}
     assert (shown["adaptivity"], shown["composition"]) == ("full", "gdp")
     assert "filter 'gdp'" in shown["status"]["certified_by"] and shown["warnings"] == []
     assert [s["label"] for s in shown["spends"]] == ["release: count", "release: sum(income)"]
     assert set(shown["spends"][0]) == {"index", "timestamp", "time", "label", "event",
                                        "summary", "rule", "delta_after", "seeded", "receipt",
-                                       "epsilon_alone", "epsilon_so_far", "at_delta"}
+                                       "epsilon_alone", "epsilon_so_far", "so_far_is",
+                                       "at_delta"}
     # ε read at the budget's δ: each spend alone, and the history up to it
     alone = [s["epsilon_alone"] for s in shown["spends"]]
     so_far = [s["epsilon_so_far"] for s in shown["spends"]]
