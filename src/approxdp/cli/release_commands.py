@@ -117,6 +117,10 @@ def _typed_domain(table: Any, domain: dict[str, list[str]]) -> dict[str, list[An
     return {c: [typed_value(c, v, schema[c].value) for v in vals] for c, vals in domain.items()}
 
 
+#: The kinds that clamp to bounds, as the --bounds help lists them (from the registry).
+_CLAMPED = ", ".join(k.name for k in RELEASE_KINDS.values() if k.bounds)
+
+
 @click.command("release")
 @click.argument("kind", type=click.Choice((*RELEASE_KINDS, "batch")))
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
@@ -128,9 +132,9 @@ def _typed_domain(table: Any, domain: dict[str, list[str]]) -> dict[str, list[An
               default=None,
               help="δ this release spends (required; a batch may take it from its spec).")
 @click.option("--bounds", cls=BoundsOption, default=None,
-              help="Clamping bounds of the value column (sum, mean, median, quantiles, variance, "
-                   "std), or 'private': estimated first from --bounds-share of the budget (a "
-                   "release of its own: two spends).")
+              help=f"Clamping bounds of the value column ({_CLAMPED}), or 'private': "
+                   "estimated first from --bounds-share of the budget (a release of its own: "
+                   "two spends).")
 @click.option("--bounds-share", type=Number.of("probability"),
               metavar="FLOAT", default=None,
               help="With --bounds private: the share of -e/-d spent on the bounds (default 0.2).")
@@ -218,9 +222,9 @@ def release_command(
     """A private statistic of a CSV or Parquet FILE.
 
     \b
-    KIND is count, sum, mean, histogram, median, quantiles, variance, std or bounds (private
-    clamping bounds); COLUMNS are the value column (all but count and histogram) or the
-    columns to count over (histogram). FILE may be a Parquet folder or a glob. KIND batch
+    KIND is a kind of the registry (the choices above; bounds: private clamping bounds);
+    COLUMNS are the value column of the kinds that take one, or the columns to count over
+    (histogram). FILE may be a Parquet folder or a glob. KIND batch
     releases the queries of a TOML/JSON spec FILE as one jointly calibrated plan
     (docs/cli.md). Examples:
       approxdp release count people.csv -e 0.5 -d 1e-6

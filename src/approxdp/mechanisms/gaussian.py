@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, overload
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -53,7 +53,7 @@ from approxdp.mechanisms.base import (
     check_sensitivity,
 )
 from approxdp.mechanisms.exact_sampling import DiscreteGaussianSampler
-from approxdp.mechanisms.lattice import Lattice, lattice_release, power_of_two_at_most
+from approxdp.mechanisms.lattice import Lattice, LatticeMechanism, power_of_two_at_most
 from approxdp.mechanisms.randomness import SecureBits
 from approxdp.profiles.discrete_gaussian_smoothing import (
     SmoothingBound,
@@ -141,7 +141,7 @@ def secure_gaussian_noise(sensitivity: float, sigma: float, dimension: int) -> S
 
 
 @dataclass(frozen=True, slots=True)
-class GaussianMechanism:
+class GaussianMechanism(LatticeMechanism):
     """f(D) + N(0, σ² I) with σ calibrated for (ε, δ)-DP at ℓ2-sensitivity Δ (Zhao et al. Thm 2).
 
     Args:
@@ -273,32 +273,7 @@ class GaussianMechanism:
         """The lattice parameters the secure release uses for ``dimension`` coordinates."""
         return secure_gaussian_noise(self.sensitivity, self.sigma, check_dimension(dimension))
 
-    @overload
-    def release(
-        self, value: float, rng: np.random.Generator | None = None, *,
-        secure: bool | None = None,
-    ) -> float: ...
-    @overload
-    def release(
-        self, value: npt.ArrayLike, rng: np.random.Generator | None = None, *,
-        secure: bool | None = None,
-    ) -> npt.NDArray[np.float64]: ...
-
-    def release(
-        self, value: npt.ArrayLike, rng: np.random.Generator | None = None, *,
-        secure: bool | None = None,
-    ) -> Any:
-        """Release ``value`` (scalar or array of any shape) with calibrated noise.
-
-        Args:
-            value: the true answer; an array is one vector query with ℓ2-sensitivity Δ.
-            rng: None (default) for the secure release from the OS CSPRNG; a
-                ``numpy.random.Generator`` for a reproducible float simulation.
-            secure: ``False`` asks for the fast float path without a seed.
-
-        Returns:
-            A float or float64 array (secure), or a SimulatedFloat/SimulatedArray.
-        """
-        return lattice_release(
-            value, rng, secure, noise=self.secure_noise,
-            simulate=lambda gen, shape: gen.normal(0.0, self.sigma, size=shape))
+    def _simulated_noise(
+        self, generator: np.random.Generator, shape: tuple[int, ...]
+    ) -> npt.NDArray[np.float64]:
+        return generator.normal(0.0, self.sigma, size=shape)

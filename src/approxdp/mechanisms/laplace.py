@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
-from typing import Any, overload
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -34,7 +34,7 @@ from approxdp.mechanisms.base import (
     check_sensitivity,
 )
 from approxdp.mechanisms.exact_sampling import DiscreteLaplaceSampler
-from approxdp.mechanisms.lattice import Lattice, lattice_release, power_of_two_at_most
+from approxdp.mechanisms.lattice import Lattice, LatticeMechanism, power_of_two_at_most
 from approxdp.mechanisms.randomness import SecureBits
 from approxdp.profiles.laplace import discrete_laplace_delta, laplace_delta
 
@@ -94,7 +94,7 @@ def secure_laplace_noise(epsilon: float, sensitivity: float, dimension: int) -> 
 
 
 @dataclass(frozen=True, slots=True)
-class LaplaceMechanism:
+class LaplaceMechanism(LatticeMechanism):
     """f(D) + Lap(b) per coordinate with b = Δ₁/ε: ε-DP (Dwork & Roth 2014, Thm 3.6).
 
     Args:
@@ -151,27 +151,7 @@ class LaplaceMechanism:
         """Parameters of the secure release of ``dimension`` coordinates."""
         return secure_laplace_noise(self.epsilon, self.sensitivity, check_dimension(dimension))
 
-    @overload
-    def release(
-        self, value: float, rng: np.random.Generator | None = None, *,
-        secure: bool | None = None,
-    ) -> float: ...
-    @overload
-    def release(
-        self, value: npt.ArrayLike, rng: np.random.Generator | None = None, *,
-        secure: bool | None = None,
-    ) -> npt.NDArray[np.float64]: ...
-
-    def release(
-        self, value: npt.ArrayLike, rng: np.random.Generator | None = None, *,
-        secure: bool | None = None,
-    ) -> Any:
-        """Release ``value`` (scalar or any-shape array, one ℓ1 vector query) with noise.
-
-        ``rng=None`` (default): exact lattice noise from the OS CSPRNG. A
-        ``numpy.random.Generator`` or ``secure=False``: float ``Generator.laplace`` noise,
-        returned marked as a simulation.
-        """
-        return lattice_release(
-            value, rng, secure, noise=self.secure_noise,
-            simulate=lambda gen, shape: gen.laplace(0.0, self.scale, size=shape))
+    def _simulated_noise(
+        self, generator: np.random.Generator, shape: tuple[int, ...]
+    ) -> npt.NDArray[np.float64]:
+        return generator.laplace(0.0, self.scale, size=shape)

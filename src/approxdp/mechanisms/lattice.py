@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -25,6 +25,7 @@ from approxdp.errors import DataError
 __all__ = [
     "MAX_INDEX",
     "Lattice",
+    "LatticeMechanism",
     "LatticeNoise",
     "lattice_release",
     "power_of_two_at_most",
@@ -116,6 +117,60 @@ def lattice_release(
         return mark_simulated(simulate(gen, arr.shape) + arr, scalar)
     secure_noise = noise(max(arr.size, 1))
     return release_on_lattice(arr, scalar, secure_noise.lattice, secure_noise.draw)
+
+
+class LatticeMechanism:
+    """Base of the mechanisms released on a lattice (Gaussian, Laplace, truncated Laplace):
+    their :meth:`release`, written once. Each gives its :meth:`secure_noise` (lattice and
+    exact integer sampler) and ``_simulated_noise(generator, shape)``, the float noise of a
+    seeded simulation (the Gaussian's ``Generator.normal``, the Laplace's
+    ``Generator.laplace``, the truncated Laplace's inverse CDF clipped to τ)."""
+
+    __slots__ = ()
+
+    def secure_noise(self, dimension: int = 1) -> LatticeNoise:
+        """The lattice and exact sampler of the secure release of ``dimension`` coordinates."""
+        raise NotImplementedError  # pragma: no cover - every mechanism defines it
+
+    def _simulated_noise(
+        self, generator: np.random.Generator, shape: tuple[int, ...]
+    ) -> npt.NDArray[np.float64]:
+        raise NotImplementedError  # pragma: no cover - every mechanism defines it
+
+    @overload
+    def release(
+        self, value: float, rng: np.random.Generator | None = None, *,
+        secure: bool | None = None,
+    ) -> float: ...
+    @overload
+    def release(
+        self, value: npt.ArrayLike, rng: np.random.Generator | None = None, *,
+        secure: bool | None = None,
+    ) -> npt.NDArray[np.float64]: ...
+
+    def release(
+        self, value: npt.ArrayLike, rng: np.random.Generator | None = None, *,
+        secure: bool | None = None,
+    ) -> Any:
+        """Release ``value`` (a number, or an array of any shape: one vector query whose
+        sensitivity is the mechanism's) with the mechanism's noise.
+
+        Args:
+            value: the true answer.
+            rng: None (default) for the secure release: the value rounded onto the lattice,
+                exact integer noise from the OS CSPRNG (module docstring); a
+                ``numpy.random.Generator`` for a reproducible float simulation.
+            secure: ``False`` asks for the fast float path without a seed.
+
+        Returns:
+            A float or float64 array (secure), or a SimulatedFloat/SimulatedArray (marked as
+            a simulation, NOT private).
+
+        Raises:
+            DataError: a value that is not finite or too large for exact lattice indices.
+        """
+        return lattice_release(value, rng, secure, noise=self.secure_noise,
+                               simulate=self._simulated_noise)
 
 
 def release_on_lattice(

@@ -34,7 +34,7 @@ import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
-from typing import Any, overload
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -50,7 +50,7 @@ from approxdp.mechanisms.base import (
 )
 from approxdp.mechanisms.exact_sampling import DiscreteLaplaceSampler
 from approxdp.mechanisms.laplace import discrete_laplace_sampler
-from approxdp.mechanisms.lattice import Lattice, lattice_release, power_of_two_at_most
+from approxdp.mechanisms.lattice import Lattice, LatticeMechanism, power_of_two_at_most
 from approxdp.mechanisms.randomness import SecureBits
 from approxdp.profiles.laplace import (
     discrete_truncated_laplace_delta,
@@ -152,7 +152,7 @@ def secure_truncated_laplace_noise(
 
 
 @dataclass(frozen=True, slots=True)
-class TruncatedLaplaceMechanism:
+class TruncatedLaplaceMechanism(LatticeMechanism):
     """f(D) + TLap(λ, τ): (ε, δ)-DP with bounded noise (D. Wang's notes, Thm 5.6).
 
     Args:
@@ -244,32 +244,13 @@ class TruncatedLaplaceMechanism:
         """The release as an :class:`~approxdp.events.EpsilonDeltaEvent` (ε, δ)."""
         return EpsilonDeltaEvent(epsilon=self.epsilon, delta=self.delta, label="truncated-laplace")
 
-    @overload
-    def release(
-        self, value: float, rng: np.random.Generator | None = None, *,
-        secure: bool | None = None,
-    ) -> float: ...
-    @overload
-    def release(
-        self, value: npt.ArrayLike, rng: np.random.Generator | None = None, *,
-        secure: bool | None = None,
-    ) -> npt.NDArray[np.float64]: ...
-
-    def release(
-        self, value: npt.ArrayLike, rng: np.random.Generator | None = None, *,
-        secure: bool | None = None,
-    ) -> Any:
-        """Release ``value`` with bounded noise; see the module docstring for vectors.
-
-        ``rng=None``: exact lattice noise from the OS CSPRNG. A Generator or ``secure=False``:
-        float inverse-CDF noise, clipped to τ, marked as a simulation.
-        """
-        def simulate(gen: np.random.Generator, shape: tuple[int, ...]) -> npt.NDArray[np.float64]:
-            lam, tau = self.scale, self.theorem_tau()
-            mass = -math.expm1(-tau / lam)
-            u = gen.random(size=shape)
-            magnitude = np.minimum(-lam * np.log1p(-u * mass), tau)
-            sign = np.where(gen.random(size=shape) < 0.5, -1.0, 1.0)
-            return np.asarray(sign * magnitude, dtype=np.float64)
-
-        return lattice_release(value, rng, secure, noise=self.secure_noise, simulate=simulate)
+    def _simulated_noise(
+        self, generator: np.random.Generator, shape: tuple[int, ...]
+    ) -> npt.NDArray[np.float64]:
+        """Inverse-CDF float noise, clipped to τ."""
+        lam, tau = self.scale, self.theorem_tau()
+        mass = -math.expm1(-tau / lam)
+        u = generator.random(size=shape)
+        magnitude = np.minimum(-lam * np.log1p(-u * mass), tau)
+        sign = np.where(generator.random(size=shape) < 0.5, -1.0, 1.0)
+        return np.asarray(sign * magnitude, dtype=np.float64)
