@@ -487,12 +487,13 @@ def _delta_pass(parts: Parts, epsilon: float, h: float, tail: float) -> tuple[fl
 
 
 def _delta_direction(
-    parts: Parts, epsilon: float, precision: float, fixed: float | None
+    parts: Parts, epsilon: float, precision: float, fixed: float | None, enough: float = 0.0
 ) -> tuple[float, float, bool]:
     """(certified δ(ε), grid step, blocked) of one direction: a coarse pass (tilted at ε), then
     finer ones — each with the left-out tails within 1e-4 of the δ found — until the excess
     model puts the grid's cost in ε within ``precision``/2 (the grid pld_epsilon would use for
-    the δ it reports)."""
+    the δ it reports), or δ is at most ``enough`` (another direction's certified δ, which the
+    answer is at least: refining this one would not change it)."""
     # the first pass's tails within 1e-7 of a saddle-point estimate of δ (later ones: 1e-4 of
     # the δ found); a guess too high only loosens that pass, which the next one redoes
     first_tail = max(1e-7 * saddle_delta(parts, epsilon), 1e-300)
@@ -508,7 +509,7 @@ def _delta_direction(
     best = d
     for _ in range(3):
         target = _target(epsilon, precision, 1e-3)
-        if cur.model is None or cur.excess <= target or best <= 0.0:
+        if cur.model is None or cur.excess <= target or best <= enough:
             break
         h = _finer(cur, target)
         d, nxt = _delta_pass(parts, epsilon, h, max(1e-4 * best, 1e-300))
@@ -542,20 +543,32 @@ def pld_delta(
     plan = _plan(items)
     if plan.steps == 0:
         return Guarantee(epsilon, 0.0, "exact", "no privacy loss", bracket=(0.0, 0.0))
-    # every direction's certified δ, then the lower bound of the largest only (it bounds
-    # the max over directions from below)
-    solved = sorted(
-        ((*_delta_direction(parts, epsilon, precision, fixed), parts)
-         for parts in _directions(plan)),
-        key=lambda item: -item[0],
-    )
+    # every direction's certified δ — the likely dominant one first (a saddle-point estimate),
+    # the others refined only while above what it certified — then the lower bound of the
+    # largest only (it bounds the max over directions from below)
+    solved: list[tuple[float, float, bool, Parts]] = []
+    for way in sorted(_directions(plan), key=lambda p: -saddle_delta(p, epsilon)):
+        enough = max((item[0] for item in solved), default=0.0)
+        solved.append((*_delta_direction(way, epsilon, precision, fixed, enough), way))
+    solved.sort(key=lambda item: -item[0])
     d, step, blocked, parts = solved[0]
     others = max((item[0] for item in solved[1:]), default=0.0)
 
     def lower(h: float, in_blocks: bool, near: float) -> float:
         return lower_delta(parts, epsilon, h, in_blocks, max(1e-4 * near, 1e-300))
 
-    low = lower(step, blocked, d) if d > 0.0 else 0.0
+    # the tests on a grid twice as coarse first (cheap; often as tight), then, where that
+    # leaves δ's bracket wider than 2·precision, on the final one (each certified: the larger)
+    low = 0.0
+    for h_low in dict.fromkeys(
+        ([] if fixed is not None or blocked else [quantize(2.0 * step, up=True)]) + [step]
+    ):
+        if d <= 0.0 or d <= low * (1.0 + 2.0 * precision):
+            break
+        try:
+            low = max(low, lower(h_low, blocked, d))
+        except InvalidParameterError:  # the grid would not fit: the next one
+            continue
     # at a kink of δ (ε on an atom's loss) the grid's cost in ε says little; the bracket
     # does: a finer grid while it is wide
     for _ in range(3 if fixed is None and low > 0.0 else 0):
