@@ -126,16 +126,20 @@ def _options_table(command: click.Command, ctx: click.Context) -> list[str]:
 
 
 def command_section(name: str, command: click.Command, root: click.Context) -> str:
-    """The Markdown section for one command: heading, usage, description, options."""
+    """The Markdown section for one command: heading, usage, description, options (and one
+    section for each subcommand of a group)."""
     ctx = click.Context(command, info_name=name, parent=root, terminal_width=WIDTH,
                         **command.context_settings)
     usage = command.get_usage(ctx).strip()
     parts = [
-        f"### `{PROG} {name}`",
+        f"### `{ctx.command_path}`",
         "```text\n" + usage + "\n```",
         *_description(command),
         *_options_table(command, ctx),
     ]
+    if isinstance(command, click.Group):  # its subcommands follow, each with its own section
+        parts += [command_section(sub, subcommand, ctx)
+                  for sub, subcommand in command.commands.items() if not subcommand.hidden]
     return "\n\n".join(parts)
 
 

@@ -47,8 +47,9 @@ Front ends: the ``approxdp`` command (:mod:`approxdp.cli`) and ``approxdp serve`
 Errors (:mod:`approxdp.errors`)
     ApproxDPError and its kinds: InvalidParameterError, ParameterTypeError,
     UnknownMethodError, NotPrivateError, BudgetExceededError, LedgerError, DataError,
-    ExpressionError, PrivateJoinError, InternalError, MissingDependencyError;
-    NotPrivateWarning
+    DataCheckError,
+    InsufficientDataError, SeededLedgerError, ExpressionError, PrivateJoinError,
+    InternalError, MissingDependencyError; NotPrivateWarning, SmallDataWarning
 """
 
 from __future__ import annotations
@@ -103,8 +104,10 @@ from approxdp.calibration import (
 from approxdp.errors import (
     ApproxDPError,
     BudgetExceededError,
+    DataCheckError,
     DataError,
     ExpressionError,
+    InsufficientDataError,
     InternalError,
     InvalidParameterError,
     LedgerError,
@@ -113,6 +116,8 @@ from approxdp.errors import (
     NotPrivateWarning,
     ParameterTypeError,
     PrivateJoinError,
+    SeededLedgerError,
+    SmallDataWarning,
     UnknownMethodError,
 )
 from approxdp.events import (
@@ -185,6 +190,7 @@ __all__ = [
     "ContributionBounds",
     "Count",
     "DPSGDPhase",
+    "DataCheckError",
     "DataError",
     "DiscreteGaussianEvent",
     "DiscreteGaussianMechanism",
@@ -194,6 +200,7 @@ __all__ = [
     "GaussianMechanism",
     "Guarantee",
     "Histogram",
+    "InsufficientDataError",
     "InternalError",
     "InvalidParameterError",
     "KindInputs",
@@ -220,9 +227,11 @@ __all__ = [
     "Query",
     "ReleasePlan",
     "ReleaseResult",
+    "SeededLedgerError",
     "SimulatedArray",
     "SimulatedFloat",
     "SimulatedInt",
+    "SmallDataWarning",
     "SpendRecord",
     "Std",
     "SubsampledEvent",

@@ -11,10 +11,13 @@ This module imports nothing from approxdp: it sits at the bottom of the import g
 from __future__ import annotations
 
 __all__ = [
+    "EXACT_LABEL",
     "ApproxDPError",
     "BudgetExceededError",
+    "DataCheckError",
     "DataError",
     "ExpressionError",
+    "InsufficientDataError",
     "InternalError",
     "InvalidParameterError",
     "LedgerError",
@@ -24,8 +27,13 @@ __all__ = [
     "NotPrivateWarning",
     "ParameterTypeError",
     "PrivateJoinError",
+    "SeededLedgerError",
+    "SmallDataWarning",
     "UnknownMethodError",
 ]
+
+#: How every message that states an exact, data-dependent fact is labelled.
+EXACT_LABEL = "exact, not private — for the data holder"
 
 
 class ApproxDPError(Exception):
@@ -76,6 +84,41 @@ class DataError(ApproxDPError, ValueError):
     """Input data cannot be released as asked (missing column, wrong type, empty table, ...)."""
 
 
+class DataCheckError(DataError):
+    """A check that read the data exactly failed: its message states an exact fact about the
+    data (a count, a value), labelled "(exact, not private — for the data holder)".
+
+    Attributes:
+        advice: What to change, in words that hold no value derived from the data — what a
+            page shown to others (the browser) says instead of the message.
+    """
+
+    def __init__(self, message: str, *, advice: str):
+        super().__init__(f"{message} ({EXACT_LABEL})")
+        self.advice = advice
+
+
+class InsufficientDataError(DataCheckError):
+    """Too few rows for the release asked: its result would carry no information (e.g. private
+    bounds whose histogram no bin of the data can rise above the noise of). Raised before any
+    spend, unless ``spent`` says otherwise.
+
+    Attributes:
+        spent: Whether a spend was already recorded (the first of two, whose output showed the
+            second would be useless); False for a refusal before any spend.
+    """
+
+    def __init__(self, message: str, *, advice: str, spent: bool = False):
+        super().__init__(message, advice=advice)
+        self.spent = spent
+
+
+class SeededLedgerError(InvalidParameterError):
+    """A seeded release (a reproducible simulation, NOT private) would be charged to a
+    persistent ledger as if it were a real one; refused unless the caller opts in, and then
+    marked "seeded, not private" in the ledger."""
+
+
 class ExpressionError(InvalidParameterError):
     """A filter predicate or derived-column expression is outside approxdp's row-expression
     language (:mod:`approxdp.engines.expressions`): a subquery, a file reader, an unknown
@@ -124,3 +167,13 @@ class LedgerRecertificationWarning(UserWarning):
     status says so, and further spends are refused until the user decides (reopen it with
     ``adaptivity="fixed"`` to declare that the stored spends' parameters were fixed in advance,
     or keep it as a record and start a new ledger)."""
+
+
+class SmallDataWarning(UserWarning):
+    """The data look too small for the release asked (e.g. most groups lie below the partition
+    selection's threshold): an exact, data-dependent warning for the data holder, labelled so.
+    ``advice`` says what to change without any value from the data."""
+
+    def __init__(self, message: str, *, advice: str = ""):
+        super().__init__(f"{message} ({EXACT_LABEL})")
+        self.advice = advice

@@ -35,7 +35,7 @@ def test_a_release_spends_from_the_reopened_ledger(tmp_path: Path) -> None:
     path = tmp_path / "budget.sqlite"
     PrivacyAccountant((1.0, 1e-6), ledger=path).close()
     table = PrivateTable(pa.table({"x": [1.0, 2.0, 3.0]}),
-                         accountant=PrivacyAccountant(ledger=path), seed=0)
+                         accountant=PrivacyAccountant(ledger=path))
     table.count(epsilon=0.5, delta=5e-7)
     with PrivacyAccountant(ledger=path) as again:
         assert again.remaining().count == 1

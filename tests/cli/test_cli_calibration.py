@@ -32,7 +32,7 @@ def test_calibrate_table_lists_every_method_and_marks_failures(run: Any) -> None
 def test_calibrate_json_shape_and_values(run_json: Any) -> None:
     data = run_json("calibrate", "-e", "1", "-d", "1e-5", "-s", "2")
     assert set(data) == CALIBRATE_KEYS
-    assert data["command"] == "calibrate" and data["schema_version"] == 1
+    assert data["command"] == "calibrate" and data["schema_version"] == 2
     assert data["reference_method"] == "optimal"
     assert data["reference_sigma"] == dp.calibrate_gaussian(1.0, 1e-5, 2.0)
     assert [row["method"] for row in data["methods"]] == list(dp.CALIBRATION_METHODS)

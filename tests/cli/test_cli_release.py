@@ -19,7 +19,7 @@ import pytest
 
 RESULT_KEYS = {
     "label", "kind", "key_columns", "cells", "level", "mechanism", "method", "sigma",
-    "sensitivity", "effective_sensitivity", "epsilon", "delta", "threshold", "rows",
+    "sensitivity", "effective_sensitivity", "epsilon", "delta", "threshold", "receipts",
     "comparisons", "extra", "notes", "secure",
 }
 BUDGET_KEYS = {"budget_epsilon", "budget_delta", "spent_epsilon", "spent_delta",
@@ -112,14 +112,21 @@ def test_ledger_keeps_the_budget_across_runs(
     assert second["budget"]["count"] == 2
     shown = run_json("ledger", ledger)
     assert set(shown) == {"command", "schema_version", "file", "budget", "adaptivity",
-                          "composition", "basic_share", "spends", "commitments", "status",
-                          "explain", "warnings"}
+                          "composition", "legacy_composition", "basic_share", "spends",
+                          "commitments", "status", "explain", "warnings"}
     assert shown["budget"] == {"epsilon": 1.0, "delta": 1e-5}
     assert (shown["adaptivity"], shown["composition"]) == ("full", "gdp")
     assert "filter 'gdp'" in shown["status"]["certified_by"] and shown["warnings"] == []
     assert [s["label"] for s in shown["spends"]] == ["release: count", "release: sum(income)"]
     assert set(shown["spends"][0]) == {"index", "timestamp", "time", "label", "event",
-                                       "summary", "rule", "delta_after"}
+                                       "summary", "rule", "delta_after", "seeded", "receipt",
+                                       "epsilon_alone", "epsilon_so_far", "so_far_is",
+                                       "at_delta"}
+    # ε read at the budget's δ: each spend alone, and the history up to it
+    alone = [s["epsilon_alone"] for s in shown["spends"]]
+    so_far = [s["epsilon_so_far"] for s in shown["spends"]]
+    assert so_far[0] == pytest.approx(alone[0]) and alone[1] < so_far[1] < sum(alone)
+    assert so_far[1] == pytest.approx(shown["status"]["spent_epsilon"])
     assert shown["status"] == second["budget"]
 
     # A release the budget cannot pay for: exit 3, one line, and nothing is spent.
@@ -177,7 +184,8 @@ def test_ledger_refuses_another_budget(
         (["count", "{dir}/missing.csv"], ["data file not found"]),
         (["count", "{dir}/bad.parquet"], ["cannot read", "bad.parquet"]),
         (["count", "{dir}/data.xlsx"], ["cannot tell the format"]),
-        (["count", "{csv}", "--output", "{dir}/out.txt"], ["--output must end in .json or .csv"]),
+        (["count", "{csv}", "--output", "{dir}/out.txt"],
+         ["--output must end in .json, .csv or .parquet"]),
         (["count", "{csv}", "--output", "{dir}/no/such/out.json"], ["does not exist"]),
         (["count", "{csv}", "--ledger", "{dir}/new.sqlite"], ["--budget EPSILON DELTA"]),
         (["count", "{csv}", "--privacy-unit", "uid", "--max-partitions", "0"],
@@ -231,8 +239,14 @@ def test_dirty_numeric_column_names_the_value_and_the_cast(
     assert run_json("ledger", ledger)["status"]["count"] == 0
     data = run_json("release", "mean", path, "amount", "--bounds", "0", "100", "-e", "0.5",
                     "-d", "1e-7", "--cast", "amount=double")
-    assert any("1 value(s) of column 'amount' were not numbers" in note
-               for note in data["result"]["notes"])
+    assert "diagnostics" not in data["result"]  # exact: only on request, and labelled
+    assert not any("not numbers" in note for note in data["result"]["notes"])
+    data = run_json("release", "mean", path, "amount", "--bounds", "0", "100", "-e", "0.5",
+                    "-d", "1e-7", "--cast", "amount=double", "--exact-diagnostics")
+    diagnostics = data["result"]["diagnostics"]
+    assert diagnostics["label"] == "exact, not private — for the data holder"
+    assert diagnostics["casts"] == {"amount": {"count": 1, "examples": ["oops"]}}
+    assert diagnostics["rows"]["read"] == n
 
 
 def test_cast_errors_refuse_a_dirty_column_before_the_spend(
@@ -331,8 +345,8 @@ def test_bounds_private_and_the_bounds_kind_from_the_command_line(
     """Issue 24 §3: every clamped kind takes --bounds private (two spends, the split in its
     notes), and private bounds are a kind of their own."""
     ledger = tmp_path / "l.sqlite"
-    common = ("-e", "1", "-d", "1e-6", "--seed", "2", "--ledger", str(ledger), "--budget", "20",
-              "1e-4")
+    common = ("-e", "1", "-d", "1e-6", "--seed", "2", "--allow-seeded-ledger", "--ledger",
+              str(ledger), "--budget", "20", "1e-4")
     for kind, extra in (("median", ()), ("quantiles", ("--q", "0.5")), ("variance", ()),
                         ("std", ()), ("mean", ()), ("sum", ())):
         data = run_json("release", kind, people_csv, "age", "--bounds", "private", *extra,

@@ -110,7 +110,8 @@ def _release(source: Any, seed: int, **bounds: Any) -> list[np.ndarray]:
     )
     out = []
     for r in res:
-        out += [np.asarray(r.values), np.asarray(r.ci_low), np.asarray([r.rows["used"]])]
+        out += [np.asarray(r.values), np.asarray(r.ci_low),
+                np.asarray([r.diagnostics.rows["used"]])]
         out.append(np.asarray([hash(k) for k in r.keys]))
     return out
 
@@ -143,7 +144,7 @@ def test_large_domain_release_matches_duckdb_for_the_same_seed(
         r = t.histogram(["a", "b"], domain=dom, epsilon=1.0, delta=1e-6)
         assert r.table is not None and r.table.path is not None
         cells = r.to_arrow().sort_by([("a", "ascending"), ("b", "ascending")])
-        results[name] = (cells, r.rows)
+        results[name] = (cells, r.diagnostics.rows)
     (s_cells, s_rows), (d_cells, d_rows) = results["spark"], results["duckdb"]
     assert s_rows == d_rows and s_cells.num_rows == 60
     for col in ("a", "b", "value", "std", "ci_low", "ci_high"):
@@ -200,7 +201,7 @@ def test_spark_failures_after_planning_spend_nothing(spark_session: Any,
     cast = PrivateTable(str(dirty), budget=(1.0, 1e-6), engine="spark",
                         casts={"amount": "double"}, seed=1)
     assert cast.cast_report == {"amount": (1, ("oops",))}
-    assert cast.mean("amount", (0, 10), epsilon=0.5, delta=1e-7).rows["read"] == 3
+    assert cast.mean("amount", (0, 10), epsilon=0.5, delta=1e-7).diagnostics.rows["read"] == 3
     empty = PrivateTable(str(header), budget=(1.0, 1e-6), engine="spark")
     with pytest.raises(DataError, match="the table is empty"):
         empty.mean("amount", (0, 10), epsilon=0.5, delta=1e-7)

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from approxdp import PrivacyAccountant
 from approxdp.engines import CellMapRequest, CellMapResult, Engine
 from approxdp.engines.duckdb import DuckDBEngine
 from approxdp.errors import BudgetExceededError, DataError
@@ -75,7 +76,7 @@ def test_large_histogram_is_unbiased_with_reported_sigma_seeded() -> None:
     _standardised_ok(z)
     assert all(c["std"] == pytest.approx(r.sigma) for c in cells)
     assert all(c["ci_low"] < c["value"] < c["ci_high"] for c in cells)
-    assert r.rows == {"read": 6000, "used": 6000, "dropped": 0}
+    assert r.diagnostics.rows == {"read": 6000, "used": 6000, "dropped": 0}
     assert "seeded simulation" in r.explain() and "300 value(s)" in r.explain()
     assert len(t.accountant.history()) == 1
     with pytest.raises(ValueError, match="to_arrow"):
@@ -155,7 +156,7 @@ def test_data_outside_a_large_domain_raises_before_spending() -> None:
         t.histogram(["a", "b"], domain=dom, epsilon=1.0, delta=1e-6)
     assert t.accountant.history() == ()
     r = t.histogram(["a", "b"], domain=dom, outside_domain="drop", epsilon=1.0, delta=1e-6)
-    assert r.n_cells == 250 and r.rows["dropped"] > 0
+    assert r.n_cells == 250 and r.diagnostics.rows["dropped"] > 0
 
 
 def test_bounded_large_histogram_reports_rows() -> None:
@@ -164,7 +165,7 @@ def test_bounded_large_histogram_reports_rows() -> None:
                      privacy_unit="user", max_partitions=2, max_rows_per_partition=1)
     r = t.histogram(["a", "b"], domain=DOMAIN, epsilon=1.0, delta=1e-6)
     assert r.sensitivity.l2 == pytest.approx(math.sqrt(2))
-    assert 0 < r.rows["used"] < 6000
+    assert 0 < r.diagnostics.rows["used"] < 6000
     assert r.to_arrow().num_rows == 300
 
 
@@ -237,3 +238,25 @@ def test_large_domain_cells_is_validated(bad: Any) -> None:
 
     with pytest.raises((InvalidParameterError, ParameterTypeError), match="large_domain_cells"):
         PrivateTable(_data(10), budget=(1.0, 1e-6), large_domain_cells=bad)
+
+
+def test_a_large_domain_aggregates_before_the_spend() -> None:
+    """The engine's calls and the spend in order: the aggregation (aggregate_cells) comes
+    before the spend, and after it only map_cells (the noise) runs, on that aggregate."""
+    spy = _Spy(DuckDBEngine())
+    acc = PrivacyAccountant((5.0, 1e-5))
+    spend = acc.spend
+
+    def recorded_spend(*args: Any, **kwargs: Any) -> Any:
+        spy.calls.append("spend")
+        return spend(*args, **kwargs)
+
+    acc.spend = recorded_spend  # type: ignore[method-assign]
+    t = PrivateTable(_data(), accountant=acc, engine=spy,  # type: ignore[arg-type]
+                     large_domain_cells=100)
+    spy.calls.clear()
+    r = t.histogram(["a", "b"], domain=DOMAIN, epsilon=1.0, delta=1e-6)
+    assert r.n_cells == 300
+    spent = spy.calls.index("spend")
+    assert "aggregate_cells" in spy.calls[:spent]
+    assert spy.calls[spent + 1:] == ["map_cells"]

@@ -250,7 +250,7 @@ def test_every_input_kind_gives_the_same_answer(tmp_path: Path, bounded: bool) -
         answers[kind] = (
             [r.keys for r in res],
             np.concatenate([r.values for r in res]),
-            [r.rows for r in res],
+            [r.diagnostics.rows for r in res],
         )
     keys, ref, rows = answers.pop("arrow")
     for kind, (k, values, r) in answers.items():
@@ -276,7 +276,8 @@ def test_bounded_release_is_unbiased_with_reported_sigma() -> None:
     for _ in range(20):
         h, s = t.release([Histogram(("c",), dom), Sum("v", (0, 4), ("c",), dom)],
                          epsilon=1.0, delta=1e-6)
-        assert h.rows["dropped"] == 0 and h.sensitivity.l2 == pytest.approx(3 * math.sqrt(2))
+        assert h.diagnostics.rows["dropped"] == 0
+        assert h.sensitivity.l2 == pytest.approx(3 * math.sqrt(2))
         z_n.append((h.values - n_true) / h.std)
         z_s.append((s.values - s_true) / s.std)
     for z in (np.concatenate(z_n), np.concatenate(z_s)):

@@ -129,7 +129,7 @@ def test_privacy_unit_bounds_contributions() -> None:
                      seed=0)
     r = t.median("x", (0, 100), epsilon=1.0, delta=1e-6)
     assert abs(r.value - 25.0) < 2.0  # without bounding the median would be 90
-    assert r.rows["used"] == 1002
+    assert r.diagnostics.rows["used"] == 1002
 
 
 @pytest.mark.parametrize(("kwargs", "error", "match"), [
@@ -161,7 +161,7 @@ def test_missing_values_are_skipped_and_the_edges_of_the_bounds_clamp() -> None:
     x = pa.array([None, float("nan"), float("inf"), -float("inf")] + [5.0] * 400)
     r = PrivateTable(pa.table({"x": x}), budget=(1.0, 1e-6), seed=1).median(
         "x", (0, 10), epsilon=1.0, delta=1e-6, bins=64, branching=8)
-    assert r.rows["read"] == 402
+    assert r.diagnostics.rows["read"] == 402
     assert abs(r.value - 5.0) < 0.5
 
 
@@ -175,6 +175,6 @@ def test_same_answers_on_duckdb_and_spark(spark_session: Any) -> None:
         out.append(t.quantiles("x", [0.1, 0.5, 0.9], (0, 100), epsilon=1.0, delta=1e-6,
                                bins=64, branching=8))
     duck, spark = out
-    assert spark.rows == duck.rows
+    assert spark.diagnostics.rows == duck.diagnostics.rows
     np.testing.assert_array_equal(np.asarray(spark.values), np.asarray(duck.values))
     np.testing.assert_array_equal(np.asarray(spark.ci_low), np.asarray(duck.ci_low))

@@ -128,8 +128,9 @@ def test_failures_after_planning_leave_the_ledger_unchanged(
 def test_the_seeded_path_records_a_finite_cost_at_huge_epsilon(tmp_path: Path) -> None:
     """ε = 1e300 with a seed (no lattice): the spend is finite and the status sensible (the
     ledger showed spent ε = ∞, remaining −∞)."""
-    t = _ledger_table(tmp_path, seed=1)
+    t = _ledger_table(tmp_path, seed=1, allow_seeded_ledger=True)
     t.count(epsilon=1e300, delta=1e-6)
+    assert [r.seeded for r in t.accountant.history()] == [True]  # type: ignore[attr-defined]
     status = t.accountant.remaining()
     assert 0 < status.spent_epsilon <= 1e300 and status.remaining_epsilon >= 0
     assert math.isfinite(status.spent_epsilon)
@@ -163,7 +164,8 @@ def test_values_beyond_the_secure_lattice_are_refused_before_the_spend(
         ("compare_methods", ("count", "mean", "large")),
         ("secure_noise", ("count", "mean", "large")),
         ("mechanism", ("count", "mean", "large")),
-        ("aggregate", ("count", "mean")),  # a large domain aggregates inside map_cells
+        ("aggregate", ("count", "mean")),
+        ("aggregate_cells", ("large",)),  # a large domain aggregates before the spend too
         ("count_rows", ("large",)),  # small releases count their rows in the aggregation
         ("count_outside", ("large",)),
     ],
@@ -233,8 +235,9 @@ def test_dirty_numeric_column_is_named_with_examples_and_a_cast(tmp_path: Path) 
     cast = PrivateTable(str(path), budget=(5.0, 1e-5), casts={"amount": "double"}, seed=1)
     assert cast.cast_report == {"amount": (2, ("n/a", "oops"))}
     r = cast.mean("amount", (0, 500), epsilon=0.5, delta=1e-7)
-    assert any("2 value(s) of column 'amount' were not numbers" in n for n in r.notes)
-    assert r.rows["read"] == 3000
+    assert r.diagnostics.casts == {"amount": (2, ("n/a", "oops"))}  # exact: for the holder
+    assert not any("not numbers" in n for n in r.notes)  # never among what is released
+    assert r.diagnostics.rows["read"] == 3000
 
 
 def test_bad_value_deep_in_a_csv_is_found_before_anything_runs(tmp_path: Path) -> None:

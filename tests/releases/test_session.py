@@ -125,9 +125,10 @@ def test_privacy_unit_bounding_and_report() -> None:
     )
     r = t.histogram(["a"], domain={"a": list(range(40))}, epsilon=1.0, delta=1e-6)
     assert r.sensitivity.l2 == pytest.approx(math.sqrt(2))
-    assert r.rows["used"] <= 2 * 2000 and r.rows["dropped"] == 20_000 - r.rows["used"]
+    rows = r.diagnostics.rows
+    assert rows["used"] <= 2 * 2000 and rows["dropped"] == 20_000 - rows["used"]
     assert "user" in r.explain() and "NOT private" in r.explain()
-    assert abs(r.values.sum() - r.rows["used"]) < 8 * r.std[0] * math.sqrt(40)
+    assert abs(r.values.sum() - r.diagnostics.rows["used"]) < 8 * r.std[0] * math.sqrt(40)
 
 
 def test_replace_one_count_is_exact() -> None:

@@ -94,6 +94,6 @@ def test_same_answers_on_duckdb_and_spark(spark_session: Any) -> None:
                          seed=9)
         out.append(t.std("x", (0, 100), epsilon=1.0, delta=1e-6))
     duck, spark = out
-    assert spark.rows == duck.rows
+    assert spark.diagnostics.rows == duck.diagnostics.rows
     assert spark.value == pytest.approx(duck.value, rel=1e-12)
     assert spark.ci_high[0] == pytest.approx(duck.ci_high[0], rel=1e-12)

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 import shutil
 import socket
 import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -96,19 +98,26 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     url = f"http://127.0.0.1:{port}/"
     try:
         deadline = time.monotonic() + 60
+        opened = ""
         while True:
-            try:
-                with urllib.request.urlopen(url, timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except (urllib.error.URLError, OSError):
-                pass
+            printed = re.search(r"open (http://\S+)", (folder / "server.log").read_text("utf-8"))
+            if printed:
+                opened = printed.group(1)
+                try:
+                    with urllib.request.urlopen(opened, timeout=2) as response:
+                        if response.status == 200:
+                            break
+                except (urllib.error.URLError, OSError):
+                    pass
             if proc.poll() is not None or time.monotonic() > deadline:
                 log.flush()
                 pytest.fail("approxdp serve did not start: "
                             + (folder / "server.log").read_text(encoding="utf-8"))
             time.sleep(0.2)
-        yield {"url": url, "ledger": ledger, "data": data, "log": folder / "server.log"}
+        token = opened.split("?token=", 1)[1]
+        yield {"url": url, "open": opened, "token": token,
+               "cookie": f"approxdp-token-{port}={token}", "ledger": ledger, "data": data,
+               "log": folder / "server.log"}
     finally:
         proc.terminate()
         try:
@@ -154,7 +163,7 @@ def page(browser: Any, served: dict[str, Any]) -> Iterator[Any]:
     tab.on("requestfailed", lambda request: failed.append(request.url))
     tab.on("response", lambda r: failed.append(f"{r.status} {r.url}")
            if r.status >= 400 and not r.url.endswith("favicon.ico") else None)
-    tab.goto(served["url"])
+    tab.goto(served["open"])  # the printed URL, with its token
     tab.wait_for_selector("#cal_methods")
     yield tab
     context.close()
@@ -198,18 +207,18 @@ def test_calibrate_page(page: Any, shots: Path) -> None:
 
 
 def test_bad_input_shows_one_line_by_the_field(page: Any, shots: Path) -> None:
-    """The API's typed error, one line, under the field — never a traceback."""
+    """The API's typed error, one line, under the field, in the page's words (ε, not
+    epsilon; no Python type name) — never a traceback."""
     from playwright.sync_api import expect
 
     page.fill("#cal_epsilon", "-1")
     error = page.locator("[data-field=cal_epsilon]")
-    expect(error).to_have_text(
-        "InvalidParameterError: epsilon must be in [0, inf), got epsilon=-1")
+    expect(error).to_have_text("ε must be in [0, inf), got ε=-1")
     assert page.locator("[data-field=cal_delta]").count() == 0
     page.fill("#cal_epsilon", "1")
     page.fill("#cal_delta", "abc")
     expect(page.locator("[data-field=cal_delta]")).to_have_text(
-        "ParameterTypeError: delta must be a number, got 'abc'")
+        "δ must be a number, got 'abc'")
     expect(page.locator("[data-field=cal_epsilon]")).to_have_count(0)
     page.screenshot(path=str(shots / "calibrate-error.png"), full_page=True)
     assert "Traceback" not in page.content()
@@ -278,6 +287,10 @@ def test_wizard_simulates_free_and_spends_once(
 
     page.click("#wiz_review")
     expect(page.locator("#wiz_price")).to_have_text("ε = 0.5, δ = 1e-06")
+    query = page.locator("#wiz_query_table")  # the whole query, before the spend
+    for text in ("mean", "value column", "age", "[18, 90]", "each row", "ε", "0.5", "δ",
+                 "1e-06", "confidence level", "people.csv"):
+        expect(query).to_contain_text(text)
     expect(page.locator("#wiz_spend")).to_be_visible()
     assert _spends(ledger) == start
     page.screenshot(path=str(shots / "wizard-review.png"), full_page=True)
@@ -309,6 +322,24 @@ def test_wizard_simulates_free_and_spends_once(
     assert "table.release_kind('mean', KindInputs(columns=('age',)" in texts["script"]
     assert _spends(ledger) == start + 1
 
+    # the inputs change: the last result and simulation are no longer shown as if current
+    page.fill("#wiz_high", "80")
+    page.press("#wiz_high", "Enter")
+    expect(page.locator("#wiz_released_stale")).to_be_visible()
+    expect(page.locator("#wiz_released_box")).to_have_count(0)
+    expect(page.locator("#wiz_simulation_stale")).to_be_visible()
+    expect(page.locator("#wiz_simulation_box")).to_have_count(0)
+    # a histogram without a domain: the page explains partition selection, and so does the
+    # review of exactly that query
+    page.select_option("#wiz_kind", "histogram")
+    page.evaluate("Shiny.setInputValue('wiz_columns', ['sex'])")
+    expect(page.locator("#wiz_selection_explained")).to_contain_text("DP partition selection")
+    page.click("#wiz_review")
+    expect(page.locator("#wiz_query_table")).to_contain_text(
+        "none: cells are chosen by DP partition selection")
+    expect(page.locator("#wiz_query_table")).to_contain_text("count over")
+    assert _spends(ledger) == start + 1
+
     _open(page, "ledger")
     expect(page.locator("#ledger_count")).to_have_text(f"{start + 1} spend(s)")
 
@@ -322,13 +353,13 @@ def test_no_path_traversal(page: Any, served: dict[str, Any]) -> None:
     page.wait_for_selector("#wiz_columns_table")
     page.evaluate("Shiny.setInputValue('wiz_file', '../../../../etc/passwd')")
     expect(page.locator("[data-field=wiz_file]")).to_contain_text(
-        "InvalidParameterError: file must be one of the data files given to 'approxdp serve "
+        "data file must be one of the data files given to 'approxdp serve "
         "--data', got '../../../../etc/passwd'")
     assert "root:" not in page.content()
     base = served["url"]
     for path in ("../../../../etc/passwd", "%2e%2e/%2e%2e/%2e%2e/etc/passwd",
                  "lib/..%2f..%2f..%2f..%2fetc/passwd", "session/x/download/wiz_download_json"):
-        request = urllib.request.Request(base + path)
+        request = urllib.request.Request(base + path, headers={"Cookie": served["cookie"]})
         try:
             with urllib.request.urlopen(request, timeout=5) as response:
                 body = response.read().decode("utf-8", "replace")
@@ -337,8 +368,58 @@ def test_no_path_traversal(page: Any, served: dict[str, Any]) -> None:
             continue
         assert "root:" not in body, path
     # another name for this address (DNS rebinding) or another site's page: refused
-    for headers in ({"Host": f"evil.example:{base.rsplit(':', 1)[1].strip('/')}"},
-                    {"Origin": "https://evil.example"}):
+    for headers in ({"Host": f"evil.example:{base.rsplit(':', 1)[1].strip('/')}",
+                     "Cookie": served["cookie"]},
+                    {"Origin": "https://evil.example", "Cookie": served["cookie"]}):
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(urllib.request.Request(base, headers=headers), timeout=5)
         assert refused.value.code == 403
+
+
+def _websocket_status(url: str, cookie: str | None) -> int:
+    """The HTTP status of a WebSocket handshake on Shiny's socket (101: accepted)."""
+    parts = urllib.parse.urlsplit(url)
+    head = ["GET /websocket/ HTTP/1.1", f"Host: {parts.netloc}", "Upgrade: websocket",
+            "Connection: Upgrade", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
+            "Sec-WebSocket-Version: 13", f"Origin: http://{parts.netloc}"]
+    if cookie is not None:
+        head.append(f"Cookie: {cookie}")
+    with socket.create_connection((parts.hostname, parts.port), timeout=10) as sock:
+        sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode())
+        line = sock.recv(4096).split(b"\r\n", 1)[0].decode()
+    return int(line.split()[1])
+
+
+def test_every_request_needs_the_token(browser: Any, served: dict[str, Any]) -> None:
+    """Issue 23 §7: the printed URL carries a secret token made at start; an HTTP request or a
+    WebSocket without it (or with another) is refused, and with it gets through; the browser
+    that opened the URL keeps it in a cookie for the socket and the downloads."""
+    from playwright.sync_api import expect
+
+    base = served["url"]
+    assert served["open"] == f"{base}?token={served['token']}" and len(served["token"]) >= 40
+    for url in (base, f"{base}?token=wrong{served['token'][5:]}", f"{base}lib/"):
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(url, timeout=5)
+        assert refused.value.code == 403
+        assert b"carries the access token" in refused.value.read()
+    with urllib.request.urlopen(urllib.request.Request(
+            base, headers={"Cookie": served["cookie"]}), timeout=5) as response:
+        assert response.status == 200
+    assert _websocket_status(base, None) == 403
+    assert _websocket_status(base, "approxdp-token-1=" + served["token"]) == 403
+    assert _websocket_status(base, served["cookie"]) == 101
+    context = browser.new_context()
+    try:
+        tab = context.new_page()
+        response = tab.goto(base)  # no token: the app never loads
+        assert response is not None and response.status == 403
+        expect(tab.locator("body")).to_contain_text("refused: open the address approxdp serve "
+                                                    "printed")
+        tab.goto(served["open"])  # the printed URL: the app, whose socket the cookie opens
+        tab.wait_for_selector("#cal_methods", timeout=_TIMEOUT_MS)
+        cookies = {c["name"]: c for c in context.cookies()}
+        jar = cookies[served["cookie"].split("=", 1)[0]]
+        assert jar["httpOnly"] and jar["sameSite"] == "Strict"
+    finally:
+        context.close()

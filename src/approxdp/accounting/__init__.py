@@ -19,10 +19,12 @@ Every public name is importable from here.
 from __future__ import annotations
 
 from approxdp.accounting.budget.accountant import BudgetStatus, PlanResult, PrivacyAccountant
+from approxdp.accounting.budget.chain import Receipt
 from approxdp.accounting.budget.ledger import SpendRecord
 from approxdp.accounting.budget.protocols import Accountant
 from approxdp.accounting.budget.rules import COMPOSITION_RULES
 from approxdp.accounting.budget.sqlite_ledger import LedgerSettings, read_ledger_settings
+from approxdp.accounting.budget.verify import LedgerVerification, verify_ledger
 from approxdp.accounting.composition.closed_form import (
     advanced_composition,
     basic_composition,
@@ -86,8 +88,10 @@ __all__ = [
     "DPSGDPhase",
     "Guarantee",
     "LedgerSettings",
+    "LedgerVerification",
     "PlanResult",
     "PrivacyAccountant",
+    "Receipt",
     "SpendRecord",
     "TrainingAccountant",
     "advanced_composition",
@@ -123,5 +127,6 @@ __all__ = [
     "split_budget",
     "subsampled_gaussian_delta",
     "subsampled_gaussian_epsilon",
+    "verify_ledger",
     "zcdp_to_dp",
 ]

@@ -48,7 +48,7 @@ class AdultDemo:
 
     def report(self) -> str:
         """A compact plain-text report."""
-        out = [f"approxdp demo — UCI Adult, 45,222 complete records, budget ε = {self.epsilon:g},"
+        out = [f"approxdp demo — UCI Adult, its complete records, budget ε = {self.epsilon:g},"
                f" δ = {self.delta:g} (add/remove one record)", ""]
         for r in self.releases:
             if not r.columns:

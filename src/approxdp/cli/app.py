@@ -23,15 +23,18 @@ from approxdp.cli.composition_commands import compose_command
 from approxdp.cli.demo_command import demo_command
 from approxdp.cli.dpsgd_command import dpsgd_command
 from approxdp.cli.figures import plot_command, reproduce_command
+from approxdp.cli.ledger_commands import ledger_command
 from approxdp.cli.output import (
     EXIT_BAD_INPUT,
     EXIT_BUDGET_EXCEEDED,
     EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    Interrupted,
     cli_wording,
     error_line,
 )
 from approxdp.cli.plan_command import plan_command
-from approxdp.cli.release_commands import ledger_command, release_command
+from approxdp.cli.release_commands import release_command
 from approxdp.cli.serve_command import serve_command
 from approxdp.errors import ApproxDPError, BudgetExceededError
 
@@ -97,7 +100,13 @@ def _guarded(run: Callable[[], Any], state: CliState) -> int:
         warnings.showwarning = _show_warning
         try:
             result = run()
-        except click.exceptions.Abort:
+        except Interrupted as exc:
+            error_line(str(exc))
+            return EXIT_INTERRUPTED
+        except click.exceptions.Abort as exc:
+            if isinstance(exc.__cause__, KeyboardInterrupt):  # Ctrl+C outside a release
+                error_line("interrupted")
+                return EXIT_INTERRUPTED
             error_line("aborted")
             return EXIT_INTERNAL
         except click.ClickException as exc:  # usage errors, bad option values, missing args
@@ -162,7 +171,8 @@ def cli() -> None:
     file and inspect it with `approxdp ledger`; `approxdp serve` opens all of it in a
     browser. Every command except serve takes --json.
 
-    Exit status: 0 ok, 2 bad input, 3 privacy budget exceeded, 1 internal error.
+    Exit status: 0 ok, 2 bad input, 3 privacy budget exceeded, 4 serve's port in use, 5 ledger
+    verification failed, 130 interrupted (Ctrl+C), 1 internal error.
     """
 
 

@@ -14,7 +14,14 @@ from typing import Any
 from rich.console import Console
 
 from approxdp.accounting import PrivacyAccountant
-from approxdp.cli.output import JSON_SCHEMA_VERSION, emit, jsonable, progress
+from approxdp.cli.output import (
+    JSON_SCHEMA_VERSION,
+    emit,
+    interruptible,
+    jsonable,
+    progress,
+    safe_text,
+)
 from approxdp.cli.query_spec import load_spec
 from approxdp.cli.release_views import render_budget, render_release, render_shares
 from approxdp.cli.row_options import transform_rows
@@ -33,8 +40,9 @@ AccountantFactory = Callable[
 def run_batch(
     spec_path: Path, *, epsilon: float | None, delta: float | None, level: float | None,
     budget: tuple[float, float] | None, ledger: Path | None, composition: str | None,
-    seed: int | None, output: Path | None, show: int, as_json: bool,
-    make_accountant: AccountantFactory, engine: str | None = None,
+    seed: int | None, allow_seeded_ledger: bool, output: Path | None, show: int,
+    as_json: bool, exact_diagnostics: bool, make_accountant: AccountantFactory,
+    engine: str | None = None,
 ) -> None:
     """Release every query of the spec at ``spec_path`` as one plan (see the module), over
     the spec's file after its ``derive`` columns and ``where`` filters; ``engine`` (the
@@ -55,10 +63,12 @@ def run_batch(
     accountant = make_accountant(ledger, budget, composition, (eps, dlt))
     try:
         with progress(f"Releasing {len(spec.queries)} private queries from "
-                      f"{Path(spec.file).name}"):
+                      f"{Path(spec.file).name}"), \
+                interruptible(lambda: accountant.remaining().count):
             settings = {**spec.table, **({"engine": engine} if engine is not None else {})}
             table = transform_rows(
-                PrivateTable(spec.file, accountant=accountant, seed=seed, **settings),
+                PrivateTable(spec.file, accountant=accountant, seed=seed,
+                             allow_seeded_ledger=allow_seeded_ledger, **settings),
                 derive=spec.derive, where=spec.where,
                 derive_label=lambda name: f"spec derive.{name} = ",
                 where_label=lambda i: "spec where" if len(spec.where) == 1 else
@@ -74,18 +84,25 @@ def run_batch(
         "command": "release batch", "schema_version": JSON_SCHEMA_VERSION,
         "spec": str(spec_path), "file": spec.file, "epsilon": eps, "delta": dlt,
         "derive": dict(spec.derive), "where": list(spec.where),
-        "results": [{**release_dict(r), "share": share}
+        "results": [{**release_dict(r, exact_diagnostics=exact_diagnostics), "share": share}
                     for r, share in zip(results, allocated.shares, strict=True)],
         "budget": budget_dict(status),
         "ledger": str(ledger) if ledger is not None else None,
     }
 
     def render(console: Console) -> None:
+        spent = any(r["mechanism"] != "exact" for r in data["results"])
+        console.print(
+            f"[bold]Batch of {len(data['results'])} queries released as one plan[/]: "
+            + (f"budget spent ε = {eps:g}, δ = {dlt:g} in one spend, shared by the queries "
+               "(joint calibration)" if spent else
+               "nothing spent (no query needs noise)")
+        )
         for result in data["results"]:
-            render_release(console, result, show)
+            render_release(console, result, show, budget_line=False)
         render_shares(console, data["results"], eps, dlt)
-        render_budget(console, data["budget"],
-                      title="Budget" + (f" in ledger {ledger}" if ledger else " (this session)"))
+        where = f" in ledger {safe_text(ledger)}" if ledger else " (this session)"
+        render_budget(console, data["budget"], title="Budget" + where)
 
     emit(data, as_json, render)
     if output is not None:

@@ -22,6 +22,7 @@ from approxdp.cli.output import (
     json_option,
     new_table,
     progress,
+    safe_text,
 )
 from approxdp.reports.calibration import calibration_report
 from approxdp.reports.releases import release_dict
@@ -38,7 +39,7 @@ def _render(console: Console, data: dict[str, Any]) -> None:
     eps, delta = data["epsilon"], data["delta"]
     console.print()
     table = new_table(
-        title=(f"Private releases on UCI Adult (45,222 complete records), half the budget: "
+        title=(f"Private releases on UCI Adult (its complete records), half the budget: "
                f"ε = {eps / 2:g}, δ = {delta / 2:g}, jointly calibrated"),
         caption="Add/remove one record. Each value carries Gaussian noise of the std shown."
         + ("" if all(r.get("secure", True) for r in data["releases"]) else
@@ -52,8 +53,9 @@ def _render(console: Console, data: dict[str, Any]) -> None:
     for release in data["releases"]:
         stds = fmt_values([c["std"] for c in release["cells"]], 4)  # one format per release
         for i, cell in enumerate(release["cells"]):
-            key = " × ".join(str(v) for v in cell["key"].values())
-            table.add_row(release["label"] if i == 0 else "", key, f"{cell['value']:,.2f}",
+            key = " × ".join(safe_text(v) for v in cell["key"].values())
+            table.add_row(safe_text(release["label"]) if i == 0 else "", key,
+                          f"{cell['value']:,.2f}",
                           f"[{cell['ci_low']:,.2f}, {cell['ci_high']:,.2f}]",
                           stds[i], end_section=i == len(release["cells"]) - 1)
     console.print(table)
@@ -71,7 +73,8 @@ def _render(console: Console, data: dict[str, Any]) -> None:
     hist.add_column("cell")
     hist.add_column("value", justify="right", style="bold")
     for cell in top:
-        hist.add_row(" × ".join(str(v) for v in cell["key"].values()), f"{cell['value']:,.1f}")
+        hist.add_row(" × ".join(safe_text(v) for v in cell["key"].values()),
+                     f"{cell['value']:,.1f}")
     console.print(hist)
 
     console.print()

@@ -18,12 +18,14 @@ import json
 import math
 import os
 import re
+import unicodedata
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     Progress,
@@ -41,17 +43,24 @@ __all__ = [
     "EXIT_BUDGET_EXCEEDED",
     "EXIT_CODES",
     "EXIT_INTERNAL",
+    "EXIT_INTERRUPTED",
+    "EXIT_LEDGER_BROKEN",
+    "EXIT_PORT_IN_USE",
     "JSON_SCHEMA_VERSION",
+    "Interrupted",
     "Number",
     "cli_wording",
     "emit",
     "error_line",
     "fmt",
     "fmt_values",
+    "interruptible",
     "json_option",
     "jsonable",
     "new_table",
+    "plain_text",
     "progress",
+    "safe_text",
     "stderr_console",
     "stdout_console",
 ]
@@ -63,12 +72,46 @@ EXIT_BAD_INPUT = 2
 EXIT_BUDGET_EXCEEDED = 3
 #: Exit status for a bug (an exception approxdp did not expect); rerun with ``--debug``.
 EXIT_INTERNAL = 1
+#: Exit status of ``serve`` when its port is taken by another program.
+EXIT_PORT_IN_USE = 4
+#: Exit status of ``ledger verify`` when the ledger or a receipt does not check out.
+EXIT_LEDGER_BROKEN = 5
+#: Exit status after Ctrl+C (128 + SIGINT, as shells report it).
+EXIT_INTERRUPTED = 130
 EXIT_CODES: Mapping[str, int] = {
     "ok": 0,
     "internal error": EXIT_INTERNAL,
     "bad input": EXIT_BAD_INPUT,
     "budget exceeded": EXIT_BUDGET_EXCEEDED,
+    "port in use": EXIT_PORT_IN_USE,
+    "ledger verification failed": EXIT_LEDGER_BROKEN,
+    "interrupted": EXIT_INTERRUPTED,
 }
+
+#: Unicode's bidirectional overrides and isolates (they reorder what a terminal shows).
+_BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f")
+
+
+def plain_text(value: object) -> str:
+    """``str(value)`` with every control character — escape sequences, carriage returns,
+    newlines, bells, bidirectional overrides — written as a visible ``\\xNN``/``\\uNNNN``
+    escape, so text from a label, a file or the data cannot move the cursor, clear the screen
+    or disguise itself on a terminal."""
+    out = []
+    for ch in str(value):
+        if unicodedata.category(ch) == "Cc" or ch in _BIDI:
+            code = ord(ch)
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def safe_text(value: object) -> str:
+    """:func:`plain_text` with Rich markup escaped too: what every label, note, key, file name
+    or other string that is not the program's own is passed through before Rich prints it
+    (``[red]`` in a label prints as ``[red]``, not as a colour)."""
+    return escape(plain_text(value))
 
 _DEFAULT_WIDTH = 120  # when stdout is not a terminal (pipes, tests) and COLUMNS is unset
 
@@ -111,6 +154,13 @@ _CLI_WORDING: tuple[tuple[str, str], ...] = (
     (r"\bneighbouring='([a-z-]+)'", r"--neighbouring \1"),
     (r"\bmethod='([a-z0-9-]+)'", r"--method \1"),
     (r"\bout_dir\b", "--out"),
+    (r"\ballow_seeded_ledger=True\b", "--allow-seeded-ledger"),
+    (r"\bbudget=\(epsilon, delta\)", "no --ledger"),
+    (r"\bseed=(\d+)", r"--seed \1"),
+    (r"\bpass rows=", "pass --rows N"),
+    (r"\brows=", "--rows "),
+    (r"\bhalf_width=", "--half-width "),
+    (r"\brmse=", "--rmse "),
 )
 
 
@@ -121,6 +171,28 @@ def cli_wording(message: str) -> str:
     for pattern, replacement in _CLI_WORDING:
         message = re.sub(pattern, replacement, message)
     return message
+
+
+class Interrupted(Exception):  # noqa: N818 - what happened, not an error of the input
+    """Ctrl+C stopped a command; the message says whether anything was spent. The group
+    prints it as one line and exits with :data:`EXIT_INTERRUPTED`."""
+
+
+@contextmanager
+def interruptible(spends: Callable[[], int]) -> Iterator[None]:
+    """Turn Ctrl+C inside the block into :class:`Interrupted`, saying whether a spend was
+    recorded meanwhile (``spends()`` counts the ledger's spends, before and after)."""
+    before = spends()
+    try:
+        yield
+    except KeyboardInterrupt:
+        after = spends()
+        if after == before:
+            raise Interrupted("interrupted; nothing spent") from None
+        raise Interrupted(
+            f"interrupted after {after - before} spend(s) were recorded (the ledger shows "
+            "them); the release was not shown or written"
+        ) from None
 
 
 def stdout_console() -> Console:
@@ -162,7 +234,7 @@ def emit(data: Mapping[str, Any], as_json: bool, render: Callable[[Console], Non
 
 def error_line(message: str, prefix: str = "error") -> None:
     """Print ``<prefix>: <message>`` as exactly one line on stderr."""
-    text = " ".join(str(message).split()) or "unknown error"
+    text = plain_text(" ".join(str(message).split())) or "unknown error"
     click.echo(f"{prefix}: {text}", err=True)
 
 

@@ -1,5 +1,6 @@
-"""``release`` (a private statistic of a file, of any kind of the registry
-:data:`~approxdp.releases.kinds.RELEASE_KINDS`) and ``ledger``.
+"""``release``: a private statistic of a file, of any kind of the registry
+:data:`~approxdp.releases.kinds.RELEASE_KINDS` (``approxdp ledger`` is in
+:mod:`approxdp.cli.ledger_commands`).
 
 ``release`` reads a CSV or Parquet file with DuckDB
 (:class:`~approxdp.releases.session.PrivateTable`), charges an accountant — in memory, or a
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import os
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -27,10 +27,10 @@ from approxdp.cli.output import (
     JSON_SCHEMA_VERSION,
     Number,
     emit,
+    interruptible,
     json_option,
-    jsonable,
-    new_table,
     progress,
+    safe_text,
 )
 from approxdp.cli.release_inputs import BoundsOption, cli_problem, parse_casts
 from approxdp.cli.release_views import render_budget, render_release
@@ -38,18 +38,17 @@ from approxdp.cli.row_options import parse_derives, row_options, transform_rows
 from approxdp.errors import DataError, InvalidParameterError
 from approxdp.releases.kinds import RELEASE_KINDS, KindInputs
 from approxdp.releases.specs import Neighbouring, OutsideDomain
-from approxdp.reports.ledger import ledger_report
 from approxdp.reports.releases import (
     budget_dict,
     parse_domain,
     release_dict,
     typed_value,
-    write_cells_csv,
+    write_release,
 )
 
-__all__ = ["ledger_command", "release_command"]
+__all__ = ["release_command"]
 
-_OUTPUT_SUFFIXES = (".json", ".csv")
+_OUTPUT_SUFFIXES = (".json", ".csv", ".parquet")
 
 
 def _accountant(
@@ -97,7 +96,7 @@ def _check_output(output: Path | None) -> None:
         return
     if not output.name.lower().endswith(_OUTPUT_SUFFIXES):
         raise InvalidParameterError(
-            f"--output must end in .json or .csv, got {str(output)!r}"
+            f"--output must end in .json, .csv or .parquet, got {str(output)!r}"
         )
     parent = output.parent if str(output.parent) else Path(".")
     if not parent.is_dir() or not os.access(parent, os.W_OK):
@@ -197,9 +196,18 @@ _CLAMPED = ", ".join(k.name for k in RELEASE_KINDS.values() if k.bounds)
                    "engine, else duckdb), or spark (a local session unless one is active; "
                    "needs approxdp[spark]).")
 @click.option("--seed", type=int, default=None,
-              help="Seed the noise (tests and demos only: seeded noise is NOT secure).")
+              help="Seed the noise (tests and demos only: seeded noise is NOT secure). Refused "
+                   "with --ledger unless --allow-seeded-ledger.")
+@click.option("--allow-seeded-ledger", is_flag=True,
+              help="With --seed and --ledger: record the seeded release's spend anyway, marked "
+                   "'seeded, not private' in the ledger.")
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="Also write the result: .json (the --json object) or .csv (one row per cell).")
+              help="Also write the result: .json (the --json object), .csv or .parquet (one row "
+                   "per cell). Private values and public parameters only.")
+@click.option("--exact-diagnostics", is_flag=True,
+              help="Also show, and put in --json and .json output, the data holder's exact "
+                   "diagnostics (rows read and used, values a --cast could not convert): "
+                   "exact, NOT private — never publish what this writes.")
 @click.option("--show", type=int, default=20, show_default=True,
               help="Cells shown in the table (0: all).")
 @json_option
@@ -214,8 +222,9 @@ def release_command(
     max_partitions: int,
     max_rows_per_partition: int, neighbouring: str, level: float, method: str,
     cast_specs: tuple[str, ...], cast_errors: str, wheres: tuple[str, ...],
-    derive_specs: tuple[str, ...], engine: str | None, seed: int | None, output: Path | None,
-    show: int, as_json: bool,
+    derive_specs: tuple[str, ...], engine: str | None, seed: int | None,
+    allow_seeded_ledger: bool, output: Path | None, exact_diagnostics: bool, show: int,
+    as_json: bool,
 ) -> None:
     """A private statistic of a CSV or Parquet FILE.
 
@@ -248,7 +257,8 @@ def release_command(
                 "where and derive), not from --where/--derive")
         run_batch(file, epsilon=epsilon, delta=delta, level=level if level != 0.95 else None,
                   budget=budget, ledger=ledger, composition=composition, seed=seed,
-                  output=output, show=show, as_json=as_json,
+                  allow_seeded_ledger=allow_seeded_ledger, output=output, show=show,
+                  as_json=as_json, exact_diagnostics=exact_diagnostics,
                   make_accountant=functools.partial(_accountant, adaptivity=adaptivity,
                                                     basic_share=basic_share),
                   engine=engine)
@@ -272,13 +282,14 @@ def release_command(
     accountant = _accountant(ledger, budget, composition, (epsilon, delta), adaptivity,
                              basic_share)
     try:
-        with progress(f"Releasing a private {kind} from {file.name}"):
+        with progress(f"Releasing a private {kind} from {file.name}"), \
+                interruptible(lambda: accountant.remaining().count):
             table = PrivateTable(
                 str(file), accountant=accountant, neighbouring=cast(Neighbouring, neighbouring),
                 privacy_unit=privacy_unit, max_partitions=max_partitions,
                 max_rows_per_partition=max_rows_per_partition, seed=seed, method=method,
                 casts=casts, cast_errors=cast(Literal["drop", "error"], cast_errors),
-                engine=engine or "duckdb",
+                engine=engine or "duckdb", allow_seeded_ledger=allow_seeded_ledger,
             )
             table = transform_rows(table, derive=derives, where=wheres)
             inputs = dataclasses.replace(inputs, domain=_typed_domain(table, domain))
@@ -294,63 +305,17 @@ def release_command(
         "query": {"kind": kind, "columns": list(columns), "by": list(by),
                   "bounds": list(bounds) if isinstance(bounds, tuple) else bounds,
                   "domain": domain or None, "derive": dict(derives), "where": list(wheres)},
-        "result": release_dict(result),
+        "result": release_dict(result, exact_diagnostics=exact_diagnostics),
         "budget": budget_dict(status),
         "ledger": str(ledger) if ledger is not None else None,
     }
 
     def render(console: Console) -> None:
         render_release(console, data["result"], show)
-        render_budget(console, data["budget"],
-                      title="Budget" + (f" in ledger {ledger}" if ledger else " (this session)"))
+        where = f" in ledger {safe_text(ledger)}" if ledger else " (this session)"
+        render_budget(console, data["budget"], title="Budget" + where)
 
     emit(data, as_json, render)
     if output is not None:
-        if output.name.lower().endswith(".csv"):
-            write_cells_csv(output, data["result"])
-        else:
-            output.write_text(json.dumps(jsonable(data), indent=2, allow_nan=False) + "\n",
-                              encoding="utf-8")
+        write_release(output, data, result)
 
-
-@click.command("ledger")
-@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
-@json_option
-def ledger_command(file: Path, as_json: bool) -> None:
-    """Show a ledger file's budget, which filter and mode certify it, every spend and
-    committed plan, and what remains.
-
-    A ledger written before privacy filters is upgraded and re-certified when opened (under
-    the 'gdp' filter); if its history exceeds the budget under the filter, this says so and
-    the ledger refuses spends until you decide.
-
-    Example: approxdp ledger budget.sqlite
-    """
-    data = ledger_report(file)
-    spends = data["spends"]
-    commitments = data["commitments"]
-
-    def render(console: Console) -> None:
-        table = new_table(f"Spends in {file}")
-        table.add_column("#", justify="right")
-        table.add_column("time (UTC)")
-        table.add_column("label")
-        table.add_column("event")
-        table.add_column("δ after (at total ε)", justify="right")
-        for s in spends:
-            table.add_row(str(s["index"]), s["time"], str(s["label"] or ""), s["summary"],
-                          f"{s['delta_after']:.4g}")
-        if not spends:
-            table.caption = "no spends yet"
-        console.print(table)
-        if commitments:
-            plans = new_table("Committed plans")
-            for col in ("#", "label", "pricing", "spent", "state"):
-                plans.add_column(col)
-            for c in commitments:
-                plans.add_row(str(c["id"]), c["label"], c["pricing"],
-                              f"{c['spent']} of {c['planned_count']}", c["state"])
-            console.print(plans)
-        render_budget(console, data["status"])
-
-    emit(data, as_json, render)

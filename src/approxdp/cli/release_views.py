@@ -10,28 +10,35 @@ import math
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
-from approxdp.cli.output import new_table
+from approxdp.cli.output import new_table, safe_text
 from approxdp.reports.formatting import fmt, fmt_values
 
-__all__ = ["render_budget", "render_release", "render_shares"]
+__all__ = ["diagnostics_lines", "render_budget", "render_release", "render_shares"]
 
 
-def render_release(console: Console, release: dict[str, Any], show: int = 20) -> None:
-    """Draw a :func:`release_dict`: the released values, then how they were made."""
+def render_release(
+    console: Console, release: dict[str, Any], show: int = 20, *, budget_line: bool = True,
+) -> None:
+    """Draw a :func:`release_dict`: the released values, then how they were made.
+
+    ``budget_line``: show the (ε, δ) spent; a batch shows its plan's budget once instead.
+    Every string that is not the program's own (labels, keys, notes, column names) goes
+    through :func:`~approxdp.cli.output.safe_text`: no markup, no control characters.
+    """
     cells = release["cells"]
     level = f"{release['level']:.0%}"
     secure = release.get("secure", True)
-    title = (f"{release['label']} — private {release['kind']}" if secure else
-             f"{release['label']} — {release['kind']}: SEEDED SIMULATION, NOT private")
+    label = safe_text(release["label"])
+    title = (f"{label} — private {release['kind']}" if secure else
+             f"{label} — {release['kind']}: SEEDED SIMULATION, NOT private")
     table = new_table(title)
     if not secure:
         table.title_style = "bold red"
     key_columns = release["key_columns"] or []
     for column in key_columns:
-        table.add_column(column)
+        table.add_column(safe_text(column))
     table.add_column("value", justify="right", style="bold")
     table.add_column(f"{level} CI", justify="right")
     table.add_column("noise std", justify="right")
@@ -40,7 +47,7 @@ def render_release(console: Console, release: dict[str, Any], show: int = 20) ->
     numbers = fmt_values([x for c in shown for x in (c["value"], c["ci_low"], c["ci_high"])])
     stds = fmt_values([c["std"] for c in shown], 4)
     for i, cell in enumerate(shown):
-        keys = ["NULL" if v is None else escape(str(v)) for v in cell["key"].values()]
+        keys = ["NULL" if v is None else safe_text(v) for v in cell["key"].values()]
         if not key_columns:
             keys = []
         value, low, high = numbers[3 * i: 3 * i + 3]
@@ -67,15 +74,26 @@ def render_release(console: Console, release: dict[str, Any], show: int = 20) ->
     details.add_column()
     details.add_row("mechanism", f"{release['mechanism']}, calibration '{release['method']}', "
                     f"σ = {fmt(release['sigma'])} on the scaled vector")
-    details.add_row("sensitivity", f"Δ2 = {fmt(sens['l2'])}: {sens['derivation']}")
-    details.add_row("budget spent", f"ε = {release['epsilon']:g}, δ = {release['delta']:g}")
+    details.add_row("sensitivity", f"Δ2 = {fmt(sens['l2'])}: {safe_text(sens['derivation'])}")
+    if release["mechanism"] == "exact":
+        details.add_row("budget spent", "nothing: this value needs no noise (its sensitivity "
+                        "is 0), so it is exact and costs no budget")
+    elif budget_line:
+        details.add_row("budget spent", f"ε = {release['epsilon']:g}, δ = {release['delta']:g}")
     if release["threshold"] is not None:
         details.add_row("cells", f"chosen by DP partition selection: noisy count > "
                         f"{fmt(release['threshold'])}; {len(cells)} released")
-    rows = ", ".join(f"{k} = {v}" for k, v in release["rows"].items())
-    details.add_row("rows", f"{rows} (exact, NOT private — for the data owner only)")
     for note in release["notes"]:
-        details.add_row("note", note)
+        details.add_row("note", safe_text(note))
+    for receipt in release.get("receipts", []):
+        details.add_row("receipt", f"spend {receipt['index']} of ledger {receipt['ledger_id']} "
+                        f"(chain hash {receipt['chain_hash'][:16]}…): 'approxdp ledger verify "
+                        "LEDGER --receipt FILE.json' checks it")
+    diagnostics = release.get("diagnostics")
+    if diagnostics is not None:
+        for line in diagnostics_lines(diagnostics):
+            details.add_row("[bold yellow]exact[/]", f"{safe_text(line)} "
+                            f"[bold yellow]({diagnostics['label']})[/]")
     console.print(details)
     comparisons = [c for c in release["comparisons"]
                    if c["sigma"] is not None and not math.isnan(c["sigma"])]
@@ -91,6 +109,18 @@ def render_release(console: Console, release: dict[str, Any], show: int = 20) ->
         console.print(cmp)
 
 
+def diagnostics_lines(diagnostics: dict[str, Any]) -> list[str]:
+    """The lines of a release's ``diagnostics`` object (exact, NOT private)."""
+    lines = []
+    if diagnostics.get("rows"):
+        lines.append("rows: " + ", ".join(f"{k} = {v}" for k, v in diagnostics["rows"].items()))
+    lines += [f"cast of {column!r}: {c['count']} value(s) were not numbers (e.g. "
+              f"{c['examples']}) and count as missing"
+              for column, c in diagnostics.get("casts", {}).items()]
+    lines += list(diagnostics.get("notes", []))
+    return lines
+
+
 def render_budget(console: Console, budget: dict[str, Any], title: str = "Budget") -> None:
     """Draw a :func:`budget_dict`."""
     table = new_table(title)
@@ -102,11 +132,11 @@ def render_budget(console: Console, budget: dict[str, Any], title: str = "Budget
                   fmt(budget["spent_delta"]))
     table.add_row("remaining", fmt(budget["remaining_epsilon"]), fmt(budget["remaining_delta"]),
                   style="bold")
-    lines = [f"{budget['count']} spend(s); rule: {escape(str(budget['rule']))}"]
+    lines = [f"{budget['count']} spend(s); rule: {safe_text(str(budget['rule']))}"]
     if budget.get("certified_by"):
-        lines.append(f"certified by: {escape(budget['certified_by'])}")
+        lines.append(f"certified by: {safe_text(budget['certified_by'])}")
     if budget.get("spent_meaning"):
-        lines.append(f"spent: {escape(budget['spent_meaning'])}")
+        lines.append(f"spent: {safe_text(budget['spent_meaning'])}")
     if budget.get("room") is not None:
         lines.append(f"Gaussian-DP room: μ² = {fmt(budget['room_used'])} used of "
                      f"{fmt(budget['room'])}")
@@ -116,7 +146,7 @@ def render_budget(console: Console, budget: dict[str, Any], title: str = "Budget
     if budget.get("open_commitments"):
         lines.append(f"{budget['open_commitments']} committed plan(s) open")
     if budget.get("refusing"):
-        lines.append(f"[bold red]REFUSING SPENDS:[/] {escape(budget['refusing'])}")
+        lines.append(f"[bold red]REFUSING SPENDS:[/] {safe_text(budget['refusing'])}")
     table.caption = "\n".join(lines)
     console.print(table)
 
@@ -130,7 +160,7 @@ def render_shares(console: Console, results: list[dict[str, Any]], epsilon: floa
     table.add_column("share", justify="right")
     table.add_column("σ (scaled vector)", justify="right")
     for result in results:
-        table.add_row(escape(result["label"]), f"{result['share']:.1%}", fmt(result["sigma"]))
+        table.add_row(safe_text(result["label"]), f"{result['share']:.1%}", fmt(result["sigma"]))
     table.caption = ("share w/W of the plan's Gaussian noise budget (1/σ*², Zhao et al. Lemma "
                      "15): the queries are calibrated jointly, so the shares add up to the "
                      "whole (ε, δ)")

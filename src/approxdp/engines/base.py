@@ -18,7 +18,9 @@ transformed rows; their predicates and expressions are checked trees of
 :mod:`approxdp.engines.expressions`, which each engine writes out in its own dialect, never
 text a caller wrote. :meth:`Engine.map_cells` is the one primitive whose output may be too
 large for the caller's process: it spreads an aggregate over every cell of a grid and maps it,
-batch by batch, where the data lives. An engine turns every error of its library into
+batch by batch, where the data lives (an aggregate computed beforehand by
+:meth:`Engine.aggregate_cells` and held there, so a caller can check and pay for it before
+anything is mapped). An engine turns every error of its library into
 approxdp's (:func:`engine_error`), so nothing above it imports DuckDB or Spark.
 """
 
@@ -30,13 +32,14 @@ from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 from approxdp.engines.shapes import (
     AggregateRequest,
     AggregateResult,
+    CellAggregate,
     CellMapRequest,
     CellMapResult,
     ColumnKind,
     KeyValue,
     Membership,
 )
-from approxdp.errors import DataError
+from approxdp.errors import DataCheckError
 
 if TYPE_CHECKING:
     from approxdp.engines.derivation import Derivation
@@ -139,8 +142,17 @@ class Engine(Protocol[TableT]):
         """Run ``request`` on ``table`` (see the module docstring for the steps)."""
         ...
 
-    def map_cells(self, table: TableT, request: CellMapRequest) -> CellMapResult:
-        """Aggregate, left-join onto the grid, map batches where the data lives; materialise."""
+    def aggregate_cells(self, table: TableT, request: AggregateRequest) -> CellAggregate:
+        """Run ``request`` and keep its result where the data lives, for :meth:`map_cells`
+        (an aggregate with a group per non-empty cell; too many to collect, perhaps)."""
+        ...
+
+    def map_cells(
+        self, table: TableT, request: CellMapRequest, aggregate: CellAggregate | None = None,
+    ) -> CellMapResult:
+        """Left-join ``aggregate`` (the result of :meth:`aggregate_cells` for
+        ``request.aggregate``; computed here when None) onto the grid, map batches where the
+        data lives; materialise. The aggregate is closed afterwards."""
         ...
 
 
@@ -148,13 +160,18 @@ class Engine(Protocol[TableT]):
 RESERVED_PREFIX = "__"
 
 
-def engine_error(what: str, exc: BaseException) -> DataError:
-    """The :class:`DataError` an engine raises for its library's error ``exc`` about ``what``
-    (the first line of the library's message: every engine error is translated where it
-    happens, and no front end imports an engine library)."""
+def engine_error(what: str, exc: BaseException) -> DataCheckError:
+    """The :class:`~approxdp.errors.DataCheckError` an engine raises for its library's error
+    ``exc`` about ``what`` (the first line of the library's message: every engine error is
+    translated where it happens, and no front end imports an engine library). The library's
+    message may quote the data (a line, a value), so it is labelled exact; its advice says
+    what to check without it."""
     text = str(exc).strip()
     first = text.splitlines()[0] if text else type(exc).__name__
-    return DataError(f"cannot read {what}: {first}")
+    return DataCheckError(
+        f"cannot read {what}: {first}",
+        advice=f"cannot read {what}: check its format, encoding and values",
+    )
 
 
 def is_glob(path: str) -> bool:

@@ -46,6 +46,7 @@ from approxdp.engines.derivation import Derivation
 from approxdp.engines.shapes import (
     AggregateRequest,
     AggregateResult,
+    CellAggregate,
     CellBatchMapper,
     CellMapRequest,
     CellMapResult,
@@ -439,21 +440,33 @@ class DuckDBEngine:
 
     # -- cells of a grid --------------------------------------------------------------------
     @_translated
-    def map_cells(self, table: DuckDBTable, request: CellMapRequest) -> CellMapResult:
-        """Aggregate, left-join onto every grid cell, stream batches through the function.
+    def aggregate_cells(self, table: DuckDBTable, request: AggregateRequest) -> CellAggregate:
+        """The aggregate (one row per non-empty cell) fetched as Arrow into this process."""
+        import pyarrow.compute as pc
 
-        The aggregate (one row per non-empty cell) is fetched as Arrow; the grid is the cross
-        product of registered value lists, generated inside DuckDB; batches stream from the
-        join through ``request.function`` into a Parquet file (``request.path``, or a file in
-        this engine's temporary directory), never held whole in memory.
+        agg = self._aggregate_arrow(table, request)  # (by..., aggregations, __rows)
+        return CellAggregate(agg, request, int(pc.sum(agg.column("__rows")).as_py() or 0))
+
+    @_translated
+    def map_cells(
+        self, table: DuckDBTable, request: CellMapRequest, aggregate: CellAggregate | None = None,
+    ) -> CellMapResult:
+        """Left-join the aggregate onto every grid cell, stream batches through the function.
+
+        The aggregate (one row per non-empty cell, :meth:`aggregate_cells`) is an Arrow table;
+        the grid is the cross product of registered value lists, generated inside DuckDB;
+        batches stream from the join through ``request.function`` into a Parquet file
+        (``request.path``, or a file in this engine's temporary directory), never held whole
+        in memory.
         """
         import pyarrow as pa
-        import pyarrow.compute as pc
         import pyarrow.parquet as pq
 
         out_path = self._cells_path(request.path)
-        agg = self._aggregate_arrow(table, request.aggregate)  # (by..., aggregations, __rows)
-        rows_used = int(pc.sum(agg.column("__rows")).as_py() or 0)
+        if aggregate is None:
+            aggregate = self.aggregate_cells(table, request.aggregate)
+        agg: pa.Table = aggregate.handle
+        rows_used = aggregate.rows_used
         n = next(_counter)
         names = [a.name for a in request.aggregate.aggregations]
         agg_cols = {f"k{i}": agg.column(c) for i, c in enumerate(request.aggregate.by)}
@@ -489,6 +502,7 @@ class DuckDBEngine:
             self._connection.unregister(f"__approxdp_agg_{n}")
             for i in range(len(request.grid)):
                 self._connection.unregister(f"__approxdp_grid_{n}_{i}")
+            aggregate.close()
         view = self._connection.sql(f"SELECT * FROM read_parquet({sql_literal(out_path)})")
         return CellMapResult(view, out_path, request.n_cells, rows_used)
 

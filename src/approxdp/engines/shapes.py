@@ -37,6 +37,7 @@ __all__ = [
     "AggregateRequest",
     "AggregateResult",
     "Aggregation",
+    "CellAggregate",
     "CellBatchMapper",
     "CellMapRequest",
     "CellMapResult",
@@ -228,6 +229,29 @@ class CellMapRequest:
     def n_cells(self) -> int:
         """Number of cells of the grid."""
         return math.prod(len(values) for _, values in self.grid)
+
+
+@dataclass
+class CellAggregate:
+    """The aggregate of a large grid, computed by :meth:`Engine.aggregate_cells` and held by
+    the engine (an Arrow table in this process for DuckDB, a persisted DataFrame on Spark's
+    executors) until :meth:`Engine.map_cells` spreads it over the grid or :meth:`close` lets
+    it go.
+
+    ``handle`` is the engine's own; ``request`` the aggregation it ran; ``rows_used`` counts
+    the rows that reached it.
+    """
+
+    handle: object
+    request: AggregateRequest
+    rows_used: int
+    on_close: Callable[[], None] | None = field(default=None, repr=False)
+
+    def close(self) -> None:
+        """Let the engine free what it holds (idempotent)."""
+        if self.on_close is not None:
+            done, self.on_close = self.on_close, None
+            done()
 
 
 @dataclass(frozen=True)

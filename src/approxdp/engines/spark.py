@@ -60,6 +60,7 @@ from approxdp.engines.shapes import (
     AggregateRequest,
     AggregateResult,
     Aggregation,
+    CellAggregate,
     CellBatchMapper,
     CellMapRequest,
     CellMapResult,
@@ -465,23 +466,44 @@ class SparkEngine:
 
     # -- cells of a grid --------------------------------------------------------------------
     @_translated
-    def map_cells(self, table: SparkTable, request: CellMapRequest) -> CellMapResult:
-        """Aggregate, left-join onto the grid, ``mapInArrow`` the function; all on executors.
+    def aggregate_cells(self, table: SparkTable, request: AggregateRequest) -> CellAggregate:
+        """The aggregate, persisted on the executors (and counted, which computes it)."""
+        from pyspark.sql import functions as F
 
-        The aggregate is persisted on the executors; the grid is the cross product of one small
-        DataFrame per column (built from the value lists, the only data the driver sends); the
-        result is written as Parquet to ``request.path``, or else checkpointed on the executors
-        (``localCheckpoint``: lost blocks raise rather than recompute, so the function never
-        runs twice for a cell).
+        agg = self._aggregate_frame(table, request).persist()
+        try:
+            rows_used = int(agg.agg(F.sum("__rows")).collect()[0][0] or 0)
+        except BaseException:
+            agg.unpersist()
+            raise
+
+        def unpersist() -> None:
+            agg.unpersist()
+
+        return CellAggregate(agg, request, rows_used, on_close=unpersist)
+
+    @_translated
+    def map_cells(
+        self, table: SparkTable, request: CellMapRequest, aggregate: CellAggregate | None = None,
+    ) -> CellMapResult:
+        """Left-join the aggregate onto the grid, ``mapInArrow`` the function; all on executors.
+
+        The aggregate (:meth:`aggregate_cells`) is persisted on the executors; the grid is the
+        cross product of one small DataFrame per column (built from the value lists, the only
+        data the driver sends); the result is written as Parquet to ``request.path``, or else
+        checkpointed on the executors (``localCheckpoint``: lost blocks raise rather than
+        recompute, so the function never runs twice for a cell).
         """
         from pyspark.sql import functions as F
         from pyspark.sql import types
         by = request.aggregate.by
         if request.path is not None and "://" not in request.path and Path(request.path).exists():
             raise DataError(f"output path {request.path!r} already exists; choose a new path")
-        agg = self._aggregate_frame(table, request.aggregate).persist()
+        if aggregate is None:
+            aggregate = self.aggregate_cells(table, request.aggregate)
+        agg: DataFrame = aggregate.handle  # type: ignore[assignment]
         try:
-            rows_used = int(agg.agg(F.sum("__rows")).collect()[0][0] or 0)
+            rows_used = aggregate.rows_used
             renamed = agg.select(
                 *(F.col(_q(c)).alias(f"__k{i}") for i, c in enumerate(by)),
                 *(F.col(_q(a.name)).alias(f"__m{j}")
@@ -512,7 +534,7 @@ class SparkEngine:
             else:
                 out = mapped.localCheckpoint(eager=True)
         finally:
-            agg.unpersist()
+            aggregate.close()
         return CellMapResult(out, request.path, request.n_cells, rows_used)
 
 

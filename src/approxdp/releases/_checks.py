@@ -3,8 +3,10 @@
 Value columns must exist and be numeric, declared domains must fit their columns' types, the
 table must have rows, and with ``outside_domain="error"`` every row must lie inside the
 declared domain. These checks read the data exactly, so their errors are not private: they
-are for the data owner, who runs the release, and say so. A failing check raises
-:class:`~approxdp.errors.DataError` and nothing is spent.
+are for the data holder, who runs the release, and say so — a
+:class:`~approxdp.errors.DataCheckError` ends its message with "(exact, not private — for the
+data holder)" and carries an ``advice`` without any value from the data, which is what a page
+shown to others (the browser) prints instead. Nothing is spent when a check fails.
 """
 
 from __future__ import annotations
@@ -15,20 +17,29 @@ from typing import Any
 from approxdp.engines.base import Engine, TableT
 from approxdp.engines.checks import LITERAL_TYPES, check_columns, check_values
 from approxdp.engines.shapes import AggregateRequest, AggregateResult, ColumnKind, Membership
-from approxdp.errors import DataError
+from approxdp.errors import DataCheckError, DataError
 from approxdp.releases._aggregation import canonical_key
 from approxdp.releases.plan import AllocatedQuery
 
 __all__ = [
     "DROPPED_NOTE",
+    "EMPTY_ADVICE",
     "EMPTY_TABLE",
     "check_domain_in_result",
     "check_measure_columns",
     "check_outside_domain",
     "check_request_columns",
+    "empty_table",
 ]
 
 EMPTY_TABLE = "the table is empty (0 rows); nothing to release and nothing was spent"
+#: What to change when a table has no rows (what a page shows, with no count in it).
+EMPTY_ADVICE = "the table has no rows to release: check the file and the filters"
+
+
+def empty_table() -> DataCheckError:
+    """The error of a table with no rows (exact: the count is 0)."""
+    return DataCheckError(EMPTY_TABLE, advice=EMPTY_ADVICE)
 
 #: The note of a release that dropped the rows outside its declared domain.
 DROPPED_NOTE = "rows outside the declared domain were dropped (not counted anywhere)"
@@ -50,21 +61,23 @@ def check_measure_columns(
             if col is None or col not in schema or schema[col] is ColumnKind.NUMERIC:
                 continue
             if engine.count_rows(table) == 0:
-                raise DataError(EMPTY_TABLE)
+                raise empty_table()
             label = aq.query.label()
             cast = (f"casts={{{col!r}: 'double'}} turns every value that is not a number into "
                     "a missing value (and reports how many)")
             if schema[col] is ColumnKind.STRING:
                 n_bad, examples = engine.count_unconvertible(table, col)
+                advice = (f"{label}: column {col!r} must be numeric but holds text: clean it, "
+                          f"or {cast}")
                 if n_bad:
-                    raise DataError(
+                    raise DataCheckError(
                         f"{label}: column {col!r} must be numeric, but it holds text: {n_bad} "
                         f"value(s) are not numbers, e.g. {list(examples)}; clean them, or "
-                        f"{cast}; nothing was spent (this check is exact, not private)"
+                        f"{cast}; nothing was spent", advice=advice,
                     )
-                raise DataError(
+                raise DataCheckError(
                     f"{label}: column {col!r} holds numbers stored as text; {cast}; nothing "
-                    "was spent"
+                    "was spent", advice=advice,
                 )
             raise DataError(
                 f"{label}: column {col!r} must be numeric, but it is {schema[col].value}; "
@@ -89,12 +102,14 @@ def check_request_columns(
 
 def _outside_domain(
     n_out: int, column: str, examples: list[Any], hint: str | None = None
-) -> DataError:
-    """The error for ``n_out`` rows whose ``column`` is outside its declared domain."""
-    hint = hint or f"add them to domain[{column!r}] or pass outside_domain='drop'"
-    return DataError(
+) -> DataCheckError:
+    """The error for ``n_out`` rows whose ``column`` is outside its declared domain; its
+    advice names no count and no value."""
+    advice = hint or f"add the missing values to domain[{column!r}] or pass outside_domain='drop'"
+    return DataCheckError(
         f"{n_out} row(s) have column {column!r} outside the declared domain (e.g. {examples}); "
-        f"{hint} (this check is exact, not private)"
+        f"{advice}; nothing was spent",
+        advice=f"rows of column {column!r} lie outside the declared domain: {advice}",
     )
 
 
@@ -135,10 +150,12 @@ def check_domain_in_result(
         bad = [j for j, v in enumerate(keys) if canonical_key(v) not in allowed]
         if bad and filtered:
             value = keys[bad[0]]
-            raise DataError(
+            raise DataCheckError(
                 f"column {col!r} holds {type(value).__name__} values such as {value!r}, which "
                 f"the engine matched to domain[{col!r}] = {list(vals)[:3]}... but which are not "
-                "equal to any of them; cast the column to a string or number type first"
+                "equal to any of them; cast the column to a string or number type first",
+                advice=f"column {col!r} holds values of another type than its domain: cast "
+                       "the column to a string or number type first",
             )
         if bad:
             n_out = int(agg.group_rows[bad].sum())

@@ -19,6 +19,7 @@ import numpy.typing as npt
 from approxdp.engines.shapes import AggregateResult
 from approxdp.releases._checks import DROPPED_NOTE
 from approxdp.releases._intervals import mean_interval, noise_spread
+from approxdp.releases.diagnostics import Diagnostics
 from approxdp.releases.noise import SEEDED_NOTE, PreparedNoise
 from approxdp.releases.plan import AllocatedPlan, AllocatedQuery
 from approxdp.releases.result import ReleaseResult
@@ -96,7 +97,8 @@ def release_collected(
         ci_low=np.asarray(lo, dtype=float), ci_high=np.asarray(hi, dtype=float), level=level,
         mechanism=mechanism, method=allocated.method, sigma=noise.sigma,
         sensitivity=aq.sensitivity, effective_sensitivity=aq.effective_sensitivity,
-        epsilon=allocated.epsilon, delta=allocated.delta, threshold=aq.threshold, rows=rows,
+        epsilon=allocated.epsilon, delta=allocated.delta, threshold=aq.threshold,
+        diagnostics=Diagnostics(rows=rows),
         comparisons=noise.comparisons, extra=extra, notes=tuple(notes),
         secure=not noise.simulated, informative=informative,
     )

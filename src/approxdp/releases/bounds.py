@@ -31,24 +31,38 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 from scipy import special
 
 from approxdp._validation import check_interval
 from approxdp.engines.derivation import Derivation
-from approxdp.errors import InvalidParameterError, ParameterTypeError
+from approxdp.errors import InsufficientDataError, InvalidParameterError, ParameterTypeError
+from approxdp.releases._intervals import noise_spread
 from approxdp.releases.derived import DerivedQuery, fresh_names
-from approxdp.releases.noise import SEEDED_NOTE
+from approxdp.releases.noise import SEEDED_NOTE, PreparedNoise
 from approxdp.releases.quantiles import bin_derivation
 from approxdp.releases.result import ReleaseResult
 from approxdp.releases.specs import Histogram, Query
 
-__all__ = ["BINS", "THRESHOLD_ALPHA", "PrivateBounds"]
+__all__ = ["BINS", "MIN_KEPT_SHARE", "THRESHOLD_ALPHA", "PrivateBounds", "threshold"]
 
 #: Bins of the histogram: 16 per decade over 2 × 18 decades (the default range).
 BINS = 576
 
 #: Chance, over all bins, that an empty bin's noise passes the threshold.
 THRESHOLD_ALPHA = 0.01
+
+#: Private bounds are refused before the spend when the bins expected above the threshold
+#: (from the exact counts) hold less than this share of the rows.
+MIN_KEPT_SHARE = 0.5
+
+
+def threshold(sd: float, secure: bool) -> float:
+    """The noisy count at or below which a bin counts as empty: the noise's quantile at
+    α/B (module docstring) for a noise of standard deviation ``sd``."""
+    alpha = THRESHOLD_ALPHA / BINS
+    z_cut = math.sqrt(2.0 * math.log(1.0 / alpha)) if secure else -float(special.ndtri(alpha))
+    return z_cut * sd
 
 
 def _to_value(t: float, floor: float) -> float:
@@ -109,6 +123,34 @@ class PrivateBounds(DerivedQuery):
         """The histogram's intervals are not used: always 0.95."""
         return 0.95
 
+    def check_before_spend(self, true: Sequence[npt.NDArray[np.float64]],
+                           noises: Sequence[PreparedNoise]) -> None:
+        """Refuse (:class:`~approxdp.errors.InsufficientDataError`, nothing spent) when the
+        bins expected above the noise threshold hold less than :data:`MIN_KEPT_SHARE` of the
+        rows: a bin of c rows passes with probability Φ((c − cut)/sd), and with too little
+        kept mass the bounds would be the whole range ±``ceiling`` or lean far inwards. An
+        exact check of the data (its message is for the data holder; its advice is not)."""
+        counts = np.asarray(true[0], dtype=np.float64).ravel()
+        noise = noises[0]
+        if noise.mechanism is None or counts.size == 0:
+            return
+        sd = noise_spread(noise.sigma, noise.secure, 0.95)[0]
+        cut = threshold(sd, noise.secure is not None)
+        rows = float(counts.sum())
+        expected = float(np.sum(counts * special.ndtr((counts - cut) / sd)))
+        if rows > 0 and expected >= MIN_KEPT_SHARE * rows:
+            return
+        raise InsufficientDataError(
+            f"{self.label()}: too few values for private bounds at this budget: of the "
+            f"column's {rows:.0f} non-missing values, the bins expected above the noise "
+            f"threshold hold about {expected:.0f} (a bin needs more than {cut:.4g} values to "
+            "rise above the noise); the bounds would be the whole range "
+            f"±{self.ceiling:g} or lean far inwards; nothing was spent",
+            advice=f"{self.label()}: too few values for private bounds at this budget (a bin "
+                   f"needs more than {cut:.4g} values to rise above the noise): give public "
+                   "bounds, or a larger epsilon (or bounds_share); nothing was spent",
+        )
+
     def finish(self, parts: Sequence[ReleaseResult], level: float) -> ReleaseResult:
         """The bounds from the thresholded noisy histogram (module docstring)."""
         n_bins, decades, tail, floor, ceiling = (BINS, self.decades, self.tail, self.floor,
@@ -119,10 +161,7 @@ class PrivateBounds(DerivedQuery):
         sd = float(np.max(parts[0].std)) if parts[0].std.size else 0.0
         width = 2.0 * decades / n_bins
         edges = np.asarray(-decades + width * np.arange(n_bins + 1), dtype=np.float64)
-        alpha = THRESHOLD_ALPHA / n_bins
-        z_cut = (math.sqrt(2.0 * math.log(1.0 / alpha)) if secure
-                 else -float(special.ndtri(alpha)))
-        cut = z_cut * sd
+        cut = threshold(sd, secure)
         kept = np.where(counts > cut, counts, 0.0)
         total = float(kept.sum())
         if total > 0:
@@ -164,7 +203,7 @@ class PrivateBounds(DerivedQuery):
             mechanism=first.mechanism, method=first.method, sigma=first.sigma,
             sensitivity=first.sensitivity, effective_sensitivity=first.effective_sensitivity,
             epsilon=first.epsilon, delta=first.delta, threshold=None,
-            rows=dict(first.rows), comparisons=first.comparisons,
+            diagnostics=first.diagnostics, receipts=first.receipts, comparisons=first.comparisons,
             extra={"counts": counts, "log_edges": edges},
             notes=tuple(notes), secure=secure,
         )

@@ -7,7 +7,9 @@ cluster, so above a threshold of cells (``large_domain_cells``, default
 :meth:`~approxdp.engines.base.Engine.map_cells`: the engine aggregates, spreads the aggregate
 over every cell of the domain and applies :class:`CellNoise` to each batch of cells on its
 workers (Spark executors; DuckDB streams batches through this process), then materialises the
-result once — so the noise is never drawn twice for a cell.
+result once — so the noise is never drawn twice for a cell. The aggregation itself runs before
+the spend (:meth:`~approxdp.engines.base.Engine.aggregate_cells`, by
+:func:`~approxdp.releases.execute.execute`): after it only the noise is added.
 
 The noise is the same as on the driver: :class:`~approxdp.mechanisms.GaussianMechanism`'s
 secure release — the query rounded onto the lattice gZ and exact discrete Gaussian noise from
@@ -37,12 +39,13 @@ import numpy as np
 import numpy.typing as npt
 
 from approxdp.engines.base import Engine, TableT
-from approxdp.engines.shapes import AggregateRequest, CellMapRequest
+from approxdp.engines.shapes import AggregateRequest, CellAggregate, CellMapRequest
 from approxdp.errors import DataError
 from approxdp.mechanisms.gaussian import SecureGaussianNoise
 from approxdp.mechanisms.randomness import SecureBits
 from approxdp.releases._checks import DROPPED_NOTE
 from approxdp.releases._intervals import mean_interval, noise_spread
+from approxdp.releases.diagnostics import Diagnostics
 from approxdp.releases.noise import SEEDED_NOTE, PreparedNoise
 from approxdp.releases.plan import AllocatedPlan, AllocatedQuery
 from approxdp.releases.result import ReleaseResult
@@ -183,9 +186,12 @@ def release_dense(
     level: float,
     n_rows: int,
     output_dir: str | None,
+    aggregate: CellAggregate | None = None,
 ) -> ReleaseResult:
-    """Aggregate ``request`` and noise every cell of the query's domain inside the engine
-    (already paid for); the result's ``table`` points to the cells."""
+    """Noise every cell of the query's domain inside the engine (already paid for), from
+    ``aggregate``, the result of ``request`` that :meth:`~approxdp.engines.base.Engine.
+    aggregate_cells` computed before the spend (computed here when None); the result's
+    ``table`` points to the cells."""
     q = aq.query
     measures = q.measures()
     cell_noise = CellNoise(
@@ -198,7 +204,7 @@ def release_dense(
         tag = "-seeded-NOT-PRIVATE" if noise.simulated else ""
         path = os.path.join(output_dir, f"release-{uuid.uuid4().hex[:12]}{tag}.parquet")
     cells = engine.map_cells(table, CellMapRequest(request, q.cell_domain or (), cell_noise,
-                                                   cell_noise.outputs, path))
+                                                   cell_noise.outputs, path), aggregate)
     notes = [SEEDED_NOTE] if noise.simulated else []
     if q.outside == "drop":
         notes.append(DROPPED_NOTE)
@@ -210,7 +216,8 @@ def release_dense(
         sigma=noise.sigma, sensitivity=aq.sensitivity,
         effective_sensitivity=aq.effective_sensitivity, epsilon=allocated.epsilon,
         delta=allocated.delta, threshold=None,
-        rows={"read": n_rows, "used": cells.rows_used, "dropped": n_rows - cells.rows_used},
+        diagnostics=Diagnostics(rows={"read": n_rows, "used": cells.rows_used,
+                                      "dropped": n_rows - cells.rows_used}),
         comparisons=noise.comparisons, notes=tuple(notes), table=cells,
         secure=not noise.simulated,
     )

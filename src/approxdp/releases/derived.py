@@ -21,12 +21,19 @@ from __future__ import annotations
 import difflib
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
 
 from approxdp.engines.derivation import Derivation
 from approxdp.engines.shapes import ColumnKind
 from approxdp.errors import DataError, ParameterTypeError
 from approxdp.releases.result import ReleaseResult
 from approxdp.releases.specs import Measure, Query
+
+if TYPE_CHECKING:
+    from approxdp.releases.noise import PreparedNoise
 
 __all__ = ["DerivedQuery", "check_numeric_column", "fresh_names"]
 
@@ -66,6 +73,12 @@ class DerivedQuery(Query):
     def part_level(self, level: float) -> float:
         """The confidence level of the parts' intervals when the statistic's is ``level``."""
         return level
+
+    def check_before_spend(self, true: Sequence[npt.NDArray[np.float64]],
+                           noises: Sequence[PreparedNoise]) -> None:
+        """Refuse, before the spend, a release whose result would carry no information, from
+        its parts' exact values ``true`` and the noise each will get (an exact check, for the
+        data holder: raise :class:`~approxdp.errors.InsufficientDataError`). None by default."""
 
     def finish(self, parts: Sequence[ReleaseResult], level: float) -> ReleaseResult:
         """The statistic's result from its parts' noisy results (post-processing only)."""

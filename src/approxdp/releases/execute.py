@@ -29,16 +29,18 @@ computed from its parts' noisy results.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Generic
 
 import numpy as np
 import numpy.typing as npt
 
+from approxdp.accounting.budget.chain import Receipt
 from approxdp.accounting.budget.protocols import Accountant
 from approxdp.engines.base import Engine, TableT
-from approxdp.engines.shapes import AggregateRequest, AggregateResult
-from approxdp.errors import DataError
+from approxdp.engines.shapes import AggregateRequest, AggregateResult, CellAggregate
+from approxdp.errors import DataCheckError, DataError, SmallDataWarning
 from approxdp.releases._aggregation import build_request, cell_matrix, run_merged
 from approxdp.releases._checks import (
     EMPTY_TABLE,
@@ -46,6 +48,7 @@ from approxdp.releases._checks import (
     check_measure_columns,
     check_outside_domain,
     check_request_columns,
+    empty_table,
 )
 from approxdp.releases._driver import release_collected
 from approxdp.releases._intervals import normal_quantile
@@ -83,6 +86,7 @@ class _Stage(Generic[TableT]):
     large: list[bool] = field(default_factory=list)
     aggregates: dict[int, AggregateResult] = field(default_factory=dict)
     collected: dict[int, tuple[list[tuple[Any, ...]], FloatArray]] = field(default_factory=dict)
+    cells: dict[int, CellAggregate] = field(default_factory=dict)  # large domains, held
     n_rows: int = -1
 
 
@@ -101,9 +105,11 @@ def execute(
     """Run ``allocated`` on ``table``; spend through ``accountant``; return one result per
     query of the plan.
 
-    Queries over a declared domain of at least ``large_domain_cells`` cells are noised where
-    the data lives (:mod:`approxdp.releases.dense`), after the spend; their cells stay in the
-    engine (written under ``output_dir`` if given) and the result's ``table`` points to them.
+    Queries over a declared domain of at least ``large_domain_cells`` cells are aggregated
+    before the spend (:meth:`~approxdp.engines.base.Engine.aggregate_cells`, held where the
+    data lives) and noised there after it (:mod:`approxdp.releases.dense`); their cells stay in
+    the engine (written under ``output_dir`` if given) and the result's ``table`` points to
+    them. Every result carries the spend's receipt when the accountant gives one.
     The parts of a derived statistic are always collected (its post-processing reads them).
 
     Raises:
@@ -130,6 +136,26 @@ def execute(
         for j, part in zip(parts, entry.parts(derivation), strict=True):
             queries[j] = dataclasses.replace(queries[j], query=part)  # same spec, same Δ
         stages.append((entry, _Stage(engine.derive(table, derivation), parts, [])))
+    try:
+        return _spend_and_release(allocated, engine, accountant, entries, queries, stages,
+                                  key=key, rng=rng, level=level,
+                                  large_domain_cells=large_domain_cells, output_dir=output_dir)
+    finally:
+        for _, stage in stages:  # (map_cells closed those it used)
+            for aggregate in stage.cells.values():
+                aggregate.close()
+
+
+def _spend_and_release(
+    allocated: AllocatedPlan, engine: Engine[TableT], accountant: Accountant,
+    entries: tuple[Any, ...], queries: list[AllocatedQuery],
+    stages: list[tuple[DerivedQuery | None, _Stage[TableT]]], *, key: int,
+    rng: np.random.Generator | None, level: float, large_domain_cells: int,
+    output_dir: str | None,
+) -> tuple[ReleaseResult, ...]:
+    """Check and aggregate every stage, prepare the noise, spend, release (the body of
+    :func:`execute`; the large domains' aggregates it leaves in the stages are closed
+    there)."""
     for stat, stage in stages:
         stage.queries = [queries[j] for j in stage.parts]
         if not stage.parts:
@@ -139,10 +165,13 @@ def execute(
                                  large_domain_cells=0 if stat else large_domain_cells,
                                  output_dir=output_dir)
         except DataError as exc:
-            if stat is None or str(exc) != EMPTY_TABLE:
+            if stat is None or not str(exc).startswith(EMPTY_TABLE):
                 raise
-            raise DataError(f"{stat.label()}: column {stat.column!r} has no value (every row "
-                            "is missing, or the table is empty); nothing was spent") from exc
+            raise DataCheckError(
+                f"{stat.label()}: column {stat.column!r} has no value (every row is missing, "
+                "or the table is empty); nothing was spent",
+                advice=f"{stat.label()}: column {stat.column!r} has no values to release",
+            ) from exc
     # the noise of every part, prepared and checked against its aggregates before the spend
     seeded = rng is not None
     noises: dict[int, PreparedNoise] = {}
@@ -156,11 +185,23 @@ def execute(
                 true = stage.collected[j][1]
                 noises[j] = prepare_noise(aq, allocated, seeded, max(true.size, 1))
                 check_releasable(aq, noises[j], true, stage.n_rows)
+    for _, stage in stages:  # cells chosen privately: warn where most would be dropped
+        for j, aq, big in zip(stage.parts, stage.queries, stage.large, strict=True):
+            if aq.threshold is not None and not big:
+                warn_below_threshold(aq, stage.collected[j][1])
+    for stat, stage in stages:  # a statistic whose result would say nothing: refused now
+        if stat is not None and stage.parts:
+            stat.check_before_spend([stage.collected[j][1] for j in stage.parts],
+                                    [noises[j] for j in stage.parts])
     ordered = [noises[j] for j in range(len(queries))]
     event = allocated.event()
     check_recorded_sigma(allocated, event, ordered)  # the noise below is the noise recorded
+    receipts: tuple[Receipt, ...] = ()
     if event is not None:
-        accountant.spend(event)  # raises BudgetExceededError before any noise is drawn
+        # raises BudgetExceededError before any noise is drawn
+        record = accountant.spend(event, seeded=seeded)
+        receipt = getattr(record, "receipt", None)
+        receipts = () if receipt is None else (receipt,)
     results: dict[int, ReleaseResult] = {}
     owner_of = {j: (stat, stage) for stat, stage in stages for j in stage.parts}
     for j in range(len(queries)):  # in plan order: the seeded noise is drawn in this order
@@ -172,16 +213,42 @@ def execute(
         if stage.large[at]:
             results[j] = release_dense(aq, allocated, stage.requests[at], engine, stage.table,
                                        noises[j], rng=rng, z=z, level=part_level,
-                                       n_rows=stage.n_rows, output_dir=output_dir)
+                                       n_rows=stage.n_rows, output_dir=output_dir,
+                                       aggregate=stage.cells.pop(j))
         else:
             results[j] = release_collected(aq, allocated, stage.aggregates[j],
                                            *stage.collected[j], noises[j], rng=rng, z=z,
                                            level=part_level, n_rows=stage.n_rows)
+        if receipts:
+            results[j] = dataclasses.replace(results[j], receipts=receipts)
     out = []
     for i, entry in enumerate(entries):
         mine = [results[j] for j, owner in enumerate(allocated.owners) if owner == i]
         out.append(entry.finish(mine, level) if isinstance(entry, DerivedQuery) else mine[0])
     return tuple(out)
+
+
+def warn_below_threshold(aq: AllocatedQuery, true: FloatArray) -> None:
+    """Warn (:class:`~approxdp.errors.SmallDataWarning`, exact, for the data holder) when
+    at least half of the groups a query will choose by DP partition selection hold fewer rows
+    than its threshold: they will most likely be dropped, and a public domain (or more
+    budget) would release them."""
+    if aq.threshold is None or true.size == 0:
+        return
+    measures = aq.query.measures()
+    j = max(i for i, m in enumerate(measures) if m.kind == "count")
+    counts = true.reshape(len(true), -1)[:, j]
+    below = int(np.sum(counts <= aq.threshold))
+    if 2 * below < len(counts):
+        return
+    warnings.warn(SmallDataWarning(
+        f"{aq.query.label()}: {below} of the {len(counts)} groups have at most "
+        f"{aq.threshold:.4g} rows, the partition-selection threshold: they will most likely "
+        "be left out of the release",
+        advice=f"{aq.query.label()}: most groups may fall below the partition-selection "
+               f"threshold ({aq.threshold:.4g} rows): declare a public domain, or use a larger "
+               "epsilon",
+    ), stacklevel=4)
 
 
 def _check_and_aggregate(
@@ -218,7 +285,7 @@ def _check_and_aggregate(
                   if not r.keep and r.sample is None and not large[i]), None)
     n_rows = engine.count_rows(table) if whole is None else -1
     if n_rows == 0:
-        raise DataError(EMPTY_TABLE)
+        raise empty_table()
     check_outside_domain(engine, table, [
         aq for aq, f in zip(queries, fold, strict=True) if aq.query.outside == "error" and not f
     ])
@@ -231,13 +298,16 @@ def _check_and_aggregate(
     if whole is not None:
         n_rows = aggregates[whole].rows_used
         if n_rows == 0:
-            raise DataError(EMPTY_TABLE)
+            raise empty_table()
     if output_dir is not None and any(large):
         check_output_dir(output_dir)
     for aq, big in zip(queries, large, strict=True):
         if big:  # the cells' table has the group columns and its own: no clash, checked now
             check_cell_columns(aq.query)
     stage.requests, stage.large, stage.n_rows = requests, large, n_rows
+    for i, big in enumerate(large):  # a large domain's aggregate too, before the spend
+        if big:
+            stage.cells[stage.parts[i]] = engine.aggregate_cells(table, requests[i])
     for i in small:
         j = stage.parts[i]
         stage.aggregates[j] = aggregates[i]

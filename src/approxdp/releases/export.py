@@ -9,6 +9,9 @@ NOT private, not to be published). Nothing exact leaves: no row counts or other 
 no notes (a cast's note counts the values it could not convert). A Parquet file also carries
 ``approxdp.secure`` and ``approxdp.release`` (the public parameters as JSON) in its schema
 metadata, as :meth:`ReleaseResult.to_arrow <approxdp.releases.result.ReleaseResult.to_arrow>`.
+A release that spent from a ledger file carries its spend receipt(s) too: a last ``receipt``
+column (``LEDGER_ID:INDEX:HASH``, ``;`` between two) and ``approxdp.receipts`` in the metadata,
+which ``approxdp ledger verify FILE --receipt EXPORT`` checks.
 """
 
 from __future__ import annotations
@@ -91,7 +94,8 @@ def export_table(result: Released) -> pa.Table:
     ``approxdp.release``."""
     import pyarrow as pa
 
-    clash = sorted(set(result.columns) & {*VALUE_COLUMNS, *PARAMETER_COLUMNS, "index"})
+    clash = sorted(set(result.columns)
+                   & {*VALUE_COLUMNS, *PARAMETER_COLUMNS, "index", "receipt"})
     if clash:
         raise DataError(f"{result.label}: key column(s) {clash} have the name of an export "
                         "column; derive a renamed copy (PrivateTable.with_column) and release "
@@ -111,6 +115,9 @@ def export_table(result: Released) -> pa.Table:
     columns |= {c: cells.column(c).cast(pa.float64()) for c in VALUE_COLUMNS[:-1]}
     columns["informative"] = informative
     columns |= {c: pa.array([v] * n) for c, v in params.items()}
+    receipts = tuple(getattr(result, "receipts", ()))
+    if receipts:  # the spend's proof in its ledger file (approxdp ledger verify --receipt)
+        columns["receipt"] = pa.array([";".join(str(r) for r in receipts)] * n)
     meta = dict(cells.schema.metadata or {})
     meta[b"approxdp.release"] = json.dumps(params).encode()
     return pa.table(columns).replace_schema_metadata(meta)

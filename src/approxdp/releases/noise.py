@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from approxdp.calibration import scale_sigma
-from approxdp.errors import DataError, InternalError, NotPrivateError
+from approxdp.errors import DataCheckError, InternalError, NotPrivateError
 from approxdp.events import ComposedEvent, GaussianEvent, PrivacyEvent
 from approxdp.mechanisms import GaussianMechanism
 from approxdp.mechanisms.gaussian import SecureGaussianNoise
@@ -117,10 +117,13 @@ def check_releasable(
             column = flat[:, j] if flat.ndim == 2 else flat[j:j + 1]
             if not bool(np.all(np.isfinite(column))):
                 what = meas.column if meas.column is not None else "rows"
-                raise DataError(
+                advice = (f"{aq.query.label()}: the bounds {list(meas.bounds)} are too wide "
+                          "for this data (its sum overflows): use tighter bounds")
+                raise DataCheckError(
                     f"{aq.query.label()}: the {meas.kind} of {what!r} clamped to "
                     f"{list(meas.bounds)} overflows float64 (beyond ±1.8e308): the bounds are "
-                    "too wide for this many rows; use tighter bounds; nothing was spent"
+                    "too wide for this many rows; use tighter bounds; nothing was spent",
+                    advice=advice,
                 )
         largest = float(np.max(np.abs(flat))) if flat.size else 0.0
     else:
@@ -128,11 +131,13 @@ def check_releasable(
     if noise.secure is not None:
         limit = MAX_INDEX * noise.secure.lattice.g
         if not largest < limit:
-            raise DataError(
+            raise DataCheckError(
                 f"{aq.query.label()}: an aggregate of {largest:.6g} (in units of the bounds) "
                 f"is too large for the secure lattice of this release (|value| < 2^52 x "
                 f"{noise.secure.lattice.g:g} = {limit:.6g}): epsilon is large for this many "
-                "rows; use a smaller epsilon or wider bounds; nothing was spent"
+                "rows; use a smaller epsilon or wider bounds; nothing was spent",
+                advice=f"{aq.query.label()}: epsilon is too large for this data on the secure "
+                       "lattice: use a smaller epsilon or wider bounds",
             )
 
 

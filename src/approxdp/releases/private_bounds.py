@@ -22,7 +22,7 @@ from approxdp.accounting import BudgetStatus
 from approxdp.accounting.budget.ledger import SpendRecord
 from approxdp.accounting.budget.protocols import Accountant
 from approxdp.engines.base import Engine
-from approxdp.errors import BudgetExceededError
+from approxdp.errors import BudgetExceededError, InsufficientDataError
 from approxdp.events import PrivacyEvent
 from approxdp.releases.bounds import PrivateBounds
 from approxdp.releases.derived import check_numeric_column
@@ -67,6 +67,9 @@ def release_with_private_bounds(
 
     Raises:
         BudgetExceededError: the two spends do not fit (nothing spent).
+        InsufficientDataError: too few values for private bounds at this budget (nothing
+            spent: an exact check before the first spend); or, rarely, the bounds came back
+            as the whole range (``spent`` True: the first spend only).
         DataError, InvalidParameterError: a check of either release fails (nothing spent).
     """
     share = float(check_parameter("bounds_share", bounds_share, "probability"))
@@ -101,6 +104,17 @@ def release_with_private_bounds(
     found = execute(first, table.engine, table.table, table.accountant, key=table._key(),
                     rng=table._rng, level=0.95)[0]
     low, high = (float(v) for v in found.values)
+    whole = PrivateBounds(column).ceiling
+    if low <= -whole and high >= whole:  # no bin rose above the noise, by chance
+        raise InsufficientDataError(
+            f"bounds='private': the bounds of {column!r} came back as the whole range "
+            f"±{whole:g} (no bin rose above the noise): the first spend (ε={eps_b:g}, "
+            f"δ={delta_b:g}) is recorded, the release itself was not made and spent nothing",
+            advice=f"bounds='private': the bounds of {column!r} could not be estimated; the "
+                   "first spend is recorded, the release was not made: give public bounds, "
+                   "or a larger epsilon (or bounds_share)",
+            spent=True,
+        )
     result = table.release([query((low, high))], epsilon=eps_r, delta=delta_r, level=level)[0]
     split = (
         f"bounds='private': budget split in two spends — bounds [{low:.6g}, {high:.6g}] "
@@ -110,7 +124,8 @@ def release_with_private_bounds(
         "composition; the ledger may compose the two tighter)"
     )
     return dataclasses.replace(result, notes=(*result.notes, split),
-                               extra={**result.extra, "bounds": found.values})
+                               extra={**result.extra, "bounds": found.values},
+                               receipts=(*found.receipts, *result.receipts))
 
 
 class _StoppedError(Exception):
@@ -123,7 +138,7 @@ class _StopAtSpend:
     def __init__(self, inner: Accountant) -> None:
         self._inner = inner
 
-    def spend(self, event: PrivacyEvent) -> SpendRecord:
+    def spend(self, event: PrivacyEvent, *, seeded: bool = False) -> SpendRecord:
         raise _StoppedError
 
     def remaining(self) -> BudgetStatus:

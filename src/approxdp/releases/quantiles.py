@@ -312,6 +312,19 @@ class Quantiles(DerivedQuery):
             f"quantiles of {self.column!r} clamped to [{low:g}, {high:g}] over non-missing "
             "values",
         ]
+        # informative: the interval rules out at least half of the bounds (post-processing)
+        informative = np.asarray(hi - lo < 0.5 * (high - low), dtype=bool)
+        if not bool(np.all(informative)):
+            total = float(np.sum(counts[0]))
+            notes.append(
+                f"not informative: {int(np.sum(~informative))} of {len(informative)} "
+                "interval(s) span more than half the bounds — the noise on each rank (σ = "
+                f"{stds[0]:.4g} per node, summed over up to {(shape.branching - 1) * shape.depth}"
+                f" nodes) is too large for about {max(total, 0.0):.0f} values (the noisy "
+                "count): use a larger epsilon or a coarser tree (fewer nodes per rank: e.g. "
+                "bins=32, branching=32, or bins=256, branching=16, measured narrower on a few "
+                "hundred values)"
+            )
         single = self.single
         return ReleaseResult(
             label=self.label(), kind="quantiles", columns=() if single else ("quantile",),
@@ -320,9 +333,9 @@ class Quantiles(DerivedQuery):
             mechanism=first.mechanism, method=first.method, sigma=first.sigma,
             sensitivity=sens, effective_sensitivity=first.effective_sensitivity,
             epsilon=first.epsilon, delta=first.delta, threshold=None,
-            rows=dict(first.rows), comparisons=first.comparisons,
+            diagnostics=first.diagnostics, receipts=first.receipts, comparisons=first.comparisons,
             extra={f"level{j + 1}_counts": c for j, c in enumerate(counts)},
-            notes=tuple(notes), secure=secure,
+            notes=tuple(notes), secure=secure, informative=informative,
         )
 
     @property

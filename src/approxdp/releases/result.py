@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -12,10 +13,12 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from approxdp.accounting.budget.chain import Receipt
 from approxdp.calibration import method_verdicts
 from approxdp.engines.shapes import CellMapResult
 from approxdp.errors import InvalidParameterError
 from approxdp.mechanisms.outputs import SimulatedArray, SimulatedFloat
+from approxdp.releases.diagnostics import EXACT_LABEL, Diagnostics
 from approxdp.releases.sensitivity import Sensitivity
 
 __all__ = ["COMPARED_METHODS", "MethodComparison", "ReleaseResult", "compare_methods"]
@@ -82,8 +85,10 @@ class ReleaseResult:
         effective_sensitivity: Δ the mechanism was calibrated to after the plan's weighting.
         epsilon, delta: Budget of the plan this query was released in (shared by its queries).
         threshold: Partition-selection threshold on the noisy count (None with a domain).
-        rows: Non-private diagnostics for the data owner: rows read, rows' worth used after
-            contribution bounding, rows dropped by bounding and domain filtering.
+        diagnostics: Exact facts about the data this release read — rows read, used and
+            dropped, values a cast could not convert — labelled "exact, not private — for the
+            data holder" (:class:`~approxdp.releases.diagnostics.Diagnostics`). Never in an
+            artifact unless asked for by name (:meth:`to_dict`).
         comparisons: σ other calibrations would need for the same mechanism.
         extra: Other released measures (e.g. noisy counts used for selection or a mean).
         table: For a large declared domain (see :mod:`approxdp.releases.dense`), the released
@@ -99,7 +104,13 @@ class ReleaseResult:
             and :meth:`to_arrow` (schema metadata ``approxdp.secure``) say so too.
         informative: For a mean, per cell: False where the noisy count's interval reaches 0,
             so the value is only the midpoint or a bound of [L, U] and its interval the whole
-            of [L, U] (an empty or tiny cell); None for other kinds (every value informs).
+            of [L, U] (an empty or tiny cell); for quantiles, False where the interval spans
+            more than half the bounds (a note then says why and what to change); None for
+            other kinds (every value informs).
+        receipts: The spend receipts of this release in its ledger file (ledger id, index,
+            chain hash: :class:`~approxdp.accounting.Receipt`), one per spend (two for
+            ``bounds="private"``); empty for an in-memory budget or a release that spent
+            nothing. ``approxdp ledger verify FILE --receipt ...`` checks them.
     """
 
     label: str
@@ -119,13 +130,14 @@ class ReleaseResult:
     epsilon: float
     delta: float
     threshold: float | None
-    rows: dict[str, int]
+    diagnostics: Diagnostics
     comparisons: tuple[MethodComparison, ...]
     extra: dict[str, npt.NDArray[np.float64]] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     table: CellMapResult | None = None
     secure: bool = True
     informative: npt.NDArray[np.bool_] | None = None
+    receipts: tuple[Receipt, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.secure:  # the mark travels with the numbers (is_secure(values) is False)
@@ -144,9 +156,12 @@ class ReleaseResult:
         For a large-domain release this collects the engine's table into this process. The
         schema's metadata says whether the release is private (``approxdp.secure``:
         ``"true"``, or ``"false"`` for a seeded simulation), so a file written from it says
-        so too.
+        so too, and holds its spend receipts (``approxdp.receipts``, a JSON list). Like
+        :meth:`to_dict`, it holds nothing exact: no diagnostics.
         """
         meta = {b"approxdp.secure": b"true" if self.secure else b"false"}
+        if self.receipts:
+            meta[b"approxdp.receipts"] = json.dumps([r.to_dict() for r in self.receipts]).encode()
         if self.table is not None:
             fetched = self.table.to_arrow()
             return fetched.replace_schema_metadata({**(fetched.schema.metadata or {}), **meta})
@@ -206,6 +221,66 @@ class ReleaseResult:
         mark = float if self.secure else SimulatedFloat
         return {k: mark(v) for k, v in zip(self.keys, self.values, strict=True)}
 
+    def to_dict(self, *, exact_diagnostics: bool = False) -> dict[str, Any]:
+        """What may leave the data holder's hands: the released values and the public
+        parameters, as a JSON-ready object (plain Python numbers; NaN/∞ as floats).
+
+        Shape: ``label, kind, secure, key_columns, cells[{key{column: value}, value, std,
+        ci_low, ci_high, informative}], level, mechanism, method, sigma, sensitivity{l2, l1,
+        linf, derivation}, effective_sensitivity, epsilon, delta, threshold,
+        comparisons[{method, sigma, private, ratio_to_used}], extra{name: [...]}, notes[...],
+        receipts[{ledger_id, index, chain_hash}]``. Every value in it is private (noisy, or
+        computed from noisy values) or public (a parameter of the release). For a release
+        whose cells stay in the engine (``table``), ``cells`` is empty and ``cells_path``
+        says where they are.
+
+        ``exact_diagnostics=True`` adds ``"diagnostics"``: the exact, NOT private facts of
+        :attr:`diagnostics`, labelled "exact, not private — for the data holder". Never
+        publish an object made with it. This is the one view every writer (the CLI's
+        ``--json``/``--output``, the browser's downloads) is built from.
+        """
+        columns = list(self.columns)
+        values = [float(v) for v in np.asarray(self.values, dtype=np.float64).tolist()]
+        informative = (np.asarray(self.informative).tolist() if self.informative is not None
+                       else [True] * len(values))
+        cells = []
+        for i, value in enumerate(values):
+            if len(self.keys) == len(values):
+                key = {c: _plain(v) for c, v in zip(columns, self.keys[i], strict=True)}
+            else:  # a vector of linear queries released for one global cell
+                key = {"index": i}
+            cells.append({
+                "key": key, "value": value, "std": float(self.std[i]),
+                "ci_low": float(self.ci_low[i]), "ci_high": float(self.ci_high[i]),
+                "informative": bool(informative[i]),
+            })
+        out: dict[str, Any] = {
+            "label": self.label,
+            "kind": self.kind,
+            "secure": self.secure,
+            "key_columns": columns,
+            "cells": cells,
+            "level": self.level,
+            "mechanism": self.mechanism,
+            "method": self.method,
+            "sigma": self.sigma,
+            "sensitivity": dataclasses.asdict(self.sensitivity),
+            "effective_sensitivity": self.effective_sensitivity,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "threshold": self.threshold,
+            "comparisons": [dataclasses.asdict(c) for c in self.comparisons],
+            "extra": {k: [float(x) for x in np.asarray(v, dtype=np.float64).ravel().tolist()]
+                      for k, v in self.extra.items()},
+            "notes": list(self.notes),
+            "receipts": [r.to_dict() for r in self.receipts],
+        }
+        if self.table is not None:
+            out["cells_path"] = self.table.path
+        if exact_diagnostics:
+            out["diagnostics"] = self.diagnostics.to_dict()
+        return out
+
     def non_negative(self, how: Literal["clamp", "round"] = "clamp") -> ReleaseResult:
         """This count or histogram with values clamped at 0 (``"clamp"``) or also rounded to
         whole numbers that keep the total (``"round"``); intervals clamped (and rounded
@@ -227,8 +302,11 @@ class ReleaseResult:
         return dataclasses.replace(self, values=values, ci_low=lo, ci_high=hi,
                                    notes=(*self.notes, note))
 
-    def explain(self) -> str:
-        """A short human-readable account of what was released and why it is private."""
+    def explain(self, *, exact_diagnostics: bool = False) -> str:
+        """A short human-readable account of what was released and why it is private.
+
+        ``exact_diagnostics=True`` adds the exact facts of :attr:`diagnostics`, labelled
+        "exact, not private — for the data holder" (keep such a text to yourself)."""
         if self.table is not None:
             spread = f"{self.level:.0%} CIs per cell in the table"
         elif self.values.size:
@@ -257,10 +335,8 @@ class ReleaseResult:
                 "the noisy count's interval reaches 0, so the value is the midpoint or a bound "
                 "and the interval the whole of the bounds"
             )
-        lines.append(
-            "  rows (exact, NOT private — for the data owner only): "
-            + ", ".join(f"{k} = {v}" for k, v in self.rows.items())
-        )
+        if exact_diagnostics:
+            lines += [f"  {line} ({EXACT_LABEL})" for line in self.diagnostics.lines()]
         cmp = [c for c in self.comparisons if c.sigma is not None]
         if cmp:
             lines.append("  other calibrations for the same (ε, δ, Δ):")
@@ -282,6 +358,11 @@ class ReleaseResult:
         if self.values.size == 1 and not self.columns:
             return head + f"{self.value:.6g} [{self.ci_low[0]:.6g}, {self.ci_high[0]:.6g}]"
         return head + f"{self.values.size} values, σ = {self.sigma:.4g}"
+
+
+def _plain(value: Any) -> Any:
+    """A key value as a plain Python value (NumPy scalars unwrapped)."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _half(r: ReleaseResult) -> float:

@@ -21,7 +21,12 @@ from approxdp._validation import check_parameter
 from approxdp.accounting import Accountant, BudgetStatus, PrivacyAccountant
 from approxdp.engines import Engine, engine_for
 from approxdp.engines.shapes import KeyValue
-from approxdp.errors import DataError, InvalidParameterError, ParameterTypeError
+from approxdp.errors import (
+    DataError,
+    InvalidParameterError,
+    ParameterTypeError,
+    SeededLedgerError,
+)
 from approxdp.releases.accuracy import AccuracyPlan, accuracy_of, plan_for_accuracy
 from approxdp.releases.bounds import PrivateBounds
 from approxdp.releases.dense import LARGE_DOMAIN_CELLS
@@ -99,12 +104,21 @@ class PrivateTable(TableTransformations):
         casts: Columns to convert before anything else, ``{"amount": "double"}``: every value
             that is not a number (``"n/a"``, ``""``, ``"oops"``) becomes a missing value, which
             sums and means skip. How many did, with examples, is in :attr:`cast_report` and in
-            the result notes of every release (an exact count for the data owner, not private).
+            the ``diagnostics`` of every release (exact, not private — for the data holder).
             ``"double"`` is the only conversion.
         cast_errors: What a cast does with values that are not numbers: ``"drop"`` (the
             default) turns them into missing values, as above; ``"error"`` refuses the table
             (:class:`~approxdp.errors.DataError`, before anything is spent) when any value of
             a cast column is not a number — the message names the column, not how many.
+        allow_seeded_ledger: With ``seed`` and an accountant whose ledger is a file
+            (:attr:`PrivacyAccountant.persistent <approxdp.accounting.PrivacyAccountant.
+            persistent>`), record the seeded releases' spends anyway, each marked "seeded, not
+            private" in the ledger. Without it such a table is refused
+            (:class:`~approxdp.errors.SeededLedgerError`): a seeded release is a reproducible
+            simulation, and its spend would look like a real one.
+
+    Raises:
+        SeededLedgerError: ``seed`` with a persistent ledger, without ``allow_seeded_ledger``.
     """
 
     def __init__(
@@ -124,6 +138,7 @@ class PrivateTable(TableTransformations):
         output_dir: str | None = None,
         casts: Mapping[str, str] | None = None,
         cast_errors: CastErrors = "drop",
+        allow_seeded_ledger: bool = False,
     ) -> None:
         one_of = "pass exactly one of budget=(epsilon, delta) or accountant="
         if accountant is None:
@@ -132,6 +147,14 @@ class PrivateTable(TableTransformations):
             accountant = PrivacyAccountant(budget=budget)
         elif budget is not None:
             raise ParameterTypeError(one_of)
+        if seed is not None and getattr(accountant, "persistent", False) and not (
+                allow_seeded_ledger):
+            raise SeededLedgerError(
+                f"seed={seed!r} makes every release a seeded simulation (NOT private), but the "
+                "accountant keeps its spends in a ledger file, where they would look like real "
+                "releases; use an in-memory budget (budget=(epsilon, delta)) for simulations, "
+                "or pass allow_seeded_ledger=True to record them, marked 'seeded, not private'"
+            )
         self.accountant: Accountant = accountant
         self.bounds = ContributionBounds(privacy_unit, max_partitions, max_rows_per_partition)
         ReleasePlan((Count(),), neighbouring, self.bounds)  # validates neighbouring early
@@ -202,14 +225,20 @@ class PrivateTable(TableTransformations):
     def _with_cast_notes(
         self, results: tuple[ReleaseResult, ...]
     ) -> tuple[ReleaseResult, ...]:
-        notes = self._step_notes() + tuple(
-            f"casts: {n} value(s) of column {column!r} were not numbers (e.g. {list(examples)})"
-            " and count as missing (exact, NOT private: for the data owner only)"
-            for column, (n, examples) in self.cast_report.items() if n
-        )
-        if not notes:
+        """The results with this table's transformation steps in their notes (public: the
+        filters, derived columns and public joins asked for) and its cast report in their
+        diagnostics (exact, not private)."""
+        steps = self._step_notes()
+        casts = any(n for n, _ in self.cast_report.values())
+        if not steps and not casts:
             return results
-        return tuple(dataclasses.replace(r, notes=r.notes + notes) for r in results)
+        return tuple(
+            dataclasses.replace(
+                r, notes=r.notes + steps,
+                diagnostics=r.diagnostics.with_casts(self.cast_report) if casts else r.diagnostics,
+            )
+            for r in results
+        )
 
     def release(
         self, queries: Sequence[Query], *, epsilon: float, delta: float,

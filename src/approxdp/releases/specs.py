@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from approxdp._validation import check_parameter
+from approxdp.engines.checks import LITERAL_TYPES
 from approxdp.engines.shapes import KeyValue, Membership
 from approxdp.errors import InvalidParameterError, ParameterTypeError
 
@@ -89,6 +90,12 @@ def _domain(
         if isinstance(values, str) or not isinstance(values, Sequence | set | frozenset):
             raise ParameterTypeError(f"domain[{col!r}] must be a list of values, got {values!r}")
         vals = tuple(values)
+        for v in vals:  # each a literal (a list or a dict is not a value, and not hashable)
+            if v is not None and not isinstance(v, LITERAL_TYPES):
+                raise ParameterTypeError(
+                    f"domain[{col!r}] values must be str, int, float, bool or None, got "
+                    f"{type(v).__name__} {v!r}; list each value on its own"
+                )
         # NaN != NaN: two NaN objects would pass set() as distinct, yet match the same rows
         distinct = {"NaN" if isinstance(v, float) and math.isnan(v) else v for v in vals}
         if not vals or len(distinct) != len(vals):

@@ -1,43 +1,58 @@
 """A ledger file's budget, which filter and mode certify it, every spend and committed plan,
 and what remains: ``approxdp ledger``'s report, also shown by the browser's Ledger page.
 
-Opening a ledger written before privacy filters upgrades it and re-certifies its history under
-the ``"gdp"`` filter (:mod:`approxdp.accounting.budget.sqlite_ledger`); the report then carries
-the :class:`~approxdp.errors.LedgerRecertificationWarning` text, and the status says whether the
+The file is only read — opened read-only, never created, written or upgraded — so it may be one
+the user cannot write. A ledger written before privacy filters is re-certified in memory under
+the ``"gdp"`` filter (as opening it for writing would do, see
+:mod:`approxdp.accounting.budget.sqlite_ledger`); the report then carries the
+:class:`~approxdp.errors.LedgerRecertificationWarning` text, and the status says whether the
 ledger refuses spends."""
 
 from __future__ import annotations
 
 import json
 import warnings
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from approxdp.accounting import BudgetStatus, PrivacyAccountant, SpendRecord, read_ledger_settings
-from approxdp.accounting.budget.filter import Commitment
+from approxdp.accounting.budget.costs import LedgerState, contribution
+from approxdp.accounting.budget.filter_state import Commitment
 from approxdp.accounting.budget.ledger import FilterLogEntry
+from approxdp.accounting.budget.rules import epsilon_at
 from approxdp.accounting.budget.sqlite_ledger import LedgerSettings
 from approxdp.accounting.serialization import event_from_json, event_to_obj
 from approxdp.errors import ApproxDPError, LedgerRecertificationWarning
 from approxdp.reports.formatting import JSON_SCHEMA_VERSION
 from approxdp.reports.releases import budget_dict, spend_dict
 
-__all__ = ["LedgerReading", "burn_down", "commitment_dict", "ledger_report", "read_ledger"]
+__all__ = [
+    "LedgerReading",
+    "burn_down",
+    "commitment_dict",
+    "ledger_report",
+    "read_ledger",
+    "running_epsilons",
+]
 
 
 @dataclass(frozen=True, slots=True)
 class LedgerReading:
-    """Everything a report shows of one ledger file (read once).
+    """Everything a report shows of one ledger file (read once, read-only).
 
     Attributes:
-        settings: its stored budget, mode and rule (after any upgrade on opening).
+        settings: its stored budget, mode and rule.
         records: every spend, oldest first.
         status: where the budget stands.
         commitments: every committed plan.
         log: every commit and close, with its time.
         explanation: :meth:`~approxdp.accounting.PrivacyAccountant.explain`'s text.
-        warnings: the re-certification warnings opening it raised.
+        warnings: the re-certification warnings reading it raised.
+        adaptivity: the mode that certifies it (an old file's: the filter it is re-certified
+            under, in memory).
+        composition: the filter or rule that certifies it.
     """
 
     settings: LedgerSettings
@@ -47,24 +62,28 @@ class LedgerReading:
     log: tuple[FilterLogEntry, ...]
     explanation: str
     warnings: tuple[str, ...]
+    adaptivity: str = "full"
+    composition: str = "gdp"
 
 
 def read_ledger(path: Path) -> LedgerReading:
-    """Read the ledger at ``path`` (with its stored budget, mode and rule).
+    """Read the ledger at ``path`` (with its stored budget, mode and rule) without writing
+    anything.
 
     Raises:
         LedgerError: ``path`` is not an approxdp ledger.
     """
-    read_ledger_settings(path)  # LedgerError for a missing, foreign or corrupt file
+    settings = read_ledger_settings(path)  # LedgerError for a missing, foreign or corrupt file
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", LedgerRecertificationWarning)
-        accountant = PrivacyAccountant(ledger=path)
+        accountant = PrivacyAccountant(ledger=path, read_only=True)
     try:
         reading = LedgerReading(
-            read_ledger_settings(path), list(accountant.history()), accountant.remaining(),
+            settings, list(accountant.history()), accountant.remaining(),
             accountant.commitments(), accountant.commitment_log(), accountant.explain(),
             tuple(str(w.message) for w in caught
                   if issubclass(w.category, LedgerRecertificationWarning)),
+            accountant.adaptivity, accountant.composition,
         )
     finally:
         accountant.close()
@@ -82,27 +101,75 @@ def commitment_dict(commitment: Commitment) -> dict[str, Any]:
             "spent": commitment.spent, "state": state}
 
 
-def ledger_report(path: Path, read: LedgerReading | None = None) -> dict[str, Any]:
+def running_epsilons(
+    records: Sequence[SpendRecord], delta: float, rule: str,
+) -> Iterator[tuple[float, float]]:
+    """For each spend: (ε of the spend alone, ε of the history up to it as a declared
+    sequence), both at ``delta`` under the declared-sequence ``rule`` — the spent ε in a form a
+    reader can use (the δ a spend leaves at the budget's ε is often a number like 1e-131)."""
+    state = LedgerState()
+    for record in records:
+        cost = contribution(record.event)
+        alone, _ = epsilon_at(LedgerState().add(cost), delta, rule)
+        state = state.add(cost)
+        so_far, _ = epsilon_at(state, delta, rule)
+        yield alone, so_far
+
+
+def _filter_epsilons(read: LedgerReading) -> Iterator[tuple[float, float]]:
+    """For a privacy filter: (ε of the spend alone as a declared event, the filter's spent ε
+    after it — its odometer reading), from :func:`burn_down` (NaN past a refused replay)."""
+    delta = read.settings.budget[1]
+    burn = {b["index"]: b["spent_epsilon"] for b in burn_down(read, len(read.records))}
+    for record in read.records:
+        alone, _ = epsilon_at(LedgerState().add(contribution(record.event)), delta, "auto")
+        yield alone, burn.get(record.index, float("nan"))
+
+
+def ledger_report(
+    path: Path, read: LedgerReading | None = None,
+    *, advance: Callable[[float], None] | None = None, epsilons: bool = True,
+) -> dict[str, Any]:
     """The ``ledger`` JSON object: ``command, schema_version, file, budget{epsilon, delta},
-    adaptivity, composition, basic_share, spends[...], commitments[...], status{...}, explain,
-    warnings[...]`` (:func:`~approxdp.reports.releases.spend_dict`,
-    :func:`commitment_dict`, :func:`~approxdp.reports.releases.budget_dict`); ``read``: what
-    :func:`read_ledger` returned for ``path``, when the caller has it already.
+    adaptivity, composition, legacy_composition, basic_share, spends[...], commitments[...],
+    status{...}, explain, warnings[...]`` (:func:`~approxdp.reports.releases.spend_dict` with
+    ``epsilon_alone``, ``epsilon_so_far``, ``at_delta`` and ``so_far_is`` — under a privacy
+    filter the filter's odometer reading, else the declared sequence's ε under the ledger's
+    rule, see :func:`running_epsilons`; :func:`commitment_dict`;
+    :func:`~approxdp.reports.releases.budget_dict`); ``read``: what :func:`read_ledger`
+    returned for ``path``, when the caller has it already; ``advance`` is called once per spend
+    accounted (a progress bar). ``epsilons=False`` leaves the per-spend ε out (a caller that
+    replays the history itself, as the browser's Ledger page does for its burn-down).
 
     Raises:
         LedgerError: ``path`` is not an approxdp ledger.
     """
     r = read if read is not None else read_ledger(path)
     settings = r.settings
+    delta = settings.budget[1]
+    spends = [] if epsilons else [spend_dict(x) for x in r.records]
+    if epsilons:
+        fixed = r.adaptivity == "fixed"
+        so_far_is = ("the declared sequence's ε under the ledger's rule" if fixed else
+                     "the privacy filter's spent ε (its odometer)")
+        values = (running_epsilons(r.records, delta, r.composition) if fixed
+                  else _filter_epsilons(r))
+        for record, (alone, so_far) in zip(r.records, values, strict=True):
+            spends.append({**spend_dict(record), "epsilon_alone": alone,
+                           "epsilon_so_far": so_far, "at_delta": delta,
+                           "so_far_is": so_far_is})
+            if advance is not None:
+                advance(1)
     return {
         "command": "ledger",
         "schema_version": JSON_SCHEMA_VERSION,
         "file": str(path),
         "budget": {"epsilon": settings.budget[0], "delta": settings.budget[1]},
-        "adaptivity": settings.adaptivity,
-        "composition": settings.composition,
+        "adaptivity": r.adaptivity,
+        "composition": r.composition,
+        "legacy_composition": settings.legacy_composition,
         "basic_share": settings.basic_share,
-        "spends": [spend_dict(x) for x in r.records],
+        "spends": spends,
         "commitments": [commitment_dict(c) for c in r.commitments],
         "status": budget_dict(r.status),
         "explain": r.explanation,
@@ -115,8 +182,10 @@ def burn_down(read: LedgerReading, limit: int) -> list[dict[str, Any]]:
     decisions replayed in order on an in-memory accountant of the same budget, mode and rule
     (commits and closes at their times); a replay refused ends the list."""
     s = read.settings
-    replay = PrivacyAccountant(s.budget, composition=s.composition,
-                               adaptivity=s.adaptivity or "full", basic_share=s.basic_share)
+    mode = s.adaptivity or "full"
+    rule = s.composition if s.adaptivity is not None else None
+    replay = PrivacyAccountant(s.budget, composition=rule, adaptivity=mode,
+                               basic_share=s.basic_share)
     steps: list[tuple[float, int, Any]] = [(e.timestamp, 0, e) for e in read.log]
     steps += [(x.timestamp, 1, x) for x in read.records[:limit]]
     out: list[dict[str, Any]] = []

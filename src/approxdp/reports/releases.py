@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import datetime as dt
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -20,69 +21,31 @@ from approxdp.releases.result import ReleaseResult
 from approxdp.reports.formatting import jsonable
 
 __all__ = [
+    "SEEDED_MARK",
     "budget_dict",
     "event_summary",
     "parse_domain",
+    "receipt_text",
     "release_dict",
     "spend_dict",
     "typed_value",
     "write_cells_csv",
+    "write_release",
 ]
 
 
-def _key_value(value: Any) -> Any:
-    return value.item() if hasattr(value, "item") else value
+#: How a spend of a seeded simulation is marked wherever a ledger is shown.
+SEEDED_MARK = "seeded, not private"
 
 
-def release_dict(result: ReleaseResult) -> dict[str, Any]:
-    """One :class:`~approxdp.releases.result.ReleaseResult` as a JSON object.
-
-    Shape: ``label, kind, secure, key_columns, cells[{key{column: value}, value, std, ci_low,
-    ci_high, informative}], level, mechanism, method, sigma, sensitivity{l2, l1, linf,
-    derivation}, effective_sensitivity, epsilon, delta, threshold, rows{...},
-    comparisons[{method, sigma, private, ratio_to_used}], extra{name: [...]}, notes[...]``.
-    ``secure`` is false for a seeded simulation (NOT private); ``informative`` is false for a
-    mean's cell whose noisy count's interval reaches 0 (value: midpoint or bound, interval:
-    the whole bounds).
-    """
-    columns = list(result.columns)
-    values = result.values.tolist()
-    informative = (result.informative.tolist() if result.informative is not None
-                   else [True] * len(values))
-    cells = []
-    for i, value in enumerate(values):
-        if len(result.keys) == len(values):
-            key = {c: _key_value(v) for c, v in zip(columns, result.keys[i], strict=True)}
-        else:  # a vector of linear queries released for one global cell
-            key = {"index": i}
-        cells.append({
-            "key": key,
-            "value": value,
-            "std": float(result.std[i]),
-            "ci_low": float(result.ci_low[i]),
-            "ci_high": float(result.ci_high[i]),
-            "informative": bool(informative[i]),
-        })
-    return {
-        "label": result.label,
-        "kind": result.kind,
-        "secure": result.secure,
-        "key_columns": columns,
-        "cells": cells,
-        "level": result.level,
-        "mechanism": result.mechanism,
-        "method": result.method,
-        "sigma": result.sigma,
-        "sensitivity": dataclasses.asdict(result.sensitivity),
-        "effective_sensitivity": result.effective_sensitivity,
-        "epsilon": result.epsilon,
-        "delta": result.delta,
-        "threshold": result.threshold,
-        "rows": dict(result.rows),
-        "comparisons": [dataclasses.asdict(c) for c in result.comparisons],
-        "extra": {k: v.tolist() for k, v in result.extra.items()},
-        "notes": list(result.notes),
-    }
+def release_dict(result: ReleaseResult, *, exact_diagnostics: bool = False) -> dict[str, Any]:
+    """One :class:`~approxdp.releases.result.ReleaseResult` as a JSON object: its private-only
+    view :meth:`~approxdp.releases.result.ReleaseResult.to_dict` (released values, public
+    parameters and the spend's receipts; the exact ``diagnostics`` only with
+    ``exact_diagnostics``). ``secure`` is false for a seeded simulation (NOT private);
+    ``informative`` is false for a mean's cell whose noisy count's interval reaches 0 (value:
+    midpoint or bound, interval: the whole bounds)."""
+    return result.to_dict(exact_diagnostics=exact_diagnostics)
 
 
 def budget_dict(status: BudgetStatus) -> dict[str, Any]:
@@ -107,9 +70,12 @@ def event_summary(obj: dict[str, Any]) -> str:
 
 def spend_dict(record: SpendRecord) -> dict[str, Any]:
     """One ledger spend as a JSON object: ``index, timestamp, time, label, event, summary,
-    rule, delta_after``."""
+    rule, delta_after, seeded, receipt``. ``seeded`` is true for a seeded simulation's spend
+    (NOT private) recorded on request; ``receipt`` is the spend's ``{ledger_id, index,
+    chain_hash}`` in a chained ledger file (else null)."""
     event = event_to_obj(record.event)
     when = dt.datetime.fromtimestamp(record.timestamp, tz=dt.UTC)
+    receipt = record.receipt
     return {
         "index": record.index,
         "timestamp": record.timestamp,
@@ -119,30 +85,63 @@ def spend_dict(record: SpendRecord) -> dict[str, Any]:
         "summary": event_summary(event),
         "rule": record.rule,
         "delta_after": record.delta_after,
+        "seeded": record.seeded,
+        "receipt": None if receipt is None else receipt.to_dict(),
     }
+
+
+def receipt_text(release: dict[str, Any]) -> str:
+    """A release's receipts as text, ``LEDGER_ID:INDEX:HASH`` joined by ``;`` ("" for none)."""
+    return ";".join(f"{r['ledger_id']}:{r['index']}:{r['chain_hash']}"
+                    for r in release.get("receipts", []))
 
 
 def write_cells_csv(path: Path, release: dict[str, Any]) -> None:
     """Write a :func:`release_dict`'s cells as CSV: key columns, value, std, ci_low, ci_high,
     informative, secure (``false`` on every row of a seeded simulation, so the file itself
-    says it is NOT private). A missing key is written ``NULL``, as ``--domain`` spells it (an
-    empty field would be the empty string)."""
+    says it is NOT private), and ``receipt`` (the spend receipt(s), where the release spent
+    from a ledger file). A missing key is written ``NULL``, as ``--domain`` spells it (an
+    empty field would be the empty string). Never the exact diagnostics."""
     columns = list(release["key_columns"]) or []
     secure = "true" if release.get("secure", True) else "false"
+    receipt = receipt_text(release)
     with open(path, "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow([*columns, "value", "std", "ci_low", "ci_high", "informative",
-                         "secure"])
+                         "secure", *(["receipt"] if receipt else [])])
         for cell in release["cells"]:
             keys = [cell["key"].get(c) for c in columns]
             writer.writerow([*("NULL" if k is None else k for k in keys),
                              *(jsonable(cell[f]) for f in ("value", "std", "ci_low", "ci_high")),
-                             "true" if cell.get("informative", True) else "false", secure])
+                             "true" if cell.get("informative", True) else "false", secure,
+                             *([receipt] if receipt else [])])
+
+
+def write_release(path: Path, data: dict[str, Any], result: ReleaseResult) -> None:
+    """Write a release's artifact at ``path`` by its suffix: ``.json`` the JSON object ``data``
+    (with the exact diagnostics only if ``data`` has them), ``.csv`` its cells
+    (:func:`write_cells_csv` of ``data["result"]``), ``.parquet``
+    :meth:`~approxdp.releases.result.ReleaseResult.to_arrow` (whose schema metadata says
+    whether it is private and holds its receipts). Never anything exact unless ``data`` was
+    made with ``exact_diagnostics``."""
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        write_cells_csv(path, data["result"])
+    elif suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        pq.write_table(result.to_arrow(), path)
+    else:
+        path.write_text(json.dumps(jsonable(data), indent=2, allow_nan=False) + "\n",
+                        encoding="utf-8")
 
 
 def parse_domain(specs: Sequence[str]) -> dict[str, list[str]]:
     """``COLUMN=V1,V2,...`` lines as {column: [raw value, ...]} (typed later by
-    :func:`typed_value`, once the column's kind is known)."""
+    :func:`typed_value`, once the column's kind is known). The values are one CSV record: a
+    value that holds a comma is written in double quotes (``city="Washington, DC",Boston``),
+    a double quote inside one doubled, as in CSV files.
+    """
     domain: dict[str, list[str]] = {}
     for spec in specs:
         column, sep, values = spec.partition("=")
@@ -152,7 +151,14 @@ def parse_domain(specs: Sequence[str]) -> dict[str, list[str]]:
             )
         if column in domain:
             raise InvalidParameterError(f"--domain gives column {column!r} twice")
-        domain[column] = values.split(",")
+        try:
+            (parsed,) = csv.reader([values], strict=True)
+        except (csv.Error, ValueError) as exc:
+            raise InvalidParameterError(
+                f"--domain {spec!r}: its values must be one CSV record (a value with a comma "
+                f"in double quotes: {column}=\"A, B\",C): {exc}"
+            ) from exc
+        domain[column] = parsed
     return domain
 
 

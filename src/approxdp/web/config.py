@@ -9,8 +9,9 @@ with a typed error, so no path from the browser ever reaches the file system.
 from __future__ import annotations
 
 import ipaddress
+import secrets
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from approxdp.accounting import COMPOSITION_RULES, PrivacyAccountant, read_ledger_settings
@@ -23,6 +24,7 @@ __all__ = [
     "data_file",
     "is_loopback",
     "make_config",
+    "new_token",
 ]
 
 #: File types the release wizard reads (by DuckDB, as ``approxdp release`` does).
@@ -54,18 +56,32 @@ class ServeConfig:
         ledger: the SQLite budget ledger the ledger page shows and the wizard spends through,
             or None (then the wizard can simulate but not release).
         data: the files the release wizard may read, in the order given.
+        token: the secret every request must carry (in the opening URL's ``?token=``, then
+            in a cookie the server sets), made anew at each start; None: no token
+            (``--no-token``), any program on this computer may use the app.
     """
 
     host: str = "127.0.0.1"
     port: int = 8000
     ledger: Path | None = None
     data: tuple[DataFile, ...] = ()
+    token: str | None = field(default=None, repr=False)
 
     @property
     def url(self) -> str:
-        """Where a browser on this computer opens the app."""
+        """The server's address (without the token: what the page may show)."""
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}/"
+
+    @property
+    def open_url(self) -> str:
+        """The address to open, with the token (what ``approxdp serve`` prints)."""
+        return self.url if self.token is None else f"{self.url}?token={self.token}"
+
+
+def new_token() -> str:
+    """A fresh secret for one start of the server: 32 random bytes, URL-safe (as Jupyter's)."""
+    return secrets.token_urlsafe(32)
 
 
 def is_loopback(host: str) -> bool:
@@ -142,6 +158,7 @@ def make_config(
     budget: tuple[float, float] | None = None,
     composition: str | None = None,
     data: Sequence[str | Path] = (),
+    token: str | None = None,
 ) -> ServeConfig:
     """Check the command line's choices and fix them for the server's lifetime.
 
@@ -160,7 +177,12 @@ def make_config(
         )
     if not 1 <= port <= 65535:
         raise InvalidParameterError(f"--port must be in [1, 65535], got --port {port}")
-    return ServeConfig(host, port, _ledger(ledger, budget, composition), _data_files(data))
+    if token is not None and (not isinstance(token, str) or len(token) < 16
+                              or not token.replace("-", "").replace("_", "").isalnum()):
+        raise InvalidParameterError("token must be at least 16 URL-safe characters "
+                                    "(letters, digits, - and _)")
+    return ServeConfig(host, port, _ledger(ledger, budget, composition), _data_files(data),
+                       token)
 
 
 def data_file(config: ServeConfig, key: object) -> DataFile:

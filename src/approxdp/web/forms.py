@@ -11,13 +11,21 @@ into an :class:`Outcome` (its value, or that one line and its field).
 from __future__ import annotations
 
 import math
+import re
+import sys
+import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from approxdp._validation import PARAMETER_RANGES, check_interval
-from approxdp.errors import ApproxDPError, InvalidParameterError, ParameterTypeError
+from approxdp.errors import (
+    ApproxDPError,
+    DataCheckError,
+    InvalidParameterError,
+    ParameterTypeError,
+)
 
 __all__ = [
     "FIELD_ATTRIBUTE",
@@ -30,6 +38,7 @@ __all__ = [
     "locate",
     "number",
     "on_field",
+    "page_wording",
     "parameter",
 ]
 
@@ -119,13 +128,49 @@ def choice(name: str, value: object, choices: tuple[str, ...]) -> str:
     return str(value)
 
 
+#: The library's Python spellings → the words the pages use (labels of their fields).
+_PAGE_WORDING: tuple[tuple[str, str], ...] = (
+    (r"\boutside_domain\s*=\s*'drop'", "“rows outside the domain: drop them”"),
+    (r"\boutside_domain\s*=\s*'error'", "“rows outside the domain: refuse the release”"),
+    (r"\bcasts=\{'([^']+)': 'double'\}", r"“convert to numbers: \1” (step 1)"),
+    (r"\bdomain\['([^']+)'\]", r"the domain of \1"),
+    (r"\bmax_rows_per_partition\b", "rows per unit per cell (m)"),
+    (r"\bmax_partitions\b", "cells one unit may touch (k)"),
+    (r"\bprivacy_unit\b", "privacy unit"),
+    (r"\boutside_domain\b", "rows outside the domain"),
+    (r"\bbounds_share\b", "bounds share"),
+    (r"\bbounds=\(low, high\)", "a lower and an upper bound"),
+    (r"\bseed=(\d+)", r"a seed"),
+    (r"^file\b", "data file"),
+    (r"\brows=", "assumed number of rows = "),
+    (r"\bqs\b", "quantiles"),
+    (r"\blevel(?=\s*(=|must\b))", "confidence level"),
+    (r"\bepsilon\b", "ε"),
+    (r"\bdelta\b", "δ"),
+)
+
+
+def page_wording(message: str) -> str:
+    """``message`` with the library's Python spellings (``epsilon=``, ``max_partitions``,
+    ``outside_domain='drop'``, ``casts={'x': 'double'}``) replaced by the words of the page's
+    fields (ε, "cells one unit may touch (k)", "rows outside the domain: drop them", ...)."""
+    for pattern, replacement in _PAGE_WORDING:
+        message = re.sub(pattern, replacement, message)
+    return message
+
+
 def error_text(exc: BaseException) -> str:
-    """One line for the page: the error's type and its message (``InvalidParameterError:
-    epsilon must be ...``); anything that is not an approxdp error is called internal."""
+    """One line for the page, in its own words (:func:`page_wording`), with no Python type
+    name. A data check's error (:class:`~approxdp.errors.DataCheckError`) shows only its
+    advice: its message states exact facts about the data, and a page can be seen by others.
+    Anything that is not an approxdp error is called internal."""
+    if isinstance(exc, DataCheckError):
+        return page_wording(" ".join(exc.advice.split()))
     message = " ".join(str(exc).split()) or "unknown error"
     if isinstance(exc, ApproxDPError):
-        return f"{type(exc).__name__}: {message}"
-    return f"internal error ({type(exc).__name__}: {message}); please report it"
+        return page_wording(message)
+    return ("internal error: something went wrong inside approxdp (a bug; the server's "
+            "terminal may say more); please report it")
 
 
 def field_of(message: str, names: Iterable[str] | Mapping[str, object]) -> str | None:
@@ -184,5 +229,7 @@ def attempt(compute: Callable[[], Any], fields: Mapping[str, str]) -> Outcome:
     try:
         return Outcome(value=compute())
     except Exception as exc:  # shown on the page as one line; a bug is called internal
+        if not isinstance(exc, ApproxDPError):
+            traceback.print_exception(exc, file=sys.stderr)  # for the terminal, not the page
         name = locate(exc, fields) if isinstance(exc, ApproxDPError) else None
         return Outcome(error=error_text(exc), field=fields.get(name) if name else None)

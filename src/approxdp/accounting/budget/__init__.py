@@ -4,7 +4,8 @@
   sufficient statistic of a history (:class:`~.costs.LedgerState`).
 - :mod:`.rules`: the privacy of a whole history under a composition rule.
 - :mod:`.ledger`: the ledger protocol, spend records and the in-memory ledger.
-- :mod:`.sqlite_ledger`: the persistent SQLite ledger.
+- :mod:`.sqlite_ledger`: the persistent SQLite ledger; :mod:`.sqlite_schema`: its schema and
+  upgrades; :mod:`.chain`: its hash chain and spend receipts; :mod:`.verify`: checking a file.
 - :mod:`.accountant`: :class:`PrivacyAccountant`, which never lets spends exceed the budget.
 - :mod:`.protocols`: the :class:`Accountant` protocol that releases need.
 """
@@ -12,18 +13,23 @@
 from __future__ import annotations
 
 from approxdp.accounting.budget.accountant import BudgetStatus, PlanResult, PrivacyAccountant
+from approxdp.accounting.budget.chain import Receipt
 from approxdp.accounting.budget.ledger import SpendRecord
 from approxdp.accounting.budget.protocols import Accountant
 from approxdp.accounting.budget.rules import COMPOSITION_RULES
 from approxdp.accounting.budget.sqlite_ledger import LedgerSettings, read_ledger_settings
+from approxdp.accounting.budget.verify import LedgerVerification, verify_ledger
 
 __all__ = [
     "COMPOSITION_RULES",
     "Accountant",
     "BudgetStatus",
     "LedgerSettings",
+    "LedgerVerification",
     "PlanResult",
     "PrivacyAccountant",
+    "Receipt",
     "SpendRecord",
     "read_ledger_settings",
+    "verify_ledger",
 ]

@@ -239,6 +239,8 @@ class PrivacyAccountant:
             after the first spend the ``"gdp"`` filter can admit those only from such a share
             or from a plan committed before the first spend. It costs the Gaussian releases
             the room its privacy-loss distribution takes (None: no share).
+        read_only: open the ``ledger`` file only to read it (a file the user may only read;
+            an older schema is read as it is): :meth:`spend` and :meth:`commit` then refuse.
 
     Raises:
         InvalidParameterError, UnknownMethodError: on a bad budget, rule, mode or share; or a
@@ -255,6 +257,7 @@ class PrivacyAccountant:
         *,
         adaptivity: str | None = None,
         basic_share: tuple[float, float] | None = None,
+        read_only: bool = False,
     ) -> None:
         settings = None
         if ledger is not None and not isinstance(ledger, str | os.PathLike):
@@ -287,6 +290,7 @@ class PrivacyAccountant:
                 f"basic_share is a share of the 'gdp' filter's budget; composition="
                 f"{self._composition!r} has none (got basic_share={self._share})"
             )
+        self._persistent = ledger is not None
         self._ledger: Ledger
         if ledger is None:
             start = None
@@ -298,7 +302,7 @@ class PrivacyAccountant:
 
             self._ledger = SQLiteLedger(
                 ledger, budget=self.budget, composition=self._composition,
-                adaptivity=self._adaptivity, basic_share=self._share,
+                adaptivity=self._adaptivity, basic_share=self._share, read_only=read_only,
             )
             over = self._ledger.state().filter
             if over is not None and over.over is not None:
@@ -345,6 +349,11 @@ class PrivacyAccountant:
         return adaptivity, composition
 
     # -- properties ------------------------------------------------------------------------
+
+    @property
+    def persistent(self) -> bool:
+        """Whether spends are kept in a ledger file (a budget that outlives this process)."""
+        return self._persistent
 
     @property
     def budget(self) -> tuple[float, float]:
@@ -441,12 +450,16 @@ class PrivacyAccountant:
 
     # -- spending --------------------------------------------------------------------------
 
-    def spend(self, event: PrivacyEvent) -> SpendRecord:
+    def spend(self, event: PrivacyEvent, *, seeded: bool = False) -> SpendRecord:
         """Debit ``event`` from the budget. Call it BEFORE drawing the noise.
 
         Under a filter an event matching an open commitment (:meth:`commit`) is taken from
         it (already charged); otherwise it is charged as the filter says
         (:mod:`approxdp.accounting.budget.filter`).
+
+        ``seeded``: the spend pays for a seeded simulation (NOT private), recorded so and shown
+        "seeded, not private" wherever the ledger is shown (see
+        :class:`~approxdp.releases.PrivateTable`'s ``allow_seeded_ledger``).
 
         Returns:
             The recorded SpendRecord (with what admitted it).
@@ -488,7 +501,7 @@ class PrivacyAccountant:
                 )
             return Decision(rule, needed)
 
-        return self._ledger.append(event, contrib, check)
+        return self._ledger.append(event, contrib, check, seeded=seeded)
 
     def _cost(self, event: PrivacyEvent) -> Contribution:
         contrib = check_cost(event, contribution(event))

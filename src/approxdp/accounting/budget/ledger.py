@@ -18,8 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from approxdp.accounting.budget.chain import Receipt
 from approxdp.accounting.budget.costs import Contribution, LedgerState
-from approxdp.accounting.budget.filter import FilterState
+from approxdp.accounting.budget.filter_state import FilterState
 from approxdp.events import PrivacyEvent
 
 __all__ = [
@@ -42,6 +43,13 @@ class SpendRecord:
         event: the event spent.
         rule: the composition rule that admitted it.
         delta_after: δ of the whole history at the budget's ε, after this spend.
+        seeded: True for the spend of a seeded release (a reproducible simulation, NOT
+            private), recorded only where the caller opted in; ledgers and their views mark it
+            "seeded, not private".
+        chain_hash: The row's hash in a SQLite ledger's hash chain
+            (:mod:`~approxdp.accounting.budget.chain`); None in memory or in a file written
+            before schema 4 that was only read.
+        ledger_id: The identity of the SQLite ledger that holds it (None in memory).
     """
 
     index: int
@@ -49,6 +57,16 @@ class SpendRecord:
     event: PrivacyEvent
     rule: str
     delta_after: float
+    seeded: bool = False
+    chain_hash: str | None = None
+    ledger_id: str | None = None
+
+    @property
+    def receipt(self) -> Receipt | None:
+        """Proof of this spend in its ledger file (None for an in-memory ledger)."""
+        if self.chain_hash is None or self.ledger_id is None:
+            return None
+        return Receipt(self.ledger_id, self.index, self.chain_hash)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,9 +131,11 @@ class Ledger(Protocol):
         """Every accepted spend, oldest first (no side effects)."""
         ...
 
-    def append(self, event: PrivacyEvent, contrib: Contribution, check: Check) -> SpendRecord:
-        """Atomically: new = state + contrib; check(state, new); record. Nothing changes on
-        error."""
+    def append(
+        self, event: PrivacyEvent, contrib: Contribution, check: Check, *, seeded: bool = False,
+    ) -> SpendRecord:
+        """Atomically: new = state + contrib; check(state, new); record (``seeded`` marks the
+        spend of a seeded simulation). Nothing changes on error."""
         ...
 
     def update_filter(self, update: FilterUpdate) -> FilterState:
@@ -149,14 +169,16 @@ class MemoryLedger:
         with self._lock:
             return tuple(self._records)
 
-    def append(self, event: PrivacyEvent, contrib: Contribution, check: Check) -> SpendRecord:
+    def append(
+        self, event: PrivacyEvent, contrib: Contribution, check: Check, *, seeded: bool = False,
+    ) -> SpendRecord:
         with self._lock:
             new_state = self._state.add(contrib)
             decision = check(self._state, new_state)
             if decision.filter is not None:
                 new_state = new_state.with_filter(decision.filter)
             record = SpendRecord(len(self._records) + 1, time.time(), event, decision.rule,
-                                 decision.delta_after)
+                                 decision.delta_after, seeded=seeded)
             self._records.append(record)
             self._state = new_state
             return record

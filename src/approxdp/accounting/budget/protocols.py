@@ -20,9 +20,10 @@ __all__ = ["Accountant"]
 class Accountant(Protocol):
     """Charges privacy events against a budget, all or nothing."""
 
-    def spend(self, event: PrivacyEvent) -> SpendRecord:
+    def spend(self, event: PrivacyEvent, *, seeded: bool = False) -> SpendRecord:
         """Debit ``event`` BEFORE the noise is drawn; raise
-        :class:`~approxdp.errors.BudgetExceededError` (recording nothing) if it does not fit."""
+        :class:`~approxdp.errors.BudgetExceededError` (recording nothing) if it does not fit.
+        ``seeded`` marks the spend of a seeded simulation (NOT private) in the record."""
         ...
 
     def remaining(self) -> BudgetStatus:

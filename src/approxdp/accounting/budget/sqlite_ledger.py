@@ -12,35 +12,39 @@ Guarantees:
 - **Foreign or corrupt files are refused** with :class:`LedgerError` before anything is
   written: the SQLite header, ``application_id``, schema version, ``quick_check`` and the
   consistency of totals with rows are checked when a file is opened; a ledger made for a
-  different budget, mode (``adaptivity``) or rule is refused too.
-- **A failed call changes nothing**: a refused spend or commitment rolls back.
+  different budget or composition rule is refused too.
+- **A failed call changes nothing**: a refused spend rolls back.
 
-Schema (version 3): ``meta(key, value)`` (budget, ``adaptivity``, ``composition``, the basic
-share, and for upgraded files ``legacy_composition``, ``legacy_spends``, ``migrated_from``);
-``spends(id, created, event, rho, items, rule, delta_after, charge)``; ``totals(id = 1, rho,
-count)``; ``groups(epsilon, delta, count)``; ``pld_events(key, count)``, the multiset of
-non-Gaussian event descriptions from which the PLD rule re-accounts the history;
-``filter_state(id = 1, state)``, the privacy filter's state as JSON
-(:class:`~approxdp.accounting.budget.filter.FilterState`: every number its certificate rests
-on, as decided; NULL for ``adaptivity="fixed"``); ``commitments(id, created, kind, label,
-pricing, events, charge)``, every commit and close of a plan. Every spend row keeps its event's
-full description (``event``) and how the filter charged it (``charge``), so any history can be
-re-accounted under any rule and the filter's totals audited (:meth:`SQLiteLedger.verify`).
+- **Tamper evidence.** Each spend row carries its hash in a chain over every row before it
+  (:mod:`~approxdp.accounting.budget.chain`) and each record its :class:`Receipt
+  <approxdp.accounting.budget.chain.Receipt>`; :func:`~approxdp.accounting.budget.verify.
+  verify_ledger` checks the chain, the totals and receipts kept elsewhere.
+- **Read-only views.** ``read_only=True`` opens a file the user may only read (SQLite's
+  ``mode=ro``, or ``immutable=1`` where even that cannot take its locks) and never writes;
+  a file of an older schema is read as it is, not upgraded.
 
-**Migration.** Files are upgraded in place the first time they are opened, each step in one
-``BEGIN IMMEDIATE`` transaction that keeps every row (a failure rolls back and leaves the file
-as it was):
+- **A privacy filter's state is stored with every spend** (schema 3): ``filter_state``, the
+  filter's state as JSON (:class:`~approxdp.accounting.budget.filter_state.FilterState`: every
+  number its certificate rests on, as decided; NULL for ``adaptivity="fixed"``), each spend's
+  ``charge`` (how the filter charged it) and ``commitments``, every commit and close of a plan;
+  :meth:`SQLiteLedger.verify` audits the filter's totals against the charges.
 
-- version 1 (before the PLD rule) → 2: the ``pld_events`` table is built from the spend rows;
-- version 2 (before privacy filters) → 3: the ``charge`` column and the filter tables are
-  added, and the stored history is **re-certified** under the mode the opener asks for (the
-  default: the ``"gdp"`` filter, fully adaptive) by spending its events again, in order, from
-  a new filter (:func:`~approxdp.accounting.budget.filter.replay`). If it exceeds the budget,
-  the filter state says so and every further spend is refused until the user decides (the
-  accountant warns with :class:`~approxdp.errors.LedgerRecertificationWarning`). The old rule
-  is kept as ``legacy_composition``. Until its next spend, such a file may be re-declared
-  under another mode by opening it with that mode (the "decision": ``adaptivity="fixed"``
-  states that every stored spend's parameters were fixed before any noise was drawn).
+Schema and upgrades: :mod:`~approxdp.accounting.budget.sqlite_schema` (version 4: spends with
+their seeded marker, chain hash and filter charge, totals, groups, pld_events, meta,
+filter_state, commitments). Every spend row keeps its event's full description (``event``), so
+any history can be re-accounted under any rule. An older file is upgraded in place, one version
+at a time, the first time it is opened for writing: in one ``BEGIN IMMEDIATE`` transaction; a
+failure rolls back and leaves the file as it was.
+
+**Re-certification.** A file from before privacy filters (schema 2 or older) declared no mode.
+Its upgrade to schema 3 re-certifies the stored history under the mode the opener asks for (the
+default: the ``"gdp"`` filter, fully adaptive) by spending its events again, in order, from a new
+filter (:func:`~approxdp.accounting.budget.filter.replay`). If it exceeds the budget, the filter
+state says so and every further spend is refused until the user decides (the accountant warns
+with :class:`~approxdp.errors.LedgerRecertificationWarning`). The old rule is kept as
+``legacy_composition``. Until its next spend, such a file may be re-declared under another mode
+by opening it with that mode (``adaptivity="fixed"`` states that every stored spend's parameters
+were fixed before any noise was drawn).
 """
 
 from __future__ import annotations
@@ -57,14 +61,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from approxdp.accounting.budget.costs import Contribution, LedgerState, contribution
-from approxdp.accounting.budget.filter import (
-    FilterKind,
-    FilterState,
-    new_filter,
-    replay,
-)
+from approxdp.accounting.budget.chain import row_hash
+from approxdp.accounting.budget.costs import Contribution, LedgerState
+from approxdp.accounting.budget.filter import new_filter, replay
+from approxdp.accounting.budget.filter_state import FilterKind, FilterState
+from approxdp.accounting.budget.integrity import check_rows
 from approxdp.accounting.budget.ledger import Check, FilterLogEntry, FilterUpdate, SpendRecord
+from approxdp.accounting.budget.sqlite_schema import (
+    CHAIN_VERSION,
+    FILTER_VERSION,
+    SCHEMA,
+    SCHEMA_VERSION,
+    genesis_of,
+    new_ledger_id,
+    upgrade,
+)
 from approxdp.accounting.serialization import event_from_json, event_to_json
 from approxdp.errors import LedgerError
 from approxdp.events import PrivacyEvent
@@ -78,47 +89,9 @@ __all__ = [
 ]
 
 APPLICATION_ID = 0x41445044  # "ADPD"
-SCHEMA_VERSION = 3
-_MIGRATABLE = (1, 2)  # older versions this code upgrades in place
 _HEADER = b"SQLite format 3\x00"
 _BUSY_TIMEOUT_MS = 60_000
 _INHERITED: list[sqlite3.Connection] = []  # connections inherited across fork, never touched
-
-#: The tables schema 3 adds for the privacy filter (also what the 2 → 3 upgrade creates).
-_FILTER_SCHEMA = """
-CREATE TABLE filter_state (id INTEGER PRIMARY KEY CHECK (id = 1), state TEXT);
-CREATE TABLE commitments (
-    id INTEGER PRIMARY KEY,
-    created REAL NOT NULL,
-    kind TEXT NOT NULL,
-    commitment INTEGER NOT NULL,
-    label TEXT NOT NULL,
-    pricing TEXT NOT NULL,
-    events TEXT NOT NULL,
-    charge TEXT NOT NULL
-);
-INSERT INTO filter_state (id, state) VALUES (1, NULL);
-"""
-
-_SCHEMA = """
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE spends (
-    id INTEGER PRIMARY KEY,
-    created REAL NOT NULL,
-    event TEXT NOT NULL,
-    rho REAL NOT NULL,
-    items TEXT NOT NULL,
-    rule TEXT NOT NULL,
-    delta_after REAL NOT NULL,
-    charge TEXT NOT NULL DEFAULT ''
-);
-CREATE TABLE totals (id INTEGER PRIMARY KEY CHECK (id = 1), rho REAL NOT NULL,
-                     count INTEGER NOT NULL);
-CREATE TABLE groups (epsilon REAL NOT NULL, delta REAL NOT NULL, count INTEGER NOT NULL,
-                     PRIMARY KEY (epsilon, delta));
-CREATE TABLE pld_events (key TEXT PRIMARY KEY, count INTEGER NOT NULL);
-INSERT INTO totals (id, rho, count) VALUES (1, 0.0, 0);
-""" + _FILTER_SCHEMA
 
 
 @contextlib.contextmanager
@@ -176,6 +149,37 @@ def check_ledger_path(path: Path) -> None:
         )
 
 
+def open_read_only(file: Path) -> sqlite3.Connection:
+    """A connection through which the caller only reads ``file`` (never writes a spend or a
+    setting). Where the user may write the file and its folder it is opened as any reader
+    (``mode=rw``: SQLite's WAL side files come and go as usual); else with SQLite's
+    ``mode=ro``, or, where even that fails (a WAL file in a folder the user may not write),
+    ``immutable=1``, which reads the file as it is on disk (a spend being committed at that
+    instant may be missed)."""
+    uri = file.resolve().as_uri()
+    last: sqlite3.Error | None = None
+    writable = os.access(file, os.W_OK) and os.access(file.parent, os.W_OK | os.X_OK)
+    # a file the user may write is read as any reader; the read-only modes are for one they
+    # may not (tried on a writable but unreadable file, they would leave its WAL side file)
+    modes = ("?mode=rw",) if writable else ("?mode=ro", "?mode=ro&immutable=1")
+    for mode in modes:
+        try:
+            conn = sqlite3.connect(f"{uri}{mode}", uri=True, isolation_level=None,
+                                   check_same_thread=False)
+        except sqlite3.Error as exc:
+            last = exc
+            continue
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+            conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()  # opens the WAL
+        except sqlite3.Error as exc:
+            conn.close()
+            last = exc
+            continue
+        return conn
+    raise LedgerError(f"cannot read ledger {file}: {last}")
+
+
 def read_ledger_settings(path: str | os.PathLike[str]) -> LedgerSettings:
     """The budget and composition rule an existing ledger file was created with.
 
@@ -199,10 +203,7 @@ def read_ledger_settings(path: str | os.PathLike[str]) -> LedgerSettings:
         raise LedgerError(f"cannot read ledger {str(file)!r}: {exc.strerror}") from exc
     if head != _HEADER:
         raise LedgerError(f"{file} is not a SQLite file, so not an approxdp ledger")
-    try:
-        conn = sqlite3.connect(f"{file.resolve().as_uri()}?mode=rw", uri=True)
-    except sqlite3.Error as exc:
-        raise LedgerError(f"cannot open ledger {file}: {exc}") from exc
+    conn = open_read_only(file)
     try:
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
         if app_id != APPLICATION_ID:
@@ -229,7 +230,7 @@ def _settings(meta: dict[str, str], version: int, where: str) -> LedgerSettings:
             share = (float(meta["basic_share_epsilon"]), float(meta["basic_share_delta"]))
     except (KeyError, ValueError) as exc:
         raise LedgerError(f"{where} is not an approxdp ledger (bad meta table: {exc})") from exc
-    if version < 3:  # written before privacy filters: no mode declared
+    if version < FILTER_VERSION:  # written before privacy filters: no mode declared
         return LedgerSettings(budget, composition, None, None, composition, version)
     return LedgerSettings(budget, composition, meta.get("adaptivity"), share,
                           meta.get("legacy_composition"), version)
@@ -258,6 +259,8 @@ class SQLiteLedger:
         basic_share: the ``"gdp"`` filter's basic share (must match the stored one).
         synchronous: SQLite ``synchronous`` level, "FULL" (default: durable against power
             loss) or "NORMAL" (durable against process crashes only).
+        read_only: Open an existing file only to read it (a file the user may only read,
+            an older schema left as it is); :meth:`append` then refuses.
 
     Raises:
         LedgerError: the file is not a SQLite database, not an approxdp ledger, corrupt,
@@ -273,6 +276,7 @@ class SQLiteLedger:
         adaptivity: str = "fixed",
         basic_share: tuple[float, float] | None = None,
         synchronous: str = "FULL",
+        read_only: bool = False,
     ) -> None:
         if synchronous not in ("FULL", "NORMAL"):
             raise LedgerError(f"synchronous must be 'FULL' or 'NORMAL', got {synchronous!r}")
@@ -282,11 +286,35 @@ class SQLiteLedger:
         self._adaptivity = adaptivity
         self._share = basic_share
         self._kind = filter_kind(composition, adaptivity)
+        self._replayed: FilterState | None = None  # an older file's filter, read-only
         self._synchronous = synchronous
+        self._read_only = bool(read_only)
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._pid = -1
+        self._version = SCHEMA_VERSION
+        self._ledger_id: str | None = None
         self._connect()
+
+    @property
+    def path(self) -> Path:
+        """The ledger file."""
+        return self._path
+
+    @property
+    def read_only(self) -> bool:
+        """Whether this ledger was opened only to read."""
+        return self._read_only
+
+    @property
+    def schema_version(self) -> int:
+        """The file's schema version (older than the current one only when read-only)."""
+        return self._version
+
+    @property
+    def ledger_id(self) -> str | None:
+        """The file's random identity, named by its receipts (None before schema 4)."""
+        return self._ledger_id
 
     # -- connection management -------------------------------------------------------------
 
@@ -312,6 +340,9 @@ class SQLiteLedger:
         return True
 
     def _connect(self) -> None:
+        if self._read_only:
+            self._connect_read_only()
+            return
         existed = self._check_header()
         try:
             conn = sqlite3.connect(
@@ -342,6 +373,30 @@ class SQLiteLedger:
         self._conn = conn
         self._pid = os.getpid()
 
+    def _connect_read_only(self) -> None:
+        """Open an existing file without writing anything (:func:`open_read_only`)."""
+        if not self._check_header():
+            raise LedgerError(f"ledger file not found or empty: {str(self._path)!r}")
+        conn = open_read_only(self._path)
+        try:
+            self._version = self._validate(conn)
+            self._check_meta(conn)
+            if self._version < FILTER_VERSION and self._kind is not None:
+                # re-certified in memory, as opening it for writing would (nothing is written)
+                meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+                events = [event_from_json(ev) for (ev,) in
+                          conn.execute("SELECT event FROM spends ORDER BY id")]
+                self._replayed, _ = replay(self._kind, self._budget, self._share, events,
+                                           legacy_rule=meta.get("composition"))
+        except sqlite3.Error as exc:
+            conn.close()
+            raise LedgerError(f"{self._path} is not a usable approxdp ledger: {exc}") from exc
+        except LedgerError:
+            conn.close()
+            raise
+        self._conn = conn
+        self._pid = os.getpid()
+
     @staticmethod
     def _is_blank(conn: sqlite3.Connection) -> bool:
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
@@ -361,10 +416,10 @@ class SQLiteLedger:
         if check != "ok":
             raise LedgerError(f"ledger {self._path} is corrupt: {check}")
         version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-        if version != SCHEMA_VERSION and version not in _MIGRATABLE:
+        if not 1 <= version <= SCHEMA_VERSION:
             raise LedgerError(
                 f"ledger {self._path} has schema version {version}; this approxdp reads "
-                f"version {SCHEMA_VERSION} and upgrades {', '.join(map(str, _MIGRATABLE))}"
+                f"version {SCHEMA_VERSION} and upgrades versions 1 to {SCHEMA_VERSION - 1}"
             )
         rows, totals_count = conn.execute(
             "SELECT (SELECT COUNT(*) FROM spends), (SELECT count FROM totals WHERE id = 1)"
@@ -377,38 +432,15 @@ class SQLiteLedger:
         return version
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
-        """Upgrade an older file to the current schema in one transaction (see the module
-        docstring): version 1 gets the PLD's event descriptions, version 2 the filter tables and
-        its history re-certified under the mode this ledger was opened with."""
+        """Upgrade an older file to the current schema in one transaction, one version at a
+        time (:func:`~approxdp.accounting.budget.sqlite_schema.upgrade`)."""
         conn.execute("BEGIN IMMEDIATE")
         with _committed(conn, f"cannot upgrade ledger {self._path}"):
-            version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-            if version == 1:  # (another process may have just upgraded it)
-                counts: dict[str, int] = {}
-                for (payload,) in conn.execute("SELECT event FROM spends ORDER BY id"):
-                    for key in contribution(event_from_json(payload)).pld:
-                        counts[key] = counts.get(key, 0) + 1
-                conn.execute(
-                    "CREATE TABLE pld_events (key TEXT PRIMARY KEY, count INTEGER NOT NULL)"
-                )
-                conn.executemany(
-                    "INSERT INTO pld_events (key, count) VALUES (?, ?)", counts.items()
-                )
-                version = 2
-            if version == 2:
+            before = int(conn.execute("PRAGMA user_version").fetchone()[0])
+            upgrade(conn)
+            if before < FILTER_VERSION:  # (another process may have just upgraded it)
                 meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-                old_rule = meta.get("composition", "auto")
-                conn.execute("ALTER TABLE spends ADD COLUMN charge TEXT NOT NULL DEFAULT ''")
-                for statement in _FILTER_SCHEMA.split(";"):
-                    if statement.strip():
-                        conn.execute(statement)
-                count = int(conn.execute("SELECT COUNT(*) FROM spends").fetchone()[0])
-                conn.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", [
-                    ("legacy_composition", old_rule), ("legacy_spends", str(count)),
-                    ("migrated_from", "2"),
-                ])
-                self._declare_mode(conn, legacy_rule=old_rule)
-                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                self._declare_mode(conn, legacy_rule=meta.get("legacy_composition"))
 
     def _declare_mode(self, conn: sqlite3.Connection, *, legacy_rule: str | None) -> None:
         """Store this ledger's mode and rule, and (for a filter) re-certify the stored history
@@ -441,7 +473,7 @@ class SQLiteLedger:
             if exists is None:
                 if conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]:
                     raise LedgerError(f"{self._path} is a SQLite database with foreign tables")
-                for statement in _SCHEMA.split(";"):
+                for statement in SCHEMA.split(";"):
                     if statement.strip():
                         conn.execute(statement)
                 meta = {
@@ -449,6 +481,7 @@ class SQLiteLedger:
                     "budget_epsilon": repr(self._budget[0]),
                     "budget_delta": repr(self._budget[1]),
                     "composition": self._composition,
+                    "ledger_id": new_ledger_id(),
                     "adaptivity": self._adaptivity,
                 }
                 if self._share is not None:
@@ -470,18 +503,21 @@ class SQLiteLedger:
 
     def _check_meta(self, conn: sqlite3.Connection) -> None:
         meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-        stored = _settings(meta, SCHEMA_VERSION, str(self._path))
+        stored = _settings(meta, self._version, str(self._path))
         if stored.budget != self._budget:
             raise LedgerError(
                 f"ledger {self._path} was created for budget {stored.budget}; open it with "
                 f"the same budget (asked for {self._budget})"
             )
+        self._ledger_id = meta.get("ledger_id")
+        if self._read_only and self._version < FILTER_VERSION:
+            return  # read as it is: an older file declared no mode (nothing is written)
         share = None if self._share is None else (float(self._share[0]), float(self._share[1]))
         same = (stored.composition == self._composition and stored.adaptivity ==
                 self._adaptivity and stored.basic_share == share)
         if same:
             return
-        if self._may_redeclare(conn, meta):
+        if not self._read_only and self._may_redeclare(conn, meta):
             conn.execute("BEGIN IMMEDIATE")
             with _committed(conn, f"cannot re-declare ledger {self._path}"):
                 self._declare_mode(conn, legacy_rule=stored.legacy_composition)
@@ -520,8 +556,7 @@ class SQLiteLedger:
 
     # -- reads --------------------------------------------------------------------------------
 
-    @staticmethod
-    def _read_state(conn: sqlite3.Connection) -> LedgerState:
+    def _read_state(self, conn: sqlite3.Connection) -> LedgerState:
         rho, count = conn.execute("SELECT rho, count FROM totals WHERE id = 1").fetchone()
         groups = tuple(
             (float(e), float(d), int(c))
@@ -533,8 +568,10 @@ class SQLiteLedger:
             (str(k), int(c))
             for k, c in conn.execute("SELECT key, count FROM pld_events ORDER BY key")
         )
-        (text,) = conn.execute("SELECT state FROM filter_state WHERE id = 1").fetchone()
-        state = None if text is None else FilterState.from_json(str(text))
+        state = self._replayed
+        if self._version >= FILTER_VERSION:
+            (text,) = conn.execute("SELECT state FROM filter_state WHERE id = 1").fetchone()
+            state = None if text is None else FilterState.from_json(str(text))
         return LedgerState(float(rho), groups, int(count), pld, state)
 
     def state(self) -> LedgerState:
@@ -550,25 +587,39 @@ class SQLiteLedger:
             except sqlite3.Error as exc:
                 raise LedgerError(f"cannot read ledger {self._path}: {exc}") from exc
 
+    def _rows(self, conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
+        """Every spend row (id, created, event, rho, items, rule, delta_after, seeded, hash),
+        oldest first; a file read before schema 4 has no seeded marker (0) or hash ('')."""
+        extra = "seeded, hash" if self._version >= CHAIN_VERSION else "0, ''"
+        return conn.execute(
+            f"SELECT id, created, event, rho, items, rule, delta_after, {extra} FROM spends "
+            "ORDER BY id"
+        ).fetchall()
+
     def records(self) -> tuple[SpendRecord, ...]:
         """Every spend, oldest first."""
         with self._lock:
             conn = self._connection()
             try:
-                rows = conn.execute(
-                    "SELECT id, created, event, rule, delta_after FROM spends ORDER BY id"
-                ).fetchall()
+                rows = self._rows(conn)
             except sqlite3.Error as exc:
                 raise LedgerError(f"cannot read ledger {self._path}: {exc}") from exc
         return tuple(
-            SpendRecord(int(i), float(t), event_from_json(ev), str(rule), float(d))
-            for i, t, ev, rule, d in rows
+            SpendRecord(int(i), float(t), event_from_json(ev), str(rule), float(d),
+                        seeded=bool(seeded), chain_hash=str(h) or None,
+                        ledger_id=self._ledger_id if h else None)
+            for i, t, ev, _rho, _items, rule, d, seeded, h in rows
         )
 
     # -- the one write ---------------------------------------------------------------------
 
-    def append(self, event: PrivacyEvent, contrib: Contribution, check: Check) -> SpendRecord:
-        """Atomically check and record one spend (one BEGIN IMMEDIATE transaction)."""
+    def append(
+        self, event: PrivacyEvent, contrib: Contribution, check: Check, *, seeded: bool = False,
+    ) -> SpendRecord:
+        """Atomically check and record one spend (one BEGIN IMMEDIATE transaction), chained to
+        the row before it (``seeded``: the spend of a seeded simulation, marked so)."""
+        if self._read_only:
+            raise LedgerError(f"ledger {self._path} was opened read-only; nothing was spent")
         payload = event_to_json(event)
         items = json.dumps([list(item) for item in contrib.items])
         with self._lock:
@@ -583,10 +634,18 @@ class SQLiteLedger:
                 decision = check(old_state, new_state)  # raises to refuse
                 rule, delta_after = decision.rule, decision.delta_after
                 created = time.time()
-                cur = conn.execute(
-                    "INSERT INTO spends (created, event, rho, items, rule, delta_after, charge) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (created, payload, contrib.rho, items, rule, delta_after, decision.charge),
+                last = conn.execute(
+                    "SELECT id, hash FROM spends ORDER BY id DESC LIMIT 1"
+                ).fetchone()
+                index, previous = ((1, self._genesis(conn)) if last is None
+                                   else (int(last[0]) + 1, str(last[1])))
+                chained = row_hash(previous, index, created, payload, contrib.rho, items, rule,
+                                   delta_after, seeded)
+                conn.execute(
+                    "INSERT INTO spends (id, created, event, rho, items, rule, delta_after, "
+                    "seeded, hash, charge) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (index, created, payload, contrib.rho, items, rule, delta_after,
+                     int(seeded), chained, decision.charge),
                 )
                 if decision.filter is not None:
                     conn.execute("UPDATE filter_state SET state = ? WHERE id = 1",
@@ -607,12 +666,14 @@ class SQLiteLedger:
                         "ON CONFLICT (key) DO UPDATE SET count = count + 1",
                         (key,),
                     )
-        index = int(cur.lastrowid) if cur.lastrowid is not None else new_state.count
-        return SpendRecord(index, created, event, rule, delta_after)
+        return SpendRecord(index, created, event, rule, delta_after, seeded=seeded,
+                           chain_hash=chained, ledger_id=self._ledger_id)
 
     def update_filter(self, update: FilterUpdate) -> FilterState:
         """Atomically change the filter's state (a plan committed or closed), with its audit
         row in ``commitments`` (one BEGIN IMMEDIATE transaction)."""
+        if self._read_only:
+            raise LedgerError(f"ledger {self._path} was opened read-only; nothing was recorded")
         with self._lock:
             conn = self._connection()
             try:
@@ -633,7 +694,9 @@ class SQLiteLedger:
         return new_filter
 
     def filter_log(self) -> tuple[FilterLogEntry, ...]:
-        """Every commit and close, oldest first."""
+        """Every commit and close, oldest first (none in a file read before schema 3)."""
+        if self._version < FILTER_VERSION:
+            return ()
         with self._lock:
             conn = self._connection()
             try:
@@ -646,50 +709,76 @@ class SQLiteLedger:
         return tuple(FilterLogEntry(float(t), str(k), int(c), str(la), str(p), str(e), str(ch))
                      for t, k, c, la, p, e, ch in rows)
 
+    @staticmethod
+    def _genesis(conn: sqlite3.Connection) -> str:
+        return genesis_of(dict(conn.execute("SELECT key, value FROM meta").fetchall()))
+
+    def snapshot(self) -> tuple[LedgerState, list[tuple[Any, ...]], str | None]:
+        """The totals, every spend row (id, created, event, rho, items, rule, delta_after,
+        seeded, hash) and the chain's genesis hash (None before schema 4), read in one
+        consistent snapshot."""
+        with self._lock:
+            conn = self._connection()
+            try:
+                conn.execute("BEGIN")
+                try:
+                    return (self._read_state(conn), self._rows(conn),
+                            self._genesis(conn) if self._version >= CHAIN_VERSION else None)
+                finally:
+                    conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                raise LedgerError(f"cannot read ledger {self._path}: {exc}") from exc
+
     def verify(self) -> LedgerState:
-        """Recompute the totals from the spend rows and compare (LedgerError if they differ);
-        for a privacy filter, also its room used and basic share used from every spend's and
-        commitment's stored charge, and its declared block from the charges that built it.
+        """Recompute the totals from the spend rows, and the hash chain over them; LedgerError
+        naming the first problem (:func:`~approxdp.accounting.budget.verify.check_rows`).
 
         Returns:
             The verified state.
         """
-        with self._lock:
-            conn = self._connection()
-            conn.execute("BEGIN")
-            try:
-                state = self._read_state(conn)
-                rows = conn.execute(
-                    "SELECT rho, items, event, charge FROM spends ORDER BY id"
-                ).fetchall()
-                commits = [c for (c,) in conn.execute(
-                    "SELECT charge FROM commitments ORDER BY id")]
-            finally:
-                conn.execute("COMMIT")
-        if state.filter is not None and state.filter.over is None:
-            self._verify_filter(state.filter, [r[3] for r in rows] + commits)
-        rebuilt = LedgerState()
-        for rho, items, payload, _ in rows:
-            rebuilt = rebuilt.add(Contribution(
-                float(rho),
-                tuple((float(e), float(d)) for e, d in json.loads(items)),
-                contribution(event_from_json(payload)).pld,
-            ))
-        same_rho = math.isclose(rebuilt.rho, state.rho, rel_tol=1e-12, abs_tol=0.0)
-        if (rebuilt.count != state.count or rebuilt.groups != state.groups or not same_rho
-                or rebuilt.pld != state.pld):
-            raise LedgerError(
-                f"ledger {self._path} is inconsistent: totals {state} but rows give {rebuilt}"
-            )
+        state, rows, genesis = self.snapshot()
+        problems = check_rows(state, rows, genesis)
+        if problems:
+            raise LedgerError(f"ledger {self._path} is inconsistent: {problems[0]}")
+        self.verify_filter(state)
         return state
 
+    def verify_filter(self, state: LedgerState) -> None:
+        """A privacy filter's totals (room used, basic share used, declared block) against
+        the sum of the charges stored with every spend and commitment (LedgerError if they
+        differ; nothing to check for a declared-sequence rule or a re-certified overspend)."""
+        if state.filter is not None and state.filter.over is None:
+            self._verify_filter(state.filter, self._charges())
+
+    def _charges(self) -> list[str]:
+        """Every spend's and commitment's stored charge, oldest first."""
+        with self._lock:
+            conn = self._connection()
+            try:
+                spends = [c for (c,) in conn.execute("SELECT charge FROM spends ORDER BY id")]
+                commits = [c for (c,) in conn.execute(
+                    "SELECT charge FROM commitments ORDER BY id")]
+            except sqlite3.Error as exc:
+                raise LedgerError(f"cannot read ledger {self._path}: {exc}") from exc
+        return [str(c) for c in spends + commits]
+
     def _verify_filter(self, f: FilterState, charges: list[str]) -> None:
+        """The filter's totals (room used, basic share used, declared block) against the sum of
+        the stored charges (LedgerError if they differ)."""
         from fractions import Fraction
 
         gdp, eps, delta = 0.0, Fraction(0), Fraction(0)
         declared: dict[str, int] = {}
         for text in charges:
-            obj = json.loads(text)
+            try:
+                obj = json.loads(text)
+            except ValueError:
+                raise LedgerError(
+                    f"ledger {self._path} is inconsistent: a stored charge is not the "
+                    f"filter's (got {text[:60]!r}); its filter state cannot be audited"
+                ) from None
+            if "not_charged" in obj:
+                continue
             gdp += float(obj["gdp"])
             eps += Fraction(obj["basic"][0])
             delta += Fraction(obj["basic"][1])

@@ -28,7 +28,8 @@ def ledger_view(path: Path) -> dict[str, Any]:
     ledger's decisions in order on an in-memory accountant with the same budget, mode and rule
     (:func:`~approxdp.reports.ledger.burn_down`)."""
     read = read_ledger(path)
-    return {**ledger_report(path, read), "burn_down": burn_down(read, BURN_DOWN_MAX_SPENDS)}
+    return {**ledger_report(path, read, epsilons=False),
+            "burn_down": burn_down(read, BURN_DOWN_MAX_SPENDS)}
 
 
 def ledger_stamp(path: Path) -> tuple[int, ...]:

@@ -138,6 +138,7 @@ def panel(config: ServeConfig, schema: Mapping[str, str]) -> Any:
                                "COLUMN=V1,V2,... per line; none: cells chosen privately)", "",
                                rows=2, width="100%", update_on="blur"),
             ui.output_ui("wiz_domain__error"),
+            ui.output_ui("wiz_selection_note"),
             ui.input_select("wiz_outside_domain", "rows outside the domain",
                             {"error": "refuse the release", "drop": "drop them"}),
         ),
@@ -173,6 +174,11 @@ def panel(config: ServeConfig, schema: Mapping[str, str]) -> Any:
         step4, step5,
         value="wizard",
     )
+
+
+def _left(remaining: float) -> str:
+    """What is left of a budget, never below 0 (a ledger past its budget has nothing left)."""
+    return fmt(max(float(remaining), 0.0))
 
 
 def _form(input: Inputs) -> dict[str, object]:
@@ -221,13 +227,23 @@ def server(config: ServeConfig, input: Inputs, output: Outputs) -> None:
         return attempt(lambda: steps.read_spec(config, _form(input), shape.value),
                        FIELDS)
 
+    @render.ui
+    def wiz_selection_note() -> TagChild:
+        current = spec()
+        if not current.ok or not current.value.groups or current.value.domain:
+            return None
+        return ui.p(f"No domain typed — {steps.PARTITION_SELECTION}.",
+                    class_="text-muted small", id="wiz_selection_explained")
+
     @reactive.calc
     @reactive.event(input.wiz_simulate)
     def simulation() -> Outcome:
         current = spec()
         if not current.ok:
             return current
-        return attempt(lambda: steps.simulate(current.value, schema().value, input.wiz_rows()),
+        made_for = current.value
+        return attempt(lambda: (made_for, steps.simulate(made_for, schema().value,
+                                                         input.wiz_rows())),
                        {"rows": "wiz_rows"})
 
     @reactive.calc
@@ -247,7 +263,11 @@ def server(config: ServeConfig, input: Inputs, output: Outputs) -> None:
         result = simulation()
         if not result.ok:
             return error_box(result, "wiz_simulation_error") if result.field is None else None
-        sim = result.value
+        made_for, sim = result.value
+        current = spec()
+        if not current.ok or current.value != made_for:  # the form changed: clear it
+            return ui.div("The form changed since this simulation: simulate again.",
+                          class_="text-muted", id="wiz_simulation_stale")
         rel = sim["result"]
         return ui.div(
             ui.p("SIMULATION on synthetic data — not your data, NOT private, nothing spent",
@@ -306,15 +326,19 @@ def server(config: ServeConfig, input: Inputs, output: Outputs) -> None:
         fits = cost["fits"]
         spend_label = f"Spend ε = {cost['epsilon']:g}, δ = {cost['delta']:g} and release"
         return ui.div(
+            ui.h6("The query (exactly what the spend button releases)"),
+            table(["", ""], [(name, [name, value]) for name, value in cost["query"]],
+                  "wiz_query_table"),
             ui.h6("This release will spend"),
             ui.p(ui.tags.b(f"ε = {cost['epsilon']:g}, δ = {cost['delta']:g}", id="wiz_price"),
                  f" from ledger {Path(cost['ledger']).name} ({cost['composition']!r})."),
             table(["", "remaining ε", "remaining δ"], [
-                ("now", ["now", fmt(cost["now"]["remaining_epsilon"]),
-                         fmt(cost["now"]["remaining_delta"])]),
+                ("now", ["now", _left(cost["now"]["remaining_epsilon"]),
+                         _left(cost["now"]["remaining_delta"])]),
                 ("after", ["after (its own events, charged as the ledger will)",
-                           fmt(cost["after"]["remaining_epsilon"]),
-                           fmt(cost["after"]["remaining_delta"])]),
+                           _left(cost["after"]["remaining_epsilon"]),
+                           _left(cost["after"]["remaining_delta"])]
+                 if fits else ["after", "does not fit", "does not fit"]),
             ], "wiz_cost_table"),
             ui.input_action_button("wiz_spend", spend_label, class_="btn-danger",
                                    disabled=not fits) if fits else
@@ -348,6 +372,11 @@ def server(config: ServeConfig, input: Inputs, output: Outputs) -> None:
             return None
         if not result.ok:
             return error_box(result, "wiz_release_error")
+        current = spec()
+        if not current.ok or current.value != released_spec.get():  # the form changed
+            return ui.div("The form changed since the last release: its result is no longer "
+                          "shown (its spend is in the ledger). Review and spend again to "
+                          "release the new query.", class_="text-muted", id="wiz_released_stale")
         data = result.value
         rel = data["result"]
         status = data["budget"]
@@ -355,7 +384,8 @@ def server(config: ServeConfig, input: Inputs, output: Outputs) -> None:
             ui.h5(f"Released: {rel['label']} (private, secure noise)"),
             cells_table(rel, "wiz_released_cells", simulated=False),
             ui.p(f"Ledger now: {status['count']} spend(s); remaining ε = "
-                 f"{fmt(status['remaining_epsilon'])}, δ = {fmt(status['remaining_delta'])}."),
+                 f"{_left(status['remaining_epsilon'])}, δ = "
+                 f"{_left(status['remaining_delta'])}."),
             ui.div(
                 ui.download_button("wiz_download_json", "Download JSON",
                                    class_="btn-outline-success me-2"),
