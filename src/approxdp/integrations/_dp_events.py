@@ -25,8 +25,11 @@ from approxdp.events import (
 )
 
 try:
+    # re-exported (``as`` the same name) for the façade, integrations.dp_accounting
+    import dp_accounting as dp_accounting
     from dp_accounting import dp_event as _ev
-    from dp_accounting.privacy_accountant import NeighboringRelation, UnsupportedEventError
+    from dp_accounting.privacy_accountant import NeighboringRelation as NeighboringRelation
+    from dp_accounting.privacy_accountant import UnsupportedEventError
 except ImportError as _exc:  # pragma: no cover - depends on the environment
     raise MissingDependencyError(
         "approxdp.integrations.dp_accounting needs Google's dp-accounting: "

@@ -34,22 +34,14 @@ from typing import Any
 
 from approxdp.accounting.guarantees import Guarantee
 from approxdp.accounting.pld.accounting import DEFAULT_PRECISION, pld_delta, pld_epsilon
-from approxdp.errors import InvalidParameterError, MissingDependencyError, ParameterTypeError
+from approxdp.errors import InvalidParameterError, ParameterTypeError
 from approxdp.events import PrivacyEvent
 
-try:
-    import dp_accounting
-    from dp_accounting import dp_event as _ev
-    from dp_accounting.privacy_accountant import NeighboringRelation
-except ImportError as _exc:  # pragma: no cover - depends on the environment
-    raise MissingDependencyError(
-        "approxdp.integrations.dp_accounting needs Google's dp-accounting: "
-        "pip install 'approxdp[dp-accounting]'"
-    ) from _exc
-
+# _dp_events imports dp_accounting behind the one MissingDependencyError guard
 from approxdp.integrations._dp_events import (
     _ADD_REMOVE,
     Items,
+    NeighboringRelation,
     UnsupportedDpEventError,
     _check_count,
     _check_relation,
@@ -58,6 +50,7 @@ from approxdp.integrations._dp_events import (
     _scalar,
     _unsupported_message,
     _UnsupportedError,
+    dp_accounting,
     from_dp_event,
     to_dp_event,
 )
@@ -150,7 +143,7 @@ class PLDAccountant(dp_accounting.PrivacyAccountant):  # type: ignore[misc]
                 be accounted here; nothing was composed.
             ParameterTypeError: ``event`` is not a ``DpEvent``, or a bad ``count``.
         """
-        if not isinstance(event, _ev.DpEvent):
+        if not isinstance(event, dp_accounting.DpEvent):
             raise ParameterTypeError(f"event must be a dp_accounting DpEvent, got "
                                      f"{type(event).__name__}")
         count = _check_count(count)

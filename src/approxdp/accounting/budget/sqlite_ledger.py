@@ -95,6 +95,20 @@ _INHERITED: list[sqlite3.Connection] = []  # connections inherited across fork, 
 
 
 @contextlib.contextmanager
+def _closed_on_failure(conn: sqlite3.Connection, path: Path) -> Iterator[None]:
+    """Setting up a freshly opened connection: on failure close it, and report an SQLite error
+    as the file not being a usable ledger (a :class:`LedgerError` passes through unchanged)."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        conn.close()
+        raise LedgerError(f"{path} is not a usable approxdp ledger: {exc}") from exc
+    except LedgerError:
+        conn.close()
+        raise
+
+
+@contextlib.contextmanager
 def _committed(conn: sqlite3.Connection, failure: str) -> Iterator[None]:
     """The body of an open transaction: COMMIT after it, or ROLLBACK on any exception (an
     SQLite error becomes a LedgerError starting with ``failure``); nothing half-written stays."""
@@ -351,7 +365,7 @@ class SQLiteLedger:
             )
         except sqlite3.Error as exc:
             raise LedgerError(f"cannot open ledger {self._path}: {exc}") from exc
-        try:
+        with _closed_on_failure(conn, self._path):
             conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
             if existed and self._is_blank(conn):
                 existed = False  # another process is creating it right now, or it is empty
@@ -364,12 +378,6 @@ class SQLiteLedger:
             if not existed:
                 self._initialise(conn)
             self._check_meta(conn)
-        except sqlite3.Error as exc:
-            conn.close()
-            raise LedgerError(f"{self._path} is not a usable approxdp ledger: {exc}") from exc
-        except LedgerError:
-            conn.close()
-            raise
         self._conn = conn
         self._pid = os.getpid()
 
@@ -378,7 +386,7 @@ class SQLiteLedger:
         if not self._check_header():
             raise LedgerError(f"ledger file not found or empty: {str(self._path)!r}")
         conn = open_read_only(self._path)
-        try:
+        with _closed_on_failure(conn, self._path):
             self._version = self._validate(conn)
             self._check_meta(conn)
             if self._version < FILTER_VERSION and self._kind is not None:
@@ -388,12 +396,6 @@ class SQLiteLedger:
                           conn.execute("SELECT event FROM spends ORDER BY id")]
                 self._replayed, _ = replay(self._kind, self._budget, self._share, events,
                                            legacy_rule=meta.get("composition"))
-        except sqlite3.Error as exc:
-            conn.close()
-            raise LedgerError(f"{self._path} is not a usable approxdp ledger: {exc}") from exc
-        except LedgerError:
-            conn.close()
-            raise
         self._conn = conn
         self._pid = os.getpid()
 
