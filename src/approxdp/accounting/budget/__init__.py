@@ -4,8 +4,9 @@
   sufficient statistic of a history (:class:`~.costs.LedgerState`).
 - :mod:`.rules`: the privacy of a whole history under a composition rule.
 - :mod:`.ledger`: the ledger protocol, spend records and the in-memory ledger.
-- :mod:`.sqlite_ledger`: the persistent SQLite ledger; :mod:`.sqlite_schema`: its schema and
-  upgrades; :mod:`.chain`: its hash chain and spend receipts; :mod:`.verify`: checking a file.
+- :mod:`.sqlite_ledger`: the persistent SQLite ledger (its file and connection:
+  :mod:`.sqlite_connection`; a file's settings and read-only opening: :mod:`.sqlite_files`);
+  :mod:`.sqlite_schema`: its schema and upgrades; :mod:`.chain`: its hash chain and spend receipts; :mod:`.verify`: checking a file.
 - :mod:`.accountant`: :class:`PrivacyAccountant`, which never lets spends exceed the budget.
 - :mod:`.protocols`: the :class:`Accountant` protocol that releases need.
 """
