@@ -6,7 +6,8 @@
 - :mod:`.ledger`: the ledger protocol, spend records and the in-memory ledger.
 - :mod:`.sqlite_ledger`: the persistent SQLite ledger (its file and connection:
   :mod:`.sqlite_connection`; a file's settings and read-only opening: :mod:`.sqlite_files`);
-  :mod:`.sqlite_schema`: its schema and upgrades; :mod:`.chain`: its hash chain and spend receipts; :mod:`.verify`: checking a file.
+  :mod:`.sqlite_schema`: its schema and upgrades; :mod:`.chain`: its hash chain and spend
+  receipts; :mod:`.verify`: checking a file.
 - :mod:`.accountant`: :class:`PrivacyAccountant`, which never lets spends exceed the budget.
 - :mod:`.protocols`: the :class:`Accountant` protocol that releases need.
 """
