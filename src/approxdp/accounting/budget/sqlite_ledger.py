@@ -34,6 +34,7 @@ their seeded marker, chain hash and filter charge, totals, groups, pld_events, m
 filter_state, commitments). Every spend row keeps its event's full description (``event``), so
 any history can be re-accounted under any rule. An older file is upgraded in place, one version
 at a time, the first time it is opened for writing: in one ``BEGIN IMMEDIATE`` transaction; a
+failure rolls back and leaves the file as it was.
 
 The file itself — opening, validation, creation, upgrades and re-certification of a file from
 before privacy filters — is :mod:`~approxdp.accounting.budget.sqlite_connection`; the settings
