@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from approxdp import GaussianEvent, PrivacyAccountant
-from approxdp.accounting.budget.sqlite_schema import chain_rows, genesis_of
+from ledger_forgery import rechain
 
 
 def _spend(run_json: Any, people_csv: Path, ledger: Path, out: Path, *extra: str) -> Any:
@@ -61,20 +61,13 @@ def test_ledger_verify_with_the_receipts_of_every_artifact(
     # a consistent rewrite: spend 2 deleted, the rest renumbered and rechained, totals fixed
     with sqlite3.connect(ledger) as conn:
         conn.execute("DELETE FROM spends WHERE id = 2")
-        kept = conn.execute("SELECT id, created, event, rho, items, rule, delta_after, seeded, "
-                            "charge FROM spends ORDER BY id").fetchall()
-        rows = [(i + 1, *r[1:8]) for i, r in enumerate(kept)]
-        conn.execute("DELETE FROM spends")
-        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-        hashes = chain_rows(rows, genesis_of(meta))
-        conn.executemany(
-            "INSERT INTO spends (id, created, event, rho, items, rule, delta_after, seeded, "
-            "hash, charge) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(*r, h, k[8]) for r, h, k in zip(rows, hashes, kept, strict=True)])
-        conn.execute("UPDATE totals SET rho = ?, count = 2", (sum(r[3] for r in rows),))
+        kept = conn.execute("SELECT charge FROM spends ORDER BY id").fetchall()
+        rechain(conn, fix_totals=False)
+        rho = conn.execute("SELECT SUM(rho) FROM spends").fetchone()[0]
+        conn.execute("UPDATE totals SET rho = ?, count = 2", (rho,))
         # and the privacy filter's state made to agree with the charges left
         state = json.loads(conn.execute("SELECT state FROM filter_state").fetchone()[0])
-        state["gdp_used"] = sum(float(json.loads(k[8])["gdp"]) for k in kept)
+        state["gdp_used"] = sum(float(json.loads(k[0])["gdp"]) for k in kept)
         conn.execute("UPDATE filter_state SET state = ?", (json.dumps(state),))
     conn.close()
     alone = run("ledger", "verify", ledger)
