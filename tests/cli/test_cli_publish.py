@@ -170,3 +170,29 @@ def test_plan_speaks_options(run: Any, one_line_error: Any, tmp_path: Path) -> N
                     'bounds = [0, 100]\nhalf_width = 2\n', encoding="utf-8")
     line = one_line_error(run("plan", spec), 2, "pass --rows N")
     assert "rows=" not in line
+
+
+def test_where_matching_nobody_releases_noise_and_private_bounds_refuse_first(
+    run: Any, run_json: Any, people_csv: Path, tmp_path: Path
+) -> None:
+    """``--where`` on a key nobody has: a count, a histogram and a mean with public bounds are
+    released (noise around zero) and charged like any other answer — an error would tell the
+    recipient that nobody matched; private bounds, which need rows, refuse before any spend
+    with an error labelled exact (on stderr, never in an artifact)."""
+    ledger = tmp_path / "l.sqlite"
+    common = ("--where", "age = 1000", "--ledger", ledger, "--budget", "5", "1e-5",
+              "-e", "0.5", "-d", "1e-7")
+    for args in (("count",), ("histogram", "sex", "--domain", "sex=F,M"),
+                 ("mean", "income", "--bounds", "0", "100000")):
+        out = tmp_path / f"{args[0]}.json"
+        data = run_json("release", *args[:1], people_csv, *args[1:], *common, "-o", out)
+        assert data["result"]["secure"] is True
+        text = out.read_text()
+        assert "empty" not in text and '"rows"' not in text
+    assert run_json("ledger", ledger)["status"]["count"] == 3
+    refused = run("release", "mean", people_csv, "income", "--bounds", "private", *common,
+                  "-o", tmp_path / "refused.json")
+    assert refused.exit_code == 2, refused.output
+    assert "exact, not private" in " ".join(refused.stderr.split())
+    assert not (tmp_path / "refused.json").exists()
+    assert run_json("ledger", ledger)["status"]["count"] == 3  # nothing spent
