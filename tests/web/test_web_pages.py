@@ -591,7 +591,7 @@ def test_the_review_shows_the_whole_query(tmp_path: Path, people: Path) -> None:
     rows = dict(wizard.query_rows(histogram))
     assert rows["count over"] == "sex" and rows["domain"] == wizard.PARTITION_SELECTION
     assert "bounds" not in rows
-    from approxdp.web.pages.wizard import _left
+    from approxdp.web.widgets import left as _left
 
     assert _left(-0.25) == _left(0.0) and not _left(-0.25).startswith("-")
 
