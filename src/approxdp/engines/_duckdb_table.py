@@ -10,14 +10,12 @@ that reads it.
 from __future__ import annotations
 
 import contextlib
-import functools
 import glob
-import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from approxdp.engines._duckdb_sql import SOURCE, sql_literal
 from approxdp.engines.base import engine_error, is_glob
@@ -28,14 +26,11 @@ if TYPE_CHECKING:
     import duckdb
     import pyarrow as pa
 
-    from approxdp.engines.duckdb import DuckDBEngine
 
-__all__ = ["DuckDBTable", "arrow_of", "data_errors", "import_duckdb", "path_reader", "translated"]
+__all__ = ["DuckDBTable", "arrow_of", "data_errors", "import_duckdb", "path_reader"]
 
 CSV_SUFFIXES = (".csv", ".csv.gz", ".tsv", ".tsv.gz", ".txt")
 PARQUET_SUFFIXES = (".parquet", ".pq")
-P = ParamSpec("P")
-R = TypeVar("R")
 
 
 def import_duckdb() -> ModuleType:
@@ -93,22 +88,6 @@ def data_errors(description: str) -> Iterator[None]:
         yield
     except duckdb.Error as exc:
         raise engine_error(description, exc) from exc
-
-
-def translated(method: Callable[Concatenate[DuckDBEngine, P], R]
-                ) -> Callable[Concatenate[DuckDBEngine, P], R]:
-    """A primitive whose DuckDB errors become :class:`DataError` naming its table (or the
-    source it loads)."""
-
-    def run(self: DuckDBEngine, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        first = args[0] if args else None
-        what = first.description if isinstance(first, DuckDBTable) else (
-            f"file {str(first)!r}" if isinstance(first, str | os.PathLike) else "the data")
-        with data_errors(what):
-            return method(self, *args, **kwargs)
-
-    functools.update_wrapper(run, method)
-    return run
 
 
 def arrow_of(rel: duckdb.DuckDBPyRelation) -> pa.Table:

@@ -3,24 +3,20 @@
 
 from __future__ import annotations
 
-import functools
 import glob
-import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeGuard, TypeVar
+from typing import TYPE_CHECKING, TypeGuard
 
-from approxdp.engines.base import engine_error, is_glob
+from approxdp.engines.base import is_glob
 from approxdp.errors import DataError, MissingDependencyError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from approxdp.engines.spark import SparkEngine
 
 __all__ = ["SparkTable", "is_spark_dataframe", "read_path", "require_pyspark", "spark_errors",
-           "translated", "type_name"]
+           "type_name"]
 
 INSTALL_HINT = "pip install 'approxdp[spark]'"
 CSV_SUFFIXES = (".csv", ".csv.gz", ".tsv", ".tsv.gz", ".txt")
@@ -28,8 +24,6 @@ PARQUET_SUFFIXES = (".parquet", ".pq")
 INTEGER_TYPES = ("ByteType", "ShortType", "IntegerType", "LongType", "BooleanType")
 NUMERIC_TYPES = ("FloatType", "DoubleType", "DecimalType", *INTEGER_TYPES[:-1])
 STRING_TYPES = ("StringType", "VarcharType", "CharType")
-P = ParamSpec("P")
-R = TypeVar("R")
 
 
 def require_pyspark() -> None:
@@ -47,24 +41,6 @@ def spark_errors() -> tuple[type[BaseException], ...]:
     from pyspark.errors import PySparkException
 
     return (PySparkException, Py4JError)
-
-
-def translated(method: Callable[Concatenate[SparkEngine, P], R]
-                ) -> Callable[Concatenate[SparkEngine, P], R]:
-    """A primitive whose Spark errors become :class:`DataError` naming its table (or the
-    source it loads): no Spark exception leaves the engine."""
-
-    def run(self: SparkEngine, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return method(self, *args, **kwargs)
-        except spark_errors() as exc:
-            first = args[0] if args else None
-            what = first.description if isinstance(first, SparkTable) else (
-                f"file {str(first)!r}" if isinstance(first, str | os.PathLike) else "the data")
-            raise engine_error(what, exc) from exc
-
-    functools.update_wrapper(run, method)
-    return run
 
 
 def is_spark_dataframe(source: object) -> TypeGuard[DataFrame]:

@@ -12,12 +12,13 @@ statements.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from approxdp.engines import duckdb_rows
 from approxdp.engines._duckdb_cells import stream_cells
@@ -34,7 +35,6 @@ from approxdp.engines._duckdb_table import (
     data_errors,
     import_duckdb,
     path_reader,
-    translated,
 )
 from approxdp.engines.base import Engine
 from approxdp.engines.checks import (
@@ -74,6 +74,26 @@ _counter = itertools.count()
 _INLINE_VALUES = 2000  # longer membership lists become semi-joins on registered tables
 #: One in-memory DuckDB database per (process, settings), shared by engines through cursors.
 _DATABASES: dict[tuple[object, ...], duckdb.DuckDBPyConnection] = {}
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def translated(method: Callable[Concatenate[DuckDBEngine, P], R]
+                ) -> Callable[Concatenate[DuckDBEngine, P], R]:
+    """A primitive whose DuckDB errors become :class:`DataError` naming its table (or the
+    source it loads)."""
+
+    def run(self: DuckDBEngine, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        first = args[0] if args else None
+        what = first.description if isinstance(first, DuckDBTable) else (
+            f"file {str(first)!r}" if isinstance(first, str | os.PathLike) else "the data")
+        with data_errors(what):
+            return method(self, *args, **kwargs)
+
+    functools.update_wrapper(run, method)
+    return run
 
 
 class DuckDBEngine:

@@ -22,12 +22,13 @@ exactly the groups the DuckDB engine keeps for the same seed. The shapes::
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from approxdp.engines import spark_rows
 from approxdp.engines._spark_frames import (
@@ -52,10 +53,10 @@ from approxdp.engines._spark_table import (
     is_spark_dataframe,
     read_path,
     require_pyspark,
-    translated,
+    spark_errors,
     type_name,
 )
-from approxdp.engines.base import Engine
+from approxdp.engines.base import Engine, engine_error
 from approxdp.engines.checks import (
     check_column,
     check_columns,
@@ -89,6 +90,28 @@ __all__ = ["SparkEngine", "SparkTable", "is_spark_dataframe"]
 
 _INLINE_VALUES = 2000  # longer membership lists become (broadcast) semi-joins
 _counter = itertools.count()
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def translated(method: Callable[Concatenate[SparkEngine, P], R]
+                ) -> Callable[Concatenate[SparkEngine, P], R]:
+    """A primitive whose Spark errors become :class:`DataError` naming its table (or the
+    source it loads): no Spark exception leaves the engine."""
+
+    def run(self: SparkEngine, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(self, *args, **kwargs)
+        except spark_errors() as exc:
+            first = args[0] if args else None
+            what = first.description if isinstance(first, SparkTable) else (
+                f"file {str(first)!r}" if isinstance(first, str | os.PathLike) else "the data")
+            raise engine_error(what, exc) from exc
+
+    functools.update_wrapper(run, method)
+    return run
 
 
 class SparkEngine:
