@@ -31,15 +31,17 @@ Example:
 from __future__ import annotations
 
 import json
-import math
 import os
 import warnings
 from collections.abc import Iterable
-from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
-from approxdp._validation import check_interval, check_parameter
+from approxdp.accounting.budget.arguments import (
+    check_budget,
+    check_share,
+    plan_items,
+    resolve_mode,
+)
 from approxdp.accounting.budget.costs import (
     Contribution,
     LedgerState,
@@ -54,12 +56,9 @@ from approxdp.accounting.budget.filter import (
     FilterState,
     admit_commit,
     admit_spend,
-    budget_rho,
     close_commitment,
-    gdp_equivalent,
     new_filter,
 )
-from approxdp.accounting.budget.filter_state import ZERO
 from approxdp.accounting.budget.ledger import (
     Decision,
     FilterLogEntry,
@@ -67,152 +66,23 @@ from approxdp.accounting.budget.ledger import (
     MemoryLedger,
     SpendRecord,
 )
-from approxdp.accounting.budget.rules import (
-    CLOSED_FORM_RULES,
-    COMPOSITION_RULES,
-    delta_at,
-    epsilon_at,
+from approxdp.accounting.budget.rules import CLOSED_FORM_RULES, delta_at
+from approxdp.accounting.budget.status import (
+    BudgetStatus,
+    PlanResult,
+    explain_text,
+    filter_reading,
+    status_of,
 )
-from approxdp.accounting.composition.gaussian import sigma_from_rho
-from approxdp.accounting.registry import ADAPTIVITY_MODES, accounting_rule, rule_names
-from approxdp.accounting.serialization import event_key
 from approxdp.errors import (
     BudgetExceededError,
     InvalidParameterError,
     LedgerRecertificationWarning,
     ParameterTypeError,
-    UnknownMethodError,
 )
 from approxdp.events import PrivacyEvent
 
 __all__ = ["BudgetStatus", "PlanResult", "PrivacyAccountant"]
-
-_FIXED_PROMISE = (
-    "valid only as the caller promised: every spend's parameters were fixed before any noise "
-    "was drawn (adaptivity='fixed'); an analyst who adapts can exceed it"
-)
-
-
-@dataclass(frozen=True, slots=True)
-class BudgetStatus:
-    """Where a budget stands, and what certifies it.
-
-    Attributes:
-        budget_epsilon, budget_delta: the total budget (ε_B, δ_B).
-        spent_delta: δ at ε_B of what has been spent (see ``spent_meaning``).
-        spent_epsilon: ε at δ_B of what has been spent (inf if no ε suffices).
-        remaining_delta: δ_B − spent_delta.
-        remaining_epsilon: ε_B − spent_epsilon.
-        count: number of spends recorded.
-        rule: the rule that certifies the total (with its source).
-        adaptivity: ``"full"`` (a privacy filter: valid however the spends adapted) or
-            ``"fixed"`` (valid for a sequence declared in advance, as the caller promised).
-        certified_by: one sentence: which filter or rule certifies what, under which mode.
-        spent_meaning: what the spent figures are. Under a filter they measure the room used
-            or reserved (the (ε, δ) of the all-Gaussian history that would use the same room);
-            the guarantee for the released outputs is the budget itself, at any time.
-        over_budget: True if the stored history exceeds the budget under this ledger's
-            filter (an old ledger re-certified on opening).
-        refusing: why every further spend is refused, or None.
-        room: the filter's Gaussian-DP room μ² (after the block declared before the first
-            spend), or None.
-        room_used: μ² charged to that room (prepaid plans included), or None.
-        basic_share: the basic share (ε, δ) fixed at creation, or None.
-        basic_share_used: what of it is charged, or None.
-        open_commitments: committed plans with events left.
-    """
-
-    budget_epsilon: float
-    budget_delta: float
-    spent_epsilon: float
-    spent_delta: float
-    remaining_epsilon: float
-    remaining_delta: float
-    count: int
-    rule: str
-    adaptivity: str = "fixed"
-    certified_by: str = ""
-    spent_meaning: str = ""
-    over_budget: bool = False
-    refusing: str | None = None
-    room: float | None = None
-    room_used: float | None = None
-    basic_share: tuple[float, float] | None = None
-    basic_share_used: tuple[float, float] | None = None
-    open_commitments: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class PlanResult:
-    """Answer of :meth:`PrivacyAccountant.plan`: would these events fit?
-
-    Attributes:
-        fits: True if every event would be admitted, in order.
-        status_after: the status after them (after the admitted ones, if some would not fit).
-        reason: why the first refused event would be refused, or None.
-    """
-
-    fits: bool
-    status_after: BudgetStatus
-    reason: str | None = None
-
-
-def _check_budget(budget: Any) -> tuple[float, float]:
-    try:
-        eps_raw, delta_raw = budget
-    except (TypeError, ValueError) as exc:
-        raise InvalidParameterError(
-            f"budget must be an (epsilon, delta) pair, got budget={budget!r}"
-        ) from exc
-    eps = float(check_parameter("budget epsilon", eps_raw, "epsilon"))
-    delta = float(check_parameter("budget delta", delta_raw, "delta_cost"))
-    return eps, delta
-
-
-def _check_share(share: Any, budget: tuple[float, float]) -> tuple[float, float] | None:
-    if share is None:
-        return None
-    try:
-        eps_raw, delta_raw = share
-    except (TypeError, ValueError) as exc:
-        raise InvalidParameterError(
-            f"basic_share must be an (epsilon, delta) pair, got basic_share={share!r}"
-        ) from exc
-    eps = float(check_interval("basic_share epsilon", eps_raw, 0.0, budget[0]))
-    delta = float(check_interval("basic_share delta", delta_raw, 0.0, budget[1]))
-    return (eps, delta)
-
-
-def _items(events: Iterable[Any]) -> list[tuple[PrivacyEvent, int]]:
-    """Events, or (event, count) pairs, merged into (event, count) pairs in first-seen order."""
-    if isinstance(events, PrivacyEvent):
-        events = [events]
-    out: dict[str, tuple[PrivacyEvent, int]] = {}
-    for i, item in enumerate(events):
-        if isinstance(item, PrivacyEvent):
-            event, count = item, 1
-        elif isinstance(item, tuple | list) and len(item) == 2:
-            event, count = item
-            if not isinstance(event, PrivacyEvent):
-                raise ParameterTypeError(
-                    f"events[{i}] must be a PrivacyEvent or an (event, count) pair, got "
-                    f"{type(event).__name__}"
-                )
-            if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-                raise InvalidParameterError(
-                    f"events[{i}]: count must be an integer >= 1, got count={count!r}"
-                )
-        else:
-            raise ParameterTypeError(
-                f"events[{i}] must be a PrivacyEvent or an (event, count) pair, got "
-                f"{type(item).__name__}"
-            )
-        key = event_key(event)
-        prev = out.get(key)
-        out[key] = (event, count + (prev[1] if prev else 0))
-    if not out:
-        raise InvalidParameterError("events must name at least one event to commit")
-    return list(out.values())
 
 
 class PrivacyAccountant:
@@ -275,12 +145,12 @@ class PrivacyAccountant:
                     f"ledger file (got ledger={ledger!r})"
                 )
             budget = settings.budget
-        self._epsilon, self._delta = _check_budget(budget)
-        self._adaptivity, self._composition = self._resolve_mode(settings, adaptivity,
+        self._epsilon, self._delta = check_budget(budget)
+        self._adaptivity, self._composition = resolve_mode(settings, adaptivity,
                                                                  composition, self._delta)
         if basic_share is None and settings is not None:
             basic_share = settings.basic_share
-        self._share = _check_share(basic_share, (self._epsilon, self._delta))
+        self._share = check_share(basic_share, (self._epsilon, self._delta))
         self._filter_kind: FilterKind | None = (
             "gdp" if self._composition == "gdp" else
             "basic" if self._composition == "basic" and self._adaptivity == "full" else None
@@ -307,46 +177,6 @@ class PrivacyAccountant:
             over = self._ledger.state().filter
             if over is not None and over.over is not None:
                 warnings.warn(over.over, LedgerRecertificationWarning, stacklevel=2)
-
-    @staticmethod
-    def _resolve_mode(settings: Any, adaptivity: str | None, composition: str | None,
-                      delta: float) -> tuple[str, str]:
-        """(adaptivity, composition): the explicit ones, else the stored ones, else defaults
-        ("full" and "gdp" — "basic" for a pure-ε budget, δ = 0, where no Gaussian fits;
-        "fixed" defaults to "auto", or to an old file's own rule)."""
-        if adaptivity is not None and adaptivity not in ADAPTIVITY_MODES:
-            raise UnknownMethodError(
-                f"adaptivity must be one of {ADAPTIVITY_MODES}, got adaptivity={adaptivity!r}"
-            )
-        stored_mode = None if settings is None else settings.adaptivity
-        stored_rule = None if settings is None else settings.composition
-        legacy_rule = None if settings is None else settings.legacy_composition
-        if adaptivity is None:
-            adaptivity = stored_mode or "full"
-        if composition is None:
-            if stored_mode == adaptivity and stored_rule is not None:
-                composition = stored_rule
-            elif adaptivity == "fixed":
-                composition = legacy_rule or "auto"
-            else:
-                composition = "gdp" if delta > 0.0 else "basic"
-        if composition not in COMPOSITION_RULES:
-            raise UnknownMethodError(
-                f"composition must be one of {COMPOSITION_RULES}, got composition={composition!r}"
-            )
-        if composition == "gdp" and delta <= 0.0:
-            raise InvalidParameterError(
-                "composition='gdp' needs a budget delta > 0 (no Gaussian release is "
-                "(epsilon, 0)-DP); a pure-epsilon budget is a basic filter: composition='basic'"
-            )
-        if adaptivity == "full" and not accounting_rule(composition, "ledger").filter_valid:
-            raise InvalidParameterError(
-                f"composition={composition!r} is not a valid privacy filter when spends are "
-                "chosen after earlier outputs (" + accounting_rule(composition).adaptivity_source
-                + f"); use one of {rule_names('ledger', 'full')}, or pass adaptivity='fixed' "
-                "to promise that every spend's parameters are fixed before any noise is drawn"
-            )
-        return adaptivity, composition
 
     # -- properties ------------------------------------------------------------------------
 
@@ -375,78 +205,11 @@ class PrivacyAccountant:
         """The basic share fixed at creation, or None."""
         return self._share
 
-    # -- readings --------------------------------------------------------------------------
-
-    def _fixed_reading(self, state: LedgerState) -> tuple[float, float, str]:
-        rule = self._composition if self._filter_kind is None else "auto"
-        spent_delta, name = delta_at(state, self._epsilon, rule)
-        spent_eps, _ = epsilon_at(state, self._delta, rule)
-        return spent_eps, spent_delta, name
-
-    def _filter_reading(self, f: FilterState) -> tuple[float, float]:
-        """(spent ε at δ_B, spent δ at ε_B) of a filter's state, in closed form."""
-        from approxdp.profiles.gaussian import gaussian_delta, gaussian_epsilon
-
-        if f.kind == "basic":
-            e, d = f.share_used
-            spent_eps = float(e) if d <= Fraction(self._delta) else math.inf
-            spent_delta = float(d) if e <= Fraction(self._epsilon) else 1.0
-            return spent_eps, spent_delta
-        m = gdp_equivalent(f, self.budget)
-        if m <= 0.0:
-            return 0.0, 0.0
-        if not math.isfinite(m):
-            return math.inf, 1.0
-        sigma = sigma_from_rho(m)
-        spent_delta = float(gaussian_delta(self._epsilon, sigma, 1.0))
-        spent_eps = float(gaussian_epsilon(sigma, self._delta)) if self._delta > 0 else math.inf
-        return spent_eps, spent_delta
-
     def _status(self, state: LedgerState) -> BudgetStatus:
-        f = state.filter
-        if f is None:
-            spent_eps, spent_delta, rule = self._fixed_reading(state)
-            return BudgetStatus(
-                self._epsilon, self._delta, spent_eps, spent_delta,
-                self._epsilon - spent_eps, self._delta - spent_delta, state.count, rule,
-                adaptivity=self._adaptivity,
-                certified_by=f"rule '{self._composition}': {rule}; " + _FIXED_PROMISE,
-                spent_meaning="the (ε, δ) of the history as a declared sequence, under the rule",
-            )
-        title = accounting_rule(self._composition).title
-        certified = (
-            f"filter '{f.kind}' ({title}), fully adaptive: the whole interaction is "
-            f"({self._epsilon:g}, {self._delta:g})-DP however each spend was chosen from "
-            "earlier outputs, and whenever it stops"
-        )
-        meaning = (
-            "room used or reserved by the filter, as the (ε, δ) of the all-Gaussian history "
-            "that would use the same room; the guarantee for what was released is the budget"
-            if f.kind == "gdp" else
-            "Σεᵢ and Σδᵢ charged so far (basic composition); the guarantee is the budget"
-        )
-        if f.over is not None:
-            spent_eps, spent_delta, how = self._fixed_reading(state)
-            meaning = (f"the stored history as a declared sequence ({how}); under the filter "
-                       "it exceeds the budget")
-        else:
-            spent_eps, spent_delta = self._filter_reading(f)
-        room = None
-        if f.kind == "gdp":
-            room = budget_rho(self.budget) if f.room is None else f.room
-        return BudgetStatus(
-            self._epsilon, self._delta, spent_eps, spent_delta,
-            self._epsilon - spent_eps, self._delta - spent_delta, state.count, title,
-            adaptivity="full" if self._adaptivity == "full" else "fixed",
-            certified_by=certified, spent_meaning=meaning,
-            over_budget=f.over is not None, refusing=f.over,
-            room=room, room_used=f.gdp_used if f.kind == "gdp" else None,
-            basic_share=None if f.share == (ZERO, ZERO) else
-            (float(f.share[0]), float(f.share[1])),
-            basic_share_used=None if f.share == (ZERO, ZERO) else
-            (float(f.share_used[0]), float(f.share_used[1])),
-            open_commitments=sum(1 for c in f.commitments if c.open),
-        )
+        """This ledger's status in ``state``
+        (:func:`~approxdp.accounting.budget.status.status_of`)."""
+        return status_of(state, self.budget, self._composition, self._adaptivity,
+                         self._filter_kind)
 
     # -- spending --------------------------------------------------------------------------
 
@@ -486,7 +249,7 @@ class PrivacyAccountant:
                         f"{before.remaining_epsilon:.6g} at the full delta",
                         remaining=before, requested=event,
                     ) from None
-                _, delta_after = self._filter_reading(f)
+                _, delta_after = filter_reading(f, self.budget)
                 return Decision(charge.describe(f.kind), delta_after, f, charge.to_json())
             needed, rule = delta_at(new_state, self._epsilon, self._composition)
             if needed > self._delta:
@@ -546,7 +309,7 @@ class PrivacyAccountant:
                 "counts as part of a declared sequence: spend the events (plan() checks that "
                 "they fit)"
             )
-        items = _items(events)
+        items = plan_items(events)
         for event, _ in items:
             self._cost(event)
         text = str(label)
@@ -631,42 +394,10 @@ class PrivacyAccountant:
     def remaining(self) -> BudgetStatus:
         """The budget's current status (no side effects)."""
         return self._status(self._ledger.state())
-
     def explain(self) -> str:
         """What certifies this ledger's total, in a few lines (for people)."""
         state = self._ledger.state()
-        s = self._status(state)
-        lines = [
-            f"budget (ε, δ) = ({s.budget_epsilon:g}, {s.budget_delta:g}); {s.count} spend(s)",
-            f"certified by: {s.certified_by}",
-            f"spent: ε = {s.spent_epsilon:.6g} at δ = {s.budget_delta:g}, "
-            f"δ = {s.spent_delta:.6g} at ε = {s.budget_epsilon:g}",
-            f"  ({s.spent_meaning})",
-        ]
-        f = state.filter
-        if f is not None and f.kind == "gdp":
-            room = s.room if s.room is not None else 0.0
-            lines.append(
-                f"Gaussian-DP room: μ² = {f.gdp_used:.6g} used of {room:.6g}"
-                + (" (exact Gaussian rule)" if f.room is None else
-                   " (after the block declared before the first spend)")
-            )
-            if f.declared:
-                lines.append(f"declared before the first spend: {sum(c for _, c in f.declared)}"
-                             " event(s), charged by their privacy-loss distribution")
-            if s.basic_share is not None and s.basic_share_used is not None:
-                lines.append(f"basic share: (ε, δ) = {s.basic_share}, used "
-                             f"{s.basic_share_used}")
-        elif f is not None:
-            lines.append(f"basic composition: Σ(ε, δ) = ({float(f.share_used[0]):.6g}, "
-                         f"{float(f.share_used[1]):.6g})")
-        for c in () if f is None else f.commitments:
-            state_word = "closed" if c.closed else "open" if c.open else "spent"
-            lines.append(f"commitment #{c.id} {c.label!r} ({c.pricing}, {state_word}): "
-                         f"{c.spent} of {sum(n for _, n in c.planned)} event(s) spent")
-        if s.refusing is not None:
-            lines.append(f"REFUSING SPENDS: {s.refusing}")
-        return "\n".join(lines)
+        return explain_text(state, self._status(state))
 
     def history(self) -> tuple[SpendRecord, ...]:
         """Every accepted spend, oldest first (no side effects)."""

@@ -68,11 +68,22 @@ import dataclasses
 import json
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from fractions import Fraction
-from functools import lru_cache, singledispatch
 
-from approxdp.accounting.budget.costs import add_up, contribution
+from approxdp.accounting.budget.costs import add_up
+from approxdp.accounting.budget.filter_charge import (
+    Charge,
+    _refusal,
+    _room_fits,
+    _share_fits,
+)
+from approxdp.accounting.budget.filter_parts import PartCost, _parts_of_key, part_costs
+from approxdp.accounting.budget.filter_rooms import (
+    FilterRefusedError,
+    budget_rho,
+    declared_room,
+    gdp_equivalent,
+)
 from approxdp.accounting.budget.filter_state import (
     FILTERS,
     ZERO,
@@ -80,20 +91,9 @@ from approxdp.accounting.budget.filter_state import (
     FilterKind,
     FilterState,
 )
-from approxdp.accounting.budget.gdp import laplace_mu, pure_dp_mu
-from approxdp.accounting.composition.gaussian import sigma_from_rho
-from approxdp.accounting.pld.accounting import grid_step, pld_epsilon
-from approxdp.accounting.serialization import event_from_json, event_key
-from approxdp.errors import BudgetExceededError, InvalidParameterError, ParameterTypeError
-from approxdp.events import (
-    ComposedEvent,
-    DiscreteGaussianEvent,
-    EpsilonDeltaEvent,
-    GaussianEvent,
-    LaplaceEvent,
-    PrivacyEvent,
-    SubsampledEvent,
-)
+from approxdp.accounting.serialization import event_key
+from approxdp.errors import InvalidParameterError
+from approxdp.events import PrivacyEvent
 
 __all__ = [
     "FILTERS",
@@ -113,105 +113,6 @@ __all__ = [
     "part_costs",
     "replay",
 ]
-
-
-
-class FilterRefusedError(BudgetExceededError):
-    """The filter refuses a spend or a commitment (a :class:`BudgetExceededError`)."""
-
-
-# -- what each atomic part of an event costs ------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class PartCost:
-    """The cost of one atomic part of an event in the filter's currencies.
-
-    Attributes:
-        key: the part's canonical description (what a declared block's PLD composes).
-        gdp: μ² in Gaussian-DP room (rounded up), or None if no Gaussian dominates the part.
-        basic: its (ε, δ) for a basic share, or None if it has none of its own (a Gaussian).
-        gaussian: True for a plain Gaussian release (declared blocks charge it exactly).
-    """
-
-    key: str
-    gdp: float | None
-    basic: tuple[Fraction, Fraction] | None
-    gaussian: bool = False
-
-
-def _square_up(mu: float) -> float:
-    return math.nextafter(mu * mu, math.inf) if mu > 0.0 else 0.0
-
-
-def _pure(key: str, eps: float, mu: float | None) -> PartCost:
-    return PartCost(key, _square_up(mu if mu is not None else pure_dp_mu(eps)),
-                    (Fraction(eps), ZERO))
-
-
-@singledispatch
-def _parts(event: object) -> tuple[PartCost, ...]:
-    raise ParameterTypeError(f"event must be a PrivacyEvent, got {type(event).__name__}")
-
-
-@_parts.register
-def _(event: GaussianEvent) -> tuple[PartCost, ...]:
-    rho = contribution(event).rho
-    return (PartCost(event_key(event), rho, None, gaussian=True),) if rho > 0 else ()
-
-
-@_parts.register
-def _(event: LaplaceEvent) -> tuple[PartCost, ...]:
-    eps = event.epsilon
-    return (_pure(event_key(event), eps, laplace_mu(eps)),) if eps > 0 else ()
-
-
-@_parts.register
-def _(event: EpsilonDeltaEvent) -> tuple[PartCost, ...]:
-    return _described(event_key(event), event.epsilon, event.delta)
-
-
-@_parts.register
-def _(event: DiscreteGaussianEvent) -> tuple[PartCost, ...]:
-    # its calibrated (ε, δ) (the profile of Canonne et al. 2020); no Gaussian-DP claim is made
-    return _described(event_key(event), event.epsilon, event.delta)
-
-
-def _described(key: str, eps: float, delta: float) -> tuple[PartCost, ...]:
-    if delta == 0.0:
-        return (_pure(key, eps, None),) if eps > 0 else ()
-    return (PartCost(key, None, (Fraction(eps), Fraction(delta))),)
-
-
-@_parts.register
-def _(event: ComposedEvent) -> tuple[PartCost, ...]:
-    return tuple(p for inner in event.events for p in _parts(inner))
-
-
-@_parts.register
-def _(event: SubsampledEvent) -> tuple[PartCost, ...]:
-    contrib = contribution(event)  # validates it (a subsampled mix with Gaussians raises)
-    if isinstance(event.event, GaussianEvent):
-        # dominated by its own Gaussian (joint convexity of the hockey-stick divergence), which
-        # is all a Gaussian-DP room can say of it: no amplification after the first spend
-        rho = contribution(event.event).rho
-        return (PartCost(event_key(event), rho, None),) if rho > 0 else ()
-    if not contrib.items:
-        return ()
-    ((eps, delta),) = contrib.items
-    return _described(contrib.pld[0], eps, delta)
-
-
-@lru_cache(maxsize=4096)
-def _parts_of_key(key: str) -> tuple[PartCost, ...]:
-    return _parts(event_from_json(key))
-
-
-def part_costs(event: PrivacyEvent) -> tuple[PartCost, ...]:
-    """The atomic parts of ``event`` and what each costs (cached by the event's key)."""
-    if not isinstance(event, PrivacyEvent):
-        raise ParameterTypeError(f"event must be a PrivacyEvent, got {type(event).__name__}")
-    return _parts_of_key(event_key(event))
 
 
 # -- the state ------------------------------------------------------------------------------
@@ -241,272 +142,7 @@ def new_filter(kind: FilterKind, budget: tuple[float, float],
     return dataclasses.replace(state, room=declared_room(budget, (), state.share))
 
 
-# -- rooms ----------------------------------------------------------------------------------
-
-
-@lru_cache(maxsize=64)
-def budget_rho(budget: tuple[float, float]) -> float:
-    """The largest Σμᵢ² an all-Gaussian history may reach: the exact Gaussian rule's
-    threshold, the largest float ρ with δ_G(ε_B; σ* = ρ^(−1/2)) ≤ δ_B (the very predicate
-    admissions use, found by bisection on the floats: no float above it passes)."""
-    from approxdp.calibration import calibrate_gaussian
-
-    eps, delta = budget
-    if delta <= 0.0 and eps <= 0.0:
-        return 0.0
-    try:
-        sigma = float(calibrate_gaussian(eps, delta)) if delta > 0.0 else math.inf
-    except (ArithmeticError, ValueError):
-        sigma = math.inf
-    guess = 0.0 if not math.isfinite(sigma) or sigma <= 0.0 else 1.0 / (sigma * sigma)
-    if guess == 0.0 or not math.isfinite(guess):
-        guess = 1.0
-    lo, hi = guess, guess
-    while lo > 0.0 and not _gauss_fits(lo, budget):
-        lo = 0.0 if lo < 1e-300 else lo / 2.0
-    while math.isfinite(hi) and _gauss_fits(hi, budget):
-        hi = hi * 2.0
-    if not _gauss_fits(lo, budget):
-        return 0.0
-    for _ in range(2100):  # bisection on the floats between lo (fits) and hi (does not)
-        mid = lo + (hi - lo) / 2.0 if math.isfinite(hi) else lo * 2.0
-        if mid <= lo or mid >= hi:
-            break
-        if _gauss_fits(mid, budget):
-            lo = mid
-        else:
-            hi = mid
-    return lo
-
-
-def _gauss_fits(rho: float, budget: tuple[float, float]) -> bool:
-    """The exact Gaussian rule: one Gaussian of μ² = ``rho`` is (ε_B, δ_B)-DP."""
-    from approxdp.profiles.gaussian import gaussian_delta
-
-    if rho <= 0.0:
-        return True
-    if not math.isfinite(rho):
-        return False
-    return float(gaussian_delta(budget[0], sigma_from_rho(rho), 1.0)) <= budget[1]
-
-
-def _block_items(declared: Sequence[tuple[str, int]],
-                 share: tuple[Fraction, Fraction]) -> list[tuple[PrivacyEvent, int]]:
-    items: list[tuple[PrivacyEvent, int]] = [(event_from_json(k), c) for k, c in declared]
-    if share[0] > 0 or share[1] > 0:
-        items.append((EpsilonDeltaEvent(float(share[0]), float(share[1]), label="basic share"),
-                      1))
-    return items
-
-
-def _block_epsilon(items: list[tuple[PrivacyEvent, int]], nu: float, delta: float,
-                   h: float | None = None) -> float:
-    """Certified ε(δ) of the block composed with one Gaussian of μ = ν (on grid step h: one
-    grid for a whole search keeps the block's discretizations cached)."""
-    extra = [(GaussianEvent(sigma=1.0 / nu), 1)] if nu > 0.0 else []
-    try:
-        return float(pld_epsilon([*items, *extra], delta, bracket=False, h=h).epsilon)
-    except (ArithmeticError, ValueError):
-        return math.inf
-
-
-def _pure_delta_room(budget: tuple[float, float],
-                     items: Sequence[tuple[PrivacyEvent, int]]) -> float:
-    """The room after a block of (0, δᵢ) events only (partition selection, a (0, δ) share),
-    exactly: the (0, δ) curve f(α) = max(0, 1 − δ − α) composes with G_ν into a pair whose
-    hockey-stick divergence at ε is δ₀ + (1 − δ₀)·δ_G(ε; ν), δ₀ = 1 − Π(1 − δᵢ)^cᵢ (the
-    revealed part counts fully, the rest is the Gaussian's; Dong et al. 2022, Sec. 3, for the
-    composition of trade-off curves). So the room is the exact Gaussian rule's at
-    (ε_B, (δ_B − δ₀)/(1 − δ₀)), δ₀ rounded up and the remainder down — the PLD of such a block
-    is a hair pessimistic, and would refuse a release calibrated to the whole budget."""
-    eps_b, delta_b = budget
-    log_q = math.fsum(c * math.log1p(-float(e.delta))
-                      for e, c in items if isinstance(e, EpsilonDeltaEvent))
-    delta0 = min(1.0, -math.expm1(log_q) * (1.0 + 1e-12))
-    if delta0 > delta_b:
-        raise FilterRefusedError(
-            f"the plans declared before the first spend do not fit the budget ({eps_b:g}, "
-            f"{delta_b:g}) on their own: their δ alone is {delta0:.6g}"
-        )
-    rest = (delta_b - delta0) / (1.0 - delta0) * (1.0 - 1e-12)
-    if rest <= 0.0:
-        return 0.0
-    return budget_rho((eps_b, rest))
-
-
-@lru_cache(maxsize=64)
-def declared_room(budget: tuple[float, float], declared: tuple[tuple[str, int], ...],
-                  share: tuple[Fraction, Fraction]) -> float:
-    """The Gaussian-DP room ν² left after a declared block: the largest ν (to 1e-5 of the
-    budget's own μ) for which the certified PLD of the block plus one Gaussian of μ = ν is
-    (ε_B, δ_B)-DP — so T(block) ⊗ G_ν ≥ f_{ε_B, δ_B}. Raises FilterRefusedError if the block alone
-    does not fit."""
-    eps_b, delta_b = budget
-    items = _block_items(declared, share)
-    if not items:
-        return budget_rho(budget)
-    if all(isinstance(e, EpsilonDeltaEvent) and e.epsilon == 0.0 for e, _ in items):
-        return _pure_delta_room(budget, items)
-    f0 = _block_epsilon(items, 0.0, delta_b) - eps_b if delta_b > 0.0 else math.inf
-    if f0 > 0.0 and _basic_fits(items, budget):
-        # the PLD's certified bound is a hair pessimistic; a block that basic composition
-        # fits exactly (e.g. one (ε, δ) release of the whole budget) leaves no room, but fits
-        return 0.0
-    if f0 > 0.0:
-        raise FilterRefusedError(
-            f"the plans declared before the first spend do not fit the budget ({eps_b:g}, "
-            f"{delta_b:g}) on their own (certified PLD)"
-        )
-    mu_b = math.sqrt(budget_rho(budget))
-    tol = 1e-4 * max(eps_b, 1e-3)
-    h = grid_step([*items, (GaussianEvent(sigma=1.0 / mu_b), 1)], delta_b) if mu_b > 0 else None
-    lo, f_lo = 0.0, f0  # f(ν) = ε(block + G_ν) − ε_B is increasing: f(lo) <= 0 < f(hi)
-    hi, f_hi = mu_b * (1.0 + 1e-9), math.inf
-    # Newton-like steps in Gaussian-DP currency: a block composed with G_ν is about as private
-    # as one Gaussian of μ_tot² = μ_D² + ν², so ν² moves by μ_B² − μ_tot(ν)² (two or three PLD
-    # compositions); every point evaluated keeps the bracket, and only a point certified to fit
-    # is ever returned
-    nu = math.sqrt(max(mu_b * mu_b - _gaussian_mu_of(f0 + eps_b, delta_b) ** 2, 0.0))
-    for _ in range(6):
-        if not lo < nu < hi:
-            break
-        f_nu = _block_epsilon(items, nu, delta_b, h) - eps_b
-        if f_nu <= 0.0:
-            lo, f_lo = nu, f_nu
-            if f_nu >= -tol:
-                return math.nextafter(lo * lo, 0.0)
-        else:
-            hi, f_hi = nu, f_nu
-        mu_tot = _gaussian_mu_of(f_nu + eps_b, delta_b)
-        step = mu_b * mu_b - mu_tot * mu_tot
-        nu = math.sqrt(max(nu * nu + step, 0.0)) * (1.0 - 2e-5)  # aim a hair inside
-    side = 0
-    for _ in range(60):  # the safeguard: Illinois regula falsi on the bracket
-        if hi - lo <= 1e-4 * hi or f_lo >= -tol:
-            break
-        nu = lo + (hi - lo) * (-f_lo) / (f_hi - f_lo) if math.isfinite(f_hi) else 0.5 * (lo + hi)
-        nu = min(max(nu, lo + 0.01 * (hi - lo)), hi - 0.01 * (hi - lo))
-        f_nu = _block_epsilon(items, nu, delta_b) - eps_b
-        if f_nu <= 0.0:
-            lo, f_lo = nu, f_nu
-            if side == -1 and math.isfinite(f_hi):
-                f_hi /= 2.0
-            side = -1
-        else:
-            hi, f_hi = nu, f_nu
-            if side == 1:
-                f_lo /= 2.0
-            side = 1
-    return math.nextafter(lo * lo, 0.0)
-
-
-def _basic_fits(items: list[tuple[PrivacyEvent, int]], budget: tuple[float, float]) -> bool:
-    """Basic composition of the block's own (ε, δ) descriptions fits the budget exactly
-    (exact rational sums; False if a part has none, e.g. a subsampled Gaussian)."""
-    eps, delta = ZERO, ZERO
-    for event, count in items:
-        for part in part_costs(event):
-            if part.basic is None:
-                return False
-            eps += part.basic[0] * count
-            delta += part.basic[1] * count
-    return eps <= Fraction(budget[0]) and delta <= Fraction(budget[1])
-
-
-def _gaussian_mu_of(epsilon: float, delta: float) -> float:
-    """The μ whose Gaussian is exactly (ε, δ)-DP (a starting guess only)."""
-    from approxdp.calibration import calibrate_gaussian
-
-    if not math.isfinite(epsilon):
-        return math.inf
-    if epsilon <= 0.0:
-        return 0.0
-    try:
-        return 1.0 / float(calibrate_gaussian(epsilon, delta))
-    except (ArithmeticError, ValueError):
-        return math.inf
-
-
-def gdp_equivalent(state: FilterState, budget: tuple[float, float]) -> float:
-    """The Σμ² of the all-Gaussian history that would use the same room: what is charged to
-    the room, plus what the declared block took from the budget's own μ_B²."""
-    if state.room is None:
-        return state.gdp_used
-    return add_up(max(budget_rho(budget) - state.room, 0.0), state.gdp_used)
-
-
 # -- admission -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Charge:
-    """How one spend or commitment was charged (stored with it, so a ledger can be audited).
-
-    Attributes:
-        gdp: μ² charged to the Gaussian-DP room.
-        basic: (ε, δ) charged to the basic share.
-        declared: parts added to the declared block (charged by its PLD).
-        commitment: the plan it was spent from, if any.
-    """
-
-    gdp: float = 0.0
-    basic: tuple[Fraction, Fraction] = (ZERO, ZERO)
-    declared: tuple[tuple[str, int], ...] = ()
-    commitment: int | None = None
-
-    def describe(self, kind: FilterKind) -> str:
-        """One line for the spend's ``rule`` column."""
-        if self.commitment is not None:
-            return f"filter '{kind}': from commitment #{self.commitment} (charged when committed)"
-        parts = []
-        if self.declared:
-            parts.append("declared before the first spend (its PLD sets the room)")
-        if self.gdp > 0.0:
-            parts.append(f"Gaussian-DP room μ² = {self.gdp:.6g}")
-        if self.basic != (ZERO, ZERO):
-            parts.append(f"basic share (ε, δ) = ({float(self.basic[0]):.6g}, "
-                         f"{float(self.basic[1]):.6g})")
-        return f"filter '{kind}': " + ("; ".join(parts) if parts else "free")
-
-    def to_json(self) -> str:
-        """The charge as JSON."""
-        return json.dumps({"gdp": self.gdp, "basic": [str(self.basic[0]), str(self.basic[1])],
-                           "declared": [list(p) for p in self.declared],
-                           "commitment": self.commitment}, sort_keys=True)
-
-
-def _room_fits(state: FilterState, budget: tuple[float, float]) -> bool:
-    if state.room is None:
-        return _gauss_fits(state.gdp_used, budget)
-    return state.gdp_used <= state.room
-
-
-def _share_fits(state: FilterState) -> bool:
-    return state.share_used[0] <= state.share[0] and state.share_used[1] <= state.share[1]
-
-
-def _fmt(x: Fraction | float) -> str:
-    return f"{float(x):.6g}"
-
-
-def _left(state: FilterState, budget: tuple[float, float]) -> str:
-    if state.kind == "basic":
-        return (f"basic budget left: (ε, δ) = ({_fmt(state.share[0] - state.share_used[0])}, "
-                f"{_fmt(state.share[1] - state.share_used[1])})")
-    room = budget_rho(budget) if state.room is None else state.room
-    out = f"Gaussian-DP room left: μ² = {max(room - state.gdp_used, 0.0):.6g} of {room:.6g}"
-    if state.share != (ZERO, ZERO):
-        out += (f"; basic share left: (ε, δ) = ({_fmt(state.share[0] - state.share_used[0])}, "
-                f"{_fmt(state.share[1] - state.share_used[1])})")
-    return out
-
-
-_NO_SHARE = (
-    "the filter can admit it only from a basic share fixed when the ledger was created "
-    "(PrivacyAccountant(..., basic_share=(epsilon, delta))) or in a plan committed before the "
-    "first spend; after a first noise draw, admitting it from the Gaussian-DP room would let "
-    "an adaptive analyst exceed the budget (guide: Adaptive analysts and privacy filters)"
-)
 
 
 def _charge_part(state: FilterState, part: PartCost, budget: tuple[float, float],
@@ -523,29 +159,6 @@ def _charge_part(state: FilterState, part: PartCost, budget: tuple[float, float]
         if _share_fits(trial):
             return trial, 0.0, part.basic
     raise FilterRefusedError(_refusal(state, part, budget, what))
-
-
-def _refusal(state: FilterState, part: PartCost, budget: tuple[float, float], what: str) -> str:
-    head = f"{what} does not fit the budget ({budget[0]:g}, {budget[1]:g}) under filter " \
-           f"'{state.kind}' (fully adaptive)"
-    if state.kind == "basic" and part.basic is None:
-        return (f"{head}: a Gaussian release has no (epsilon, delta) of its own for basic "
-                "composition; describe it as an EpsilonDeltaEvent at the delta you choose, or "
-                "use the 'gdp' filter")
-    if part.gdp is None and state.share == (ZERO, ZERO):
-        return f"{head}: it has a part with delta > 0 that no Gaussian dominates, and {_NO_SHARE}"
-    if part.gdp is None and part.basic is not None:
-        return (f"{head}: it needs basic (ε, δ) = ({_fmt(part.basic[0])}, "
-                f"{_fmt(part.basic[1])}); {_left(state, budget)}")
-    detail = f"it needs μ² = {part.gdp:.6g}"
-    if part.basic is not None:
-        detail += f" (or basic (ε, δ) = ({_fmt(part.basic[0])}, {_fmt(part.basic[1])}))"
-    note = ""
-    if '"SubsampledEvent"' in part.key and '"type": "GaussianEvent"' in part.key:
-        note = ("; a subsampled Gaussian spent after the first spend costs its Gaussian's μ² "
-                "(no amplification): commit the whole run before the first spend to charge it "
-                "by its privacy-loss distribution")
-    return f"{head}: {detail}; {_left(state, budget)}{note}"
 
 
 def _take_from_commitment(state: FilterState, key: str) -> tuple[FilterState, int] | None:
