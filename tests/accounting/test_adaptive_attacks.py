@@ -35,6 +35,7 @@ from scipy import integrate, optimize, special
 
 from approxdp.accounting import PrivacyAccountant
 from approxdp.accounting.registry import rule_names
+from approxdp.errors import BudgetExceededError
 from approxdp.events import EpsilonDeltaEvent, GaussianEvent, LaplaceEvent, PrivacyEvent
 
 mp.mp.dps = 40
@@ -260,6 +261,61 @@ def test_the_largest_admitted_continuations(rule: str, adaptivity: str, valid: b
         assert worst <= BUDGET[1]
     else:
         assert worst > 1.4 * BUDGET[1]
+
+
+def _largest_committed(make: Callable[[float], PrivacyEvent], lo: float, hi: float,
+                       fits_low: bool) -> float:
+    """The parameter at the edge of what a pristine ledger lets commit with FIRST: bisection
+    between ``lo`` and ``hi`` (``fits_low``: the plan fits at ``lo``)."""
+    for _ in range(30):
+        mid = 0.5 * (lo + hi)
+        try:
+            PrivacyAccountant(BUDGET).commit([FIRST, make(mid)])
+            fits = True
+        except BudgetExceededError:
+            fits = False
+        if fits == fits_low:
+            lo = mid
+        else:
+            hi = mid
+    return lo if fits_low else hi
+
+
+def test_a_committed_plan_closed_on_the_first_output_stays_within_budget() -> None:
+    """Plans committed before the first spend, then abandoned on y₁ (issue 21 §3: stopping
+    early is allowed). (a) FIRST and the largest Laplace committed together (charged by their
+    PLD); the analyst spends the Laplace if y₁ is low, else closes the plan (the Laplace's
+    curve is given up) and takes the noisiest-allowed Gaussian. (b) FIRST and the smallest-σ
+    Gaussian committed; if y₁ is low the analyst closes the plan (the Gaussian's room is
+    refunded) and takes the largest Laplace admitted. Both stay within the budget."""
+    eps_lap = _largest_committed(lambda e: LaplaceEvent(scale=1.0 / e), 1e-3, 5.0, True)
+    acc = PrivacyAccountant(BUDGET)
+    plan = acc.commit([FIRST, LaplaceEvent(scale=1.0 / eps_lap)])
+    acc.spend(FIRST)
+    acc.close_commitment(plan)
+    worst_a = _worst_delta(("laplace", 1.0 / eps_lap), ("gauss", _smallest_gauss_sigma(acc)))
+    sigma = _largest_committed(lambda s: GaussianEvent(sigma=s), 1.0, 100.0, False)
+    acc = PrivacyAccountant(BUDGET)
+    plan = acc.commit([FIRST, GaussianEvent(sigma=sigma)])
+    acc.spend(FIRST)
+    acc.close_commitment(plan)  # refunds the Gaussian's room
+    eps_after = _largest_laplace_epsilon(acc)
+    assert eps_after > 0.0  # the refund is real room
+    worst_b = _worst_delta(("laplace", 1.0 / eps_after), ("gauss", sigma))
+    assert max(worst_a, worst_b) <= BUDGET[1]
+
+
+def test_a_plan_withdrawn_before_the_first_spend_leaves_the_ledger_as_new() -> None:
+    acc = PrivacyAccountant(BUDGET)
+    fresh = acc.remaining()
+    plan = acc.commit([FIRST, EpsilonDeltaEvent(0.05, 1e-8)])
+    assert acc.remaining().room_used is not None and acc.remaining().room_used > 0
+    acc.close_commitment(plan)  # nothing spent yet: withdrawn
+    after = acc.remaining()
+    assert (after.room, after.room_used, after.spent_delta) == \
+        (fresh.room, fresh.room_used, fresh.spent_delta)
+    # and the ledger then admits exactly what a new one admits
+    assert _smallest_gauss_sigma(acc) == _smallest_gauss_sigma(PrivacyAccountant(BUDGET))
 
 
 # -- randomized response, by exact enumeration --------------------------------------------------

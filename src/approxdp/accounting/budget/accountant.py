@@ -201,6 +201,12 @@ class PrivacyAccountant:
         return self._adaptivity
 
     @property
+    def filter_kind(self) -> FilterKind | None:
+        """The privacy filter that admits spends (``"gdp"`` or ``"basic"``), or None under a
+        rule that is not a filter; :meth:`commit` needs one."""
+        return self._filter_kind
+
+    @property
     def basic_share(self) -> tuple[float, float] | None:
         """The basic share fixed at creation, or None."""
         return self._share
@@ -336,9 +342,12 @@ class PrivacyAccountant:
 
         A plan committed after the first spend is refunded its unspent events (its prepaid
         room was still room: the filter's residue is unchanged). A plan committed before the
-        first spend gives nothing back: its curve was part of the declared block, and cannot
-        become Gaussian room. Its remaining events, if spent later, are charged like any
-        others.
+        first spend and closed while nothing has been spent is withdrawn, as if never
+        committed (no noise has been drawn, so no output depends on it). Closed after the
+        first spend, it gives back its unspent Gaussian parts (charged exactly to the room)
+        and nothing of its other parts: their curve was part of the declared block, and
+        cannot become Gaussian room. Its remaining events, if spent later, are charged like
+        any others.
 
         Returns:
             The closed commitment.
@@ -352,7 +361,7 @@ class PrivacyAccountant:
 
         def update(state: LedgerState) -> tuple[FilterState, dict[str, str] | None]:
             assert state.filter is not None
-            f, charge = close_commitment(state.filter, cid)
+            f, charge = close_commitment(state.filter, cid, self.budget)
             closed = next(c for c in f.commitments if c.id == cid)
             box.append(closed)
             return f, {"kind": "close", "commitment": str(cid), "label": closed.label,

@@ -33,7 +33,9 @@ class Commitment:
             Gaussian-DP room and basic share, refunded if closed early).
         planned: (event description, count) pairs as committed.
         remaining: the same, less what has been spent.
-        prices: for a prepaid plan, (description, μ² each, basic ε each, basic δ each).
+        prices: (description, μ² each, basic ε each, basic δ each): a prepaid plan's, or a
+            declared plan's Gaussian parts (refunded if closed early); empty in files
+            written before declared plans kept them (nothing is refunded then).
         closed: True once closed (its remaining events are then charged like any others).
     """
 
