@@ -64,13 +64,21 @@ def hs_identity(x: float) -> float:
     return float(-math.expm1(x)) if x < 0 else 0.0
 
 
-Branch = tuple[str, float] | None  # ("laplace", scale) | ("gauss", sigma) | None
+def hs_select(x: float, delta: float) -> float:
+    """H_{e^x} of the (0, δ) pair that dominates every (0, δ)-DP mechanism (partition
+    selection's part): P = (δ, 1 − δ, 0), Q = (0, 1 − δ, δ): δ + (1 − δ)(1 − e^x)₊."""
+    return delta + (1.0 - delta) * hs_identity(x)
+
+
+Branch = tuple[str, float] | None  # ("laplace", scale) | ("gauss", sigma) | ("select", δ)
 
 
 def _branch_h(branch: Branch, x: float) -> float:
     if branch is None:
         return hs_identity(x)
     kind, value = branch
+    if kind == "select":
+        return hs_select(x, value)
     return hs_laplace(x, 1.0 / value) if kind == "laplace" else hs_gauss(x, 1.0 / value)
 
 
@@ -92,7 +100,7 @@ def two_step_delta(eps: float, sigma1: float, threshold: float, low: Branch, hig
     # (±ε_L for a Laplace branch, 0 for a refused one): L₁(y) = (shift² − 2·shift·y)/(2σ₁²)
     kinks = [eps - k for branch in (low, high) for k in
              ((1.0 / branch[1], -1.0 / branch[1]) if branch and branch[0] == "laplace" else
-              (0.0,) if branch is None else ())]
+              (0.0,) if branch is None or branch[0] == "select" else ())]
     ys = [(shift**2 - 2 * sigma1**2 * k) / (2 * shift) for k in kinks]
     cuts = sorted({lo, hi, *(min(max(y, lo), hi) for y in (threshold, *ys))})
     total = 0.0
@@ -316,6 +324,29 @@ def test_a_plan_withdrawn_before_the_first_spend_leaves_the_ledger_as_new() -> N
         (fresh.room, fresh.room_used, fresh.spent_delta)
     # and the ledger then admits exactly what a new one admits
     assert _smallest_gauss_sigma(acc) == _smallest_gauss_sigma(PrivacyAccountant(BUDGET))
+
+
+def test_the_auto_basic_share_stays_within_budget() -> None:
+    """``basic_share="auto"`` (PrivateTable's default) fixes (0, δ_B/5) at the first spend;
+    after FIRST the analyst takes the largest (0, δ) release the share admits (partition
+    selection's worst case) if y₁ is low, else the noisiest-allowed Gaussian: within budget."""
+    acc = PrivacyAccountant(BUDGET, basic_share="auto")
+    acc.spend(FIRST)
+    assert acc.basic_share == (0.0, 0.2 * BUDGET[1])
+    lo, hi = 0.0, BUDGET[1]
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        if acc.plan([EpsilonDeltaEvent(0.0, mid)]).fits:
+            lo = mid
+        else:
+            hi = mid
+    assert lo == pytest.approx(0.2 * BUDGET[1], rel=1e-6)
+    worst = _worst_delta(("select", lo), ("gauss", _smallest_gauss_sigma(acc)))
+    assert worst <= BUDGET[1]
+    # the same switch on a ledger without the share: the (0, δ) branch is refused outright
+    plain = PrivacyAccountant(BUDGET)
+    plain.spend(FIRST)
+    assert not plain.plan([EpsilonDeltaEvent(0.0, 1e-9)]).fits
 
 
 # -- randomized response, by exact enumeration --------------------------------------------------

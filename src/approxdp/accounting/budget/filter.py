@@ -67,10 +67,11 @@ an ``EpsilonDeltaEvent`` at the δ you choose, or use ``"gdp"``).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from fractions import Fraction
 
 from approxdp.accounting.budget.costs import add_up
@@ -122,9 +123,23 @@ __all__ = [
 
 
 def new_filter(kind: FilterKind, budget: tuple[float, float],
-               share: tuple[float, float] | None = None) -> FilterState:
+               share: tuple[float, float] | None = None, *,
+               pending: tuple[float, float] | None = None) -> FilterState:
     """The state of a new ledger: the ``"basic"`` filter's share is the whole budget; the
-    ``"gdp"`` filter's basic share (if any) is declared now and sets the room."""
+    ``"gdp"`` filter's basic share (if any) is declared now and sets the room. ``pending``:
+    a basic share to fix at the first spend or commitment instead, if it fits then with what
+    is admitted (:func:`_share_options`); exclusive with ``share``."""
+    if pending is not None and pending != (0.0, 0.0):
+        if kind != "gdp" or share is not None:
+            raise InvalidParameterError(
+                "a pending basic share is for a 'gdp' filter without a fixed basic_share"
+            )
+        if not (0.0 <= pending[0] <= budget[0] and 0.0 <= pending[1] <= budget[1]):
+            raise InvalidParameterError(
+                f"basic_share must be an (epsilon, delta) within the budget {budget}, got "
+                f"basic_share={pending}"
+            )
+        return FilterState(pending_share=(Fraction(pending[0]), Fraction(pending[1])))
     if kind == "basic":
         if share is not None:
             raise InvalidParameterError(
@@ -215,6 +230,32 @@ def _declare(state: FilterState, parts: Sequence[tuple[PartCost, int]],
     return trial, Charge(gdp=gdp, declared=tuple(block))
 
 
+def _share_options(state: FilterState, budget: tuple[float, float]) -> list[FilterState]:
+    """The states a pristine filter may decide from: with a pending basic share, first the
+    share fixed now (it joins the declared block and sets the room), then none. The choice
+    is made at the first spend or commitment, before any noise is drawn, from that request's
+    own parameters only, so the share is as fixed in advance as one given at creation: the
+    residue argument (module docstring) starts from the state so chosen."""
+    if state.pending_share is None:
+        return [state]
+    share = state.pending_share
+    with_share = dataclasses.replace(state, pending_share=None, share=share,
+                                     room=declared_room(budget, state.declared, share))
+    return [with_share, dataclasses.replace(state, pending_share=None)]
+
+
+def _first_fit(options: list[FilterState],
+               decide: Callable[[FilterState], tuple[FilterState, Charge]]) -> \
+        tuple[FilterState, Charge]:
+    """``decide`` on the first of ``options`` where it fits (the last one's refusal
+    otherwise)."""
+    *first, last = options
+    for option in first:
+        with contextlib.suppress(FilterRefusedError):
+            return decide(option)
+    return decide(last)
+
+
 def admit_spend(state: FilterState, event: PrivacyEvent, budget: tuple[float, float]) -> \
         tuple[FilterState, Charge]:
     """The filter's decision on spending ``event`` (before its noise is drawn): the new state
@@ -230,7 +271,8 @@ def admit_spend(state: FilterState, event: PrivacyEvent, budget: tuple[float, fl
         return dataclasses.replace(new, pristine=False), Charge(commitment=cid)
     parts = part_costs(event)
     if state.pristine and state.kind == "gdp":
-        new, charge = _declare(state, [(p, 1) for p in parts], budget, what)
+        new, charge = _first_fit(_share_options(state, budget),
+                                 lambda s: _declare(s, [(p, 1) for p in parts], budget, what))
         return dataclasses.replace(new, pristine=False), charge
     gdp, basic = 0.0, (ZERO, ZERO)
     new = dataclasses.replace(state, pristine=False)
@@ -253,7 +295,8 @@ def admit_commit(state: FilterState, items: Sequence[tuple[PrivacyEvent, int]], 
     cid = len(state.commitments) + 1
     if state.pristine and state.kind == "gdp":
         flat = [(p, c) for ev, c in items for p in part_costs(ev)]
-        new, charge = _declare(state, flat, budget, what)
+        new, charge = _first_fit(_share_options(state, budget),
+                                 lambda s: _declare(s, flat, budget, what))
         # its Gaussian parts are charged exactly to the room, like a prepaid plan's: their
         # prices are kept so that closing the plan early refunds the unspent ones
         gaussian = [(key, p.gdp, ZERO, ZERO) for key, _ in planned

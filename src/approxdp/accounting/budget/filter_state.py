@@ -76,6 +76,8 @@ class FilterState:
         commitments: every committed plan.
         over: why the stored history exceeds the budget under this filter (set when an old
             ledger is re-certified), or None.
+        pending_share: a basic share to fix at the first spend or commitment if it fits then
+            (``basic_share="auto"``), or None (states written before it existed: None).
     """
 
     kind: FilterKind = "gdp"
@@ -87,6 +89,7 @@ class FilterState:
     share_used: tuple[Fraction, Fraction] = (ZERO, ZERO)
     commitments: tuple[Commitment, ...] = ()
     over: str | None = None
+    pending_share: tuple[Fraction, Fraction] | None = None
 
     def to_json(self) -> str:
         """The state as JSON (fractions as exact "p/q" strings)."""
@@ -129,4 +132,6 @@ class FilterState:
             room=None if obj["room"] is None else float(obj["room"]),
             gdp_used=float(obj["gdp_used"]), share=frac2(obj["share"]),
             share_used=frac2(obj["share_used"]), commitments=commitments, over=obj["over"],
+            pending_share=None if obj.get("pending_share") is None else
+            frac2(obj["pending_share"]),
         )
