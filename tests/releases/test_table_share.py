@@ -91,3 +91,16 @@ def test_a_pure_epsilon_budget_has_no_share(shops: pa.Table) -> None:
     t = PrivateTable(shops, budget=(1.0, 0.0), seed=1)
     assert t.accountant.composition == "basic"  # type: ignore[attr-defined]
     assert t.accountant.basic_share is None  # type: ignore[attr-defined]
+
+
+def test_a_plan_withdrawn_before_any_release_puts_the_auto_share_back() -> None:
+    """A bounds='private' release that fails its checks before its first spend (too few
+    values) withdraws its plan; the table is then as new: the share is pending again, and a
+    first release of the whole budget is admitted (the share dropped)."""
+    t = PrivateTable(pa.table({"x": [1.0, 2.0, 3.0]}), budget=BUDGET, seed=0)
+    with pytest.raises(Exception, match="nothing was spent"):
+        t.mean("x", "private", epsilon=0.5, delta=1e-7)
+    assert t.accountant.basic_share is None  # type: ignore[attr-defined]
+    assert "basic share (auto)" in t.accountant.explain()  # type: ignore[attr-defined]
+    t.count(epsilon=1.0, delta=1e-6)
+    assert t.remaining().count == 1

@@ -139,7 +139,8 @@ def new_filter(kind: FilterKind, budget: tuple[float, float],
                 f"basic_share must be an (epsilon, delta) within the budget {budget}, got "
                 f"basic_share={pending}"
             )
-        return FilterState(pending_share=(Fraction(pending[0]), Fraction(pending[1])))
+        auto = (Fraction(pending[0]), Fraction(pending[1]))
+        return FilterState(pending_share=auto, auto_share=auto)
     if kind == "basic":
         if share is not None:
             raise InvalidParameterError(
@@ -402,19 +403,28 @@ def _withdraw(state: FilterState, cid: int, budget: tuple[float, float]) -> \
         tuple[FilterState, Charge] | None:
     """Withdraw declared plan ``cid`` from a pristine filter: the state rebuilt from the
     creation (basic share included) with every other open declared plan declared again, in
-    order. Sound because no noise has been drawn since the ledger was created (``pristine``:
-    no spend at all), so no output can depend on the declaration: the residue argument starts
-    from the state as it is at the first spend (module docstring), and the withdrawn plan is
-    not part of it. None if the others do not fit again (numerically possible only at the
-    room search's tolerance): the plan is then given up as after a first spend."""
+    order; with none left, the state at creation (an ``"auto"`` share pending again). Sound
+    because no noise has been drawn since the ledger was created (``pristine``: no spend at
+    all), so no output can depend on the declaration: the residue argument starts from the
+    state as it is at the first spend (module docstring), and the withdrawn plan is not part
+    of it. None if the others do not fit again (numerically possible only at the room
+    search's tolerance): the plan is then given up as after a first spend."""
+    others = [c for c in state.commitments
+              if c.id != cid and not c.closed and c.pricing == "declared"]
+    if not others and state.auto_share is not None:  # back to the state at creation
+        rebuilt = FilterState(kind=state.kind, pending_share=state.auto_share,
+                              auto_share=state.auto_share, commitments=state.commitments,
+                              over=state.over)
+        commits = tuple(dataclasses.replace(c, closed=True) if c.id == cid else c
+                        for c in state.commitments)
+        return dataclasses.replace(rebuilt, commitments=commits), \
+            Charge(gdp=-state.gdp_used, commitment=cid)
     rebuilt = FilterState(kind=state.kind, share=state.share, commitments=state.commitments,
-                          over=state.over)
+                          over=state.over, auto_share=state.auto_share)
     if state.share != (ZERO, ZERO):
         rebuilt = dataclasses.replace(rebuilt, room=declared_room(budget, (), state.share))
     try:
-        for c in state.commitments:
-            if c.id == cid or c.closed or c.pricing != "declared":
-                continue
+        for c in others:
             flat = [(p, n) for key, n in c.planned for p in _parts_of_key(key)]
             rebuilt, _ = _declare(rebuilt, flat, budget, f"committing plan {c.label!r}")
     except FilterRefusedError:

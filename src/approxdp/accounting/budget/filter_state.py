@@ -78,6 +78,8 @@ class FilterState:
             ledger is re-certified), or None.
         pending_share: a basic share to fix at the first spend or commitment if it fits then
             (``basic_share="auto"``), or None (states written before it existed: None).
+        auto_share: the ``"auto"`` share asked for at creation, kept once decided (a plan
+            withdrawn before any spend puts the decision back), or None.
     """
 
     kind: FilterKind = "gdp"
@@ -90,6 +92,7 @@ class FilterState:
     commitments: tuple[Commitment, ...] = ()
     over: str | None = None
     pending_share: tuple[Fraction, Fraction] | None = None
+    auto_share: tuple[Fraction, Fraction] | None = None
 
     def to_json(self) -> str:
         """The state as JSON (fractions as exact "p/q" strings)."""
@@ -134,4 +137,5 @@ class FilterState:
             share_used=frac2(obj["share_used"]), commitments=commitments, over=obj["over"],
             pending_share=None if obj.get("pending_share") is None else
             frac2(obj["pending_share"]),
+            auto_share=None if obj.get("auto_share") is None else frac2(obj["auto_share"]),
         )
