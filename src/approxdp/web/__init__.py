@@ -14,7 +14,8 @@ downloads). The parts:
 - :mod:`.forms` — text fields read into numbers with the API's typed errors, and the
   :class:`~.forms.Outcome` of a page's computation;
 - :mod:`.pages` — one module per page: what it computes, its layout and its outputs;
-- :mod:`.wizard_steps` — what the release wizard computes, step by step;
+- :mod:`.wizard_steps` — what the release wizard computes, step by step (its form:
+  :mod:`.wizard_spec`; simulation: :mod:`.wizard_simulation`; review: :mod:`.wizard_review`);
 - :mod:`.widgets` — the pages' shared Shiny pieces (tables, fields, style sheet);
 - :mod:`.figures` — the Matplotlib figures (PNG, sent inline: nothing from the internet);
 - :mod:`.app` — the Shiny app, imported only when the server starts.

@@ -4,8 +4,10 @@
   sufficient statistic of a history (:class:`~.costs.LedgerState`).
 - :mod:`.rules`: the privacy of a whole history under a composition rule.
 - :mod:`.ledger`: the ledger protocol, spend records and the in-memory ledger.
-- :mod:`.sqlite_ledger`: the persistent SQLite ledger; :mod:`.sqlite_schema`: its schema and
-  upgrades; :mod:`.chain`: its hash chain and spend receipts; :mod:`.verify`: checking a file.
+- :mod:`.sqlite_ledger`: the persistent SQLite ledger (its file and connection:
+  :mod:`.sqlite_connection`; a file's settings and read-only opening: :mod:`.sqlite_files`);
+  :mod:`.sqlite_schema`: its schema and upgrades; :mod:`.chain`: its hash chain and spend
+  receipts; :mod:`.verify`: checking a file.
 - :mod:`.filter`: the privacy filter's admissions (the residue argument); :mod:`.filter_parts`:
   what each part of an event costs; :mod:`.filter_rooms`: the Gaussian-DP rooms;
   :mod:`.filter_charge`: charges and refusals; :mod:`.filter_state`: its stored state.

@@ -1,5 +1,8 @@
 """Certified privacy-loss-distribution (PLD) accounting: discretize, compose by FFT, bound.
 
+The composed result and the bounds read off it live in
+:mod:`approxdp.accounting.pld.composed` (re-exported here).
+
 The privacy profile of a composition is that of the *sum* of the privacy losses (Dwork,
 Rothblum 2016; Koskela, Jälkö, Honkela 2020, https://arxiv.org/abs/1906.03049, Sec. 3):
 δ(ε) = E_P[(1 − e^(ε−S))₊] + P(S = ∞), S = L₁ + … + L_T. We compute an *upper bound* on it,
@@ -27,13 +30,13 @@ every step of which is on the private side:
    (pocketfft's componentwise bound c·log₂N·u·‖x‖₁ and the error of the complex power) and
    the bound is added to δ.
 
-A lower bound comes with it (:func:`rounded_tails`): the loss rounded to the nearest grid point
-is a test statistic, so δ(ε) ≥ P(S̃ > t) − e^ε Q(S̃ > t) for the rounded sum S̃ and any t
-(:func:`~approxdp.accounting.pld.grid.discretize_rounded`). Its P- and Q-measures are composed
-the same way on the same window, their tails bounded from below and from above; the bound's
-error is second order in the rounding, so the two bracket the truth tightly (about 0.1 % wide
-in the DP-SGD example), also where the loss is concentrated far below one grid step (small
-sampling rates), where no grid-supported dominated pair can be close.
+A lower bound comes with it (:func:`~approxdp.accounting.pld.composed.rounded_tails`): the loss
+rounded to the nearest grid point is a test statistic, so δ(ε) ≥ P(S̃ > t) − e^ε Q(S̃ > t) for
+the rounded sum S̃ and any t (:func:`~approxdp.accounting.pld.grid.discretize_rounded`). Its P-
+and Q-measures are composed the same way on the same window, their tails bounded from below and
+from above; the bound's error is second order in the rounding, so the two bracket the truth
+tightly (about 0.1 % wide in the DP-SGD example), also where the loss is concentrated far below
+one grid step (small sampling rates), where no grid-supported dominated pair can be close.
 
 Independent checks (in the tests): the analytic profile of one subsampled-Gaussian step
 (:mod:`approxdp.accounting.pld.subsampled_gaussian`), the exact composition of Gaussians (one
@@ -51,6 +54,12 @@ import numpy as np
 import numpy.typing as npt
 from scipy import fft as sfft
 
+from approxdp.accounting.pld.composed import (
+    ComposedPLD,
+    rounded_tails,
+    test_delta,
+    test_epsilon,
+)
 from approxdp.accounting.pld.grid import (
     DiscretePLD,
     RoundedPLD,
@@ -78,6 +87,8 @@ __all__ = [
     "discretize_rounded",
     "rounded_tails",
     "tail_edge",
+    "test_delta",
+    "test_epsilon",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -94,229 +105,6 @@ class WindowTooLargeError(InvalidParameterError):
     def __init__(self, message: str, needed: int) -> None:
         super().__init__(message)
         self.needed = needed
-
-
-def _suffix(x: FloatArray) -> FloatArray:
-    with np.errstate(over="ignore", invalid="ignore"):
-        return np.concatenate((np.cumsum(x[::-1])[::-1], [0.0]))
-
-
-class ComposedPLD:
-    """The composition of several discretized measures, with every error term needed to turn
-    its masses into certified bounds.
-
-    ``tilted[m]`` is the tilted mass at loss (offset + m)·h; the untilted mass is
-    ``tilted[m] · exp(log_mgf − lam · loss)``. Built by :func:`compose`.
-    """
-
-    def __init__(
-        self,
-        *,
-        h: float,
-        offset: int,
-        tilted: FloatArray,
-        lam: float,
-        log_mgf: float,
-        infinity_mass: float,
-        roundoff: float,
-        log_beyond: float,
-        log_alias_up: float,
-        log_alias_low: float,
-        log_below: float,
-        steps: int,
-        lam_target: float | None = None,
-        alias_theta: float = 0.0,
-    ) -> None:
-        self.h = h
-        self.offset = offset
-        self.size = int(tilted.size)
-        self.lam = lam
-        self.log_mgf = log_mgf
-        self.infinity_mass = infinity_mass
-        self.roundoff = roundoff  # per-entry bound on |error| of ``tilted``
-        self.log_beyond = log_beyond  # log bound on the true mass at or above the window top
-        self.log_alias_up = log_alias_up  # log bound (before e^(−λ max(ε, a))) of mass aliased down
-        self.log_alias_low = log_alias_low  # log bound on the mass aliased up (any landing)
-        self.log_below = log_below  # log bound on the true mass below the window's bottom
-        self.steps = steps  # composed steps
-        self.lam_target = lam_target  # the loss the tilt was aimed at (None: untilted)
-        self.tilted = tilted  # the whole window, tilted (for composing in blocks)
-        self.block_spread = 0.0  # variance added by regridding blocks (under the tilt)
-        self.blocked = False  # composed in blocks (passes.composed)
-        self.alias_theta = alias_theta  # the θ of log_alias_up (for per-entry alias bounds)
-        l = (offset + np.arange(tilted.size)) * h
-        keep = l >= 0.0  # only ε ≥ 0 is ever asked for: atoms at l ≤ 0 never count
-        self._l = l[keep]
-        with np.errstate(over="ignore"):
-            untilt = np.exp(np.minimum(log_mgf - lam * self._l, 700.0))
-        self._m = tilted[keep] * untilt  # untilted masses
-        ref = float(self._l[0]) if self._l.size else 0.0
-        self._ref = ref
-        # suffix sums from index j on: m, m·e^(ref − l), untilt factors
-        self._r1 = _suffix(self._m)
-        with np.errstate(over="ignore", under="ignore"):
-            self._r2 = _suffix(self._m * np.exp(np.maximum(ref - self._l, -745.0)))
-        self._r3 = _suffix(untilt)  # (only the untilt factors' suffix sums are kept)
-
-    def alias_bounds(self) -> FloatArray:
-        """Per entry of the window, a bound on the tilted mass that aliasing put there (from
-        above: the tilted mass beyond the top, at least N·h higher; from below: the mass
-        below the bottom, untilting shrinking it by e^(−λNh)), in the units of ``tilted``."""
-        rel = np.arange(self.size) * self.h  # s − bottom
-        norm = self.log_mgf
-        with np.errstate(over="ignore", under="ignore"):
-            up = np.exp(np.minimum(self.log_alias_up - norm - self.alias_theta * rel, 0.0))
-            span = self.size * self.h
-            low = np.exp(np.minimum(
-                self.log_below + self.lam * (self.bottom + rel - span) - norm, 0.0))
-        return np.asarray(up + low)
-
-    @property
-    def losses(self) -> FloatArray:
-        """The loss of each entry of the composed window."""
-        return np.asarray((self.offset + np.arange(self.size)) * self.h, dtype=np.float64)
-
-    @property
-    def bottom(self) -> float:
-        """The lowest loss in the window."""
-        return self.offset * self.h
-
-    def mass_above(self, epsilon: float) -> float:
-        """≈ P(S > ε) (finite part, in the window): for error estimates, not certified."""
-        j = int(np.searchsorted(self._l, epsilon, side="right"))
-        return float(self._r1[j])
-
-    def slope(self, epsilon: float) -> float:
-        """≈ −dδ/dε = e^ε E[e^(−S); S > ε] (finite part, in the window): for error estimates."""
-        j = int(np.searchsorted(self._l, epsilon, side="right"))
-        return float(self._r2[j]) * math.exp(min(epsilon - self._ref, 700.0))
-
-    def _parts(self, epsilon: float) -> tuple[float, float]:
-        """(core sum, pessimistic extra) at ε ≥ 0, by direct summation."""
-        j = int(np.searchsorted(self._l, epsilon, side="right"))
-        lk = self._l[j:]
-        core = float((self._m[j:] * -np.expm1(epsilon - lk)).sum())
-        rounding = self.roundoff * float(self._r3[j])
-        # each term bounds a contribution to δ ≤ 1: a weak bound is capped at 1 (log 0)
-        beyond = math.exp(min(self.log_beyond, 0.0))
-        if epsilon < self.bottom:  # true mass in (ε, window bottom) is not in the window
-            beyond += math.exp(min(self.log_below, 0.0))
-        # aliased mass only ever adds (positive) mass: harmless for the upper bound
-        return core, self.infinity_mass + beyond + rounding
-
-    def error_terms(self, epsilon: float) -> tuple[float, float]:
-        """(round-off, left-out and aliased tails) of :meth:`delta` at ε: what the window
-        costs there (the aliased mass is not in the bound — it only adds mass — but it can
-        make the bound loose)."""
-        j = int(np.searchsorted(self._l, epsilon, side="right"))
-        rounding = self.roundoff * float(self._r3[j])
-        _, pess = self._parts(epsilon)
-        m = max(epsilon, self.bottom)
-        alias = math.exp(min(self.log_alias_up - self.lam * m, 0.0)) + math.exp(
-            min(self.log_alias_low, 0.0)
-        )
-        return rounding, pess - rounding - self.infinity_mass + alias
-
-    def delta(self, epsilon: float) -> float:
-        """Certified upper bound on δ(ε) of the composition (ε ≥ 0)."""
-        core, pess = self._parts(epsilon)
-        return min(1.0, (core + pess) * (1.0 + 1e-10))
-
-    def tails(self, lower: bool, infinite: bool) -> FloatArray:
-        """Certified bounds on the finite mass at or above each loss of the window (losses
-        ≥ 0), plus the mass at +∞ if ``infinite``: from below (``lower``; every term that may
-        have added mass taken off) or from above (every left-out mass added)."""
-        n = self._l.size
-        rounding = self.roundoff * self._r3[:n]
-        if lower:
-            with np.errstate(over="ignore"):
-                alias = np.exp(np.minimum(self.log_alias_up - self.lam * self._l, 0.0))
-            alias = alias + math.exp(min(self.log_alias_low, 0.0))
-            inf = self.infinity_mass * (1.0 - 1e-12) if infinite else 0.0
-            return np.asarray(self._r1[:n] - rounding - alias + inf)
-        beyond = math.exp(min(self.log_beyond, 0.0))
-        inf = self.infinity_mass * (1.0 + 1e-12) if infinite else 0.0
-        return np.asarray(self._r1[:n] + rounding + beyond + inf)
-
-    def _core_epsilon(self, target: float, with_rounding: bool) -> float:
-        """Least ε ≥ 0 with core(ε) [+ rounding(ε)] ≤ target, from the suffix sums (a fast
-        estimate: the callers certify the answer by direct summation)."""
-        if target <= 0.0:
-            return math.inf
-        lk, r1, r2, r3 = self._l, self._r1, self._r2, self._r3
-        if lk.size == 0:
-            return 0.0
-        e_r = self.roundoff if with_rounding else 0.0
-        with np.errstate(over="ignore", invalid="ignore"):
-            grow = np.exp(np.minimum(lk - self._ref, 700.0))
-            at_grid = r1[1:] - grow * r2[1:] + e_r * r3[1:]
-        ok = np.nonzero(at_grid <= target)[0]
-        if ok.size == 0:
-            return math.inf
-        j = int(ok[0])
-        lo_e = 0.0 if j == 0 else float(lk[j - 1])
-        # inside (l_{j−1}, l_j]: value(ε) = r1[j] − e^(ε − ref) r2[j] + e_r r3[j]
-        num = float(r1[j] + e_r * r3[j] - target)
-        den = float(r2[j])
-        if den <= 0.0 or num <= 0.0:
-            return lo_e
-        eps = self._ref + math.log(num) - math.log(den)
-        return min(max(eps, lo_e), float(lk[j]))
-
-    def epsilon(self, delta: float) -> float:
-        """Least ε ≥ 0 with δ_upper(ε) ≤ δ: a certified upper bound on the true ε(δ)."""
-        if self.delta(0.0) <= delta:
-            return 0.0
-        const = self.infinity_mass + math.exp(min(self.log_beyond, 0.0))
-        # aim a hair below δ so that the direct-summation check below passes at once
-        eps = self._core_epsilon(delta * (1.0 - 1e-9) / (1.0 + 1e-10) - const, with_rounding=True)
-        if not math.isfinite(eps):
-            return math.inf
-        eps = eps * (1.0 + 4e-16) + 1e-300
-        step = max(self.h * 1e-4, 1e-15)
-        while self.delta(eps) > delta:  # certify by direct summation
-            eps += step
-            step *= 2.0
-            if step > 1e6:
-                return math.inf
-        return eps
-
-
-def rounded_tails(p_comp: ComposedPLD, q_comp: ComposedPLD) -> tuple[FloatArray, FloatArray]:
-    """For the composed P- and Q-measures of a rounded loss (same window): for tests
-    {S̃ ≥ t_j} at each window loss t_j ≥ 0, with the outcomes where some step fell in the
-    infinite bin left out or counted in (both are tests; counting them in helps when their
-    P-mass is true infinite loss, and hurts when it is a truncated tail with Q-mass), a lower
-    bound on each test's P-mass and an upper bound on its Q-mass. Then δ(ε) ≥ max over the
-    tests of P-mass − e^ε Q-mass."""
-    if p_comp.offset != q_comp.offset or p_comp.size != q_comp.size:
-        raise ValueError("the P- and Q-compositions must share their window")  # pragma: no cover
-    a = np.concatenate((p_comp.tails(True, False), p_comp.tails(True, True)))
-    b = np.concatenate((q_comp.tails(False, False), q_comp.tails(False, True)))
-    return a, b
-
-
-def test_delta(a_low: FloatArray, b_up: FloatArray, epsilon: float) -> float:
-    """max(0, max_j a_low_j − e^ε b_up_j): the certified lower bound on δ(ε) of the tests."""
-    if a_low.size == 0:
-        return 0.0
-    with np.errstate(over="ignore", invalid="ignore"):
-        vals = a_low - math.exp(min(epsilon, 700.0)) * b_up
-    best = float(np.nanmax(vals))
-    return max(0.0, best * (1.0 - 1e-10) if best > 0 else best)
-
-
-def test_epsilon(a_low: FloatArray, b_up: FloatArray, delta: float) -> float:
-    """The largest ε whose test lower bound on δ(ε) still exceeds δ (so the true ε(δ) is at
-    least that), rounded down; 0 if no test exceeds δ."""
-    ok = a_low * (1.0 - 1e-10) > delta
-    if not bool(ok.any()):
-        return 0.0
-    num, den = a_low[ok] * (1.0 - 1e-10) - delta, b_up[ok]
-    if bool((den <= 0.0).any()):
-        return math.inf
-    eps = float(np.max(np.log(num) - np.log(den)))
-    return max(0.0, eps - 1e-12 * (1.0 + abs(eps)))
 
 
 def _fft_power(

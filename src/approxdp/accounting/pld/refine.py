@@ -1,0 +1,223 @@
+"""The grid step of the PLD accountant: a first guess from the history, then checked and
+refined.
+
+The grid step is chosen from the history, then checked. The first guess: the connect-the-dots
+rounding adds at most T·h²/4 to the variance of the summed loss, so h = 2·sqrt(precision ·
+Var(S)/T) keeps the excess in ε near ``precision``/2 relative for a near-Gaussian sum, and a
+step is never finer than a 2^15th of one step's loss range. The check: the excess is estimated
+from the variance the split really adds under the tilt of the answer
+(:func:`~approxdp.accounting.pld.passes.excess`), and the grid refined until it is below
+``precision``/2 — this is what keeps heavy-tailed sums (small sampling rates, where a few
+large losses make δ) tight on a grid as coarse as they allow. Steps are quantized to powers of
+2^(1/4) so that discretizations can be cached across calls (a growing ledger reuses them).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from approxdp.accounting.pld.blocks import BLOCK_FROM
+from approxdp.accounting.pld.compose import ComposedPLD
+from approxdp.accounting.pld.passes import (
+    ExcessModel,
+    Parts,
+    calibrated,
+    coarse_moments,
+    excess_model,
+    quantize,
+    saddle_epsilon,
+    upper_epsilon,
+)
+from approxdp.accounting.pld.plan import DEFAULT_PRECISION, _Plan, _plan, check_precision
+from approxdp.accounting.pld.privacy_loss import (
+    DiscreteGaussianLoss,
+    EpsilonDeltaLoss,
+    LaplaceLoss,
+    LossSource,
+)
+from approxdp.errors import InvalidParameterError
+from approxdp.events import PrivacyEvent
+
+__all__ = ["grid_step"]
+
+
+#: A step's grid is never finer than this fraction of its loss range (in the first guess).
+_STEP_POINTS = 1 << 15
+
+
+def _first_step(parts: Parts, precision: float, delta: float) -> float:
+    """The first grid step of one direction (see the module docstring)."""
+    var = sum(c * coarse_moments(s)[1] for s, c in parts)
+    n = sum(c for _, c in parts)
+    widest = max(coarse_moments(s)[2] for s, _ in parts)
+    z = math.sqrt(2.0 * -math.log(1e-4 * delta)) + 2.0
+    step = 2.0 * math.sqrt(precision * var / n) if var > 0.0 else widest / 64.0
+    # atoms (Laplace, (ε, δ) parts) make δ(ε) kinked: there the interpolation error is
+    # first order in h until composition smooths the kinks (~√T atoms per kink spacing)
+    step = min(step, precision * widest * math.sqrt(n) / 4.0)
+    # a step's grid within 2^15 points of its range (the excess check refines where needed)
+    step = max(step, widest / _STEP_POINTS)
+    if n < BLOCK_FROM:  # and one composed window (~2z standard deviations) within 2^21 points
+        step = max(step, 2.0 * z * math.sqrt(var) / (1 << 21))  # (blocks need no such floor)
+    return quantize(step)
+
+
+def _grid_step(plan: _Plan, precision: float, h: float | None, delta: float) -> float:
+    if h is not None:
+        return h
+    return min(_first_step(parts, precision, delta) for parts in (plan.remove, plan.add))
+
+
+def grid_step(
+    items: Sequence[tuple[PrivacyEvent, int]], delta: float, precision: float = DEFAULT_PRECISION
+) -> float:
+    """The first grid step the PLD accountant tries for this history at this δ (to hold it
+    fixed across a search, e.g. when calibrating a noise multiplier)."""
+    return _grid_step(_plan(items), check_precision(precision), None, delta)
+
+
+@dataclass(frozen=True, slots=True)
+class _Solved:
+    """One direction solved at one δ: its composed PLD, certified ε, grid step, and the
+    model of its excess over the true ε."""
+
+    comp: ComposedPLD
+    eps: float
+    h: float
+    model: ExcessModel | None
+
+    @property
+    def excess(self) -> float:
+        return self.model.at(self.h) if self.model is not None else 0.0
+
+
+def _solve(
+    parts: Parts, delta: float, h: float, guess: float | None, below: float | None = None
+) -> _Solved:
+    comp, eps = upper_epsilon(parts, delta, h, guess, below)
+    model = excess_model(parts, h, comp, eps, delta) if math.isfinite(eps) else None
+    return _Solved(comp, eps, h, model)
+
+
+def _coarse_step(parts: Parts, precision: float, delta: float) -> float:
+    """The grid of the first pass, meant to be about 4x coarser than the final one (a cheap
+    pass then aims the tilt and measures the excess): 4x :func:`_first_step`, at least a
+    2^11th of one step's loss range, and — where ε is large and mean-dominated — as coarse as
+    a near-Gaussian sum's excess T·(h²/6)·(1 + λ)/2 allows at 16 times the target, at the
+    saddle-point estimate of ε and its tilt λ (up to a 16th of one step's range)."""
+    widest = max(coarse_moments(s)[2] for s, _ in parts)
+    step = max(4.0 * _first_step(parts, precision, delta), widest / 2048.0)
+    saddle = saddle_epsilon(parts, delta)
+    if saddle is not None:  # a large mean-dominated ε allows a much coarser grid
+        eps, lam = saddle
+        count = sum(c for _, c in parts)
+        smooth = math.sqrt(192.0 * _target(eps, precision) / (count * (1.0 + lam)))
+        step = max(step, min(smooth, widest / 16.0))
+    return quantize(step)
+
+
+def _finer(cur: _Solved, target: float) -> float:
+    """About the coarsest grid step whose modelled excess is within ``target`` (the model only
+    discretizes: cheap next to composing): power-law steps down from ``cur.h``, the exponent
+    measured between the points tried (first guess 1.5: the excess goes as h for concentrated
+    losses, h² for smooth ones), then back up inside the last bracket. Where the model stops
+    falling (the float guard of the split, ∝ 1/h, wins at astronomically many steps), the
+    step where it was least."""
+    assert cur.model is not None
+    hi_h, hi_ex = cur.h, cur.excess  # too coarse
+    best = (hi_ex, hi_h)
+    k = 1.5
+    ok: tuple[float, float] | None = None
+    for _ in range(5):
+        if ok is None:
+            ratio = (0.85 * target / hi_ex) ** (1.0 / k)
+            h = quantize(hi_h * min(0.7, max(1.0 / 64.0, ratio)))
+        else:
+            ratio = (0.85 * target / ok[1]) ** (1.0 / k)
+            h = quantize(ok[0] * max(1.0, ratio))
+            if h >= hi_h or h <= ok[0]:
+                break
+        try:
+            ex = cur.model.at(h)
+        except InvalidParameterError:  # the step's grid would not fit: coarser only
+            break
+        if ok is None and ex >= best[0]:  # finer is no better: the least is behind us
+            break
+        best = min(best, (ex, h))
+        if ex > 0.0 and hi_ex > 0.0 and h != hi_h:
+            k = min(2.5, max(0.8, math.log(hi_ex / ex) / math.log(hi_h / h)))
+        if ex <= target:
+            ok = (h, ex) if ok is None or h > ok[0] else ok
+            if ex >= 0.5 * target:
+                break
+        else:
+            hi_h, hi_ex = h, ex
+    if ok is not None:
+        return ok[0]
+    return best[1] if best[1] < cur.h else quantize(cur.h * 0.5)
+
+
+def _atomic(source: LossSource) -> bool:
+    inner = getattr(source, "inner", source)
+    return isinstance(inner, EpsilonDeltaLoss | LaplaceLoss | DiscreteGaussianLoss)
+
+
+def _has_atoms(parts: Parts) -> bool:
+    """Whether a direction has losses with atoms or hard edges ((ε, δ) parts, Laplace,
+    discrete Gaussians): there the excess model (a variance added to a smooth sum) does not
+    hold, and the atom-aware first step is used as is."""
+    return any(_atomic(s) for s, _ in parts)
+
+
+def _start_step(parts: Parts, precision: float, delta: float) -> float:
+    """The first pass's grid: :func:`_coarse_step`, or for losses with atoms the final one."""
+    if _has_atoms(parts):
+        return _first_step(parts, precision, delta)
+    return _coarse_step(parts, precision, delta)
+
+
+def _target(eps: float, precision: float, floor: float = 1e-6) -> float:
+    """The excess allowed: ``precision``/2 of ε (of ``floor`` for smaller ε: an absolute
+    floor; δ at a given ε uses 1e-3, where ε near 0 would otherwise ask for any grid)."""
+    return 0.5 * precision * max(eps, floor)
+
+
+def _refine(parts: Parts, delta: float, first: _Solved, precision: float) -> _Solved:
+    """The pass whose estimated excess is at most ``precision``/2 of ε. Where the composed
+    loss is not near-Gaussian, a second pass on a grid twice as fine first calibrates the
+    excess model against what ε really did; every later pass recalibrates it (each pass is
+    certified, and tilted at the previous answer)."""
+    cur = first
+    target = _target(cur.eps, precision)
+    if cur.model is None or cur.eps == 0.0 or cur.excess <= target / 16.0:
+        return cur
+    if not cur.model.gaussian:
+        room = 2.0 * cur.excess + 0.02 * cur.eps + 32.0 * cur.h
+        half = _solve(parts, delta, quantize(cur.h / 2.0), cur.eps, room)
+        cur = _step(cur, half)
+    for _ in range(2):
+        target = _target(cur.eps, precision)
+        if cur.model is None or cur.excess <= target or cur.eps == 0.0:
+            return cur
+        room = 2.0 * cur.excess + 0.01 * cur.eps + 32.0 * cur.h
+        h = _finer(cur, target)
+        try:
+            if cur.model.at(h) > 0.7 * cur.excess:  # a finer grid would gain little
+                return cur
+        except InvalidParameterError:
+            return cur
+        cur = _step(cur, _solve(parts, delta, h, cur.eps, room))
+    return cur
+
+
+def _step(cur: _Solved, nxt: _Solved) -> _Solved:
+    """The better of two certified passes, with the finer one's excess model calibrated by
+    the pair."""
+    if nxt.model is None or cur.model is None:
+        return min((cur, nxt), key=lambda p: p.eps)
+    model = calibrated(nxt.model.with_scale(cur.model.scale), (cur.h, cur.eps), (nxt.h, nxt.eps))
+    if nxt.eps > cur.eps:  # (a coarser grid can be luckier: both are certified)
+        return _Solved(cur.comp, cur.eps, nxt.h, model)
+    return _Solved(nxt.comp, nxt.eps, nxt.h, model)
