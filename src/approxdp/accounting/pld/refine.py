@@ -14,7 +14,8 @@ large losses make δ) tight on a grid as coarse as they allow. Steps are quantiz
 The first pass runs on a grid about 4x coarser than the first guess (a cheap pass aims the
 tilt and measures the excess), except where the window at the first guess is small anyway
 (about 2^14 points, where planning costs as much as composing): there the first guess is the
-first pass, which saves a pass for small sampling rates and few steps.
+first pass (and one step's grid there is small too), which saves a pass for small sampling
+rates and few steps.
 """
 
 from __future__ import annotations
@@ -201,7 +202,10 @@ def _start_step(parts: Parts, precision: float, delta: float) -> float:
     """The first pass's grid: :func:`_coarse_step`; the final one for losses with atoms, and
     where the window on it is small anyway (a coarse pass would only add a pass)."""
     fine = _first_step(parts, precision, delta)
-    if _has_atoms(parts) or _window_estimate(parts, fine, delta) <= _SMALL_WINDOW:
+    if _has_atoms(parts):
+        return fine
+    widest = max(coarse_moments(s)[2] for s, _ in parts)  # one step's grid must be small too
+    if widest / fine <= _SMALL_WINDOW and _window_estimate(parts, fine, delta) <= _SMALL_WINDOW:
         return fine
     return _coarse_step(parts, precision, delta)
 
