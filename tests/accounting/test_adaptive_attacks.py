@@ -35,6 +35,7 @@ from scipy import integrate, optimize, special
 
 from approxdp.accounting import PrivacyAccountant
 from approxdp.accounting.registry import rule_names
+from approxdp.errors import BudgetExceededError
 from approxdp.events import EpsilonDeltaEvent, GaussianEvent, LaplaceEvent, PrivacyEvent
 
 mp.mp.dps = 40
@@ -63,13 +64,21 @@ def hs_identity(x: float) -> float:
     return float(-math.expm1(x)) if x < 0 else 0.0
 
 
-Branch = tuple[str, float] | None  # ("laplace", scale) | ("gauss", sigma) | None
+def hs_select(x: float, delta: float) -> float:
+    """H_{e^x} of the (0, δ) pair that dominates every (0, δ)-DP mechanism (partition
+    selection's part): P = (δ, 1 − δ, 0), Q = (0, 1 − δ, δ): δ + (1 − δ)(1 − e^x)₊."""
+    return delta + (1.0 - delta) * hs_identity(x)
+
+
+Branch = tuple[str, float] | None  # ("laplace", scale) | ("gauss", sigma) | ("select", δ)
 
 
 def _branch_h(branch: Branch, x: float) -> float:
     if branch is None:
         return hs_identity(x)
     kind, value = branch
+    if kind == "select":
+        return hs_select(x, value)
     return hs_laplace(x, 1.0 / value) if kind == "laplace" else hs_gauss(x, 1.0 / value)
 
 
@@ -91,7 +100,7 @@ def two_step_delta(eps: float, sigma1: float, threshold: float, low: Branch, hig
     # (±ε_L for a Laplace branch, 0 for a refused one): L₁(y) = (shift² − 2·shift·y)/(2σ₁²)
     kinks = [eps - k for branch in (low, high) for k in
              ((1.0 / branch[1], -1.0 / branch[1]) if branch and branch[0] == "laplace" else
-              (0.0,) if branch is None else ())]
+              (0.0,) if branch is None or branch[0] == "select" else ())]
     ys = [(shift**2 - 2 * sigma1**2 * k) / (2 * shift) for k in kinks]
     cuts = sorted({lo, hi, *(min(max(y, lo), hi) for y in (threshold, *ys))})
     total = 0.0
@@ -260,6 +269,84 @@ def test_the_largest_admitted_continuations(rule: str, adaptivity: str, valid: b
         assert worst <= BUDGET[1]
     else:
         assert worst > 1.4 * BUDGET[1]
+
+
+def _largest_committed(make: Callable[[float], PrivacyEvent], lo: float, hi: float,
+                       fits_low: bool) -> float:
+    """The parameter at the edge of what a pristine ledger lets commit with FIRST: bisection
+    between ``lo`` and ``hi`` (``fits_low``: the plan fits at ``lo``)."""
+    for _ in range(30):
+        mid = 0.5 * (lo + hi)
+        try:
+            PrivacyAccountant(BUDGET).commit([FIRST, make(mid)])
+            fits = True
+        except BudgetExceededError:
+            fits = False
+        if fits == fits_low:
+            lo = mid
+        else:
+            hi = mid
+    return lo if fits_low else hi
+
+
+def test_a_committed_plan_closed_on_the_first_output_stays_within_budget() -> None:
+    """Plans committed before the first spend, then abandoned on y₁ (issue 21 §3: stopping
+    early is allowed). (a) FIRST and the largest Laplace committed together (charged by their
+    PLD); the analyst spends the Laplace if y₁ is low, else closes the plan (the Laplace's
+    curve is given up) and takes the noisiest-allowed Gaussian. (b) FIRST and the smallest-σ
+    Gaussian committed; if y₁ is low the analyst closes the plan (the Gaussian's room is
+    refunded) and takes the largest Laplace admitted. Both stay within the budget."""
+    eps_lap = _largest_committed(lambda e: LaplaceEvent(scale=1.0 / e), 1e-3, 5.0, True)
+    acc = PrivacyAccountant(BUDGET)
+    plan = acc.commit([FIRST, LaplaceEvent(scale=1.0 / eps_lap)])
+    acc.spend(FIRST)
+    acc.close_commitment(plan)
+    worst_a = _worst_delta(("laplace", 1.0 / eps_lap), ("gauss", _smallest_gauss_sigma(acc)))
+    sigma = _largest_committed(lambda s: GaussianEvent(sigma=s), 1.0, 100.0, False)
+    acc = PrivacyAccountant(BUDGET)
+    plan = acc.commit([FIRST, GaussianEvent(sigma=sigma)])
+    acc.spend(FIRST)
+    acc.close_commitment(plan)  # refunds the Gaussian's room
+    eps_after = _largest_laplace_epsilon(acc)
+    assert eps_after > 0.0  # the refund is real room
+    worst_b = _worst_delta(("laplace", 1.0 / eps_after), ("gauss", sigma))
+    assert max(worst_a, worst_b) <= BUDGET[1]
+
+
+def test_a_plan_withdrawn_before_the_first_spend_leaves_the_ledger_as_new() -> None:
+    acc = PrivacyAccountant(BUDGET)
+    fresh = acc.remaining()
+    plan = acc.commit([FIRST, EpsilonDeltaEvent(0.05, 1e-8)])
+    assert acc.remaining().room_used is not None and acc.remaining().room_used > 0
+    acc.close_commitment(plan)  # nothing spent yet: withdrawn
+    after = acc.remaining()
+    assert (after.room, after.room_used, after.spent_delta) == \
+        (fresh.room, fresh.room_used, fresh.spent_delta)
+    # and the ledger then admits exactly what a new one admits
+    assert _smallest_gauss_sigma(acc) == _smallest_gauss_sigma(PrivacyAccountant(BUDGET))
+
+
+def test_the_auto_basic_share_stays_within_budget() -> None:
+    """``basic_share="auto"`` (PrivateTable's default) fixes (0, δ_B/5) at the first spend;
+    after FIRST the analyst takes the largest (0, δ) release the share admits (partition
+    selection's worst case) if y₁ is low, else the noisiest-allowed Gaussian: within budget."""
+    acc = PrivacyAccountant(BUDGET, basic_share="auto")
+    acc.spend(FIRST)
+    assert acc.basic_share == (0.0, 0.2 * BUDGET[1])
+    lo, hi = 0.0, BUDGET[1]
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        if acc.plan([EpsilonDeltaEvent(0.0, mid)]).fits:
+            lo = mid
+        else:
+            hi = mid
+    assert lo == pytest.approx(0.2 * BUDGET[1], rel=1e-6)
+    worst = _worst_delta(("select", lo), ("gauss", _smallest_gauss_sigma(acc)))
+    assert worst <= BUDGET[1]
+    # the same switch on a ledger without the share: the (0, δ) branch is refused outright
+    plain = PrivacyAccountant(BUDGET)
+    plain.spend(FIRST)
+    assert not plain.plan([EpsilonDeltaEvent(0.0, 1e-9)]).fits
 
 
 # -- randomized response, by exact enumeration --------------------------------------------------

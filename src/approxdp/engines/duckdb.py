@@ -12,30 +12,31 @@ statements.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import glob
 import itertools
 import os
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from approxdp.engines import duckdb_rows
+from approxdp.engines._duckdb_cells import stream_cells
 from approxdp.engines._duckdb_sql import SOURCE as _SOURCE
 from approxdp.engines._duckdb_sql import (
     build_aggregate_sql,
-    cells_sql,
     expression_sql,
     in_table_sql,
     membership_sql,
     quote_identifier,
-    sql_literal,
 )
-from approxdp.engines.base import Engine, engine_error, is_glob
+from approxdp.engines._duckdb_table import (
+    DuckDBTable,
+    data_errors,
+    import_duckdb,
+    path_reader,
+)
+from approxdp.engines.base import Engine
 from approxdp.engines.checks import (
     check_column,
     check_columns,
@@ -47,7 +48,6 @@ from approxdp.engines.shapes import (
     AggregateRequest,
     AggregateResult,
     CellAggregate,
-    CellBatchMapper,
     CellMapRequest,
     CellMapResult,
     ColumnKind,
@@ -55,7 +55,7 @@ from approxdp.engines.shapes import (
     Membership,
     aggregate_result,
 )
-from approxdp.errors import DataError, MissingDependencyError, ParameterTypeError
+from approxdp.errors import DataError, ParameterTypeError
 
 if TYPE_CHECKING:
     import duckdb
@@ -66,77 +66,21 @@ if TYPE_CHECKING:
 
 __all__ = ["DuckDBEngine", "DuckDBTable"]
 
-_CSV_SUFFIXES = (".csv", ".csv.gz", ".tsv", ".tsv.gz", ".txt")
-_PARQUET_SUFFIXES = (".parquet", ".pq")
 _NUMERIC_PREFIXES = (
     "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
     "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "DECIMAL", "REAL",
 )  # fmt: skip
 _counter = itertools.count()
-P = ParamSpec("P")
-R = TypeVar("R")
 _INLINE_VALUES = 2000  # longer membership lists become semi-joins on registered tables
 #: One in-memory DuckDB database per (process, settings), shared by engines through cursors.
 _DATABASES: dict[tuple[object, ...], duckdb.DuckDBPyConnection] = {}
 
 
-def _import_duckdb() -> ModuleType:
-    try:
-        import duckdb
-    except ImportError as exc:  # pragma: no cover - duckdb is a runtime dependency
-        raise MissingDependencyError(
-            "the DuckDB engine needs the 'duckdb' package: pip install duckdb"
-        ) from exc
-    return duckdb
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
-@dataclass(frozen=True)
-class DuckDBTable:
-    """A DuckDB-backed table handle: ``run(sql)`` executes SQL in which the table is ``_SOURCE``.
-
-    Its schema is read once, on first use, and kept in ``columns``.
-    """
-
-    connection: duckdb.DuckDBPyConnection | None
-    relation: duckdb.DuckDBPyRelation | None
-    description: str
-    own: bool = False  # the relation lives on the engine's own connection
-    columns: dict[str, ColumnKind] = field(default_factory=dict, compare=False, repr=False)
-
-    def run(self, sql: str) -> duckdb.DuckDBPyRelation:
-        """Execute ``sql`` (referring to the table as ``__approxdp_source``); return a relation."""
-        if self.relation is not None:
-            rel = self.relation.query(_SOURCE, sql)
-        else:
-            rel = self.connection.sql(sql) if self.connection is not None else None
-        if rel is None:  # a SELECT always gives a relation
-            raise DataError(f"table handle {self.description!r} gave no result for {sql!r}")
-        return rel
-
-    def rows(self, sql: str) -> list[tuple[Any, ...]]:
-        """Run ``sql`` and fetch its rows; unreadable data raises :class:`DataError`."""
-        with _data_errors(self.description):
-            return list(self.run(sql).fetchall())
-
-    def arrow(self, sql: str) -> pa.Table:
-        """Run ``sql`` and fetch it as a PyArrow table; unreadable data raises ``DataError``."""
-        with _data_errors(self.description):
-            return _arrow(self.run(sql))
-
-
-@contextlib.contextmanager
-def _data_errors(description: str) -> Iterator[None]:
-    """Turn every DuckDB error (an unreadable file, a bad encoding, a value that does not
-    convert...) into :class:`DataError` naming the input: no DuckDB exception leaves the
-    engine, so no front end needs to know DuckDB."""
-    duckdb = _import_duckdb()
-    try:
-        yield
-    except duckdb.Error as exc:
-        raise engine_error(description, exc) from exc
-
-
-def _translated(method: Callable[Concatenate[DuckDBEngine, P], R]
+def translated(method: Callable[Concatenate[DuckDBEngine, P], R]
                 ) -> Callable[Concatenate[DuckDBEngine, P], R]:
     """A primitive whose DuckDB errors become :class:`DataError` naming its table (or the
     source it loads)."""
@@ -145,16 +89,11 @@ def _translated(method: Callable[Concatenate[DuckDBEngine, P], R]
         first = args[0] if args else None
         what = first.description if isinstance(first, DuckDBTable) else (
             f"file {str(first)!r}" if isinstance(first, str | os.PathLike) else "the data")
-        with _data_errors(what):
+        with data_errors(what):
             return method(self, *args, **kwargs)
 
     functools.update_wrapper(run, method)
     return run
-
-
-def _arrow(rel: duckdb.DuckDBPyRelation) -> pa.Table:
-    method = getattr(rel, "to_arrow_table", None) or rel.fetch_arrow_table
-    return method()
 
 
 class DuckDBEngine:
@@ -173,7 +112,7 @@ class DuckDBEngine:
         self, threads: int | None = None, memory_limit: str | None = None,
         progress_bar: bool = False,
     ) -> None:
-        self._duckdb = _import_duckdb()
+        self._duckdb = import_duckdb()
         config: dict[str, str | int] = {}
         if threads is not None:
             config["threads"] = int(threads)
@@ -200,7 +139,7 @@ class DuckDBEngine:
         module = type(source).__module__.split(".")[0]
         return module in ("pandas", "polars", "pyarrow")
 
-    @_translated
+    @translated
     def load(self, source: object) -> DuckDBTable:
         """Wrap a path, DataFrame, Arrow table or DuckDB relation (see the module docstring)."""
         if isinstance(source, self._duckdb.DuckDBPyRelation):
@@ -224,37 +163,13 @@ class DuckDBEngine:
         return DuckDBTable(None, view, f"{module} {type(data).__name__}", own=True)
 
     def _load_path(self, path: Path) -> DuckDBTable:
-        pattern = is_glob(str(path))
-        if pattern and not glob.glob(str(path), recursive=True):
-            raise DataError(f"no file matches the pattern {str(path)!r}")
-        if not pattern and not path.exists():
-            raise DataError(f"data file not found: {str(path)!r}")
-        lower = path.name.lower()
-        literal = sql_literal(str(path))
-        if path.is_dir():  # a (Hive-)partitioned Parquet folder: key=value/ sub-folders
-            files = sql_literal(str(path / "**" / "*.parquet"))
-            if not glob.glob(str(path / "**" / "*.parquet"), recursive=True):
-                raise DataError(f"folder {str(path)!r} holds no .parquet file")
-            reader = f"read_parquet({files}, hive_partitioning = true)"
-        elif lower.endswith(_PARQUET_SUFFIXES):
-            reader = f"read_parquet({literal}, hive_partitioning = true)" if pattern else (
-                f"read_parquet({literal})")
-        elif lower.endswith(_CSV_SUFFIXES):
-            # types from every row, not a sample: a bad value deep in a numeric column makes
-            # the column text here (named, with examples, before any spend) instead of a
-            # "Conversion Error" halfway through a query (as Spark's inferSchema reads all too)
-            reader = f"read_csv({literal}, sample_size = -1)"
-        else:
-            raise DataError(
-                f"cannot tell the format of {str(path)!r}: use a name ending in "
-                f"{', '.join(_CSV_SUFFIXES + _PARQUET_SUFFIXES)} (or a Parquet folder)"
-            )
-        with _data_errors(f"file {str(path)!r}"):
+        reader = path_reader(path)
+        with data_errors(f"file {str(path)!r}"):
             view = self._connection.sql(f"SELECT * FROM {reader}")
         return DuckDBTable(None, view, f"file {path.name}", own=True)
 
     # -- metadata --------------------------------------------------------------------------
-    @_translated
+    @translated
     def sql_types(self, table: DuckDBTable) -> dict[str, str]:
         """Column names in order, with their DuckDB SQL types (upper case)."""
         if table.relation is not None:  # the relation knows its columns: no query needed
@@ -263,7 +178,7 @@ class DuckDBEngine:
             rows = table.rows(f"DESCRIBE SELECT * FROM {_SOURCE}")
         return {str(row[0]): str(row[1]).upper() for row in rows}
 
-    @_translated
+    @translated
     def schema(self, table: DuckDBTable) -> dict[str, ColumnKind]:
         """Column names in order, with their :class:`ColumnKind`."""
         if table.columns:
@@ -282,17 +197,17 @@ class DuckDBEngine:
         table.columns.update(out)
         return out
 
-    @_translated
+    @translated
     def column_types(self, table: DuckDBTable) -> dict[str, ValueType]:
         """Column names in order, with their row-expression type."""
         return duckdb_rows.column_types(self.sql_types(table))
 
-    @_translated
+    @translated
     def count_rows(self, table: DuckDBTable) -> int:
         """``SELECT count(*)``."""
         return int(table.rows(f"SELECT count(*) FROM {_SOURCE}")[0][0])
 
-    @_translated
+    @translated
     def count_outside(
         self, table: DuckDBTable, condition: Membership, limit: int = 3
     ) -> tuple[int, tuple[KeyValue, ...]]:
@@ -318,7 +233,7 @@ class DuckDBEngine:
                 self._connection.unregister(name)
         return n, tuple(r[0] for r in rows)
 
-    @_translated
+    @translated
     def count_unconvertible(
         self, table: DuckDBTable, column: str, limit: int = 3
     ) -> tuple[int, tuple[str, ...]]:
@@ -335,7 +250,7 @@ class DuckDBEngine:
         )
         return n, tuple(str(r[0]) for r in rows)
 
-    @_translated
+    @translated
     def cast_to_double(self, table: DuckDBTable, column: str) -> DuckDBTable:
         """``SELECT * REPLACE (TRY_CAST(column AS DOUBLE) AS column)`` as a new handle."""
         schema = self.schema(table)
@@ -346,7 +261,7 @@ class DuckDBEngine:
         rel = table.run(f"SELECT * REPLACE ({value} AS {col}) FROM {_SOURCE}")
         return DuckDBTable(None, rel, table.description, own=table.own)
 
-    @_translated
+    @translated
     def derive(self, table: DuckDBTable, derivation: Derivation) -> DuckDBTable:
         """Rows with a value, plus the columns of ``derivation``, as a new handle."""
         check_new_columns(self.schema(table), derivation.column, derivation.names)
@@ -358,19 +273,19 @@ class DuckDBEngine:
         return DuckDBTable(None, rel, table.description, own=table.own)
 
     # -- row transformations (approxdp.engines.duckdb_rows) ---------------------------------
-    @_translated
+    @translated
     def filter_rows(self, table: DuckDBTable, predicate: RowExpression) -> DuckDBTable:
         """``SELECT * ... WHERE predicate`` as a new handle."""
         return duckdb_rows.filter_rows(table, self.column_types(table), predicate)
 
-    @_translated
+    @translated
     def with_expression(
         self, table: DuckDBTable, name: str, expression: RowExpression
     ) -> DuckDBTable:
         """``SELECT *, (expression) AS name`` as a new handle."""
         return duckdb_rows.with_expression(table, self.column_types(table), name, expression)
 
-    @_translated
+    @translated
     def join_lookup(
         self, table: DuckDBTable, lookup: DuckDBTable, on: Sequence[tuple[str, str]],
         how: JoinHow,
@@ -379,7 +294,7 @@ class DuckDBEngine:
         types = (self.column_types(table), self.column_types(lookup))
         return duckdb_rows.join_lookup(self._connection, table, lookup, types, on, how)
 
-    @_translated
+    @translated
     def duplicate_keys(
         self, table: DuckDBTable, columns: Sequence[str], limit: int = 3
     ) -> tuple[int, tuple[tuple[KeyValue, ...], ...]]:
@@ -390,7 +305,7 @@ class DuckDBEngine:
         return duckdb_rows.duplicate_keys(table, columns, limit)
 
     # -- aggregation -----------------------------------------------------------------------
-    @_translated
+    @translated
     def aggregate(self, table: DuckDBTable, request: AggregateRequest) -> AggregateResult:
         """Run a (possibly key-sampled) grouped count/sum as one SQL query (two, in the rare
         case where two groups of one key share a rank: see :func:`build_aggregate_sql`)."""
@@ -439,7 +354,7 @@ class DuckDBEngine:
         return name
 
     # -- cells of a grid --------------------------------------------------------------------
-    @_translated
+    @translated
     def aggregate_cells(self, table: DuckDBTable, request: AggregateRequest) -> CellAggregate:
         """The aggregate (one row per non-empty cell) fetched as Arrow into this process."""
         import pyarrow.compute as pc
@@ -447,7 +362,7 @@ class DuckDBEngine:
         agg = self._aggregate_arrow(table, request)  # (by..., aggregations, __rows)
         return CellAggregate(agg, request, int(pc.sum(agg.column("__rows")).as_py() or 0))
 
-    @_translated
+    @translated
     def map_cells(
         self, table: DuckDBTable, request: CellMapRequest, aggregate: CellAggregate | None = None,
     ) -> CellMapResult:
@@ -459,52 +374,10 @@ class DuckDBEngine:
         (``request.path``, or a file in this engine's temporary directory), never held whole
         in memory.
         """
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
         out_path = self._cells_path(request.path)
         if aggregate is None:
             aggregate = self.aggregate_cells(table, request.aggregate)
-        agg: pa.Table = aggregate.handle
-        rows_used = aggregate.rows_used
-        n = next(_counter)
-        names = [a.name for a in request.aggregate.aggregations]
-        agg_cols = {f"k{i}": agg.column(c) for i, c in enumerate(request.aggregate.by)}
-        agg_cols.update({f"m{j}": agg.column(a) for j, a in enumerate(names)})
-        self._connection.register(f"__approxdp_agg_{n}", pa.table(agg_cols))
-        grids = []
-        for i, (col, values) in enumerate(request.grid):
-            try:
-                arr = pa.array(list(values))
-            except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-                raise DataError(f"domain[{col!r}] mixes value types: {exc}") from exc
-            grids.append(f"__approxdp_grid_{n}_{i}")
-            self._connection.register(
-                grids[-1], pa.table({"v": arr, "pos": pa.array(range(len(values)), pa.int64())})
-            )
-        sql = cells_sql(request, f"__approxdp_agg_{n}", grids)
-        mapper = CellBatchMapper.of(request)
-        rel = self._connection.sql(sql)
-        fetch = getattr(rel, "to_arrow_reader", None) or rel.fetch_record_batch
-        reader = fetch(_CELL_BATCH_ROWS)
-        writer = None
-        try:
-            for batch in reader:
-                mapped = mapper(batch)
-                if writer is None:
-                    writer = pq.ParquetWriter(out_path, mapped.schema)
-                writer.write_batch(mapped)
-        finally:
-            reader.close()  # an undrained result would block the connection
-            del rel
-            if writer is not None:
-                writer.close()
-            self._connection.unregister(f"__approxdp_agg_{n}")
-            for i in range(len(request.grid)):
-                self._connection.unregister(f"__approxdp_grid_{n}_{i}")
-            aggregate.close()
-        view = self._connection.sql(f"SELECT * FROM read_parquet({sql_literal(out_path)})")
-        return CellMapResult(view, out_path, request.n_cells, rows_used)
+        return stream_cells(self._connection, request, aggregate, out_path, next(_counter))
 
     def _cells_path(self, path: str | None) -> str:
         if path is not None:
@@ -515,9 +388,6 @@ class DuckDBEngine:
         if self._tmp is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="approxdp-cells-")
         return str(Path(self._tmp.name) / f"cells_{next(_counter)}.parquet")
-
-
-_CELL_BATCH_ROWS = 1 << 17
 
 
 if TYPE_CHECKING:  # mypy checks that DuckDBEngine implements the Engine protocol over DuckDBTable

@@ -23,14 +23,12 @@ exactly the groups the DuckDB engine keeps for the same seed. The shapes::
 from __future__ import annotations
 
 import functools
-import glob
 import itertools
 import os
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeGuard, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from approxdp.engines import spark_rows
 from approxdp.engines._spark_frames import (
@@ -47,7 +45,18 @@ from approxdp.engines._spark_frames import (
 )
 from approxdp.engines._spark_hash import quote_column as _q
 from approxdp.engines._spark_hash import with_rank
-from approxdp.engines.base import Engine, engine_error, is_glob
+from approxdp.engines._spark_table import (
+    INTEGER_TYPES,
+    NUMERIC_TYPES,
+    STRING_TYPES,
+    SparkTable,
+    is_spark_dataframe,
+    read_path,
+    require_pyspark,
+    spark_errors,
+    type_name,
+)
+from approxdp.engines.base import Engine, engine_error
 from approxdp.engines.checks import (
     check_column,
     check_columns,
@@ -69,7 +78,7 @@ from approxdp.engines.shapes import (
     Membership,
     aggregate_result,
 )
-from approxdp.errors import DataError, MissingDependencyError, ParameterTypeError
+from approxdp.errors import DataError, ParameterTypeError
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -79,36 +88,15 @@ if TYPE_CHECKING:
 
 __all__ = ["SparkEngine", "SparkTable", "is_spark_dataframe"]
 
-INSTALL_HINT = "pip install 'approxdp[spark]'"
-_CSV_SUFFIXES = (".csv", ".csv.gz", ".tsv", ".tsv.gz", ".txt")
-_PARQUET_SUFFIXES = (".parquet", ".pq")
-_INTEGER_TYPES = ("ByteType", "ShortType", "IntegerType", "LongType", "BooleanType")
-_NUMERIC_TYPES = ("FloatType", "DoubleType", "DecimalType", *_INTEGER_TYPES[:-1])
-_STRING_TYPES = ("StringType", "VarcharType", "CharType")
 _INLINE_VALUES = 2000  # longer membership lists become (broadcast) semi-joins
 _counter = itertools.count()
+
+
 P = ParamSpec("P")
 R = TypeVar("R")
 
 
-def _require_pyspark() -> None:
-    try:
-        import pyspark.sql  # noqa: F401
-    except ImportError as exc:
-        raise MissingDependencyError(
-            f"the Spark engine needs PySpark, which is not installed: {INSTALL_HINT}"
-        ) from exc
-
-
-def _spark_errors() -> tuple[type[BaseException], ...]:
-    """The exceptions PySpark raises about a query (its own, and the JVM's through Py4J)."""
-    from py4j.protocol import Py4JError
-    from pyspark.errors import PySparkException
-
-    return (PySparkException, Py4JError)
-
-
-def _translated(method: Callable[Concatenate[SparkEngine, P], R]
+def translated(method: Callable[Concatenate[SparkEngine, P], R]
                 ) -> Callable[Concatenate[SparkEngine, P], R]:
     """A primitive whose Spark errors become :class:`DataError` naming its table (or the
     source it loads): no Spark exception leaves the engine."""
@@ -116,7 +104,7 @@ def _translated(method: Callable[Concatenate[SparkEngine, P], R]
     def run(self: SparkEngine, /, *args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return method(self, *args, **kwargs)
-        except _spark_errors() as exc:
+        except spark_errors() as exc:
             first = args[0] if args else None
             what = first.description if isinstance(first, SparkTable) else (
                 f"file {str(first)!r}" if isinstance(first, str | os.PathLike) else "the data")
@@ -124,26 +112,6 @@ def _translated(method: Callable[Concatenate[SparkEngine, P], R]
 
     functools.update_wrapper(run, method)
     return run
-
-
-def is_spark_dataframe(source: object) -> TypeGuard[DataFrame]:
-    """Whether ``source`` is a PySpark DataFrame (checked without importing PySpark)."""
-    return any(
-        cls.__module__.startswith("pyspark.sql") and cls.__name__ == "DataFrame"
-        for cls in type(source).__mro__
-    )
-
-
-@dataclass(frozen=True)
-class SparkTable:
-    """A Spark-backed table handle: a DataFrame and where it came from."""
-
-    df: DataFrame
-    description: str
-
-
-def _type_name(data_type: object) -> str:
-    return type(data_type).__name__
 
 
 class SparkEngine:
@@ -157,7 +125,7 @@ class SparkEngine:
     name = "spark"
 
     def __init__(self, spark: SparkSession | None = None) -> None:
-        _require_pyspark()
+        require_pyspark()
         self._spark = spark
 
     @property
@@ -180,7 +148,7 @@ class SparkEngine:
             return True
         return type(source).__module__.split(".")[0] in ("pandas", "polars", "pyarrow")
 
-    @_translated
+    @translated
     def load(self, source: object) -> SparkTable:
         """Wrap a DataFrame, read a path, or convert an in-memory table (module docstring)."""
         if is_spark_dataframe(source):
@@ -208,63 +176,42 @@ class SparkEngine:
         return SparkTable(create_frame(self.spark, table), f"{module} {type(table).__name__}")
 
     def _load_path(self, path: str) -> SparkTable:
-        lower = path.lower()
-        local = "://" not in path
-        if local and is_glob(path) and not glob.glob(path, recursive=True):
-            raise DataError(f"no file matches the pattern {path!r}")
-        if local and not is_glob(path) and not Path(path).exists():
-            raise DataError(f"data file not found: {path!r}")
-        reader = self.spark.read
-        if is_glob(path):  # keep the partition columns of key=value folders, as DuckDB does
-            parts = path.split("/")
-            fixed = next(i for i, part in enumerate(parts) if is_glob(part) or "=" in part)
-            reader = reader.option("basePath", "/".join(parts[:fixed]) or ".")
-        if lower.endswith(_PARQUET_SUFFIXES) or (local and Path(path).is_dir()):
-            df = reader.parquet(path)
-        elif lower.endswith(_CSV_SUFFIXES):
-            sep = "\t" if ".tsv" in lower else ","
-            df = reader.csv(path, header=True, inferSchema=True, sep=sep)
-        else:
-            raise DataError(
-                f"cannot tell the format of {path!r}: use a name ending in "
-                f"{', '.join(_CSV_SUFFIXES + _PARQUET_SUFFIXES)} (or a Parquet directory)"
-            )
-        return SparkTable(df, f"file {Path(path).name}")
+        return SparkTable(read_path(self.spark, path), f"file {Path(path).name}")
 
     # -- metadata --------------------------------------------------------------------------
-    @_translated
+    @translated
     def schema(self, table: SparkTable) -> dict[str, ColumnKind]:
         """Column names in order, with their :class:`ColumnKind`."""
         out: dict[str, ColumnKind] = {}
         for field in table.df.schema.fields:
-            kind = _type_name(field.dataType)
-            if kind in _NUMERIC_TYPES:
+            kind = type_name(field.dataType)
+            if kind in NUMERIC_TYPES:
                 out[field.name] = ColumnKind.NUMERIC
             elif kind == "BooleanType":
                 out[field.name] = ColumnKind.BOOLEAN
-            elif kind in _STRING_TYPES:
+            elif kind in STRING_TYPES:
                 out[field.name] = ColumnKind.STRING
             else:
                 out[field.name] = ColumnKind.OTHER
         return out
 
-    @_translated
+    @translated
     def column_types(self, table: SparkTable) -> dict[str, ValueType]:
         """Column names in order, with their row-expression type."""
         return spark_rows.column_types(table.df)
 
     def _hash_inputs(self, table: SparkTable) -> dict[str, HashInput]:
         return {
-            f.name: "integer" if _type_name(f.dataType) in _INTEGER_TYPES else "text"
+            f.name: "integer" if type_name(f.dataType) in INTEGER_TYPES else "text"
             for f in table.df.schema.fields
         }
 
-    @_translated
+    @translated
     def count_rows(self, table: SparkTable) -> int:
         """``df.count()``."""
         return int(table.df.count())
 
-    @_translated
+    @translated
     def count_outside(
         self, table: SparkTable, condition: Membership, limit: int = 3
     ) -> tuple[int, tuple[KeyValue, ...]]:
@@ -280,7 +227,7 @@ class SparkEngine:
         rows = outside.select(col).distinct().orderBy(col.asc_nulls_last()).limit(limit)
         return n, tuple(r[0] for r in rows.collect())
 
-    @_translated
+    @translated
     def count_unconvertible(
         self, table: SparkTable, column: str, limit: int = 3
     ) -> tuple[int, tuple[str, ...]]:
@@ -297,7 +244,7 @@ class SparkEngine:
         rows = bad.select(text.alias("v")).distinct().orderBy("v").limit(limit).collect()
         return n, tuple(str(r[0]) for r in rows)
 
-    @_translated
+    @translated
     def cast_to_double(self, table: SparkTable, column: str) -> SparkTable:
         """``withColumn(column, try_cast(column AS DOUBLE))`` as a new handle."""
         schema = self.schema(table)
@@ -308,7 +255,7 @@ class SparkEngine:
                  else try_double(F, column))
         return SparkTable(table.df.withColumn(column, value), table.description)
 
-    @_translated
+    @translated
     def derive(self, table: SparkTable, derivation: Derivation) -> SparkTable:
         """Rows with a value, plus the columns of ``derivation``, as a new handle."""
         check_new_columns(self.schema(table), derivation.column, derivation.names)
@@ -350,26 +297,26 @@ class SparkEngine:
         )
 
     # -- row transformations (approxdp.engines.spark_rows) ----------------------------------
-    @_translated
+    @translated
     def filter_rows(self, table: SparkTable, predicate: RowExpression) -> SparkTable:
         """``df.filter(expr(predicate))`` as a new handle."""
         return SparkTable(spark_rows.filter_rows(table.df, predicate), table.description)
 
-    @_translated
+    @translated
     def with_expression(self, table: SparkTable, name: str, expression: RowExpression
                         ) -> SparkTable:
         """``df.withColumn(name, expr(expression))`` as a new handle."""
         return SparkTable(spark_rows.with_expression(table.df, name, expression),
                           table.description)
 
-    @_translated
+    @translated
     def join_lookup(self, table: SparkTable, lookup: SparkTable,
                     on: Sequence[tuple[str, str]], how: JoinHow) -> SparkTable:
         """``table`` joined with the broadcast ``lookup`` (:func:`.spark_rows.join_lookup`)."""
         return SparkTable(spark_rows.join_lookup(table.df, lookup.df, on, how),
                           table.description)
 
-    @_translated
+    @translated
     def duplicate_keys(self, table: SparkTable, columns: Sequence[str], limit: int = 3
                        ) -> tuple[int, tuple[tuple[KeyValue, ...], ...]]:
         """Distinct non-NULL values of ``columns`` on more than one row, and a few."""
@@ -379,7 +326,7 @@ class SparkEngine:
         return spark_rows.duplicate_keys(table.df, columns, limit)
 
     # -- aggregation -----------------------------------------------------------------------
-    @_translated
+    @translated
     def aggregate(self, table: SparkTable, request: AggregateRequest) -> AggregateResult:
         """Run a (possibly key-sampled) grouped count/sum on the executors; collect the groups."""
         out = self._aggregate_frame(table, request)  # (by..., aggregations, __rows)
@@ -417,7 +364,7 @@ class SparkEngine:
         if request.by:  # ≤ max_groups pairs per unit, smallest keyed rank first
             kinds = self._hash_inputs(table)
             floats = {f.name for f in table.df.schema.fields
-                      if _type_name(f.dataType) in ("FloatType", "DoubleType")}
+                      if type_name(f.dataType) in ("FloatType", "DoubleType")}
             pairs = with_rank(pairs, request.by, [kinds[c] for c in request.by],
                                kinds[s.key], s.seed,
                                floats={*(c for c in request.by if c in floats),
@@ -465,7 +412,7 @@ class SparkEngine:
         return F.when(F.coalesce(cond, F.lit(False)), value)
 
     # -- cells of a grid --------------------------------------------------------------------
-    @_translated
+    @translated
     def aggregate_cells(self, table: SparkTable, request: AggregateRequest) -> CellAggregate:
         """The aggregate, persisted on the executors (and counted, which computes it)."""
         from pyspark.sql import functions as F
@@ -482,7 +429,7 @@ class SparkEngine:
 
         return CellAggregate(agg, request, rows_used, on_close=unpersist)
 
-    @_translated
+    @translated
     def map_cells(
         self, table: SparkTable, request: CellMapRequest, aggregate: CellAggregate | None = None,
     ) -> CellMapResult:

@@ -3,9 +3,11 @@ that clamps to them — two spends, every check of both before the first.
 
 The second release's bounds depend on the first one's noisy output, so the two cannot be
 calibrated jointly; by basic composition they add up to exactly (ε, δ). Both privacy events
-are known before any data is read (σ does not depend on the bounds), so an accountant that can
-plan refuses the pair before the first spend; the release's own data checks (columns, groups,
-domain, empty table) run first on placeholder bounds, by an accountant that stops at the spend.
+are known before any data is read (σ does not depend on the bounds), so the pair is a plan
+fixed in advance: a privacy-filter ledger takes it as one commitment before its first spend
+(:mod:`approxdp.releases.plan_commit`), and any accountant that can plan refuses it whole.
+The release's own data checks (columns, groups, domain, empty table) run first on placeholder
+bounds, by an accountant that stops at the spend.
 """
 
 from __future__ import annotations
@@ -21,13 +23,15 @@ from approxdp._validation import check_parameter
 from approxdp.accounting import BudgetStatus
 from approxdp.accounting.budget.ledger import SpendRecord
 from approxdp.accounting.budget.protocols import Accountant
+from approxdp.accounting.serialization import event_key
 from approxdp.engines.base import Engine
-from approxdp.errors import BudgetExceededError, InsufficientDataError
+from approxdp.errors import BudgetExceededError, InsufficientDataError, InternalError
 from approxdp.events import PrivacyEvent
 from approxdp.releases.bounds import PrivateBounds
 from approxdp.releases.derived import check_numeric_column
 from approxdp.releases.execute import execute
 from approxdp.releases.plan import AllocatedPlan, ReleasePlan
+from approxdp.releases.plan_commit import closed_if_stopped, commit_plan
 from approxdp.releases.result import ReleaseResult
 from approxdp.releases.specs import Query
 
@@ -50,8 +54,7 @@ class _Table(Protocol):
     def allocate(self, plan: ReleasePlan, *, epsilon: float, delta: float,
                  selection_fraction: float = 0.5) -> AllocatedPlan: ...
 
-    def release(self, queries: Sequence[Query], *, epsilon: float, delta: float,
-                weights: Sequence[float] | None = None,
+    def execute(self, allocated: AllocatedPlan, *,
                 level: float = 0.95) -> tuple[ReleaseResult, ...]: ...
 
     def _key(self) -> int: ...
@@ -89,43 +92,70 @@ def release_with_private_bounds(
                 rng=None, level=level, large_domain_cells=table.large_domain_cells,
                 output_dir=table.output_dir)
     # Both events are known before any data is read (σ does not depend on the bounds), so
-    # an accountant that can plan refuses the pair before the first spend.
+    # the pair is one plan: committed whole before the first spend where the ledger is a
+    # privacy filter (:mod:`approxdp.releases.plan_commit`), else checked by an accountant
+    # that can plan; either way refused before the first spend if it does not fit.
     events = [e for e in (first.event(), rest.event()) if e is not None]
-    planner = getattr(table.accountant, "plan", None)
-    if callable(planner):
-        verdict = planner(events)
-        if not verdict.fits:
-            raise BudgetExceededError(
-                f"bounds='private': the two spends (bounds with ε={eps_b:g}, δ={delta_b:g},"
-                f" then the release with ε={eps_r:g}, δ={delta_r:g}) do not fit the "
-                f"remaining budget ({table.accountant.remaining()}); nothing was spent",
-                remaining=table.accountant.remaining(), requested=tuple(events),
+    refused = (
+        f"bounds='private': the two spends (bounds with ε={eps_b:g}, δ={delta_b:g}, then the "
+        f"release with ε={eps_r:g}, δ={delta_r:g}) do not fit the remaining budget"
+    )
+    try:
+        commitment = commit_plan(table.accountant, events,
+                                 f"bounds='private': {query((0.0, 1.0)).label()}")
+    except BudgetExceededError as exc:
+        raise BudgetExceededError(f"{refused}: {exc}; nothing was spent",
+                                  remaining=table.accountant.remaining(),
+                                  requested=tuple(events)) from None
+    with closed_if_stopped(table.accountant, commitment):
+        planner = getattr(table.accountant, "plan", None)
+        if commitment is None and callable(planner):
+            verdict = planner(events)
+            if not verdict.fits:
+                raise BudgetExceededError(
+                    f"{refused} ({table.accountant.remaining()}); nothing was spent",
+                    remaining=table.accountant.remaining(), requested=tuple(events),
+                )
+        found = execute(first, table.engine, table.table, table.accountant, key=table._key(),
+                        rng=table._rng, level=0.95)[0]
+        low, high = (float(v) for v in found.values)
+        whole = PrivateBounds(column).ceiling
+        if low <= -whole and high >= whole:  # no bin rose above the noise, by chance
+            raise InsufficientDataError(
+                f"bounds='private': the bounds of {column!r} came back as the whole range "
+                f"±{whole:g} (no bin rose above the noise): the first spend (ε={eps_b:g}, "
+                f"δ={delta_b:g}) is recorded, the release itself was not made and spent "
+                "nothing",
+                advice=f"bounds='private': the bounds of {column!r} could not be estimated; "
+                       "the first spend is recorded, the release was not made: give public "
+                       "bounds, or a larger epsilon (or bounds_share)",
+                spent=True,
             )
-    found = execute(first, table.engine, table.table, table.accountant, key=table._key(),
-                    rng=table._rng, level=0.95)[0]
-    low, high = (float(v) for v in found.values)
-    whole = PrivateBounds(column).ceiling
-    if low <= -whole and high >= whole:  # no bin rose above the noise, by chance
-        raise InsufficientDataError(
-            f"bounds='private': the bounds of {column!r} came back as the whole range "
-            f"±{whole:g} (no bin rose above the noise): the first spend (ε={eps_b:g}, "
-            f"δ={delta_b:g}) is recorded, the release itself was not made and spent nothing",
-            advice=f"bounds='private': the bounds of {column!r} could not be estimated; the "
-                   "first spend is recorded, the release was not made: give public bounds, "
-                   "or a larger epsilon (or bounds_share)",
-            spent=True,
-        )
-    result = table.release([query((low, high))], epsilon=eps_r, delta=delta_r, level=level)[0]
+        final = table.allocate(table.plan([query((low, high))]), epsilon=eps_r, delta=delta_r)
+        if commitment is not None and _key(final.event()) != _key(rest.event()):
+            raise InternalError(
+                f"bounds='private': the release's privacy event {final.event()!r} is not the "
+                f"one committed ({rest.event()!r}); the first spend is recorded, the release "
+                "was not made"
+            )
+        result = table.execute(final, level=level)[0]
     split = (
         f"bounds='private': budget split in two spends — bounds [{low:.6g}, {high:.6g}] "
         f"estimated privately with ε={eps_b:g}, δ={delta_b:g} (bounds_share={share:g}: "
         "the 1 % and 99 % quantiles on a log scale), then this release with "
         f"ε={eps_r:g}, δ={delta_r:g}; at most ε={epsilon:g}, δ={delta:g} together (basic "
         "composition; the ledger may compose the two tighter)"
+        + ("" if commitment is None else
+           f"; committed to the ledger as one plan before its first spend (commitment "
+           f"#{commitment.id})")
     )
     return dataclasses.replace(result, notes=(*result.notes, split),
                                extra={**result.extra, "bounds": found.values},
                                receipts=(*found.receipts, *result.receipts))
+
+
+def _key(event: PrivacyEvent | None) -> str | None:
+    return None if event is None else event_key(event)
 
 
 class _StoppedError(Exception):

@@ -98,8 +98,20 @@ class PrivateTable(TableSteps):
             (:class:`~approxdp.errors.SeededLedgerError`): a seeded release is a reproducible
             simulation, and its spend would look like a real one.
 
+        basic_share: With ``budget``: the share of it kept for events no Gaussian dominates
+            — in a table, the (0, δ) of partition selection (a grouped release without a
+            declared domain), which a privacy filter can admit after the first release only
+            from such a share (guide: Adaptive analysts and privacy filters). ``"auto"``
+            (default): (0, δ/5) of the budget (:data:`~approxdp.accounting.budget.accountant.
+            AUTO_SHARE_DELTA`), fixed at the first release if that release fits with it
+            (else none: a first release of the whole budget is not refused for it); it costs
+            the Gaussian releases about 1 % of their noise. ``(ε, δ)``: that share, fixed
+            now; None: none (the whole budget for Gaussian releases; partition selection only
+            in the first release). With ``accountant``, its own share applies.
+
     Raises:
         SeededLedgerError: ``seed`` with a persistent ledger, without ``allow_seeded_ledger``.
+        ParameterTypeError: ``basic_share`` with ``accountant``.
     """
     # -- one query at a time ---------------------------------------------------------------
     def _one(self, query: Query, epsilon: float, delta: float, level: float) -> ReleaseResult:

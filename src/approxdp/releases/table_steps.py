@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import secrets
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -67,14 +67,21 @@ class TableSteps(TableTransformations):
         casts: Mapping[str, str] | None = None,
         cast_errors: CastErrors = "drop",
         allow_seeded_ledger: bool = False,
+        basic_share: tuple[float, float] | Literal["auto"] | None = "auto",
     ) -> None:
         one_of = "pass exactly one of budget=(epsilon, delta) or accountant="
         if accountant is None:
             if budget is None:
                 raise ParameterTypeError(one_of)
-            accountant = PrivacyAccountant(budget=budget)
+            accountant = PrivacyAccountant(budget=budget, basic_share=basic_share)
         elif budget is not None:
             raise ParameterTypeError(one_of)
+        elif basic_share != "auto":
+            raise ParameterTypeError(
+                f"basic_share={basic_share!r} is for the accountant that budget= creates; an "
+                "accountant's basic share is fixed when it is created: pass it there "
+                "(PrivacyAccountant(..., basic_share=(epsilon, delta)))"
+            )
         if seed is not None and getattr(accountant, "persistent", False) and not (
                 allow_seeded_ledger):
             raise SeededLedgerError(

@@ -34,7 +34,7 @@ import json
 import os
 import warnings
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Literal
 
 from approxdp.accounting.budget.arguments import (
     check_budget,
@@ -59,6 +59,7 @@ from approxdp.accounting.budget.filter import (
     close_commitment,
     new_filter,
 )
+from approxdp.accounting.budget.filter_state import ZERO
 from approxdp.accounting.budget.ledger import (
     Decision,
     FilterLogEntry,
@@ -82,7 +83,12 @@ from approxdp.errors import (
 )
 from approxdp.events import PrivacyEvent
 
-__all__ = ["BudgetStatus", "PlanResult", "PrivacyAccountant"]
+__all__ = ["AUTO_SHARE_DELTA", "BudgetStatus", "PlanResult", "PrivacyAccountant"]
+
+#: ``basic_share="auto"`` reserves (0, δ_B times this) for partition selection (its (0, δ) is
+#: dominated by no Gaussian): about 1 % of the Gaussian releases' μ at common budgets
+#: (μ² room after a (0, δ_A) block: the exact Gaussian rule at (ε_B, (δ_B − δ_A)/(1 − δ_A))).
+AUTO_SHARE_DELTA = 0.2
 
 
 class PrivacyAccountant:
@@ -108,7 +114,11 @@ class PrivacyAccountant:
             Gaussian dominates (truncated Laplace, partition selection, a discrete Gaussian):
             after the first spend the ``"gdp"`` filter can admit those only from such a share
             or from a plan committed before the first spend. It costs the Gaussian releases
-            the room its privacy-loss distribution takes (None: no share).
+            the room its privacy-loss distribution takes (None: no share). ``"auto"`` (an
+            in-memory budget only; :class:`~approxdp.releases.PrivateTable`'s default):
+            (0, :data:`AUTO_SHARE_DELTA` · δ), for partition selection, fixed at the first
+            spend or commitment if that one fits with it, else no share — decided before any
+            noise is drawn, so it is as fixed in advance as a share given here.
         read_only: open the ``ledger`` file only to read it (a file the user may only read;
             an older schema is read as it is): :meth:`spend` and :meth:`commit` then refuse.
 
@@ -126,7 +136,7 @@ class PrivacyAccountant:
         composition: str | None = None,
         *,
         adaptivity: str | None = None,
-        basic_share: tuple[float, float] | None = None,
+        basic_share: tuple[float, float] | Literal["auto"] | None = None,
         read_only: bool = False,
     ) -> None:
         settings = None
@@ -147,7 +157,11 @@ class PrivacyAccountant:
             budget = settings.budget
         self._epsilon, self._delta = check_budget(budget)
         self._adaptivity, self._composition = resolve_mode(settings, adaptivity,
-                                                                 composition, self._delta)
+                                                           composition, self._delta)
+        pending = None
+        if isinstance(basic_share, str):
+            pending = self._auto_share(basic_share, ledger)
+            basic_share = None
         if basic_share is None and settings is not None:
             basic_share = settings.basic_share
         self._share = check_share(basic_share, (self._epsilon, self._delta))
@@ -165,7 +179,8 @@ class PrivacyAccountant:
         if ledger is None:
             start = None
             if self._filter_kind is not None:
-                start = new_filter(self._filter_kind, self.budget, self._share)
+                start = new_filter(self._filter_kind, self.budget, self._share,
+                                   pending=pending)
             self._ledger = MemoryLedger(start)
         else:
             from approxdp.accounting.budget.sqlite_ledger import SQLiteLedger
@@ -201,9 +216,35 @@ class PrivacyAccountant:
         return self._adaptivity
 
     @property
+    def filter_kind(self) -> FilterKind | None:
+        """The privacy filter that admits spends (``"gdp"`` or ``"basic"``), or None under a
+        rule that is not a filter; :meth:`commit` needs one."""
+        return self._filter_kind
+
+    @property
     def basic_share(self) -> tuple[float, float] | None:
-        """The basic share fixed at creation, or None."""
-        return self._share
+        """The basic share: fixed at creation, or by ``basic_share="auto"`` at the first spend
+        (None: none, or not fixed yet)."""
+        f = self._ledger.state().filter
+        if f is None or f.share == (ZERO, ZERO) or f.kind != "gdp":
+            return self._share
+        return (float(f.share[0]), float(f.share[1]))
+
+    def _auto_share(self, share: str, ledger: object) -> tuple[float, float] | None:
+        """The pending share of ``basic_share="auto"`` (None where the rule has no share)."""
+        if share != "auto":
+            raise InvalidParameterError(
+                f"basic_share must be an (epsilon, delta) pair, None or 'auto', got "
+                f"basic_share={share!r}"
+            )
+        if ledger is not None:
+            raise InvalidParameterError(
+                "basic_share='auto' is for an in-memory budget; a ledger file fixes its basic "
+                "share when it is created: pass basic_share=(epsilon, delta)"
+            )
+        if self._composition != "gdp":
+            return None
+        return (0.0, self._delta * AUTO_SHARE_DELTA)
 
     def _status(self, state: LedgerState) -> BudgetStatus:
         """This ledger's status in ``state``
@@ -336,9 +377,12 @@ class PrivacyAccountant:
 
         A plan committed after the first spend is refunded its unspent events (its prepaid
         room was still room: the filter's residue is unchanged). A plan committed before the
-        first spend gives nothing back: its curve was part of the declared block, and cannot
-        become Gaussian room. Its remaining events, if spent later, are charged like any
-        others.
+        first spend and closed while nothing has been spent is withdrawn, as if never
+        committed (no noise has been drawn, so no output depends on it). Closed after the
+        first spend, it gives back its unspent Gaussian parts (charged exactly to the room)
+        and nothing of its other parts: their curve was part of the declared block, and
+        cannot become Gaussian room. Its remaining events, if spent later, are charged like
+        any others.
 
         Returns:
             The closed commitment.
@@ -352,7 +396,7 @@ class PrivacyAccountant:
 
         def update(state: LedgerState) -> tuple[FilterState, dict[str, str] | None]:
             assert state.filter is not None
-            f, charge = close_commitment(state.filter, cid)
+            f, charge = close_commitment(state.filter, cid, self.budget)
             closed = next(c for c in f.commitments if c.id == cid)
             box.append(closed)
             return f, {"kind": "close", "commitment": str(cid), "label": closed.label,

@@ -44,8 +44,11 @@ it covers:
 
 Plans committed after the first spend are charged in the same currencies up front (and
 refunded if closed early: the residue is unchanged, since the plan's prepaid room was still
-room). Plans in the declared block are charged by their curve; closing one early gives
-nothing back (its curve cannot be turned into Gaussian room).
+room). Plans in the declared block are charged by their curve; closing one early refunds its
+unspent Gaussian parts (charged exactly to the room, like a prepaid plan's) and gives the rest
+back only while nothing has been spent (then the plan is withdrawn: no noise has been drawn
+that could depend on it); after the first spend its other parts cannot be turned into
+Gaussian room.
 
 **Why no δ reserve by default, and what that costs.** Suppose the filter admitted all-Gaussian
 histories up to the exact Gaussian rule (as it does) and also, after a first Gaussian spend, a
@@ -64,10 +67,11 @@ an ``EpsilonDeltaEvent`` at the δ you choose, or use ``"gdp"``).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from fractions import Fraction
 
 from approxdp.accounting.budget.costs import add_up
@@ -119,9 +123,24 @@ __all__ = [
 
 
 def new_filter(kind: FilterKind, budget: tuple[float, float],
-               share: tuple[float, float] | None = None) -> FilterState:
+               share: tuple[float, float] | None = None, *,
+               pending: tuple[float, float] | None = None) -> FilterState:
     """The state of a new ledger: the ``"basic"`` filter's share is the whole budget; the
-    ``"gdp"`` filter's basic share (if any) is declared now and sets the room."""
+    ``"gdp"`` filter's basic share (if any) is declared now and sets the room. ``pending``:
+    a basic share to fix at the first spend or commitment instead, if it fits then with what
+    is admitted (:func:`_share_options`); exclusive with ``share``."""
+    if pending is not None and pending != (0.0, 0.0):
+        if kind != "gdp" or share is not None:
+            raise InvalidParameterError(
+                "a pending basic share is for a 'gdp' filter without a fixed basic_share"
+            )
+        if not (0.0 <= pending[0] <= budget[0] and 0.0 <= pending[1] <= budget[1]):
+            raise InvalidParameterError(
+                f"basic_share must be an (epsilon, delta) within the budget {budget}, got "
+                f"basic_share={pending}"
+            )
+        auto = (Fraction(pending[0]), Fraction(pending[1]))
+        return FilterState(pending_share=auto, auto_share=auto)
     if kind == "basic":
         if share is not None:
             raise InvalidParameterError(
@@ -212,6 +231,32 @@ def _declare(state: FilterState, parts: Sequence[tuple[PartCost, int]],
     return trial, Charge(gdp=gdp, declared=tuple(block))
 
 
+def _share_options(state: FilterState, budget: tuple[float, float]) -> list[FilterState]:
+    """The states a pristine filter may decide from: with a pending basic share, first the
+    share fixed now (it joins the declared block and sets the room), then none. The choice
+    is made at the first spend or commitment, before any noise is drawn, from that request's
+    own parameters only, so the share is as fixed in advance as one given at creation: the
+    residue argument (module docstring) starts from the state so chosen."""
+    if state.pending_share is None:
+        return [state]
+    share = state.pending_share
+    with_share = dataclasses.replace(state, pending_share=None, share=share,
+                                     room=declared_room(budget, state.declared, share))
+    return [with_share, dataclasses.replace(state, pending_share=None)]
+
+
+def _first_fit(options: list[FilterState],
+               decide: Callable[[FilterState], tuple[FilterState, Charge]]) -> \
+        tuple[FilterState, Charge]:
+    """``decide`` on the first of ``options`` where it fits (the last one's refusal
+    otherwise)."""
+    *first, last = options
+    for option in first:
+        with contextlib.suppress(FilterRefusedError):
+            return decide(option)
+    return decide(last)
+
+
 def admit_spend(state: FilterState, event: PrivacyEvent, budget: tuple[float, float]) -> \
         tuple[FilterState, Charge]:
     """The filter's decision on spending ``event`` (before its noise is drawn): the new state
@@ -227,7 +272,8 @@ def admit_spend(state: FilterState, event: PrivacyEvent, budget: tuple[float, fl
         return dataclasses.replace(new, pristine=False), Charge(commitment=cid)
     parts = part_costs(event)
     if state.pristine and state.kind == "gdp":
-        new, charge = _declare(state, [(p, 1) for p in parts], budget, what)
+        new, charge = _first_fit(_share_options(state, budget),
+                                 lambda s: _declare(s, [(p, 1) for p in parts], budget, what))
         return dataclasses.replace(new, pristine=False), charge
     gdp, basic = 0.0, (ZERO, ZERO)
     new = dataclasses.replace(state, pristine=False)
@@ -250,8 +296,14 @@ def admit_commit(state: FilterState, items: Sequence[tuple[PrivacyEvent, int]], 
     cid = len(state.commitments) + 1
     if state.pristine and state.kind == "gdp":
         flat = [(p, c) for ev, c in items for p in part_costs(ev)]
-        new, charge = _declare(state, flat, budget, what)
-        commitment = Commitment(cid, label, "declared", planned, planned)
+        new, charge = _first_fit(_share_options(state, budget),
+                                 lambda s: _declare(s, flat, budget, what))
+        # its Gaussian parts are charged exactly to the room, like a prepaid plan's: their
+        # prices are kept so that closing the plan early refunds the unspent ones
+        gaussian = [(key, p.gdp, ZERO, ZERO) for key, _ in planned
+                    for p in _parts_of_key(key) if p.gaussian and p.gdp]
+        commitment = Commitment(cid, label, "declared", planned, planned,
+                                _price_table(gaussian))
     else:
         new = state
         gdp, basic = 0.0, (ZERO, ZERO)
@@ -304,17 +356,26 @@ def _times_up(value: float, count: int) -> float:
     return value if count == 1 or value == 0.0 else math.nextafter(value * count, math.inf)
 
 
-def close_commitment(state: FilterState, cid: int) -> tuple[FilterState, Charge]:
+def close_commitment(state: FilterState, cid: int,
+                     budget: tuple[float, float] | None = None) -> tuple[FilterState, Charge]:
     """Close plan ``cid``: a prepaid plan's unspent events are refunded (its prepaid room was
-    still room, so the residue does not change); a declared plan's unspent part is given up."""
+    still room, so the residue does not change). A declared plan's unspent Gaussian parts are
+    refunded alike (they were charged exactly to the room: G_ν' ⊗ G_μ = G_ν, Dong et al.
+    2022, Sec. 3) and its other parts are given up (the block's curve cannot become Gaussian
+    room) — unless nothing has been spent yet (the ledger is still pristine) and ``budget`` is
+    given: then the plan is withdrawn, as if never committed (:func:`_withdraw`)."""
     for i, c in enumerate(state.commitments):
         if c.id != cid:
             continue
         if c.closed:
             raise InvalidParameterError(f"commitment #{cid} ({c.label!r}) is already closed")
+        if c.pricing == "declared" and state.pristine and budget is not None:
+            withdrawn = _withdraw(state, cid, budget)
+            if withdrawn is not None:
+                return withdrawn
         new = state
         refund_g, refund_b = 0.0, (ZERO, ZERO)
-        if c.pricing == "prepaid":
+        if c.prices:  # a prepaid plan's prices, or a declared plan's Gaussian parts
             left = dict(c.remaining)
             for key, g, e, d in c.prices:
                 n = left.get(key, 0)
@@ -336,6 +397,43 @@ def close_commitment(state: FilterState, cid: int) -> tuple[FilterState, Charge]
         return dataclasses.replace(new, commitments=commits), \
             Charge(gdp=-refund_g, basic=(-refund_b[0], -refund_b[1]), commitment=cid)
     raise InvalidParameterError(f"this ledger has no commitment #{cid}")
+
+
+def _withdraw(state: FilterState, cid: int, budget: tuple[float, float]) -> \
+        tuple[FilterState, Charge] | None:
+    """Withdraw declared plan ``cid`` from a pristine filter: the state rebuilt from the
+    creation (basic share included) with every other open declared plan declared again, in
+    order; with none left, the state at creation (an ``"auto"`` share pending again). Sound
+    because no noise has been drawn since the ledger was created (``pristine``: no spend at
+    all), so no output can depend on the declaration: the residue argument starts from the
+    state as it is at the first spend (module docstring), and the withdrawn plan is not part
+    of it. None if the others do not fit again (numerically possible only at the room
+    search's tolerance): the plan is then given up as after a first spend."""
+    others = [c for c in state.commitments
+              if c.id != cid and not c.closed and c.pricing == "declared"]
+    if not others and state.auto_share is not None:  # back to the state at creation
+        rebuilt = FilterState(kind=state.kind, pending_share=state.auto_share,
+                              auto_share=state.auto_share, commitments=state.commitments,
+                              over=state.over)
+        commits = tuple(dataclasses.replace(c, closed=True) if c.id == cid else c
+                        for c in state.commitments)
+        return dataclasses.replace(rebuilt, commitments=commits), \
+            Charge(gdp=-state.gdp_used, commitment=cid)
+    rebuilt = FilterState(kind=state.kind, share=state.share, commitments=state.commitments,
+                          over=state.over, auto_share=state.auto_share)
+    if state.share != (ZERO, ZERO):
+        rebuilt = dataclasses.replace(rebuilt, room=declared_room(budget, (), state.share))
+    try:
+        for c in others:
+            flat = [(p, n) for key, n in c.planned for p in _parts_of_key(key)]
+            rebuilt, _ = _declare(rebuilt, flat, budget, f"committing plan {c.label!r}")
+    except FilterRefusedError:
+        return None
+    commits = tuple(dataclasses.replace(c, closed=True) if c.id == cid else c
+                    for c in state.commitments)
+    refund = max(state.gdp_used - rebuilt.gdp_used, 0.0)
+    return dataclasses.replace(rebuilt, commitments=commits), \
+        Charge(gdp=-refund, commitment=cid)
 
 
 def replay(kind: FilterKind, budget: tuple[float, float], share: tuple[float, float] | None,

@@ -87,9 +87,11 @@ def _left(state: FilterState, budget: tuple[float, float]) -> str:
 
 _NO_SHARE = (
     "the filter can admit it only from a basic share fixed when the ledger was created "
-    "(PrivacyAccountant(..., basic_share=(epsilon, delta))) or in a plan committed before the "
-    "first spend; after a first noise draw, admitting it from the Gaussian-DP room would let "
-    "an adaptive analyst exceed the budget (guide: Adaptive analysts and privacy filters)"
+    "(PrivacyAccountant(..., basic_share=(epsilon, delta)), or PrivateTable(..., "
+    "basic_share=(epsilon, delta)) for the budget a table creates) or in a plan committed "
+    "before the first spend; after a first noise draw, admitting it from the Gaussian-DP "
+    "room would let an adaptive analyst exceed the budget (guide: Adaptive analysts and "
+    "privacy filters)"
 )
 
 

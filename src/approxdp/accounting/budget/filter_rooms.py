@@ -141,7 +141,13 @@ def declared_room(budget: tuple[float, float], declared: tuple[tuple[str, int], 
         return budget_rho(budget)
     if all(isinstance(e, EpsilonDeltaEvent) and e.epsilon == 0.0 for e, _ in items):
         return _pure_delta_room(budget, items)
-    f0 = _block_epsilon(items, 0.0, delta_b) - eps_b if delta_b > 0.0 else math.inf
+    mu_b = math.sqrt(budget_rho(budget))
+    # one grid for the whole search (the one the block with the budget's own Gaussian needs),
+    # so the block's discretization is made once and every composition below reuses it
+    h = grid_step([*items, (GaussianEvent(sigma=1.0 / mu_b), 1)], delta_b) if mu_b > 0 else None
+    f0 = _block_epsilon(items, 0.0, delta_b, h) - eps_b if delta_b > 0.0 else math.inf
+    if f0 > 0.0 and h is not None and delta_b > 0.0:  # that grid may be coarse for the block
+        f0 = _block_epsilon(items, 0.0, delta_b) - eps_b  # alone: certify it on its own grid
     if f0 > 0.0 and _basic_fits(items, budget):
         # the PLD's certified bound is a hair pessimistic; a block that basic composition
         # fits exactly (e.g. one (ε, δ) release of the whole budget) leaves no room, but fits
@@ -151,9 +157,7 @@ def declared_room(budget: tuple[float, float], declared: tuple[tuple[str, int], 
             f"the plans declared before the first spend do not fit the budget ({eps_b:g}, "
             f"{delta_b:g}) on their own (certified PLD)"
         )
-    mu_b = math.sqrt(budget_rho(budget))
     tol = 1e-4 * max(eps_b, 1e-3)
-    h = grid_step([*items, (GaussianEvent(sigma=1.0 / mu_b), 1)], delta_b) if mu_b > 0 else None
     lo, f_lo = 0.0, f0  # f(ν) = ε(block + G_ν) − ε_B is increasing: f(lo) <= 0 < f(hi)
     hi, f_hi = mu_b * (1.0 + 1e-9), math.inf
     # Newton-like steps in Gaussian-DP currency: a block composed with G_ν is about as private

@@ -33,7 +33,9 @@ class Commitment:
             Gaussian-DP room and basic share, refunded if closed early).
         planned: (event description, count) pairs as committed.
         remaining: the same, less what has been spent.
-        prices: for a prepaid plan, (description, μ² each, basic ε each, basic δ each).
+        prices: (description, μ² each, basic ε each, basic δ each): a prepaid plan's, or a
+            declared plan's Gaussian parts (refunded if closed early); empty in files
+            written before declared plans kept them (nothing is refunded then).
         closed: True once closed (its remaining events are then charged like any others).
     """
 
@@ -74,6 +76,10 @@ class FilterState:
         commitments: every committed plan.
         over: why the stored history exceeds the budget under this filter (set when an old
             ledger is re-certified), or None.
+        pending_share: a basic share to fix at the first spend or commitment if it fits then
+            (``basic_share="auto"``), or None (states written before it existed: None).
+        auto_share: the ``"auto"`` share asked for at creation, kept once decided (a plan
+            withdrawn before any spend puts the decision back), or None.
     """
 
     kind: FilterKind = "gdp"
@@ -85,6 +91,8 @@ class FilterState:
     share_used: tuple[Fraction, Fraction] = (ZERO, ZERO)
     commitments: tuple[Commitment, ...] = ()
     over: str | None = None
+    pending_share: tuple[Fraction, Fraction] | None = None
+    auto_share: tuple[Fraction, Fraction] | None = None
 
     def to_json(self) -> str:
         """The state as JSON (fractions as exact "p/q" strings)."""
@@ -127,4 +135,7 @@ class FilterState:
             room=None if obj["room"] is None else float(obj["room"]),
             gdp_used=float(obj["gdp_used"]), share=frac2(obj["share"]),
             share_used=frac2(obj["share_used"]), commitments=commitments, over=obj["over"],
+            pending_share=None if obj.get("pending_share") is None else
+            frac2(obj["pending_share"]),
+            auto_share=None if obj.get("auto_share") is None else frac2(obj["auto_share"]),
         )

@@ -60,7 +60,8 @@ class BudgetStatus:
         room: the filter's Gaussian-DP room μ² (after the block declared before the first
             spend), or None.
         room_used: μ² charged to that room (prepaid plans included), or None.
-        basic_share: the basic share (ε, δ) fixed at creation, or None.
+        basic_share: the basic share (ε, δ) fixed at creation (or, with
+            ``basic_share="auto"``, at the first spend), or None.
         basic_share_used: what of it is charged, or None.
         open_commitments: committed plans with events left.
     """
@@ -198,6 +199,10 @@ def explain_text(state: LedgerState, s: BudgetStatus) -> str:
         if f.declared:
             lines.append(f"declared before the first spend: {sum(c for _, c in f.declared)}"
                          " event(s), charged by their privacy-loss distribution")
+        if f.pending_share is not None:
+            lines.append(f"basic share (auto): (ε, δ) = ({float(f.pending_share[0]):g}, "
+                         f"{float(f.pending_share[1]):g}), fixed at the first spend if it "
+                         "fits with it")
         if s.basic_share is not None and s.basic_share_used is not None:
             lines.append(f"basic share: (ε, δ) = {s.basic_share}, used "
                          f"{s.basic_share_used}")
