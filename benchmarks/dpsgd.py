@@ -229,6 +229,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a dozen settings, no prv")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per peer call")
     parser.add_argument("--no-calibration", action="store_true", help="skip the calibrations")
+    parser.add_argument("--no-sweep", action="store_true", help="skip the ε sweep")
+    parser.add_argument("--methods", help="comma-separated subset of " + ", ".join(METHODS))
+    parser.add_argument("--settings", help="comma-separated sweep indices (default: all)")
     parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -240,10 +243,17 @@ def main() -> None:
             out = worker(name, float(rest[0]), float(rest[1]), int(rest[2]), float(rest[3]))
         print(json.dumps(out))
         return
-    if args.quick:
-        sweep(QUICK, METHODS[:3], args.timeout)
-    else:
-        sweep(list(range(len(SWEEP))), METHODS, args.timeout)
+    indices = QUICK if args.quick else list(range(len(SWEEP)))
+    methods = METHODS[:3] if args.quick else METHODS
+    if args.settings:
+        indices = [int(i) for i in args.settings.split(",")]
+    if args.methods:
+        methods = tuple(m.strip() for m in args.methods.split(","))
+        unknown = set(methods) - set(METHODS)
+        if unknown:
+            parser.error(f"unknown methods {sorted(unknown)}; known: {', '.join(METHODS)}")
+    if not args.no_sweep:
+        sweep(indices, methods, args.timeout)
     if not args.no_calibration:
         calibration(args.timeout)
 

@@ -138,7 +138,7 @@ def test_schema_1_ledger_is_upgraded_in_place(tmp_path: Path) -> None:
         before_rows = conn.execute("SELECT id, event, rho, items FROM spends").fetchall()
     acc = PrivacyAccountant(budget=(2.0, 1e-5), ledger=path, adaptivity="fixed")
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
         assert conn.execute("SELECT id, event, rho, items FROM spends").fetchall() == before_rows
     events = [r.event for r in acc.history()]
     assert len(events) == 6

@@ -15,9 +15,10 @@ import pytest
 
 from approxdp import GaussianEvent, LaplaceEvent, LedgerError, PrivacyAccountant
 from approxdp.accounting import Receipt, read_ledger_settings, verify_ledger
-from approxdp.accounting.budget.chain import genesis_hash, row_hash
+from approxdp.accounting.budget.chain import genesis_hash, spend_hash
 from approxdp.accounting.budget.sqlite_ledger import SQLiteLedger
-from approxdp.accounting.budget.sqlite_schema import SCHEMA_VERSION, chain_rows, genesis_of
+from approxdp.accounting.budget.sqlite_schema import SCHEMA_VERSION
+from ledger_forgery import rechain as _rechain
 
 DATA = Path(__file__).parent / "data"
 BUDGET = (2.0, 1e-5)
@@ -36,23 +37,6 @@ def _ledger(path: Path, n: int = 4) -> list[Receipt]:
     return receipts
 
 
-def _rechain(conn: sqlite3.Connection) -> None:
-    """What a careful forger does after editing rows: renumber, rechain, fix the totals."""
-    rows = conn.execute("SELECT id, created, event, rho, items, rule, delta_after, seeded "
-                        "FROM spends ORDER BY id").fetchall()
-    conn.execute("DELETE FROM spends")
-    meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-    renumbered = [(i + 1, *r[1:]) for i, r in enumerate(rows)]
-    hashes = chain_rows(renumbered, genesis_of(meta))
-    conn.executemany("INSERT INTO spends (id, created, event, rho, items, rule, delta_after, "
-                     "seeded, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                     [(*r, h) for r, h in zip(renumbered, hashes, strict=True)])
-    rho = sum(r[3] for r in renumbered)
-    conn.execute("UPDATE totals SET rho = ?, count = ?", (rho, len(renumbered)))
-    conn.execute("DELETE FROM groups")
-    conn.execute("DELETE FROM pld_events")
-
-
 def test_every_row_is_chained_and_receipts_verify(tmp_path: Path) -> None:
     path = tmp_path / "l.sqlite"
     receipts = _ledger(path)
@@ -63,14 +47,16 @@ def test_every_row_is_chained_and_receipts_verify(tmp_path: Path) -> None:
     assert [r.receipt for r in history] == receipts  # records read back carry the same receipts
     report = verify_ledger(path, receipts)
     assert report.ok and report.chained and report.spends == 4 and report.receipts == 4
-    assert report.schema_version == SCHEMA_VERSION == 4
+    assert report.schema_version == SCHEMA_VERSION == 5
     # the chain is exactly the documented construction
     with sqlite3.connect(path) as conn:
         meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
         first = conn.execute("SELECT id, created, event, rho, items, rule, delta_after, seeded, "
-                             "hash FROM spends WHERE id = 1").fetchone()
+                             "hash, charge, seq FROM spends WHERE id = 1").fetchone()
     genesis = genesis_hash(meta["ledger_id"], BUDGET, "auto")
-    assert first[8] == row_hash(genesis, *first[:7], bool(first[7])) == receipts[0].chain_hash
+    assert first[10] == 1
+    assert first[8] == spend_hash(genesis, 1, *first[:7], bool(first[7]), first[9]) == \
+        receipts[0].chain_hash
 
 
 def test_receipt_text_round_trips_and_bad_receipts_are_typed() -> None:
@@ -186,7 +172,7 @@ def test_schema_2_ledger_is_upgraded_keeping_every_row(tmp_path: Path) -> None:
     conn.close()
     acc = PrivacyAccountant(BUDGET, ledger=path, adaptivity="fixed")
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
         assert conn.execute(f"SELECT {columns} FROM spends ORDER BY id").fetchall() == before
         assert conn.execute("SELECT * FROM totals").fetchall() == before_totals
         assert conn.execute("SELECT * FROM pld_events ORDER BY key").fetchall() == before_pld
@@ -282,9 +268,10 @@ def test_a_schema_3_filter_ledger_is_upgraded_to_the_chain(tmp_path: Path) -> No
         assert acc.remaining().count == 3 and len(acc.commitments()) == 1
         acc.spend(GaussianEvent(sigma=40.0))
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
         assert conn.execute(f"SELECT {columns} FROM spends ORDER BY id").fetchall()[:3] == before
-        assert conn.execute("SELECT * FROM commitments ORDER BY id").fetchall() == plans
+        kept = "id, created, kind, commitment, label, pricing, events, charge"
+        assert conn.execute(f"SELECT {kept} FROM commitments ORDER BY id").fetchall() == plans
         assert conn.execute("SELECT state FROM filter_state").fetchone() != state  # one more
     conn.close()
     report = verify_ledger(path)

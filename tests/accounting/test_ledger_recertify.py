@@ -58,7 +58,7 @@ def test_an_overspent_history_is_flagged_kept_and_refuses_spends(tmp_path: Path)
         acc = PrivacyAccountant(ledger=path)
     assert _rows(path) == before  # every row kept, unchanged
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
     status = acc.remaining()
     assert status.over_budget and status.refusing is not None
     assert "adaptivity='fixed'" in status.refusing and "its rule was 'auto'" in status.refusing

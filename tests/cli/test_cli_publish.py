@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from approxdp import GaussianEvent, PrivacyAccountant
-from approxdp.accounting.budget.sqlite_schema import chain_rows, genesis_of
+from ledger_forgery import rechain
 
 
 def _spend(run_json: Any, people_csv: Path, ledger: Path, out: Path, *extra: str) -> Any:
@@ -61,20 +61,13 @@ def test_ledger_verify_with_the_receipts_of_every_artifact(
     # a consistent rewrite: spend 2 deleted, the rest renumbered and rechained, totals fixed
     with sqlite3.connect(ledger) as conn:
         conn.execute("DELETE FROM spends WHERE id = 2")
-        kept = conn.execute("SELECT id, created, event, rho, items, rule, delta_after, seeded, "
-                            "charge FROM spends ORDER BY id").fetchall()
-        rows = [(i + 1, *r[1:8]) for i, r in enumerate(kept)]
-        conn.execute("DELETE FROM spends")
-        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-        hashes = chain_rows(rows, genesis_of(meta))
-        conn.executemany(
-            "INSERT INTO spends (id, created, event, rho, items, rule, delta_after, seeded, "
-            "hash, charge) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(*r, h, k[8]) for r, h, k in zip(rows, hashes, kept, strict=True)])
-        conn.execute("UPDATE totals SET rho = ?, count = 2", (sum(r[3] for r in rows),))
+        kept = conn.execute("SELECT charge FROM spends ORDER BY id").fetchall()
+        rechain(conn, fix_totals=False)
+        rho = conn.execute("SELECT SUM(rho) FROM spends").fetchone()[0]
+        conn.execute("UPDATE totals SET rho = ?, count = 2", (rho,))
         # and the privacy filter's state made to agree with the charges left
         state = json.loads(conn.execute("SELECT state FROM filter_state").fetchone()[0])
-        state["gdp_used"] = sum(float(json.loads(k[8])["gdp"]) for k in kept)
+        state["gdp_used"] = sum(float(json.loads(k[0])["gdp"]) for k in kept)
         conn.execute("UPDATE filter_state SET state = ?", (json.dumps(state),))
     conn.close()
     alone = run("ledger", "verify", ledger)
@@ -177,3 +170,29 @@ def test_plan_speaks_options(run: Any, one_line_error: Any, tmp_path: Path) -> N
                     'bounds = [0, 100]\nhalf_width = 2\n', encoding="utf-8")
     line = one_line_error(run("plan", spec), 2, "pass --rows N")
     assert "rows=" not in line
+
+
+def test_where_matching_nobody_releases_noise_and_private_bounds_refuse_first(
+    run: Any, run_json: Any, people_csv: Path, tmp_path: Path
+) -> None:
+    """``--where`` on a key nobody has: a count, a histogram and a mean with public bounds are
+    released (noise around zero) and charged like any other answer — an error would tell the
+    recipient that nobody matched; private bounds, which need rows, refuse before any spend
+    with an error labelled exact (on stderr, never in an artifact)."""
+    ledger = tmp_path / "l.sqlite"
+    common = ("--where", "age = 1000", "--ledger", ledger, "--budget", "5", "1e-5",
+              "-e", "0.5", "-d", "1e-7")
+    for args in (("count",), ("histogram", "sex", "--domain", "sex=F,M"),
+                 ("mean", "income", "--bounds", "0", "100000")):
+        out = tmp_path / f"{args[0]}.json"
+        data = run_json("release", *args[:1], people_csv, *args[1:], *common, "-o", out)
+        assert data["result"]["secure"] is True
+        text = out.read_text()
+        assert "empty" not in text and '"rows"' not in text
+    assert run_json("ledger", ledger)["status"]["count"] == 3
+    refused = run("release", "mean", people_csv, "income", "--bounds", "private", *common,
+                  "-o", tmp_path / "refused.json")
+    assert refused.exit_code == 2, refused.output
+    assert "exact, not private" in " ".join(refused.stderr.split())
+    assert not (tmp_path / "refused.json").exists()
+    assert run_json("ledger", ledger)["status"]["count"] == 3  # nothing spent

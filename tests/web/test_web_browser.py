@@ -423,3 +423,40 @@ def test_every_request_needs_the_token(browser: Any, served: dict[str, Any]) -> 
         assert jar["httpOnly"] and jar["sameSite"] == "Strict"
     finally:
         context.close()
+
+
+def test_review_shows_the_small_data_advice_without_data_numbers(
+    page: Any, served: dict[str, Any], shots: Path,
+) -> None:
+    """Issue 23 §4 in the browser: the review step shows the small-data advice for the assumed
+    number of rows (a public guess) — private bounds with too few values, groups below the
+    partition-selection threshold — in words and public thresholds only."""
+    from playwright.sync_api import expect
+
+    ledger = served["ledger"]
+    start = _spends(ledger)
+    _open(page, "wizard")
+    page.wait_for_selector("#wiz_columns_table")
+    page.select_option("#wiz_column", "age")
+    page.check("#wiz_bounds_mode input[value=private]")
+    page.fill("#wiz_rows", "50")
+    page.press("#wiz_rows", "Enter")
+    page.click("#wiz_review")
+    advice = page.locator("#wiz_small_data")
+    expect(advice).to_contain_text("too few values for private bounds")
+    expect(advice).to_contain_text("your guess, not the data")
+    text = advice.inner_text()
+    assert "500" not in text and "nothing was spent" not in text  # the file has 500 rows
+    page.screenshot(path=str(shots / "wizard-small-data.png"), full_page=True)
+    page.fill("#wiz_rows", "200000")  # enough rows: no advice
+    page.press("#wiz_rows", "Enter")
+    page.click("#wiz_review")
+    expect(page.locator("#wiz_price")).to_be_visible()
+    expect(page.locator("#wiz_small_data")).to_have_count(0)
+    page.select_option("#wiz_kind", "histogram")  # partition selection on 20 assumed rows
+    page.evaluate("Shiny.setInputValue('wiz_columns', ['sex'])")
+    page.fill("#wiz_rows", "20")
+    page.press("#wiz_rows", "Enter")
+    page.click("#wiz_review")
+    expect(page.locator("#wiz_small_data")).to_contain_text("partition-selection threshold")
+    assert _spends(ledger) == start

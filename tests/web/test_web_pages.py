@@ -591,7 +591,7 @@ def test_the_review_shows_the_whole_query(tmp_path: Path, people: Path) -> None:
     rows = dict(wizard.query_rows(histogram))
     assert rows["count over"] == "sex" and rows["domain"] == wizard.PARTITION_SELECTION
     assert "bounds" not in rows
-    from approxdp.web.pages.wizard import _left
+    from approxdp.web.widgets import left as _left
 
     assert _left(-0.25) == _left(0.0) and not _left(-0.25).startswith("-")
 
@@ -635,3 +635,52 @@ def test_the_review_of_private_bounds_says_so(config: web_config.ServeConfig) ->
     spec = wizard.read_spec(config, {**_FORM, "bounds_mode": "private"}, schema)
     rows = dict(wizard.query_rows(spec))
     assert rows["bounds"].startswith("estimated privately first, from 20 % of this ε and δ")
+
+
+def test_review_gives_the_small_data_advice_at_the_assumed_rows(
+    config: web_config.ServeConfig, people: Path,
+) -> None:
+    """Issue 23 §4 on the browser: the review shows the API's small-data advice (private
+    bounds with too few values; most groups below the partition-selection threshold),
+    computed at the assumed number of rows on synthetic data — never from the file: the same
+    advice whatever the file holds, and no number of the data in it."""
+    assert config.ledger is not None
+    schema = wizard.schema_of(config.data[0])
+    private = wizard.read_spec(config, {**_FORM, "bounds_mode": "private"}, schema)
+    few = wizard.cost_preview(private, config.ledger, schema, rows="50")["small_data"]
+    assert len(few) == 1 and "too few values for private bounds" in few[0]
+    assert "nothing was spent" not in few[0]
+    assert wizard.cost_preview(private, config.ledger, schema, rows="200000")["small_data"] == []
+    grouped = wizard.read_spec(config, {**_FORM, "domain": ""}, schema)  # partition selection
+    advice = wizard.cost_preview(grouped, config.ledger, schema, rows="20")["small_data"]
+    assert any("partition-selection threshold" in a for a in advice)
+    assert wizard.cost_preview(grouped, config.ledger, schema)["small_data"] == []  # no rows
+    # the advice does not depend on the data: an emptier file gives the same words
+    with open(people, "w", encoding="utf-8") as fh:
+        fh.write("person,age,sex\n1,30,F\n")
+    assert wizard.cost_preview(private, config.ledger, schema, rows="50")["small_data"] == few
+    for text in few + advice:  # numbers in it are public: the threshold from ε and δ only
+        assert "400" not in text and " 1 row" not in text
+    assert _spends(config.ledger) == 0
+
+
+def test_no_negative_remaining_on_the_ledger_page(tmp_path: Path) -> None:
+    """A re-certified old ledger past its budget has a negative remaining ε internally; the
+    Ledger page's table and the wizard show 0, never a negative number."""
+    import shutil
+    import warnings
+
+    from approxdp.web import widgets
+
+    path = tmp_path / "old.sqlite"
+    shutil.copy(Path(__file__).parents[1] / "accounting" / "data" / "ledger_v2_attack.sqlite",
+                path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        view = ledger.ledger_view(path)
+    status = view["status"]
+    assert status["remaining_epsilon"] < 0 and status["over_budget"]  # the case to guard
+    html = str(widgets.budget_table(status, "t"))
+    remaining_row = html[html.index("remaining</b>"):].split("</tr>")[0]
+    assert "<b>0</b>" in remaining_row and "<b>-" not in remaining_row
+    assert widgets.left(-7e-7) == "0" and widgets.left(0.25) == "0.25"

@@ -191,6 +191,8 @@ def verify_command(file: Path, receipt_specs: tuple[str, ...], as_json: bool) ->
                      "no hash chain (written before schema 4; open it once for writing, e.g. "
                      "with a release, to chain it)")
             console.print(f"[green]OK[/] {head}; totals match the spends; {chain}")
+            for note in report.notes:
+                console.print(f"  [dim]note: {safe_text(note)}[/]")
             if not report.receipts:
                 console.print("[dim]without receipts, a rewrite that recomputes the whole "
                               "chain cannot be told apart; pass --receipt ARTIFACT.json[/]")
@@ -198,6 +200,8 @@ def verify_command(file: Path, receipt_specs: tuple[str, ...], as_json: bool) ->
         console.print(f"[bold red]NOT OK[/] {head}")
         for problem in report.problems:
             console.print(f"  - {safe_text(problem)}")
+        for note in report.notes:
+            console.print(f"  [dim]note: {safe_text(note)}[/]")
 
     emit(data, as_json, render)
     return 0 if report.ok else EXIT_LEDGER_BROKEN  # the group's exit status

@@ -284,7 +284,10 @@ def _check_and_aggregate(
     whole = next((i for i, r in enumerate(requests)
                   if not r.keep and r.sample is None and not large[i]), None)
     n_rows = engine.count_rows(table) if whole is None else -1
-    if n_rows == 0:
+    # after a filter (or join) zero rows is an answer, not an error: refusing would tell the
+    # recipient that nobody matched (docs/security.md, "A filter that matches nobody")
+    filtered = allocated.plan.bounds.filtered
+    if n_rows == 0 and not filtered:
         raise empty_table()
     check_outside_domain(engine, table, [
         aq for aq, f in zip(queries, fold, strict=True) if aq.query.outside == "error" and not f
@@ -297,7 +300,7 @@ def _check_and_aggregate(
     }
     if whole is not None:
         n_rows = aggregates[whole].rows_used
-        if n_rows == 0:
+        if n_rows == 0 and not filtered:
             raise empty_table()
     if output_dir is not None and any(large):
         check_output_dir(output_dir)

@@ -54,7 +54,16 @@ from approxdp.releases.result import ReleaseResult
 from approxdp.releases.sensitivity import Sensitivity
 from approxdp.releases.specs import Histogram, Query, check_bounds
 
-__all__ = ["Median", "QuantileTree", "Quantiles", "bin_derivation", "quantiles_from_tree"]
+__all__ = [
+    "TREE_MENU",
+    "Median",
+    "QuantileTree",
+    "Quantiles",
+    "bin_derivation",
+    "predicted_widths",
+    "quantiles_from_tree",
+    "suggest_tree",
+]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -97,6 +106,59 @@ class QuantileTree:
     def levels(self) -> tuple[int, ...]:
         """Nodes per level, coarse to fine: b, b², …, bins."""
         return tuple(self.branching ** j for j in range(1, self.depth + 1))
+
+
+#: The tree shapes :func:`suggest_tree` chooses from, coarse to fine: (bins, branching).
+TREE_MENU: tuple[tuple[int, int], ...] = ((16, 16), (64, 8), (256, 16), (1024, 32), (4096, 64))
+
+
+def predicted_widths(
+    count: float, sigma: float, level: float = 0.95, q: float = 0.5,
+) -> dict[tuple[int, int], float]:
+    """Expected width of the ``q``-quantile's interval, as a share of the bounds, for each
+    shape of :data:`TREE_MENU`, on ``count`` values spread evenly over the bounds.
+
+    ``sigma`` is the noise of a *one-level* tree's node (a D-level tree's nodes get σ·√D: the
+    levels are calibrated jointly with Δ2 ∝ √D, and the Gaussian's σ is linear in Δ2). The
+    model: the interval spans the ranks qN ± h, h = z·sd(rank at the middle edge), with z the
+    union bound's quantile over the B + 1 edges (module docstring), so it holds a share
+    2h/N of the values, plus one leaf 1/B: ``min(1, 2h/N + 1/B)``. The rank's variance is
+    exact (:func:`_edge_estimates`); the even spread is the assumption — real data that
+    cluster give narrower intervals, but the ranking of the shapes is what it is for (the
+    trade-off of Qardaji et al. 2013, https://doi.org/10.14778/2556549.2556576, §4: fewer
+    levels and leaves, less noise per rank; more, finer resolution).
+    """
+    n = max(float(count), 1.0)
+    alpha0 = (1.0 - float(level)) / 2.0
+    out: dict[tuple[int, int], float] = {}
+    for bins, branching in TREE_MENU:
+        shape = QuantileTree(bins, branching)
+        s = float(sigma) * math.sqrt(shape.depth)
+        zeros = [np.zeros(nodes) for nodes in shape.levels]
+        _, var, _ = _edge_estimates(zeros, [s] * shape.depth, shape, q)
+        z = -float(special.ndtri(alpha0 / (bins + 1)))
+        half = z * math.sqrt(float(var[bins // 2]))
+        out[(bins, branching)] = min(1.0, 2.0 * half / n + 1.0 / bins)
+    return out
+
+
+def suggest_tree(count: float, epsilon: float, delta: float, level: float = 0.95,
+                 q: float = 0.5) -> QuantileTree:
+    """The shape of :data:`TREE_MENU` with the narrowest :func:`predicted_widths` for about
+    ``count`` values at (``epsilon``, ``delta``) and one row per unit (m = k = 1).
+
+    ``count`` must be public or private — a guess, or a noisy count already released (a
+    quantile release's not-informative note uses its own noisy count: post-processing) —
+    never the exact number of rows: the shape is visible in what is released (its notes,
+    its σ), so a shape chosen from the exact count would publish that count.
+    """
+    from approxdp.calibration import calibrate_gaussian
+
+    check_parameter("count", count, "finite")
+    sigma = float(calibrate_gaussian(epsilon, delta))
+    widths = predicted_widths(count, sigma, level, q)
+    bins, branching = min(widths, key=lambda shape: (round(widths[shape], 9), shape[0]))
+    return QuantileTree(bins, branching)
 
 
 def _check_qs(qs: object) -> tuple[float, ...]:
@@ -315,15 +377,25 @@ class Quantiles(DerivedQuery):
         # informative: the interval rules out at least half of the bounds (post-processing)
         informative = np.asarray(hi - lo < 0.5 * (high - low), dtype=bool)
         if not bool(np.all(informative)):
-            total = float(np.sum(counts[0]))
+            total = max(float(np.sum(counts[0])), 1.0)  # the noisy count: private
+            one_level = stds[0] / math.sqrt(shape.depth)
+            widths = predicted_widths(total, one_level, level, 0.5)
+            best = min(widths, key=lambda s: (round(widths[s], 9), s[0]))
+            now = widths.get((shape.bins, shape.branching))
+            if best == (shape.bins, shape.branching):
+                advice = "a larger epsilon (no other tree shape is expected to do better)"
+            else:
+                advice = (f"a tree of {best[0]} leaves (bins={best[0]}, branching={best[1]} "
+                          f"in the API: about {widths[best]:.0%} of the bounds on evenly "
+                          "spread values" + ("" if now is None else f", this tree {now:.0%}")
+                          + "; clustered values do better), or a larger epsilon")
             notes.append(
                 f"not informative: {int(np.sum(~informative))} of {len(informative)} "
                 "interval(s) span more than half the bounds — the noise on each rank (σ = "
                 f"{stds[0]:.4g} per node, summed over up to {(shape.branching - 1) * shape.depth}"
-                f" nodes) is too large for about {max(total, 0.0):.0f} values (the noisy "
-                "count): use a larger epsilon or a coarser tree (fewer nodes per rank: e.g. "
-                "bins=32, branching=32, or bins=256, branching=16, measured narrower on a few "
-                "hundred values)"
+                f" nodes) is too large for about {total:.0f} values (the noisy count). The tree's "
+                "shape is not chosen from the data (the number of rows is private, and the "
+                f"shape is visible in the release); for this many values, use {advice}"
             )
         single = self.single
         return ReleaseResult(

@@ -18,6 +18,7 @@ __all__ = [
     "cells_table",
     "error_box",
     "field_errors",
+    "left",
     "table",
     "text_field",
     "verdict_cell",
@@ -26,6 +27,8 @@ __all__ = [
 CSS = """
 .approxdp-field-error { color: #b00020; font-size: 0.85rem; margin: -0.6rem 0 0.8rem; }
 .approxdp-error { color: #b00020; font-weight: 600; margin: 0.5rem 0; }
+.approxdp-warning { background: #fff4e5; border-left: 4px solid #e67e00;
+  padding: 0.4rem 0.7rem; margin: 0.5rem 0; }
 .approxdp-simulation { border: 3px dashed #c0392b; padding: 0.6rem; border-radius: 6px;
   background: #fff6f4; }
 .approxdp-simulation .banner { color: #c0392b; font-weight: 700; }
@@ -111,9 +114,15 @@ def budget_table(status: Mapping[str, Any], table_id: str) -> Tag:
                     fmt(status["budget_delta"])]),
         ("spent", ["spent (ε at the full δ, δ at the full ε)", fmt(status["spent_epsilon"]),
                    fmt(status["spent_delta"])]),
-        ("remaining", [ui.tags.b("remaining"), ui.tags.b(fmt(status["remaining_epsilon"])),
-                       ui.tags.b(fmt(status["remaining_delta"]))]),
+        ("remaining", [ui.tags.b("remaining"), ui.tags.b(left(status["remaining_epsilon"])),
+                       ui.tags.b(left(status["remaining_delta"]))]),
     ], table_id)
+
+
+def left(remaining: float) -> str:
+    """What is left of a budget, never below 0: a ledger past its budget (a re-certified old
+    file) has nothing left, and a negative "remaining" would read as a debt to pay back."""
+    return fmt(max(float(remaining), 0.0))
 
 
 def field_errors(output: Outputs, outcome: Callable[[], Outcome], ids: Sequence[str]) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 from approxdp.accounting import PrivacyAccountant, read_ledger_settings
 from approxdp.releases.kinds import RELEASE_KINDS
 from approxdp.reports.releases import budget_dict
-from approxdp.web.wizard_simulation import release_events
+from approxdp.web.wizard_simulation import release_events, small_data_advice
 from approxdp.web.wizard_spec import ReleaseSpec, schema_of
 
 __all__ = ["PARTITION_SELECTION", "cost_preview", "query_rows"]
@@ -75,18 +75,22 @@ def query_rows(spec: ReleaseSpec) -> list[tuple[str, str]]:
     return rows
 
 
-def cost_preview(spec: ReleaseSpec, ledger: Path,
-                 schema: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """What the release will spend, what the ledger has left, and whether it fits.
+def cost_preview(spec: ReleaseSpec, ledger: Path, schema: Mapping[str, str] | None = None,
+                 rows: object = None) -> dict[str, Any]:
+    """What the release will spend, what the ledger has left, and whether it fits; with
+    ``rows`` (the assumed number of rows, a public guess), the small-data advice at that size
+    (:func:`~approxdp.web.wizard_simulation.small_data_advice`, under ``"small_data"``).
 
     The check plans the release's own events (those a run on synthetic data spends: they
     depend only on public parameters) against the ledger, under its filter or rule, exactly
-    as the release itself will be charged.
+    as the release itself will be charged. Nothing here reads the data.
     """
+    shape = schema_of(spec.file) if schema is None else schema
+    advice = [] if rows is None else small_data_advice(spec, shape, rows)
     accountant = PrivacyAccountant(ledger=ledger)
     settings = read_ledger_settings(ledger)
     try:
-        events = release_events(spec, schema_of(spec.file) if schema is None else schema)
+        events = release_events(spec, shape)
         now = accountant.remaining()
         plan = accountant.plan(events)
     finally:
@@ -94,4 +98,4 @@ def cost_preview(spec: ReleaseSpec, ledger: Path,
     return {"epsilon": spec.epsilon, "delta": spec.delta, "ledger": str(ledger),
             "composition": settings.composition, "now": budget_dict(now), "fits": plan.fits,
             "reason": plan.reason, "after": budget_dict(plan.status_after),
-            "query": query_rows(spec)}
+            "query": query_rows(spec), "small_data": advice}

@@ -10,19 +10,22 @@ parameters).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from approxdp.accounting import PrivacyAccountant
+from approxdp.errors import InsufficientDataError, SmallDataWarning
 from approxdp.events import PrivacyEvent
 from approxdp.releases.kinds import RELEASE_KINDS
 from approxdp.reports.releases import release_dict
 from approxdp.web.forms import integer
 from approxdp.web.wizard_spec import ReleaseSpec, run_query, table_options, typed_domain
 
-__all__ = ["SIMULATION_SEED", "release_events", "simulate", "synthetic_table"]
+__all__ = ["SIMULATION_SEED", "release_events", "simulate", "small_data_advice",
+           "synthetic_table"]
 
 #: Seed of every simulation (a simulation is reproducible; it is never a release).
 SIMULATION_SEED = 20240518
@@ -84,13 +87,51 @@ def simulate(spec: ReleaseSpec, schema: Mapping[str, str], rows: object) -> dict
 
 
 def release_events(spec: ReleaseSpec, schema: Mapping[str, str]) -> list[PrivacyEvent]:
-    """The events the release will spend, from a run on a small synthetic table with a
-    throwaway accountant: what a release spends depends only on its public parameters (the
-    query, ε, δ, bounds, domain), never on the data."""
+    """The events the release will spend, from a run on a synthetic table with a throwaway
+    accountant: what a release spends depends only on its public parameters (the query, ε, δ,
+    bounds, domain), never on the data. A small table first; one that private bounds would
+    refuse as too small (their refusal is a check of the data, not of the events) is grown
+    until the run goes through."""
     from approxdp.releases import PrivateTable
 
-    probe = PrivacyAccountant(budget=(1e9, 0.5), composition="basic", adaptivity="fixed")
-    table = PrivateTable(synthetic_table(spec, schema, 50), accountant=probe,
-                         seed=SIMULATION_SEED, **table_options(spec))
-    run_query(table, spec, schema)
+    for rows in (50, 10_000, _MAX_SIMULATED_ROWS):
+        probe = PrivacyAccountant(budget=(1e9, 0.5), composition="basic", adaptivity="fixed")
+        table = PrivateTable(synthetic_table(spec, schema, rows), accountant=probe,
+                             seed=SIMULATION_SEED, **table_options(spec))
+        try:
+            run_query(table, spec, schema)
+        except InsufficientDataError:
+            if rows == _MAX_SIMULATED_ROWS:
+                raise
+            continue
+        break
     return [record.event for record in probe.history()]
+
+
+def small_data_advice(spec: ReleaseSpec, schema: Mapping[str, str], rows: object) -> list[str]:
+    """The API's small-data advice for this query at ``rows`` assumed rows — a public guess,
+    never the data: the release is run on :func:`synthetic_table` with a throwaway accountant,
+    and what it would warn (:class:`~approxdp.errors.SmallDataWarning`: most groups below the
+    partition-selection threshold) or refuse (:class:`~approxdp.errors.InsufficientDataError`:
+    private bounds with too few values) is returned as the exceptions' ``advice`` — words and
+    public parameters only (thresholds follow from ε and δ), no number from any data.
+
+    Raises:
+        ApproxDPError: ``rows`` out of range, or a query the API refuses.
+    """
+    from approxdp.releases import PrivateTable
+
+    n = integer("rows", rows, 1, _MAX_SIMULATED_ROWS)
+    probe = PrivacyAccountant(budget=(1e9, 0.5), composition="basic", adaptivity="fixed")
+    table = PrivateTable(synthetic_table(spec, schema, n), accountant=probe,
+                         seed=SIMULATION_SEED, **table_options(spec))
+    found: list[str] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", SmallDataWarning)
+        try:
+            run_query(table, spec, schema)
+        except InsufficientDataError as exc:
+            found.append(exc.advice)
+    found += [w.message.advice for w in caught if isinstance(w.message, SmallDataWarning)]
+    return [text.removesuffix("; nothing was spent") for text in dict.fromkeys(found) if text]
+

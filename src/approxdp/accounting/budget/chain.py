@@ -16,13 +16,27 @@ A rewrite that deletes or changes a spend, or any spend before it, cannot keep t
 hash (SHA-256 is second-preimage resistant). ``docs/security.md`` states what this does and
 does not protect.
 
-The hashed text of a row is a JSON array (Python's ``json``, floats written by ``repr``, which
-round-trips every float64 exactly)::
+The hashed text of an entry is a JSON array (Python's ``json``, floats written by ``repr``,
+which round-trips every float64 exactly). Two formats exist:
 
-    [previous hash, index, created, event, rho, items, rule, delta_after, seeded]
+- **Format 1** (spends written by schema 4, kept as they are): ::
 
-A later schema that adds a recorded column appends it to this array for the rows it writes
-(and keeps the rows already chained as they are).
+      [previous hash, index, created, event, rho, items, rule, delta_after, seeded]
+
+- **Format 2** (schema 5 on: :func:`spend_hash`, :func:`commitment_hash`): spends *and* the
+  commitments of plans form one chain, in the order they were recorded (``seq``, their position
+  in the chain), and a spend's hash covers the privacy filter's ``charge`` too: ::
+
+      ["approxdp-ledger-chain-2", "spend", previous hash, seq, index, created, event, rho,
+       items, rule, delta_after, seeded, charge]
+      ["approxdp-ledger-chain-2", "commitment", previous hash, seq, id, created, kind,
+       commitment, label, pricing, events, charge]
+
+A file upgraded from schema 4 keeps its format-1 hashes (so the receipts already handed out
+still verify, and a chain already broken stays broken); the first format-2 entry after them
+chains to a **seal** (:func:`seal_hash`): the hash of the last format-1 spend and of the
+charges of every format-1 spend, which format 1 did not cover. What each hash covers, and what
+the seal cannot vouch for (edits made before the upgrade), is stated in ``docs/security.md``.
 """
 
 from __future__ import annotations
@@ -30,15 +44,27 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from approxdp.errors import InvalidParameterError, ParameterTypeError
 
-__all__ = ["CHAIN_VERSION", "Receipt", "genesis_hash", "row_hash"]
+__all__ = [
+    "CHAIN_VERSION",
+    "ENTRY_FORMAT",
+    "Receipt",
+    "commitment_hash",
+    "genesis_hash",
+    "row_hash",
+    "seal_hash",
+    "spend_hash",
+]
 
 #: Version tag of the chain's hashed text (part of the genesis hash).
 CHAIN_VERSION = "approxdp-ledger-chain-1"
+#: Tag of the format-2 entries' hashed text (schema 5 on).
+ENTRY_FORMAT = "approxdp-ledger-chain-2"
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
@@ -59,6 +85,33 @@ def row_hash(
     """``H(previous, row)``: SHA-256 of the row's canonical text (see the module docstring)."""
     return _sha256(json.dumps([previous, int(index), float(created), event, float(rho), items,
                                rule, float(delta_after), bool(seeded)]))
+
+
+def spend_hash(
+    previous: str, seq: int, index: int, created: float, event: str, rho: float, items: str,
+    rule: str, delta_after: float, seeded: bool, charge: str,
+) -> str:
+    """A spend's format-2 hash (schema 5): ``H(previous entry, spend row + charge)``."""
+    return _sha256(json.dumps([ENTRY_FORMAT, "spend", previous, int(seq), int(index),
+                               float(created), event, float(rho), items, rule,
+                               float(delta_after), bool(seeded), charge]))
+
+
+def commitment_hash(
+    previous: str, seq: int, index: int, created: float, kind: str, commitment: int,
+    label: str, pricing: str, events: str, charge: str,
+) -> str:
+    """A commitment's (a plan committed or closed) format-2 hash: ``H(previous entry, row)``."""
+    return _sha256(json.dumps([ENTRY_FORMAT, "commitment", previous, int(seq), int(index),
+                               float(created), kind, int(commitment), label, pricing, events,
+                               charge]))
+
+
+def seal_hash(previous: str, charges: Sequence[str]) -> str:
+    """The link from the last format-1 spend (hash ``previous``; the genesis hash if there is
+    none) to the first format-2 entry of a file upgraded from schema 4: it covers the
+    ``charges`` of every format-1 spend, oldest first, which their own hashes do not."""
+    return _sha256(json.dumps([ENTRY_FORMAT, "seal", previous, [str(c) for c in charges]]))
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,8 +15,9 @@ Guarantees:
   different budget or composition rule is refused too.
 - **A failed call changes nothing**: a refused spend rolls back.
 
-- **Tamper evidence.** Each spend row carries its hash in a chain over every row before it
-  (:mod:`~approxdp.accounting.budget.chain`) and each record its :class:`Receipt
+- **Tamper evidence.** Spends and the commitments of plans form one hash chain, each entry's
+  hash covering its recorded fields and its filter charge
+  (:mod:`~approxdp.accounting.budget.chain`), and each record carries its :class:`Receipt
   <approxdp.accounting.budget.chain.Receipt>`; :func:`~approxdp.accounting.budget.verify.
   verify_ledger` checks the chain, the totals and receipts kept elsewhere.
 - **Read-only views.** ``read_only=True`` opens a file the user may only read (SQLite's
@@ -29,12 +30,12 @@ Guarantees:
   ``charge`` (how the filter charged it) and ``commitments``, every commit and close of a plan;
   :meth:`SQLiteLedger.verify` audits the filter's totals against the charges.
 
-Schema and upgrades: :mod:`~approxdp.accounting.budget.sqlite_schema` (version 4: spends with
-their seeded marker, chain hash and filter charge, totals, groups, pld_events, meta,
-filter_state, commitments). Every spend row keeps its event's full description (``event``), so
-any history can be re-accounted under any rule. An older file is upgraded in place, one version
-at a time, the first time it is opened for writing: in one ``BEGIN IMMEDIATE`` transaction; a
-failure rolls back and leaves the file as it was.
+Schema and upgrades: :mod:`~approxdp.accounting.budget.sqlite_schema` (version 5: spends with
+their seeded marker, filter charge, chain position and hash, totals, groups, pld_events, meta,
+filter_state, commitments with their chain position and hash). Every spend row keeps its event's
+full description (``event``), so any history can be re-accounted under any rule. An older file
+is upgraded in place, one version at a time, the first time it is opened for writing: in one
+``BEGIN IMMEDIATE`` transaction; a failure rolls back and leaves the file as it was.
 
 The file itself — opening, validation, creation, upgrades and re-certification of a file from
 before privacy filters — is :mod:`~approxdp.accounting.budget.sqlite_connection`; the settings
@@ -49,10 +50,10 @@ import sqlite3
 import time
 from typing import Any
 
-from approxdp.accounting.budget.chain import row_hash
+from approxdp.accounting.budget.chain import commitment_hash, spend_hash
 from approxdp.accounting.budget.costs import Contribution, LedgerState
 from approxdp.accounting.budget.filter_state import FilterState
-from approxdp.accounting.budget.integrity import check_rows
+from approxdp.accounting.budget.integrity import LedgerSnapshot, check_rows
 from approxdp.accounting.budget.ledger import Check, FilterLogEntry, FilterUpdate, SpendRecord
 from approxdp.accounting.budget.sqlite_connection import LedgerFile
 from approxdp.accounting.budget.sqlite_files import (
@@ -63,8 +64,10 @@ from approxdp.accounting.budget.sqlite_files import (
 )
 from approxdp.accounting.budget.sqlite_schema import (
     CHAIN_VERSION,
+    ENTRIES_VERSION,
     FILTER_VERSION,
     SCHEMA_VERSION,
+    chain_head,
     genesis_of,
 )
 from approxdp.accounting.serialization import event_from_json, event_to_json
@@ -135,12 +138,26 @@ class SQLiteLedger(LedgerFile):
                 raise LedgerError(f"cannot read ledger {self._path}: {exc}") from exc
 
     def _rows(self, conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
-        """Every spend row (id, created, event, rho, items, rule, delta_after, seeded, hash),
-        oldest first; a file read before schema 4 has no seeded marker (0) or hash ('')."""
-        extra = "seeded, hash" if self._version >= CHAIN_VERSION else "0, ''"
+        """Every spend row (id, created, event, rho, items, rule, delta_after, seeded, hash,
+        charge, seq), oldest first; a file read before schema 4 has no seeded marker (0) or
+        hash (''), before schema 3 no charge (''), before schema 5 no seq (its id)."""
+        seeded = "seeded, hash" if self._version >= CHAIN_VERSION else "0, ''"
+        charge = "charge" if self._version >= FILTER_VERSION else "''"
+        seq = "seq" if self._version >= ENTRIES_VERSION else "id"
         return conn.execute(
-            f"SELECT id, created, event, rho, items, rule, delta_after, {extra} FROM spends "
-            "ORDER BY id"
+            f"SELECT id, created, event, rho, items, rule, delta_after, {seeded}, {charge}, "
+            f"{seq} FROM spends ORDER BY id"
+        ).fetchall()
+
+    def _commitment_rows(self, conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
+        """Every commitment row (id, created, kind, commitment, label, pricing, events, charge,
+        seq, hash), oldest first (none before schema 3; seq 0 and hash '' before schema 5)."""
+        if self._version < FILTER_VERSION:
+            return []
+        chain = "seq, hash" if self._version >= ENTRIES_VERSION else "0, ''"
+        return conn.execute(
+            f"SELECT id, created, kind, commitment, label, pricing, events, charge, {chain} "
+            "FROM commitments ORDER BY id"
         ).fetchall()
 
     def records(self) -> tuple[SpendRecord, ...]:
@@ -155,7 +172,7 @@ class SQLiteLedger(LedgerFile):
             SpendRecord(int(i), float(t), event_from_json(ev), str(rule), float(d),
                         seeded=bool(seeded), chain_hash=str(h) or None,
                         ledger_id=self._ledger_id if h else None)
-            for i, t, ev, _rho, _items, rule, d, seeded, h in rows
+            for i, t, ev, _rho, _items, rule, d, seeded, h, _charge, _seq in rows
         )
 
     # -- the one write ---------------------------------------------------------------------
@@ -181,18 +198,16 @@ class SQLiteLedger(LedgerFile):
                 decision = check(old_state, new_state)  # raises to refuse
                 rule, delta_after = decision.rule, decision.delta_after
                 created = time.time()
-                last = conn.execute(
-                    "SELECT id, hash FROM spends ORDER BY id DESC LIMIT 1"
-                ).fetchone()
-                index, previous = ((1, self._genesis(conn)) if last is None
-                                   else (int(last[0]) + 1, str(last[1])))
-                chained = row_hash(previous, index, created, payload, contrib.rho, items, rule,
-                                   delta_after, seeded)
+                index = int(conn.execute(
+                    "SELECT COALESCE(MAX(id), 0) + 1 FROM spends").fetchone()[0])
+                seq, previous = chain_head(conn)
+                chained = spend_hash(previous, seq, index, created, payload, contrib.rho, items,
+                                     rule, delta_after, seeded, decision.charge)
                 conn.execute(
                     "INSERT INTO spends (id, created, event, rho, items, rule, delta_after, "
-                    "seeded, hash, charge) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "seeded, hash, charge, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (index, created, payload, contrib.rho, items, rule, delta_after,
-                     int(seeded), chained, decision.charge),
+                     int(seeded), chained, decision.charge, seq),
                 )
                 if decision.filter is not None:
                     conn.execute("UPDATE filter_state SET state = ? WHERE id = 1",
@@ -232,11 +247,15 @@ class SQLiteLedger(LedgerFile):
                 conn.execute("UPDATE filter_state SET state = ? WHERE id = 1",
                              (new_filter.to_json(),))
                 if audit is not None:
+                    index = int(conn.execute(
+                        "SELECT COALESCE(MAX(id), 0) + 1 FROM commitments").fetchone()[0])
+                    seq, previous = chain_head(conn)
+                    row = (index, time.time(), audit["kind"], int(audit["commitment"]),
+                           audit["label"], audit["pricing"], audit["events"], audit["charge"])
                     conn.execute(
-                        "INSERT INTO commitments (created, kind, commitment, label, pricing, "
-                        "events, charge) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        (time.time(), audit["kind"], int(audit["commitment"]), audit["label"],
-                         audit["pricing"], audit["events"], audit["charge"]),
+                        "INSERT INTO commitments (id, created, kind, commitment, label, pricing, "
+                        "events, charge, seq, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (*row, seq, commitment_hash(previous, seq, *row)),
                     )
         return new_filter
 
@@ -256,21 +275,25 @@ class SQLiteLedger(LedgerFile):
         return tuple(FilterLogEntry(float(t), str(k), int(c), str(la), str(p), str(e), str(ch))
                      for t, k, c, la, p, e, ch in rows)
 
-    @staticmethod
-    def _genesis(conn: sqlite3.Connection) -> str:
-        return genesis_of(dict(conn.execute("SELECT key, value FROM meta").fetchall()))
-
-    def snapshot(self) -> tuple[LedgerState, list[tuple[Any, ...]], str | None]:
-        """The totals, every spend row (id, created, event, rho, items, rule, delta_after,
-        seeded, hash) and the chain's genesis hash (None before schema 4), read in one
-        consistent snapshot."""
+    def snapshot(self) -> LedgerSnapshot:
+        """The totals, every spend and commitment row and what their chain starts from, read
+        in one consistent snapshot."""
         with self._lock:
             conn = self._connection()
             try:
                 conn.execute("BEGIN")
                 try:
-                    return (self._read_state(conn), self._rows(conn),
-                            self._genesis(conn) if self._version >= CHAIN_VERSION else None)
+                    meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+                    chained = self._version >= CHAIN_VERSION
+                    sealed = meta.get("sealed_at")
+                    return LedgerSnapshot(
+                        state=self._read_state(conn), spends=self._rows(conn),
+                        commitments=self._commitment_rows(conn),
+                        genesis=genesis_of(meta) if chained else None,
+                        entries=self._version >= ENTRIES_VERSION,
+                        sealed_at=None if sealed is None else int(sealed),
+                        upgraded=meta.get("upgraded_to_5"),
+                    )
                 finally:
                     conn.execute("COMMIT")
             except sqlite3.Error as exc:
@@ -283,12 +306,12 @@ class SQLiteLedger(LedgerFile):
         Returns:
             The verified state.
         """
-        state, rows, genesis = self.snapshot()
-        problems = check_rows(state, rows, genesis)
+        snap = self.snapshot()
+        problems = check_rows(snap)
         if problems:
             raise LedgerError(f"ledger {self._path} is inconsistent: {problems[0]}")
-        self.verify_filter(state)
-        return state
+        self.verify_filter(snap.state)
+        return snap.state
 
     def verify_filter(self, state: LedgerState) -> None:
         """A privacy filter's totals (room used, basic share used, declared block) against

@@ -19,39 +19,53 @@ order, every row kept:
    the chain of :mod:`~approxdp.accounting.budget.chain`; + ``meta.ledger_id``, the file's
    random identity that receipts name. The upgrade chains the rows already there, oldest
    first (it cannot vouch for edits made before it).
+5. + ``spends.seq`` and ``commitments.seq``, ``commitments.hash``: spends and commitments form
+   one chain in the order they were recorded, and every entry's hash covers the filter's
+   ``charge`` (format 2 of :mod:`~approxdp.accounting.budget.chain`). The upgrade keeps every
+   row and every format-1 hash as it is (receipts already handed out still verify; a chain
+   already broken stays broken: nothing is re-hashed), numbers the spends ``seq = id``, records
+   ``meta.sealed_at`` (the last format-1 position: the next entry chains to the seal over the
+   format-1 spends' charges) and chains the commitments already there after it, oldest first;
+   ``meta.upgraded_to_5`` says when, how many rows, and whether the format-1 chain was intact.
 
 Each upgrade runs inside the caller's ``BEGIN IMMEDIATE`` transaction (a failure rolls the
 file back to what it was). A file of a later version is refused, never downgraded. A version
-added on top of 4 appends one function to :data:`UPGRADES` and keeps a small file written by
+added on top of 5 appends one function to :data:`UPGRADES` and keeps a small file written by
 the code before it in ``tests/accounting/data/`` for its upgrade test.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import sqlite3
 import uuid
 from collections.abc import Callable, Mapping
 
-from approxdp.accounting.budget.chain import genesis_hash, row_hash
+from approxdp.accounting.budget.chain import commitment_hash, genesis_hash, row_hash, seal_hash
 from approxdp.accounting.budget.costs import contribution
 from approxdp.accounting.serialization import event_from_json
 
 __all__ = [
     "CHAIN_VERSION",
+    "ENTRIES_VERSION",
     "FILTER_VERSION",
     "SCHEMA",
     "SCHEMA_VERSION",
     "UPGRADES",
+    "chain_head",
     "chain_rows",
     "new_ledger_id",
     "upgrade",
 ]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 #: The first version with privacy filters (older files declared no mode: re-certified).
 FILTER_VERSION = 3
 #: The first version with the hash chain and the seeded marker.
 CHAIN_VERSION = 4
+#: The first version whose chain covers charges and commitments (format 2).
+ENTRIES_VERSION = 5
 
 #: The tables schema 3 adds for the privacy filter (also what the 2 → 3 upgrade creates).
 FILTER_TABLES = """
@@ -82,7 +96,8 @@ CREATE TABLE spends (
     delta_after REAL NOT NULL,
     charge TEXT NOT NULL DEFAULT '',
     seeded INTEGER NOT NULL DEFAULT 0,
-    hash TEXT NOT NULL DEFAULT ''
+    hash TEXT NOT NULL DEFAULT '',
+    seq INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE totals (id INTEGER PRIMARY KEY CHECK (id = 1), rho REAL NOT NULL,
                      count INTEGER NOT NULL);
@@ -90,7 +105,13 @@ CREATE TABLE groups (epsilon REAL NOT NULL, delta REAL NOT NULL, count INTEGER N
                      PRIMARY KEY (epsilon, delta));
 CREATE TABLE pld_events (key TEXT PRIMARY KEY, count INTEGER NOT NULL);
 INSERT INTO totals (id, rho, count) VALUES (1, 0.0, 0);
-""" + FILTER_TABLES
+""" + FILTER_TABLES + """
+ALTER TABLE commitments ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE commitments ADD COLUMN hash TEXT NOT NULL DEFAULT '';
+""" + """
+CREATE INDEX spends_seq ON spends (seq);
+CREATE INDEX commitments_seq ON commitments (seq);
+"""
 
 
 def new_ledger_id() -> str:
@@ -164,8 +185,65 @@ def _to_4(conn: sqlite3.Connection) -> None:
                      [(h, row[0]) for h, row in zip(hashes, rows, strict=True)])
 
 
+def _to_5(conn: sqlite3.Connection) -> None:
+    """4 → 5: one chain over spends and commitments that covers charges. Every format-1 hash
+    is kept (never re-hashed: a broken chain stays broken, receipts still verify); the spends
+    are numbered ``seq = id``; the commitments already there are chained after the seal,
+    oldest first; what was upgraded is recorded in ``meta.upgraded_to_5``."""
+    conn.execute("ALTER TABLE spends ADD COLUMN seq INTEGER NOT NULL DEFAULT 0")
+    conn.execute("ALTER TABLE commitments ADD COLUMN seq INTEGER NOT NULL DEFAULT 0")
+    conn.execute("ALTER TABLE commitments ADD COLUMN hash TEXT NOT NULL DEFAULT ''")
+    conn.execute("UPDATE spends SET seq = id")
+    conn.execute("CREATE INDEX spends_seq ON spends (seq)")
+    conn.execute("CREATE INDEX commitments_seq ON commitments (seq)")
+    meta = _meta(conn)
+    rows = conn.execute(
+        "SELECT id, created, event, rho, items, rule, delta_after, seeded, hash FROM spends "
+        "ORDER BY id"
+    ).fetchall()
+    intact = [str(r[8]) for r in rows] == chain_rows([tuple(r[:8]) for r in rows],
+                                                     genesis_of(meta))
+    sealed_at = int(rows[-1][0]) if rows else 0
+    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('sealed_at', ?)",
+                 (str(sealed_at),))
+    seq, previous = chain_head(conn)
+    commitments = conn.execute(
+        "SELECT id, created, kind, commitment, label, pricing, events, charge FROM commitments "
+        "ORDER BY id"
+    ).fetchall()
+    for row in commitments:
+        previous = commitment_hash(previous, seq, *row)
+        conn.execute("UPDATE commitments SET seq = ?, hash = ? WHERE id = ?",
+                     (seq, previous, row[0]))
+        seq += 1
+    record = {"at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+              "spends": len(rows), "commitments": len(commitments), "chain_intact": intact}
+    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('upgraded_to_5', ?)",
+                 (json.dumps(record),))
+
+
+def chain_head(conn: sqlite3.Connection) -> tuple[int, str]:
+    """The position the next entry takes in a schema-5 chain and the hash it chains to: the
+    newest entry's hash (the genesis hash for none), or the seal over the format-1 spends'
+    charges when the newest entry is the last format-1 spend (``meta.sealed_at``)."""
+    meta = _meta(conn)
+    newest = [conn.execute(f"SELECT seq, hash FROM {table} WHERE seq > 0 ORDER BY seq DESC "
+                           "LIMIT 1").fetchone() for table in ("spends", "commitments")]
+    last = max((row for row in newest if row is not None), key=lambda r: int(r[0]),
+               default=None)
+    seq, previous = (0, genesis_of(meta)) if last is None else (int(last[0]), str(last[1]))
+    sealed_at = meta.get("sealed_at")
+    if sealed_at is not None and seq == int(sealed_at):
+        charges = [str(c) for (c,) in conn.execute(
+            "SELECT charge FROM spends WHERE seq <= ? ORDER BY seq", (seq,))]
+        previous = seal_hash(previous, charges)
+    return seq + 1, previous
+
+
 #: ``UPGRADES[v]`` brings a version-``v`` file to version ``v + 1``.
-UPGRADES: dict[int, Callable[[sqlite3.Connection], None]] = {1: _to_2, 2: _to_3, 3: _to_4}
+UPGRADES: dict[int, Callable[[sqlite3.Connection], None]] = {
+    1: _to_2, 2: _to_3, 3: _to_4, 4: _to_5,
+}
 
 
 def upgrade(conn: sqlite3.Connection) -> None:

@@ -5,8 +5,10 @@
 
 - the totals are not what the spend rows add up to (rows deleted or totals edited);
 - the spend indices are not 1, 2, …, n (a row deleted from the middle or the end);
-- a row's hash is not the chain's hash of it and of every row before it
-  (:mod:`~approxdp.accounting.budget.chain`);
+- an entry's hash is not the chain's hash of it and of every entry before it
+  (:mod:`~approxdp.accounting.budget.chain`; from schema 5 on the chain runs over spends and
+  the commitments of plans, and covers each one's charge), or a position of the chain is
+  missing (a spend or a commitment deleted);
 - a receipt names another ledger, a spend that is gone, or a spend whose hash differs from
   the receipt's (the ledger was rewritten at or before it, however consistently).
 
@@ -17,6 +19,7 @@ spends at or before the newest receipt.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -24,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from approxdp.accounting.budget.chain import Receipt
-from approxdp.accounting.budget.integrity import check_rows
+from approxdp.accounting.budget.integrity import LedgerSnapshot, check_rows
 from approxdp.accounting.budget.sqlite_ledger import SQLiteLedger, read_ledger_settings
 from approxdp.errors import LedgerError
 
@@ -44,6 +47,8 @@ class LedgerVerification:
         receipts: Number of receipts checked.
         problems: One sentence per problem found (empty: the file is intact as far as these
             checks and these receipts can tell).
+        notes: What the checks cover in this file and what they cannot (an older schema read
+            as it is; an upgrade from schema 4 and what it could not vouch for).
     """
 
     path: str
@@ -53,6 +58,7 @@ class LedgerVerification:
     chained: bool
     receipts: int
     problems: tuple[str, ...]
+    notes: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -64,7 +70,7 @@ class LedgerVerification:
         return {"path": self.path, "ledger_id": self.ledger_id,
                 "schema_version": self.schema_version, "spends": self.spends,
                 "chained": self.chained, "receipts": self.receipts, "ok": self.ok,
-                "problems": list(self.problems)}
+                "problems": list(self.problems), "notes": list(self.notes)}
 
 
 def _receipt_problems(
@@ -103,19 +109,43 @@ def verify_ledger(
                           basic_share=settings.basic_share, read_only=True)
     filter_problem: list[str] = []
     try:
-        state, rows, genesis = ledger.snapshot()
+        snap = ledger.snapshot()
         if settings.adaptivity is not None:  # a privacy filter's totals against its charges
             try:
-                ledger.verify_filter(state)
+                ledger.verify_filter(snap.state)
             except LedgerError as exc:
                 filter_problem.append(str(exc))
     finally:
         ledger.close()
     checked = tuple(receipts)
-    problems = check_rows(state, rows, genesis) + filter_problem
-    problems += _receipt_problems(checked, ledger.ledger_id, rows)
+    problems = check_rows(snap) + filter_problem
+    problems += _receipt_problems(checked, ledger.ledger_id, snap.spends)
     return LedgerVerification(
         path=str(Path(path)), ledger_id=ledger.ledger_id, schema_version=ledger.schema_version,
-        spends=len(rows), chained=genesis is not None, receipts=len(checked),
-        problems=tuple(problems),
+        spends=len(snap.spends), chained=snap.genesis is not None, receipts=len(checked),
+        problems=tuple(problems), notes=_notes(snap),
     )
+
+
+def _notes(snap: LedgerSnapshot) -> tuple[str, ...]:
+    """What this file's chain covers, where it covers less than a schema-5 file's."""
+    if snap.genesis is None:
+        return ("no hash chain (written before schema 4): only the totals are checked; open "
+                "it once for writing to chain it",)
+    if not snap.entries:
+        return ("schema 4: the chain covers the spends but not their charges nor the "
+                "commitments of plans; open it once for writing to upgrade it to schema 5",)
+    if snap.upgraded is None:
+        return ()
+    try:
+        info = json.loads(snap.upgraded)
+        at, spends, commits = str(info["at"]), int(info["spends"]), int(info["commitments"])
+        intact = bool(info["chain_intact"])
+    except (ValueError, KeyError, TypeError):
+        return ("upgraded from schema 4 (its upgrade record is unreadable)",)
+    note = (f"upgraded from schema 4 to 5 at {at}: spends 1 to {spends} keep their schema-4 "
+            f"hashes; their charges and the {commits} commitment(s) recorded before the "
+            "upgrade are covered from the upgrade on (edits made before it cannot be seen)")
+    if not intact:
+        note += "; the schema-4 chain was already broken then, and is left as it was"
+    return (note,)

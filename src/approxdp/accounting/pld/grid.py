@@ -16,7 +16,7 @@ from functools import lru_cache
 import numpy as np
 import numpy.typing as npt
 
-from approxdp.accounting.pld.privacy_loss import LossSource
+from approxdp.accounting.pld.privacy_loss import LossSource, loss_interval
 from approxdp.errors import InvalidParameterError
 
 __all__ = [
@@ -156,7 +156,10 @@ def discretize(source: LossSource, h: float, tail: float) -> DiscretePLD:
     Every loss interval (e_{k−1}, e_k] keeps its P-mass p and Q-mass r: the share
     a = (p − e^(e_{k−1}) r)/(1 − e^(−h)) goes to e_k and p − a to e_{k−1} (Doroshenko et al.
     2022, https://arxiv.org/abs/2207.04380, Sec. 3). The split's floating-point error is
-    bounded from the magnitudes of the CDF values used and added to the upper share.
+    bounded from the magnitudes of the CDF values used and added to the upper share. Sources
+    that can write the numerator p − e^(e_{k−1})·r without its cancellation
+    (``split_numerators``, the subsampled pairs) give it with its own error bound, and the
+    tighter of the two is used.
 
     Args:
         source: the loss distribution.
@@ -166,15 +169,8 @@ def discretize(source: LossSource, h: float, tail: float) -> DiscretePLD:
     """
     i_lo, n, edges = _grid(source, h, tail)
     c = source.cdfs(edges)
-
-    def interval(f: FloatArray, s: FloatArray) -> tuple[FloatArray, FloatArray]:
-        use_f = f[1:] <= s[:-1]
-        mass = np.where(use_f, f[1:] - f[:-1], s[:-1] - s[1:])
-        scale = np.where(use_f, f[1:], s[:-1])
-        return np.maximum(mass, 0.0), scale
-
-    p, p_scale = interval(c.fp, c.sp)
-    r, r_scale = interval(c.fq, c.sq)
+    p, p_scale = loss_interval(c.fp, c.sp)
+    r, r_scale = loss_interval(c.fq, c.sq)
     left = edges[:-1]
     with np.errstate(over="ignore"):
         grow = np.exp(left)  # e^(e_{k-1}); r·grow stays below p where it matters
@@ -183,8 +179,17 @@ def discretize(source: LossSource, h: float, tail: float) -> DiscretePLD:
         a = (p - grow * r) / denom
         err = 16.0 * _U * (p_scale + grow * r_scale) / denom
         a = np.where(np.isfinite(a), a, p)
+        err = np.where(np.isfinite(err), err, np.inf)
+        split = getattr(source, "split_numerators", None)
+        stable = split(edges) if split is not None else None
+        if stable is not None:  # the same numerator, written without its cancellation
+            num, num_err = stable
+            a2, err2 = num / denom, num_err / denom
+            # each (a, err) bounds the true share from above: the tighter one is used
+            better = a2 + err2 < a + err
+            a, err = np.where(better, a2, a), np.where(better, err2, err)
         exact = np.clip(a, 0.0, p)
-        a = np.clip(a + np.where(np.isfinite(err), err, np.inf), 0.0, p)
+        a = np.clip(a + err, 0.0, p)
     pmf = np.zeros(n)
     pmf[1:] += a
     pmf[:-1] += p - a

@@ -64,6 +64,7 @@ __all__ = [
     "calibrated",
     "clear_caches",
     "coarse_moments",
+    "coarse_support",
     "composed",
     "excess_model",
     "lower_delta",
@@ -104,7 +105,8 @@ def coarse_moments(source: LossSource) -> tuple[float, float, float]:
 
 
 @lru_cache(maxsize=256)
-def _coarse_support(source: LossSource) -> Support:
+def coarse_support(source: LossSource) -> Support:
+    """The :class:`Support` of the coarse discretization (for cheap, uncertified estimates)."""
     return Support(_coarse(source)[0])
 
 
@@ -122,7 +124,7 @@ def clear_caches() -> None:
     """Forget every cached discretization (for benchmarks of cold calls, and tests)."""
     _coarse.cache_clear()
     coarse_moments.cache_clear()
-    _coarse_support.cache_clear()
+    coarse_support.cache_clear()
     _discretized.cache_clear()
     _rounded.cache_clear()
     _edges.cache_clear()
@@ -212,7 +214,7 @@ def saddle_epsilon(parts: Parts, delta: float) -> tuple[float, float] | None:
     tilt and size the first grid), on coarse copies of the steps: log δ ≈ K(λ) − λK'(λ) +
     log E[e^(−λX)(1 − e^(−X)); X > 0] with X ~ N(0, K''(λ)) and ε = K'(λ). None where δ is
     above its value at λ = 0."""
-    coarse = [(_coarse_support(s), c) for s, c in parts]
+    coarse = [(coarse_support(s), c) for s, c in parts]
     target = math.log(delta)
 
     def f(lam: float) -> tuple[float, float]:
@@ -237,7 +239,7 @@ def saddle_epsilon(parts: Parts, delta: float) -> tuple[float, float] | None:
 def saddle_delta(parts: Parts, epsilon: float) -> float:
     """A saddle-point estimate of δ(ε) (not certified: it sizes the first pass's tails), on
     coarse copies of the steps; 1 where ε is below the mean."""
-    coarse = [(_coarse_support(s), c) for s, c in parts]
+    coarse = [(coarse_support(s), c) for s, c in parts]
     lam = solve_tilt(coarse, epsilon)
     if lam <= 0.0:
         return 1.0
@@ -301,6 +303,15 @@ def upper_epsilon(
     return best, best_eps
 
 
+def _logsumexp(x: np.ndarray) -> float:
+    """log Σ e^x (−inf for an empty or all −inf x): SciPy's logsumexp without its array-API
+    dispatch, which costs ~1 ms a call here."""
+    top = float(x.max()) if x.size else -math.inf
+    if not math.isfinite(top):
+        return top
+    return top + math.log(float(np.exp(x - top).sum()))
+
+
 def _tilted_spread(pld: DiscretePLD, lam: float) -> float:
     """The connect-the-dots spread of one step under the λ-tilted measure: Σ_k v_k e^(λ m_k) /
     Σ_i p_i e^(λ l_i), m_k the interval's midpoint."""
@@ -309,7 +320,7 @@ def _tilted_spread(pld: DiscretePLD, lam: float) -> float:
     with np.errstate(divide="ignore"):
         lp = pld.log_masses() + lam * pld.losses
         ls = np.log(pld.spread) + lam * (pld.losses[:-1] + 0.5 * pld.h)
-    norm = float(special.logsumexp(lp))
+    norm = _logsumexp(lp)
     top = float(ls.max())
     if not (math.isfinite(norm) and math.isfinite(top)):
         return 0.0

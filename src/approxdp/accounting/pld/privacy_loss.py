@@ -48,6 +48,7 @@ __all__ = [
     "LossCDF",
     "LossSource",
     "SubsampledLoss",
+    "loss_interval",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -78,6 +79,20 @@ class LossSource(Protocol):
     def __hash__(self) -> int:
         """Sources are frozen values: equal sources share cached discretizations."""
         ...
+
+
+_U = float(np.finfo(np.float64).eps) / 2  # unit round-off
+
+
+def loss_interval(f: FloatArray, s: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """The mass of each interval between consecutive edges from a CDF ``f`` and its survival
+    function ``s`` at the edges, taken from whichever tail is smaller there (full relative
+    accuracy in both tails), and the size of the values subtracted (its error is a few ulps
+    of that)."""
+    use_f = f[1:] <= s[:-1]
+    mass = np.where(use_f, f[1:] - f[:-1], s[:-1] - s[1:])
+    scale = np.where(use_f, f[1:], s[:-1])
+    return np.maximum(mass, 0.0), scale
 
 
 def _normal_tails(z: FloatArray) -> tuple[FloatArray, FloatArray]:
@@ -243,6 +258,71 @@ class SubsampledLoss:
         finite = big | small
         out[finite] += log1mq - math.log(q)
         return out
+
+    def split_numerators(self, edges: FloatArray) -> tuple[FloatArray, FloatArray] | None:
+        """For each interval (e_{k−1}, e_k] of the sorted outer losses ``edges``: p_k −
+        e^(e_{k−1})·r_k (P- and Q-mass of the interval, as :meth:`cdfs` gives them), and a
+        bound on its floating-point error — what the connect-the-dots split divides by
+        1 − e^(−h) (:func:`~approxdp.accounting.pld.grid.discretize`).
+
+        Written as p − e^e·r, the (1 − q)-part of the mixture cancels between two numbers of
+        the interval's size: an error of the CDFs' size, divided by h (which grows to a mean
+        shift that adds up over 10^12 steps). With e^e = 1 − q + q·c, c = e^(f⁻¹(e)) =
+        (1 − q)·expm1(e − log(1 − q))/q, it is exactly q·(A_k − c·B_k) for the remove
+        direction and q·e^e·(c'·B_k − A_k), c' = e^(f⁻¹(−e)), for the add direction, A_k and
+        B_k the inner pair's masses of the interval: the (1 − q)-part is gone, and the error
+        is q times smaller. For a Gaussian inner pair (None otherwise: the caller splits as
+        usual), whose tails' error includes their argument's rounding: Φ(−z) moves by a
+        relative z·δz for δz ≈ u·|z| (so 4z²u is added to the few ulps of the CDF).
+
+        Returns:
+            (numerators, error bounds), one per interval; an infinite bound where the
+            numerator could not be formed (far out of float range).
+        """
+        if not isinstance(self.inner, GaussianLoss):
+            return None
+        q, mu = self.q, self.inner.mu
+        log1mq = math.log1p(-q)
+        left = edges[:-1]
+        with np.errstate(over="ignore", invalid="ignore"):
+            if self.direction == "remove":
+                g = self._inner_edges(edges)
+                c = self.inner.cdfs(g)
+                a_mass, a_scale = loss_interval(c.fp, c.sp)
+                b_mass, b_scale = loss_interval(c.fq, c.sq)
+                t = left - log1mq
+                outer = np.full(left.shape, q)
+            else:
+                g = self._inner_edges(-edges)
+                c = self.inner.cdfs(g)
+                a_mass, a_scale = loss_interval(c.sp, c.fp)
+                b_mass, b_scale = loss_interval(c.sq, c.fq)
+                t = -left - log1mq
+                outer = q * np.exp(left)
+            # the Gaussian's arguments (as GaussianLoss.cdfs forms them): z = x − μ under A,
+            # x under B, x = g/μ + μ/2; the larger |z| of each interval's two ends
+            x = np.where(np.isfinite(g), g / mu + 0.5 * mu, 0.0)
+            za = np.maximum(np.abs(x[1:] - mu), np.abs(x[:-1] - mu))
+            zb = np.maximum(np.abs(x[1:]), np.abs(x[:-1]))
+            ulps_a = _U * (16.0 + 4.0 * za * za)
+            ulps_b = _U * (16.0 + 4.0 * zb * zb)
+            coef = (1.0 - q) * np.expm1(t) / q
+            # coef's error: its own rounding, and t's (a rounded difference) times dcoef/dt
+            err_coef = 8.0 * _U * np.abs(coef) + 2.0 * _U * (1.0 - q) * np.exp(t) / q * (
+                np.abs(t) + 2.0 * abs(log1mq)
+            )
+            diff = a_mass - coef * b_mass
+            if self.direction != "remove":
+                diff = -diff
+            num = outer * diff
+            err = outer * (
+                ulps_a * a_scale
+                + np.abs(coef) * ulps_b * b_scale
+                + err_coef * b_mass
+                + 4.0 * _U * (a_mass + np.abs(coef) * b_mass)
+            ) + 4.0 * _U * np.abs(num)
+        bad = ~(np.isfinite(num) & np.isfinite(err))
+        return np.where(bad, 0.0, num), np.where(bad, np.inf, err)
 
     def cdfs(self, edges: FloatArray) -> LossCDF:
         q = self.q

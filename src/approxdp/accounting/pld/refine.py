@@ -10,6 +10,12 @@ from the variance the split really adds under the tilt of the answer
 ``precision``/2 — this is what keeps heavy-tailed sums (small sampling rates, where a few
 large losses make δ) tight on a grid as coarse as they allow. Steps are quantized to powers of
 2^(1/4) so that discretizations can be cached across calls (a growing ledger reuses them).
+
+The first pass runs on a grid about 4x coarser than the first guess (a cheap pass aims the
+tilt and measures the excess), except where the window at the first guess is small anyway
+(about 2^14 points, where planning costs as much as composing): there the first guess is the
+first pass (and one step's grid there is small too), which saves a pass for small sampling
+rates and few steps.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from approxdp.accounting.pld.passes import (
     Parts,
     calibrated,
     coarse_moments,
+    coarse_support,
     excess_model,
     quantize,
     saddle_epsilon,
@@ -37,6 +44,7 @@ from approxdp.accounting.pld.privacy_loss import (
     LaplaceLoss,
     LossSource,
 )
+from approxdp.accounting.pld.window import composed_moments
 from approxdp.errors import InvalidParameterError
 from approxdp.events import PrivacyEvent
 
@@ -171,10 +179,34 @@ def _has_atoms(parts: Parts) -> bool:
     return any(_atomic(s) for s, _ in parts)
 
 
+#: Composed windows up to this many points cost about what the planning around them costs:
+#: there a coarse first pass saves nothing.
+_SMALL_WINDOW = 1 << 14
+
+
+def _window_estimate(parts: Parts, h: float, delta: float) -> float:
+    """≈ the points of the composed window at grid step h (not a bound: it only picks the
+    first grid): 16 tilted standard deviations at the saddle point and a tenth of ε there,
+    on the coarse copies of the steps; inf where there is no saddle point."""
+    saddle = saddle_epsilon(parts, delta)
+    if saddle is None:
+        return math.inf
+    eps, lam = saddle
+    mo = composed_moments([(coarse_support(s), c) for s, c in parts], lam)
+    if not (math.isfinite(mo.var) and math.isfinite(eps)):
+        return math.inf
+    return (16.0 * math.sqrt(max(mo.var, 0.0)) + 0.1 * abs(eps)) / h
+
+
 def _start_step(parts: Parts, precision: float, delta: float) -> float:
-    """The first pass's grid: :func:`_coarse_step`, or for losses with atoms the final one."""
+    """The first pass's grid: :func:`_coarse_step`; the final one for losses with atoms, and
+    where the window on it is small anyway (a coarse pass would only add a pass)."""
+    fine = _first_step(parts, precision, delta)
     if _has_atoms(parts):
-        return _first_step(parts, precision, delta)
+        return fine
+    widest = max(coarse_moments(s)[2] for s, _ in parts)  # one step's grid must be small too
+    if widest / fine <= _SMALL_WINDOW and _window_estimate(parts, fine, delta) <= _SMALL_WINDOW:
+        return fine
     return _coarse_step(parts, precision, delta)
 
 

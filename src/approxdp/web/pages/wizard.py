@@ -23,7 +23,14 @@ from approxdp.reports.formatting import fmt
 from approxdp.web import wizard_steps as steps
 from approxdp.web.config import ServeConfig, data_file
 from approxdp.web.forms import Outcome, attempt
-from approxdp.web.widgets import cells_table, error_box, field_errors, table, text_field
+from approxdp.web.widgets import (
+    cells_table,
+    error_box,
+    field_errors,
+    left,
+    table,
+    text_field,
+)
 
 __all__ = ["FIELDS", "panel", "server"]
 
@@ -176,9 +183,17 @@ def panel(config: ServeConfig, schema: Mapping[str, str]) -> Any:
     )
 
 
-def _left(remaining: float) -> str:
-    """What is left of a budget, never below 0 (a ledger past its budget has nothing left)."""
-    return fmt(max(float(remaining), 0.0))
+def _small_data(advice: list[str]) -> TagChild:
+    """The API's small-data advice at the assumed number of rows (step 4's public guess):
+    computed on synthetic rows, so it holds no number from the data."""
+    if not advice:
+        return None
+    return ui.div(
+        ui.tags.b("Small data? "),
+        "At the assumed number of rows (step 4 — your guess, not the data):",
+        ui.tags.ul(*[ui.tags.li(text) for text in advice]),
+        class_="approxdp-warning", id="wiz_small_data",
+    )
 
 
 def _form(input: Inputs) -> dict[str, object]:
@@ -299,8 +314,9 @@ def server(config: ServeConfig, input: Inputs, output: Outputs) -> None:
                                      "(and --budget EPSILON DELTA for a new one) to release"))
             return
         ledger = config.ledger
-        preview = attempt(lambda: steps.cost_preview(current.value, ledger, schema().value),
-                          {})
+        preview = attempt(lambda: steps.cost_preview(current.value, ledger, schema().value,
+                                                     rows=input.wiz_rows()),
+                          {"rows": "wiz_rows"})
         if not preview.ok:
             reviewed.set(None)
             review_error.set(preview)
@@ -329,15 +345,16 @@ def server(config: ServeConfig, input: Inputs, output: Outputs) -> None:
             ui.h6("The query (exactly what the spend button releases)"),
             table(["", ""], [(name, [name, value]) for name, value in cost["query"]],
                   "wiz_query_table"),
+            _small_data(cost["small_data"]),
             ui.h6("This release will spend"),
             ui.p(ui.tags.b(f"ε = {cost['epsilon']:g}, δ = {cost['delta']:g}", id="wiz_price"),
                  f" from ledger {Path(cost['ledger']).name} ({cost['composition']!r})."),
             table(["", "remaining ε", "remaining δ"], [
-                ("now", ["now", _left(cost["now"]["remaining_epsilon"]),
-                         _left(cost["now"]["remaining_delta"])]),
+                ("now", ["now", left(cost["now"]["remaining_epsilon"]),
+                         left(cost["now"]["remaining_delta"])]),
                 ("after", ["after (its own events, charged as the ledger will)",
-                           _left(cost["after"]["remaining_epsilon"]),
-                           _left(cost["after"]["remaining_delta"])]
+                           left(cost["after"]["remaining_epsilon"]),
+                           left(cost["after"]["remaining_delta"])]
                  if fits else ["after", "does not fit", "does not fit"]),
             ], "wiz_cost_table"),
             ui.input_action_button("wiz_spend", spend_label, class_="btn-danger",
@@ -384,8 +401,8 @@ def server(config: ServeConfig, input: Inputs, output: Outputs) -> None:
             ui.h5(f"Released: {rel['label']} (private, secure noise)"),
             cells_table(rel, "wiz_released_cells", simulated=False),
             ui.p(f"Ledger now: {status['count']} spend(s); remaining ε = "
-                 f"{_left(status['remaining_epsilon'])}, δ = "
-                 f"{_left(status['remaining_delta'])}."),
+                 f"{left(status['remaining_epsilon'])}, δ = "
+                 f"{left(status['remaining_delta'])}."),
             ui.div(
                 ui.download_button("wiz_download_json", "Download JSON",
                                    class_="btn-outline-success me-2"),
