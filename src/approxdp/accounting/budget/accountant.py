@@ -59,7 +59,8 @@ from approxdp.accounting.budget.filter import (
     close_commitment,
     new_filter,
 )
-from approxdp.accounting.budget.filter_state import ZERO
+from approxdp.accounting.budget.filter_rdp import new_rdp_share
+from approxdp.accounting.budget.filter_state import ZERO, RdpShare
 from approxdp.accounting.budget.ledger import (
     Decision,
     FilterLogEntry,
@@ -119,6 +120,19 @@ class PrivacyAccountant:
             (0, :data:`AUTO_SHARE_DELTA` · δ), for partition selection, fixed at the first
             spend or commitment if that one fits with it, else no share — decided before any
             noise is drawn, so it is as fixed in advance as a share given here.
+        rdp_share: an (ε_R, δ_R) within the budget, fixed now, for a **Rényi filter** at orders
+            fixed now (``rdp_orders``; default
+            :data:`~approxdp.accounting.budget.filter_rdp.DEFAULT_SHARE_ORDERS`) inside the
+            ``"gdp"`` filter: subsampled Gaussians (DP-SGD steps) spent one at a time, after
+            the first spend, are charged their Rényi divergence there (tight for DP-SGD)
+            instead of their Gaussian's μ²; Gaussian and pure-ε events go there when the
+            Gaussian-DP room (and basic share) cannot take them. The share is part of the
+            block declared at creation, so it costs the Gaussian-DP room what its (ε_R, δ_R)
+            takes; ``rdp_share=budget`` makes the whole ledger a Rényi filter (Feldman & Zrnic
+            2021; :mod:`~approxdp.accounting.budget.filter_rdp`). In-memory budgets only in
+            this version. None: no share.
+        rdp_orders: the Rényi share's orders α > 1 (at most 1024), fixed now; the share's δ_R
+            is split evenly between them.
         read_only: open the ``ledger`` file only to read it (a file the user may only read;
             an older schema is read as it is): :meth:`spend` and :meth:`commit` then refuse.
 
@@ -137,6 +151,8 @@ class PrivacyAccountant:
         *,
         adaptivity: str | None = None,
         basic_share: tuple[float, float] | Literal["auto"] | None = None,
+        rdp_share: tuple[float, float] | None = None,
+        rdp_orders: Iterable[float] | None = None,
         read_only: bool = False,
     ) -> None:
         settings = None
@@ -174,13 +190,14 @@ class PrivacyAccountant:
                 f"basic_share is a share of the 'gdp' filter's budget; composition="
                 f"{self._composition!r} has none (got basic_share={self._share})"
             )
+        rdp = self._rdp_share(rdp_share, rdp_orders, ledger)
         self._persistent = ledger is not None
         self._ledger: Ledger
         if ledger is None:
             start = None
             if self._filter_kind is not None:
                 start = new_filter(self._filter_kind, self.budget, self._share,
-                                   pending=pending)
+                                   pending=pending, rdp=rdp)
             self._ledger = MemoryLedger(start)
         else:
             from approxdp.accounting.budget.sqlite_ledger import SQLiteLedger
@@ -229,6 +246,33 @@ class PrivacyAccountant:
         if f is None or f.share == (ZERO, ZERO) or f.kind != "gdp":
             return self._share
         return (float(f.share[0]), float(f.share[1]))
+
+    def _rdp_share(self, share: Any, orders: Any, ledger: object) -> RdpShare | None:
+        """The Rényi share asked for (checked), or None."""
+        if share is None:
+            if orders is not None:
+                raise InvalidParameterError(
+                    "rdp_orders sets the orders of a Rényi share: pass rdp_share=(epsilon, "
+                    f"delta) with it (got rdp_orders={orders!r} and no rdp_share)"
+                )
+            return None
+        if self._composition != "gdp":
+            raise InvalidParameterError(
+                f"rdp_share is a share of the 'gdp' filter's budget; composition="
+                f"{self._composition!r} has none (got rdp_share={share!r})"
+            )
+        if ledger is not None:
+            raise InvalidParameterError(
+                "rdp_share is for an in-memory budget in this version: a ledger file cannot "
+                f"store a Rényi share yet (got rdp_share={share!r} with ledger={ledger!r})"
+            )
+        return new_rdp_share(share, orders, self.budget)
+
+    @property
+    def rdp_share(self) -> RdpShare | None:
+        """The Rényi share fixed at creation (orders, budgets and what is used), or None."""
+        f = self._ledger.state().filter
+        return None if f is None else f.rdp
 
     def _auto_share(self, share: str, ledger: object) -> tuple[float, float] | None:
         """The pending share of ``basic_share="auto"`` (None where the rule has no share)."""

@@ -82,6 +82,7 @@ from approxdp.accounting.budget.filter_charge import (
     _share_fits,
 )
 from approxdp.accounting.budget.filter_parts import PartCost, _parts_of_key, part_costs
+from approxdp.accounting.budget.filter_rdp import charge_rdp, rdp_left
 from approxdp.accounting.budget.filter_rooms import (
     FilterRefusedError,
     budget_rho,
@@ -94,6 +95,7 @@ from approxdp.accounting.budget.filter_state import (
     Commitment,
     FilterKind,
     FilterState,
+    RdpShare,
 )
 from approxdp.accounting.serialization import event_key
 from approxdp.errors import InvalidParameterError
@@ -124,11 +126,27 @@ __all__ = [
 
 def new_filter(kind: FilterKind, budget: tuple[float, float],
                share: tuple[float, float] | None = None, *,
-               pending: tuple[float, float] | None = None) -> FilterState:
+               pending: tuple[float, float] | None = None,
+               rdp: RdpShare | None = None) -> FilterState:
     """The state of a new ledger: the ``"basic"`` filter's share is the whole budget; the
     ``"gdp"`` filter's basic share (if any) is declared now and sets the room. ``pending``:
     a basic share to fix at the first spend or commitment instead, if it fits then with what
-    is admitted (:func:`_share_options`); exclusive with ``share``."""
+    is admitted (:func:`_share_options`); exclusive with ``share``. ``rdp``: a Rényi share
+    (:mod:`~approxdp.accounting.budget.filter_rdp`), declared now: it sets the room too."""
+    if rdp is not None:
+        if kind != "gdp":
+            raise InvalidParameterError(
+                "rdp_share is a share of the 'gdp' filter's budget; the 'basic' filter has none"
+            )
+        start = dataclasses.replace(new_filter(kind, budget, share, pending=pending), rdp=rdp)
+        try:
+            room = declared_room(budget, (), start.share, rdp.pair)
+        except FilterRefusedError as exc:
+            raise InvalidParameterError(
+                f"rdp_share=({float(rdp.epsilon):g}, {float(rdp.delta):g}) does not fit the "
+                f"budget {budget} with the basic share: {exc}"
+            ) from None
+        return dataclasses.replace(start, room=room)
     if pending is not None and pending != (0.0, 0.0):
         if kind != "gdp" or share is not None:
             raise InvalidParameterError(
@@ -166,8 +184,13 @@ def new_filter(kind: FilterKind, budget: tuple[float, float],
 
 def _charge_part(state: FilterState, part: PartCost, budget: tuple[float, float],
                  what: str) -> tuple[FilterState, float, tuple[Fraction, Fraction]]:
-    """Charge one part to the room if it fits there, else to the basic share; refuse
-    otherwise (with the reason)."""
+    """Charge one part to the room if it fits there, else to the basic share, else to the
+    Rényi share (a subsampled Gaussian: to the Rényi share first, where it is charged its
+    amplified divergence); refuse otherwise (with the reason)."""
+    if part.subsampled and state.rdp is not None:
+        rdp_first = charge_rdp(state, part.key)
+        if rdp_first is not None:
+            return rdp_first, 0.0, (ZERO, ZERO)
     if part.gdp is not None and state.kind == "gdp":
         trial = dataclasses.replace(state, gdp_used=add_up(state.gdp_used, part.gdp))
         if _room_fits(trial, budget):
@@ -177,6 +200,9 @@ def _charge_part(state: FilterState, part: PartCost, budget: tuple[float, float]
         trial = dataclasses.replace(state, share_used=used)
         if _share_fits(trial):
             return trial, 0.0, part.basic
+    in_rdp = None if part.subsampled else charge_rdp(state, part.key)
+    if in_rdp is not None:
+        return in_rdp, 0.0, (ZERO, ZERO)
     raise FilterRefusedError(_refusal(state, part, budget, what))
 
 
@@ -216,7 +242,7 @@ def _declare(state: FilterState, parts: Sequence[tuple[PartCost, int]],
     room = state.room
     if block:
         try:
-            room = declared_room(budget, declared, state.share)
+            room = declared_room(budget, declared, state.share, state.rdp_pair)
         except FilterRefusedError as exc:
             raise FilterRefusedError(f"{what} does not fit: {exc}") from None
     trial = dataclasses.replace(state, declared=declared, room=room,
@@ -240,9 +266,12 @@ def _share_options(state: FilterState, budget: tuple[float, float]) -> list[Filt
     if state.pending_share is None:
         return [state]
     share = state.pending_share
-    with_share = dataclasses.replace(state, pending_share=None, share=share,
-                                     room=declared_room(budget, state.declared, share))
-    return [with_share, dataclasses.replace(state, pending_share=None)]
+    without = dataclasses.replace(state, pending_share=None)
+    try:
+        room = declared_room(budget, state.declared, share, state.rdp_pair)
+    except FilterRefusedError:  # the share does not fit with a Rényi share: none
+        return [without]
+    return [dataclasses.replace(state, pending_share=None, share=share, room=room), without]
 
 
 def _first_fit(options: list[FilterState],
@@ -272,16 +301,36 @@ def admit_spend(state: FilterState, event: PrivacyEvent, budget: tuple[float, fl
         return dataclasses.replace(new, pristine=False), Charge(commitment=cid)
     parts = part_costs(event)
     if state.pristine and state.kind == "gdp":
-        new, charge = _first_fit(_share_options(state, budget),
-                                 lambda s: _declare(s, [(p, 1) for p in parts], budget, what))
-        return dataclasses.replace(new, pristine=False), charge
+        try:
+            new, charge = _first_fit(_share_options(state, budget),
+                                     lambda s: _declare(s, [(p, 1) for p in parts], budget,
+                                                        what))
+            return dataclasses.replace(new, pristine=False), charge
+        except FilterRefusedError:
+            if state.rdp is None:
+                raise
+            # the Rényi share may take what the declared block cannot (it is valid from any
+            # state); a pending basic share is then dropped, as when the request does not
+            # fit with it
+            state = dataclasses.replace(state, pending_share=None)
     gdp, basic = 0.0, (ZERO, ZERO)
     new = dataclasses.replace(state, pristine=False)
     for part in parts:
         new, g, b = _charge_part(new, part, budget, what)
         gdp = add_up(gdp, g)
         basic = (basic[0] + b[0], basic[1] + b[1])
-    return new, Charge(gdp=gdp, basic=basic)
+    return new, Charge(gdp=gdp, basic=basic, rdp=_rdp_charged(state, new))
+
+
+def _rdp_charged(old: FilterState, new: FilterState) -> tuple[tuple[float, float], ...]:
+    """(order, ρ) charged to the Rényi share between two states (empty if none), the order
+    with the most budget left after it first."""
+    if old.rdp is None or new.rdp is None or old.rdp.used == new.rdp.used:
+        return ()
+    pairs = [(a, max(n - o, 0.0)) for a, o, n in
+             zip(new.rdp.orders, old.rdp.used, new.rdp.used, strict=True)]
+    best = rdp_left(new.rdp)[0]
+    return tuple(sorted(pairs, key=lambda p: p[0] != best))
 
 
 def admit_commit(state: FilterState, items: Sequence[tuple[PrivacyEvent, int]], label: str,
@@ -315,7 +364,7 @@ def admit_commit(state: FilterState, items: Sequence[tuple[PrivacyEvent, int]], 
                 basic = (basic[0] + b_each[0] * count, basic[1] + b_each[1] * count)
                 prices.append((key, g_each, b_each[0], b_each[1]))
         commitment = Commitment(cid, label, "prepaid", planned, planned, _price_table(prices))
-        charge = Charge(gdp=gdp, basic=basic)
+        charge = Charge(gdp=gdp, basic=basic, rdp=_rdp_charged(state, new))
     new = dataclasses.replace(new, commitments=(*new.commitments, commitment))
     return new, commitment, charge
 
@@ -331,7 +380,13 @@ def _price_table(prices: list[tuple[str, float, Fraction, Fraction]]) -> \
 
 def _charge_many(state: FilterState, part: PartCost, count: int, budget: tuple[float, float],
                  what: str) -> tuple[FilterState, float, tuple[Fraction, Fraction]]:
-    """``count`` copies of one part, all to the room or all to the share (per-copy price)."""
+    """``count`` copies of one part, all to the room, all to the basic share (per-copy price)
+    or all to the Rényi share (no price kept: not refunded if the plan is closed early, an
+    over-count only)."""
+    if part.subsampled and state.rdp is not None:
+        rdp_first = charge_rdp(state, part.key, count)
+        if rdp_first is not None:
+            return rdp_first, 0.0, (ZERO, ZERO)
     if part.gdp is not None and state.kind == "gdp":
         total = _times_up(part.gdp, count)
         trial = dataclasses.replace(state, gdp_used=add_up(state.gdp_used, total))
@@ -343,6 +398,9 @@ def _charge_many(state: FilterState, part: PartCost, count: int, budget: tuple[f
         trial = dataclasses.replace(state, share_used=used)
         if _share_fits(trial):
             return trial, 0.0, part.basic
+    in_rdp = None if part.subsampled else charge_rdp(state, part.key, count)
+    if in_rdp is not None:
+        return in_rdp, 0.0, (ZERO, ZERO)
     many = dataclasses.replace(part, gdp=None if part.gdp is None else
                                _times_up(part.gdp, count),
                                basic=None if part.basic is None else
@@ -414,15 +472,19 @@ def _withdraw(state: FilterState, cid: int, budget: tuple[float, float]) -> \
     if not others and state.auto_share is not None:  # back to the state at creation
         rebuilt = FilterState(kind=state.kind, pending_share=state.auto_share,
                               auto_share=state.auto_share, commitments=state.commitments,
-                              over=state.over)
+                              over=state.over, rdp=state.rdp)
+        if state.rdp is not None:
+            rebuilt = dataclasses.replace(
+                rebuilt, room=declared_room(budget, (), rebuilt.share, state.rdp_pair))
         commits = tuple(dataclasses.replace(c, closed=True) if c.id == cid else c
                         for c in state.commitments)
         return dataclasses.replace(rebuilt, commitments=commits), \
             Charge(gdp=-state.gdp_used, commitment=cid)
     rebuilt = FilterState(kind=state.kind, share=state.share, commitments=state.commitments,
-                          over=state.over, auto_share=state.auto_share)
-    if state.share != (ZERO, ZERO):
-        rebuilt = dataclasses.replace(rebuilt, room=declared_room(budget, (), state.share))
+                          over=state.over, auto_share=state.auto_share, rdp=state.rdp)
+    if state.share != (ZERO, ZERO) or state.rdp is not None:
+        rebuilt = dataclasses.replace(
+            rebuilt, room=declared_room(budget, (), state.share, state.rdp_pair))
     try:
         for c in others:
             flat = [(p, n) for key, n in c.planned for p in _parts_of_key(key)]
