@@ -251,6 +251,7 @@ def main() -> None:
                                  bracket=False).epsilon)
     committed = least_admitted(1000, True, declared)
     one_by_one = least_admitted(1000, False, declared)
+    renyi = least_admitted(1000, False, declared, rdp=True)
     print("\n== the issue's history (10 Gaussian s=5, 10 Laplace b=10, DP-SGD q=0.01 s=1 "
           "T=1000), least eps at delta=1e-6")
     print(f"baseline: PLD, declared in advance      : {declared:9.4f}")
@@ -258,6 +259,8 @@ def main() -> None:
           f"({committed / declared:.3f}x baseline; target <= 1.10x)")
     print(f"default ledger, one event at a time     : {one_by_one:9.1f}  "
           f"({one_by_one / declared:.0f}x baseline)")
+    print(f"ledger with rdp_share=budget, one at a time: {renyi:6.4f}  "
+          f"({renyi / declared:.3f}x baseline; a Rényi filter, nothing committed)")
     declared_c = least_batch_noise("declared")
     committed_c = least_batch_noise("committed")
     single_c = least_batch_noise("one at a time")
