@@ -92,7 +92,7 @@ def test_the_subsampled_closed_forms_match_mpmath() -> None:
         assert hs_normal_vs_mix(x, s, q) == pytest.approx(b, rel=1e-8, abs=1e-15)
 
 
-Branch = tuple[str, float, float]  # ("gauss", s, 1.0) | ("sub", s, q)
+Branch = tuple[str, float, float]  # ("gauss", s, 1.0) | ("sub", s, q) | ("laplace", b, 1.0)
 SIGMA1 = 15.0
 
 
@@ -104,6 +104,10 @@ def _h(branch: Branch | None, x: float, forward: bool) -> float:
     kind, s, q = branch
     if kind == "gauss":
         return hs_gauss(x, s)
+    if kind == "laplace":  # H_{e^x}(Lap(0, s) ‖ Lap(1, s)), ε = 1/s (symmetric in direction)
+        eps = 1.0 / s
+        return 0.0 if x >= eps else float(-math.expm1(x)) if x <= -eps else \
+            float(-math.expm1((x - eps) / 2))
     return hs_normal_vs_mix(x, s, q) if forward else hs_mix_vs_normal(x, s, q)
 
 
@@ -119,7 +123,12 @@ def two_step_delta(eps: float, threshold: float, low: Branch | None, high: Branc
         return dens * _h(low if y < threshold else high, eps - loss, forward)
 
     lo, hi = -40 * SIGMA1, 40 * SIGMA1
-    cuts = sorted({lo, hi, min(max(threshold, lo), hi)})
+    # the Laplace branches' kinks: where ε − L₁(y) = ±1/b, with
+    # L₁(y) = (c_q² − c_p² − 2(c_q − c_p)·y)/(2σ₁²)
+    ys = [(c_q**2 - c_p**2 - 2 * SIGMA1**2 * (eps - k)) / (2 * (c_q - c_p))
+          for br in (low, high) if br is not None and br[0] == "laplace"
+          for k in (1.0 / br[1], -1.0 / br[1])]
+    cuts = sorted({lo, hi, *(min(max(y, lo), hi) for y in (threshold, *ys))})
     total = 0.0
     for a, b in itertools.pairwise(cuts):
         part, _ = integrate.quad(f, a, b, epsabs=1e-18, epsrel=1e-11, limit=400)
@@ -265,7 +274,51 @@ def test_a_ledger_file_written_before_the_renyi_share_opens_as_before(tmp_path: 
 def test_the_renyi_share_is_in_the_registry_as_a_valid_filter() -> None:
     from approxdp.accounting.registry import LEDGER_SHARES, rule_names
 
-    (entry,) = LEDGER_SHARES
-    assert entry.name == "rdp-share" and entry.filter_valid
-    assert "Feldman & Zrnic" in entry.adaptivity_source and "rdp_share" in entry.what
-    assert entry.name not in rule_names("ledger")  # a share, not a composition= rule
+    entries = {e.name: e for e in LEDGER_SHARES}
+    assert set(entries) == {"rdp-share", "sub-budgets"}
+    assert all(e.filter_valid for e in LEDGER_SHARES)
+    assert "Feldman & Zrnic" in entries["rdp-share"].adaptivity_source
+    assert "rdp_share" in entries["rdp-share"].what
+    assert "Vadhan & Zhang" in entries["sub-budgets"].adaptivity_source
+    assert not set(entries) & set(rule_names("ledger"))  # shares, not composition= rules
+
+
+# -- sub-budgets fixed at creation ----------------------------------------------------------------
+
+
+def test_sub_budgets_are_checked_once_and_reached_by_name() -> None:
+    acc = PrivacyAccountant(BUDGET, sub_budgets={
+        "tables": (0.4, 3e-7), "training": {"budget": (0.3, 2e-7), "rdp_share": (0.3, 2e-7)}})
+    assert acc.sub_budgets == {"tables": (0.4, 3e-7), "training": (0.3, 2e-7)}
+    assert acc.sub("training").rdp_share is not None
+    room_alone = PrivacyAccountant(BUDGET).remaining().room
+    assert 0.0 < (acc.remaining().room or 0.0) < (room_alone or 0.0)
+    acc.sub("tables").spend(LaplaceEvent(scale=4.0))
+    acc.sub("training").spend(SubsampledEvent(GaussianEvent(sigma=8.0), 0.01))
+    acc.spend(GaussianEvent(sigma=40.0))
+    assert "sub-budget 'tables'" in acc.explain()
+    with pytest.raises(Exception, match="no sub-budget 'other'"):
+        acc.sub("other")
+    with pytest.raises(InvalidParameterError, match="sub_budgets"):  # together over budget
+        PrivacyAccountant(BUDGET, sub_budgets={"a": (0.9, 9e-7), "b": (0.5, 1e-7)})
+    with pytest.raises(InvalidParameterError, match="sub_budgets"):
+        PrivacyAccountant(BUDGET, sub_budgets={"a": (2.0, 1e-7)})
+    with pytest.raises(InvalidParameterError, match="sub_budgets"):
+        PrivacyAccountant(BUDGET, sub_budgets={"a": {"budget": (0.1, 1e-8), "ledger": "x"}})
+
+
+def test_an_analyst_switching_between_sub_budgets_stays_within_budget() -> None:
+    """FIRST from the main ledger; then, on y₁, the largest Laplace release sub-budget 'a'
+    admits, or the least-noise Gaussian the main ledger's room admits: within the budget
+    (concurrent composition of the two ledgers, checked once at creation)."""
+    acc = PrivacyAccountant(BUDGET, sub_budgets={"a": (0.5, 2e-7)})
+    acc.spend(FIRST)
+    lo, hi = 1e-3, 10.0
+    while hi - lo > 1e-7 * hi:  # the largest Laplace ε sub-budget 'a' admits
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if acc.sub("a").plan([LaplaceEvent(scale=1.0 / mid)]).fits \
+            else (lo, mid)
+    s_gauss = _edge(lambda s: acc.plan([GaussianEvent(sigma=s)]).fits, 0.05, 1e3)
+    assert lo == pytest.approx(0.5, rel=1e-5) and s_gauss < 1e3
+    worst = worst_delta(BUDGET[0], ("laplace", 1.0 / lo, 1.0), ("gauss", s_gauss, 1.0))
+    assert worst <= BUDGET[1]

@@ -256,6 +256,21 @@ LEDGER_SHARES: tuple[AccountingRule, ...] = (
                           "Haney et al. 2023, arXiv:2309.05901)",
         tools=("ledger",),
     ),
+    AccountingRule(
+        name="sub-budgets",
+        title="sub-budgets fixed at creation, composed concurrently (Vadhan & Zhang 2023)",
+        certifies="upper bound",
+        what="PrivacyAccountant(..., sub_budgets={name: (ε_i, δ_i)}): ledgers of their own "
+             "(acc.sub(name)), each a valid filter on its (ε_i, δ_i); their (ε_i, δ_i) and "
+             "the main ledger's room fit the budget by certified PLD, checked once at creation",
+        source="Dong et al. 2022, Sec. 3 (composition of trade-off curves); Doroshenko et al. "
+               "2022 (certified PLD)",
+        filter_valid=True,
+        adaptivity_source="concurrent composition of f-DP interactive mechanisms (Vadhan & "
+                          "Zhang 2023, arXiv:2207.08335); filters with adaptively chosen "
+                          "parameters inside it (Haney et al. 2023, arXiv:2309.05901)",
+        tools=("ledger",),
+    ),
 )
 
 

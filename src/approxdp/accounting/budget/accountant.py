@@ -33,7 +33,8 @@ from __future__ import annotations
 import json
 import os
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from fractions import Fraction
 from typing import Any, Literal
 
 from approxdp.accounting.budget.arguments import (
@@ -81,6 +82,7 @@ from approxdp.errors import (
     InvalidParameterError,
     LedgerRecertificationWarning,
     ParameterTypeError,
+    UnknownMethodError,
 )
 from approxdp.events import PrivacyEvent
 
@@ -133,6 +135,15 @@ class PrivacyAccountant:
             this version. None: no share.
         rdp_orders: the Rényi share's orders α > 1 (at most 1024), fixed now; the share's δ_R
             is split evenly between them.
+        sub_budgets: ``{"name": (ε_i, δ_i)}`` or ``{"name": {"budget": (ε_i, δ_i), ...}}``
+            (the other keys: ``composition``, ``basic_share``, ``rdp_share``, ``rdp_orders``,
+            ``sub_budgets``): ledgers of their own, fixed now, reached by :meth:`sub`. Each is
+            a valid filter on its (ε_i, δ_i), so an (ε_i, δ_i)-DP interactive mechanism; run
+            concurrently with this ledger they compose as their curves do (Vadhan & Zhang
+            2023, arXiv:2207.08335; Haney et al. 2023, arXiv:2309.05901), so each enters this
+            ledger's block declared at creation as an (ε_i, δ_i) event, checked once by
+            certified PLD (``"gdp"`` filter, in-memory budgets only). Spends in different
+            sub-budgets may then be interleaved in any order.
         read_only: open the ``ledger`` file only to read it (a file the user may only read;
             an older schema is read as it is): :meth:`spend` and :meth:`commit` then refuse.
 
@@ -153,6 +164,7 @@ class PrivacyAccountant:
         basic_share: tuple[float, float] | Literal["auto"] | None = None,
         rdp_share: tuple[float, float] | None = None,
         rdp_orders: Iterable[float] | None = None,
+        sub_budgets: Mapping[str, Any] | None = None,
         read_only: bool = False,
     ) -> None:
         settings = None
@@ -191,13 +203,16 @@ class PrivacyAccountant:
                 f"{self._composition!r} has none (got basic_share={self._share})"
             )
         rdp = self._rdp_share(rdp_share, rdp_orders, ledger)
+        self._subs = self._sub_ledgers(sub_budgets, ledger)
+        subs = tuple((name, Fraction(a.budget[0]), Fraction(a.budget[1]))
+                     for name, a in self._subs.items())
         self._persistent = ledger is not None
         self._ledger: Ledger
         if ledger is None:
             start = None
             if self._filter_kind is not None:
                 start = new_filter(self._filter_kind, self.budget, self._share,
-                                   pending=pending, rdp=rdp)
+                                   pending=pending, rdp=rdp, subs=subs)
             self._ledger = MemoryLedger(start)
         else:
             from approxdp.accounting.budget.sqlite_ledger import SQLiteLedger
@@ -267,6 +282,69 @@ class PrivacyAccountant:
                 f"store a Rényi share yet (got rdp_share={share!r} with ledger={ledger!r})"
             )
         return new_rdp_share(share, orders, self.budget)
+
+    def _sub_ledgers(self, specs: Any, ledger: object) -> dict[str, PrivacyAccountant]:
+        """The sub-budgets' ledgers (checked), by name."""
+        if specs is None:
+            return {}
+        if not isinstance(specs, Mapping) or not specs:
+            raise ParameterTypeError(
+                "sub_budgets must be a non-empty mapping {name: (epsilon, delta)} or {name: "
+                f"{{'budget': (epsilon, delta), ...}}}}, got sub_budgets={specs!r}"
+            )
+        if self._composition != "gdp":
+            raise InvalidParameterError(
+                f"sub_budgets are shares of the 'gdp' filter's budget; composition="
+                f"{self._composition!r} has none"
+            )
+        if ledger is not None:
+            raise InvalidParameterError(
+                "sub_budgets are for an in-memory budget in this version: a ledger file cannot "
+                f"store them yet (got ledger={ledger!r})"
+            )
+        out: dict[str, PrivacyAccountant] = {}
+        allowed = {"budget", "composition", "basic_share", "rdp_share", "rdp_orders",
+                   "sub_budgets"}
+        for name, spec in specs.items():
+            if not isinstance(name, str) or not name:
+                raise ParameterTypeError(
+                    f"sub_budgets names must be non-empty strings, got {name!r}"
+                )
+            kwargs = dict(spec) if isinstance(spec, Mapping) else {"budget": spec}
+            if "budget" not in kwargs or not set(kwargs) <= allowed:
+                raise InvalidParameterError(
+                    f"sub_budgets[{name!r}] must be an (epsilon, delta) pair or a mapping with "
+                    f"'budget' and any of {sorted(allowed - {'budget'})}, got {spec!r}"
+                )
+            eps_i, delta_i = check_budget(kwargs["budget"])
+            if eps_i > self._epsilon or delta_i > self._delta:
+                raise InvalidParameterError(
+                    f"sub_budgets[{name!r}] = ({eps_i:g}, {delta_i:g}) is not within the "
+                    f"budget ({self._epsilon:g}, {self._delta:g})"
+                )
+            out[name] = PrivacyAccountant(**kwargs)
+        return out
+
+    def sub(self, name: str) -> PrivacyAccountant:
+        """The ledger of sub-budget ``name`` (``sub_budgets=``): spend on it as on any
+        accountant; it never takes more than its own (ε_i, δ_i).
+
+        Raises:
+            UnknownMethodError: no sub-budget of that name.
+        """
+        try:
+            return self._subs[name]
+        except (KeyError, TypeError):
+            raise UnknownMethodError(
+                f"this ledger has no sub-budget {name!r}; its sub-budgets: "
+                f"{sorted(self._subs)} (set them at creation: sub_budgets={{name: "
+                "(epsilon, delta)}})"
+            ) from None
+
+    @property
+    def sub_budgets(self) -> dict[str, tuple[float, float]]:
+        """Each sub-budget's (ε_i, δ_i), by name (empty: none)."""
+        return {name: a.budget for name, a in self._subs.items()}
 
     @property
     def rdp_share(self) -> RdpShare | None:
@@ -485,7 +563,12 @@ class PrivacyAccountant:
     def explain(self) -> str:
         """What certifies this ledger's total, in a few lines (for people)."""
         state = self._ledger.state()
-        return explain_text(state, self._status(state))
+        text = explain_text(state, self._status(state))
+        for name, sub in self._subs.items():
+            r = sub.remaining()
+            text += (f"\nsub-budget {name!r}: (ε, δ) = {sub.budget} (a ledger of its own, "
+                     f"fixed at creation, part of the declared block); {r.count} spend(s)")
+        return text
 
     def history(self) -> tuple[SpendRecord, ...]:
         """Every accepted spend, oldest first (no side effects)."""

@@ -127,24 +127,30 @@ __all__ = [
 def new_filter(kind: FilterKind, budget: tuple[float, float],
                share: tuple[float, float] | None = None, *,
                pending: tuple[float, float] | None = None,
-               rdp: RdpShare | None = None) -> FilterState:
+               rdp: RdpShare | None = None,
+               subs: tuple[tuple[str, Fraction, Fraction], ...] = ()) -> FilterState:
     """The state of a new ledger: the ``"basic"`` filter's share is the whole budget; the
     ``"gdp"`` filter's basic share (if any) is declared now and sets the room. ``pending``:
     a basic share to fix at the first spend or commitment instead, if it fits then with what
     is admitted (:func:`_share_options`); exclusive with ``share``. ``rdp``: a Rényi share
-    (:mod:`~approxdp.accounting.budget.filter_rdp`), declared now: it sets the room too."""
-    if rdp is not None:
+    (:mod:`~approxdp.accounting.budget.filter_rdp`), declared now: it sets the room too, as do
+    the sub-budgets ``subs`` ((name, ε_i, δ_i): each an (ε_i, δ_i)-DP ledger of its own, run
+    concurrently with this one; Vadhan & Zhang 2023, arXiv:2207.08335)."""
+    if rdp is not None or subs:
+        option = "rdp_share" if rdp is not None else "sub_budgets"
         if kind != "gdp":
             raise InvalidParameterError(
-                "rdp_share is a share of the 'gdp' filter's budget; the 'basic' filter has none"
+                f"{option} is a share of the 'gdp' filter's budget; the 'basic' filter has none"
             )
-        start = dataclasses.replace(new_filter(kind, budget, share, pending=pending), rdp=rdp)
+        start = dataclasses.replace(new_filter(kind, budget, share, pending=pending), rdp=rdp,
+                                    subs=subs)
         try:
-            room = declared_room(budget, (), start.share, rdp.pair)
+            room = declared_room(budget, (), start.share, start.fixed_pairs)
         except FilterRefusedError as exc:
+            fixed = ", ".join(f"({float(e):g}, {float(d):g})" for e, d in start.fixed_pairs)
             raise InvalidParameterError(
-                f"rdp_share=({float(rdp.epsilon):g}, {float(rdp.delta):g}) does not fit the "
-                f"budget {budget} with the basic share: {exc}"
+                f"the shares fixed at creation ({option}: {fixed}) do not fit the budget "
+                f"{budget} together with the basic share: {exc}"
             ) from None
         return dataclasses.replace(start, room=room)
     if pending is not None and pending != (0.0, 0.0):
@@ -242,7 +248,7 @@ def _declare(state: FilterState, parts: Sequence[tuple[PartCost, int]],
     room = state.room
     if block:
         try:
-            room = declared_room(budget, declared, state.share, state.rdp_pair)
+            room = declared_room(budget, declared, state.share, state.fixed_pairs)
         except FilterRefusedError as exc:
             raise FilterRefusedError(f"{what} does not fit: {exc}") from None
     trial = dataclasses.replace(state, declared=declared, room=room,
@@ -268,7 +274,7 @@ def _share_options(state: FilterState, budget: tuple[float, float]) -> list[Filt
     share = state.pending_share
     without = dataclasses.replace(state, pending_share=None)
     try:
-        room = declared_room(budget, state.declared, share, state.rdp_pair)
+        room = declared_room(budget, state.declared, share, state.fixed_pairs)
     except FilterRefusedError:  # the share does not fit with a Rényi share: none
         return [without]
     return [dataclasses.replace(state, pending_share=None, share=share, room=room), without]
@@ -472,19 +478,20 @@ def _withdraw(state: FilterState, cid: int, budget: tuple[float, float]) -> \
     if not others and state.auto_share is not None:  # back to the state at creation
         rebuilt = FilterState(kind=state.kind, pending_share=state.auto_share,
                               auto_share=state.auto_share, commitments=state.commitments,
-                              over=state.over, rdp=state.rdp)
-        if state.rdp is not None:
+                              over=state.over, rdp=state.rdp, subs=state.subs)
+        if state.fixed_pairs:
             rebuilt = dataclasses.replace(
-                rebuilt, room=declared_room(budget, (), rebuilt.share, state.rdp_pair))
+                rebuilt, room=declared_room(budget, (), rebuilt.share, state.fixed_pairs))
         commits = tuple(dataclasses.replace(c, closed=True) if c.id == cid else c
                         for c in state.commitments)
         return dataclasses.replace(rebuilt, commitments=commits), \
             Charge(gdp=-state.gdp_used, commitment=cid)
     rebuilt = FilterState(kind=state.kind, share=state.share, commitments=state.commitments,
-                          over=state.over, auto_share=state.auto_share, rdp=state.rdp)
-    if state.share != (ZERO, ZERO) or state.rdp is not None:
+                          over=state.over, auto_share=state.auto_share, rdp=state.rdp,
+                          subs=state.subs)
+    if state.share != (ZERO, ZERO) or state.fixed_pairs:
         rebuilt = dataclasses.replace(
-            rebuilt, room=declared_room(budget, (), state.share, state.rdp_pair))
+            rebuilt, room=declared_room(budget, (), state.share, state.fixed_pairs))
     try:
         for c in others:
             flat = [(p, n) for key, n in c.planned for p in _parts_of_key(key)]

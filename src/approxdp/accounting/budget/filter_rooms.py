@@ -85,14 +85,15 @@ def _gauss_fits(rho: float, budget: tuple[float, float]) -> bool:
 
 
 def _block_items(declared: Sequence[tuple[str, int]], share: tuple[Fraction, Fraction],
-                 rdp: tuple[Fraction, Fraction] = (ZERO, ZERO)) -> \
+                 fixed: tuple[tuple[Fraction, Fraction], ...] = ()) -> \
         list[tuple[PrivacyEvent, int]]:
     items: list[tuple[PrivacyEvent, int]] = [(event_from_json(k), c) for k, c in declared]
     if share[0] > 0 or share[1] > 0:
         items.append((EpsilonDeltaEvent(float(share[0]), float(share[1]), label="basic share"),
                       1))
-    if rdp[0] > 0 or rdp[1] > 0:  # the Rényi share, an (ε_R, δ_R)-DP interactive mechanism
-        items.append((EpsilonDeltaEvent(float(rdp[0]), float(rdp[1]), label="Rényi share"), 1))
+    for eps, delta in fixed:  # the Rényi share, sub-budgets: (ε, δ)-DP interactive mechanisms
+        if eps > 0 or delta > 0:
+            items.append((EpsilonDeltaEvent(float(eps), float(delta), label="fixed share"), 1))
     return items
 
 
@@ -134,14 +135,15 @@ def _pure_delta_room(budget: tuple[float, float],
 @lru_cache(maxsize=64)
 def declared_room(budget: tuple[float, float], declared: tuple[tuple[str, int], ...],
                   share: tuple[Fraction, Fraction],
-                  rdp: tuple[Fraction, Fraction] = (ZERO, ZERO)) -> float:
+                  fixed: tuple[tuple[Fraction, Fraction], ...] = ()) -> float:
     """The Gaussian-DP room ν² left after a declared block: the largest ν (to 1e-5 of the
     budget's own μ) for which the certified PLD of the block plus one Gaussian of μ = ν is
-    (ε_B, δ_B)-DP — so T(block) ⊗ G_ν ≥ f_{ε_B, δ_B}. The basic share and the Rényi share
-    (``rdp``: its (ε_R, δ_R), :mod:`~approxdp.accounting.budget.filter_rdp`) are part of the
-    block. Raises FilterRefusedError if the block alone does not fit."""
+    (ε_B, δ_B)-DP — so T(block) ⊗ G_ν ≥ f_{ε_B, δ_B}. The basic share and the shares fixed at
+    creation (``fixed``: the Rényi share's (ε_R, δ_R),
+    :mod:`~approxdp.accounting.budget.filter_rdp`; each sub-budget's (ε_i, δ_i)) are part of
+    the block. Raises FilterRefusedError if the block alone does not fit."""
     eps_b, delta_b = budget
-    items = _block_items(declared, share, rdp)
+    items = _block_items(declared, share, fixed)
     if not items:
         return budget_rho(budget)
     if all(isinstance(e, EpsilonDeltaEvent) and e.epsilon == 0.0 for e, _ in items):

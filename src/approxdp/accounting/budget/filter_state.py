@@ -113,6 +113,8 @@ class FilterState:
             withdrawn before any spend puts the decision back), or None.
         rdp: the Rényi-DP share fixed at creation (``rdp_share=``), or None (states written
             before it existed: None).
+        subs: the sub-budgets fixed at creation (``sub_budgets=``): (name, ε_i, δ_i), each a
+            ledger of its own, part of the declared block (states written before: ()).
     """
 
     kind: FilterKind = "gdp"
@@ -127,11 +129,14 @@ class FilterState:
     pending_share: tuple[Fraction, Fraction] | None = None
     auto_share: tuple[Fraction, Fraction] | None = None
     rdp: RdpShare | None = None
+    subs: tuple[tuple[str, Fraction, Fraction], ...] = ()
 
     @property
-    def rdp_pair(self) -> tuple[Fraction, Fraction]:
-        """The Rényi share's (ε_R, δ_R) as part of the declared block ((0, 0): none)."""
-        return (ZERO, ZERO) if self.rdp is None else self.rdp.pair
+    def fixed_pairs(self) -> tuple[tuple[Fraction, Fraction], ...]:
+        """The (ε, δ) of every share fixed at creation other than the basic share — the Rényi
+        share, the sub-budgets — as parts of the declared block."""
+        pairs = () if self.rdp is None else (self.rdp.pair,)
+        return (*pairs, *((e, d) for _, e, d in self.subs))
 
     def to_json(self) -> str:
         """The state as JSON (fractions as exact "p/q" strings)."""
@@ -183,4 +188,5 @@ class FilterState:
                 budgets=tuple(float(b) for b in obj["rdp"]["budgets"]),
                 used=tuple(float(u) for u in obj["rdp"]["used"]),
             ),
+            subs=tuple((str(n), Fraction(e), Fraction(d)) for n, e, d in obj.get("subs", ())),
         )
