@@ -175,6 +175,30 @@ def commit_times(repeat: int) -> tuple[float, float, float]:
     return cold, warm, pld
 
 
+def compare_commits(other_src: Path, repeat: int, rounds: int = 4) -> None:
+    """Cold/warm commit medians of this tree and of ``other_src``, in alternating fresh
+    processes (the same machine load for both; a ratio, never an absolute claim)."""
+    import subprocess
+    import sys
+
+    here = Path(__file__).resolve().parent
+    code = (f"import sys; sys.path.insert(0, {str(here)!r}); import accounting as a; "
+            f"c, w, p = a.commit_times({repeat}); print(c, w, p)")
+    trees = {"this tree": str(here.parent / "src"), "other": str(other_src.resolve())}
+    results: dict[str, list[tuple[float, ...]]] = {k: [] for k in trees}
+    for _ in range(rounds):
+        for name, src in trees.items():
+            env = dict(os.environ, PYTHONPATH=src)
+            out = subprocess.run([sys.executable, "-c", code], env=env, check=True,
+                                 capture_output=True, text=True).stdout.split()
+            results[name].append(tuple(float(x) * 1e3 for x in out))
+    print("== cold commit of the DP-SGD run (q=0.01, sigma=1, T=1000), ms, alternating rounds")
+    for name, rows in results.items():
+        cold = ", ".join(f"{r[0]:.1f}" for r in rows)
+        warm = ", ".join(f"{r[1]:.1f}" for r in rows)
+        print(f"{name:10s} cold: {cold}   warm: {warm}   one PLD: {rows[0][2]:.1f}")
+
+
 BATCH_BUDGET = (1.0, 1e-6)
 
 
@@ -230,7 +254,14 @@ def main() -> None:
     parser.add_argument("--filter-history", type=int, default=1000,
                         help="events already in the ledger when the filter's spends are timed "
                              "(default 1000)")
+    parser.add_argument("--commit-against", type=Path, default=None, metavar="SRC",
+                        help="only time cold commits, alternating this tree's code with the "
+                             "approxdp package under SRC (e.g. an export of main's src/), "
+                             "4 rounds of separate processes")
     args = parser.parse_args()
+    if args.commit_against is not None:
+        compare_commits(args.commit_against, args.repeat)
+        return
 
     h = args.filter_history
     print(f"== the default ledger (the 'gdp' privacy filter): spends after a {h}-event mixed "

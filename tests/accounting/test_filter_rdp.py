@@ -322,3 +322,17 @@ def test_an_analyst_switching_between_sub_budgets_stays_within_budget() -> None:
     assert lo == pytest.approx(0.5, rel=1e-5) and s_gauss < 1e3
     worst = worst_delta(BUDGET[0], ("laplace", 1.0 / lo, 1.0), ("gauss", s_gauss, 1.0))
     assert worst <= BUDGET[1]
+
+
+def test_with_the_whole_budget_a_renyi_share_a_run_can_still_be_committed() -> None:
+    """The declared block has no room left (the share is the budget): a plan committed first
+    is charged to the share up front, as a spend would be."""
+    step = SubsampledEvent(GaussianEvent(sigma=1.0), 0.01)
+    acc = PrivacyAccountant((2.0, 1e-5), rdp_share=(2.0, 1e-5))
+    plan = acc.commit([(step, 100)], label="run")
+    assert plan.pricing == "prepaid"
+    used = acc.rdp_share.used if acc.rdp_share is not None else ()
+    assert any(u > 0 for u in used)
+    for _ in range(100):
+        acc.spend(step)
+    assert acc.rdp_share is not None and acc.rdp_share.used == used  # charged once

@@ -349,10 +349,19 @@ def admit_commit(state: FilterState, items: Sequence[tuple[PrivacyEvent, int]], 
     what = f"committing plan {label!r}"
     planned = _merge((), ((event_key(ev), c) for ev, c in items))
     cid = len(state.commitments) + 1
+    declared: tuple[FilterState, Charge] | None = None
     if state.pristine and state.kind == "gdp":
         flat = [(p, c) for ev, c in items for p in part_costs(ev)]
-        new, charge = _first_fit(_share_options(state, budget),
-                                 lambda s: _declare(s, flat, budget, what))
+        try:
+            declared = _first_fit(_share_options(state, budget),
+                                  lambda s: _declare(s, flat, budget, what))
+        except FilterRefusedError:
+            if state.rdp is None:
+                raise
+            # as for a first spend: the Rényi share may take it, prepaid
+            state = dataclasses.replace(state, pending_share=None)
+    if declared is not None:
+        new, charge = declared
         # its Gaussian parts are charged exactly to the room, like a prepaid plan's: their
         # prices are kept so that closing the plan early refunds the unspent ones
         gaussian = [(key, p.gdp, ZERO, ZERO) for key, _ in planned
