@@ -14,7 +14,7 @@ identity, ρ = 0).
 **Several orders, the budget split** (after Lécuyer 2021, arXiv:2103.01379, Sec. 3). The share
 (ε_R, δ_R) fixes k orders α_j and budgets B_j with (α_j, B_j)-RDP ⇒ (ε_R, δ_R/k)-DP, i.e.
 B_j = ε_R − log1p(−1/α_j) + (log(δ_R/k) + log α_j)/(α_j − 1) (Balle et al. 2020,
-arXiv:1905.09982, Thm 21, in the form of Canonne, Kamath & Steinke 2020, arXiv:2004.00010,
+arXiv:1905.09982, Thm 21, in the form of Canonne et al. 2020, arXiv:2004.00010,
 Prop. 12), rounded down. A request is admitted iff afterwards *some* order is still within its
 budget (Σρ(α_j) ≤ B_j; a request refused changes nothing). Proof that the share is
 (ε_R, δ_R)-DP as an interactive mechanism: fix a deterministic analyst (randomized ones are
@@ -38,13 +38,13 @@ budget (:func:`~approxdp.accounting.budget.filter_rooms.declared_room`), fixed a
 
 **What each part costs at order α** (each rounded up; both neighbouring directions):
 
-- a Poisson-subsampled Gaussian (noise multiplier σ/Δ, rate q): Mironov, Talwar & Zhang 2019
+- a Poisson-subsampled Gaussian (noise multiplier σ/Δ, rate q): Mironov et al. 2019
   (arXiv:1908.10530), :func:`~approxdp.accounting.rdp.rdp_subsampled_gaussian`;
 - a Gaussian: α·Δ²/(2σ²) (Mironov 2017, arXiv:1702.07476, Prop. 7);
 - a Laplace release of ε = Δ/b: (1/(α−1))·log(α/(2α−1)·e^((α−1)ε) + (α−1)/(2α−1)·e^(−αε))
   (Mironov 2017, Prop. 6);
 - any other ε-DP part: randomized response's divergence, which dominates every ε-DP pair
-  (Kairouz, Oh & Viswanath 2015, data processing).
+  (Kairouz et al. 2017: every ε-DP pair is a post-processing of its pair; data processing).
 
 Parts with δ > 0 (no Rényi bound) and subsampled parts other than Poisson-subsampled
 Gaussians are never charged here.
