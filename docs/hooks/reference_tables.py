@@ -235,7 +235,7 @@ def release_kinds() -> str:
         parts = {"none": [], "one": ["COLUMN"], "many": ["COLUMNS"]}[kind.columns]
         parts += (["bounds (or private)"] if kind.bounds else []) + (
             ["by"] if kind.groups else []) + (["domain"] if kind.domain else []) + (
-            ["qs"] if kind.qs else [])
+            ["qs"] if kind.qs else []) + (["bins, branching"] if kind.tree else [])
         return ", ".join(parts) or "—"
 
     rows = [

@@ -223,3 +223,58 @@ def test_median_quantiles_variance_and_std_from_the_command_line(
                    "--bounds")
     one_line_error(run("release", "mean", people_csv, "age", "--q", "0.5", *common), 2,
                    "--q is for quantiles only")
+
+
+def test_tree_shape_from_the_command_line_and_a_batch_is_the_apis(
+    run_json: Any, run: Any, one_line_error: Any, people_csv: Path, tmp_path: Path
+) -> None:
+    """Issue 23 §4: the not-informative note names a tree shape; --bins/--branching (and the
+    keys bins/branching of a batch query) set it, and give exactly the API's release."""
+    common = ("--bounds", "0", "100", "-e", "1", "-d", "1e-6", "--seed", "7")
+    shape = ("--bins", "64", "--branching", "8")
+    got = run_json("release", "quantiles", people_csv, "age", "--q", "0.1", "--q", "0.9",
+                   *shape, *common)
+    want = PrivateTable(str(people_csv), budget=(1.0, 1e-6), seed=7).quantiles(
+        "age", (0.1, 0.9), (0.0, 100.0), epsilon=1.0, delta=1e-6, bins=64, branching=8)
+    assert [c["value"] for c in got["result"]["cells"]] == want.values.tolist()
+    assert [c["ci_low"] for c in got["result"]["cells"]] == want.ci_low.tolist()
+    assert got["query"]["bins"] == 64 and got["query"]["branching"] == 8
+    assert any("64 leaves" in n and "branching 8" in n for n in got["result"]["notes"])
+    default = run_json("release", "quantiles", people_csv, "age", "--q", "0.1", "--q", "0.9",
+                       *common)
+    assert [c["value"] for c in default["result"]["cells"]] != want.values.tolist()
+    median = run_json("release", "median", people_csv, "age", "--bins", "16", "--branching",
+                      "16", *common)["result"]
+    want_median = PrivateTable(str(people_csv), budget=(1.0, 1e-6), seed=7).median(
+        "age", (0.0, 100.0), epsilon=1.0, delta=1e-6, bins=16, branching=16)
+    assert median["cells"][0]["value"] == float(want_median.values[0])
+
+    (tmp_path / people_csv.name).write_bytes(people_csv.read_bytes())
+    spec = tmp_path / "tree.toml"
+    spec.write_text(f'file = "{people_csv.name}"\nepsilon = 1.0\ndelta = 1e-6\n[[query]]\n'
+                    'kind = "quantiles"\ncolumn = "age"\nbounds = [0, 100]\nqs = [0.1, 0.9]\n'
+                    'bins = 64\nbranching = 8\n')
+    batch = run_json("release", "batch", spec, "--seed", "7")
+    assert [c["value"] for c in batch["results"][0]["cells"]] == want.values.tolist()
+
+    one_line_error(run("release", "quantiles", people_csv, "age", "--bins", "100",
+                       "--branching", "8", *common), 2, "--bins/--branching",
+                   "bins must be a power of branching=8 in [8, 65536], got bins=100")
+    one_line_error(run("release", "median", people_csv, "age", "--bins", "4096",
+                       "--branching", "1", *common), 2,
+                   "branching must be in [2, 65536], got branching=1")
+    one_line_error(run("release", "median", people_csv, "age", "--bins", str(2**17),
+                       "--branching", "2", *common), 2, "got bins=131072")
+    one_line_error(run("release", "mean", people_csv, "age", "--bins", "64", *common), 2,
+                   "--bins and --branching are for median, quantiles only")
+    one_line_error(run("release", "batch", spec, "--bins", "64"), 2, "keys bins and branching")
+    spec.write_text(spec.read_text().replace("bins = 64", "bins = 60"))
+    one_line_error(run("release", "batch", spec, "--seed", "7"), 2,
+                   "query 1: bins must be a power of branching=8", "got bins=60")
+    spec.write_text(spec.read_text().replace("bins = 60", 'bins = "64"'))
+    one_line_error(run("release", "batch", spec, "--seed", "7"), 2,
+                   "query 1: bins must be an integer")
+    spec.write_text(spec.read_text().replace('kind = "quantiles"', 'kind = "variance"')
+                    .replace("qs = [0.1, 0.9]\n", ""))
+    one_line_error(run("release", "batch", spec, "--seed", "7"), 2,
+                   "a variance takes no bins or branching")

@@ -141,6 +141,7 @@ def test_privacy_unit_bounds_contributions() -> None:
     ({"qs": [0.5, 1.5]}, InvalidParameterError, "qs"),
     ({"qs": []}, ParameterTypeError, "qs"),
     ({"bins": 100}, InvalidParameterError, "power of branching"),
+    ({"bins": 100, "bounds": "private"}, InvalidParameterError, "power of branching"),
     ({"epsilon": -1.0}, InvalidParameterError, "epsilon"),
     ({"epsilon": 5.0}, BudgetExceededError, r"\w"),
 ])
@@ -155,6 +156,29 @@ def test_failed_releases_spend_nothing(kwargs: dict[str, Any], error: type, matc
     with pytest.raises(error, match=match):
         t.quantiles(column, qs, bounds, **args)
     assert t.remaining().count == 0
+
+
+def test_release_kind_takes_the_tree_shape_and_checks_it_before_private_bounds() -> None:
+    """The registry's inputs carry bins/branching (what the CLI and batch specs fill in): the
+    same release as the API's, and a bad shape refused before private bounds spend."""
+    from approxdp.releases.kinds import RELEASE_KINDS, KindInputs
+
+    data = pa.table({"x": np.arange(200.0)})
+    got = PrivateTable(data, budget=(1.0, 1e-6), seed=3).release_kind(
+        "median", KindInputs(("x",), (0.0, 200.0), bins=64, branching=8), epsilon=1.0,
+        delta=1e-6)
+    want = PrivateTable(data, budget=(1.0, 1e-6), seed=3).median(
+        "x", (0.0, 200.0), epsilon=1.0, delta=1e-6, bins=64, branching=8)
+    assert got.values.tolist() == want.values.tolist()
+    t = PrivateTable(data, budget=(1.0, 1e-6), seed=3)
+    with pytest.raises(InvalidParameterError, match="got bins=60"):
+        t.release_kind("quantiles", KindInputs(("x",), "private", bins=60, branching=8),
+                       epsilon=1.0, delta=1e-6)
+    with pytest.raises(InvalidParameterError, match="mean takes no bins or branching"):
+        t.release_kind("mean", KindInputs(("x",), (0.0, 1.0), branching=8), epsilon=1.0,
+                       delta=1e-6)
+    assert t.remaining().count == 0
+    assert [k.name for k in RELEASE_KINDS.values() if k.tree] == ["median", "quantiles"]
 
 
 def test_missing_values_are_skipped_and_the_edges_of_the_bounds_clamp() -> None:
@@ -204,6 +228,8 @@ def test_small_data_quantiles_name_the_tree_that_makes_them_informative() -> Non
         assert found is not None, note
         bins, branching = int(found.group(1)), int(found.group(2))
         assert (bins, branching) in ((16, 16), (64, 8)) and ", this tree " in note
+        assert f"--bins {bins} --branching {branching} on the command line" in note
+        assert f"bins = {bins}, branching = {branching} in a batch query" in note
         named += 1
         better = t.quantiles("age", (0.25, 0.5, 0.75), (0.0, 100.0), epsilon=0.5,
                              delta=1e-6, bins=bins, branching=branching)

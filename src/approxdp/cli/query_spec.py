@@ -25,6 +25,8 @@ A spec is TOML (read with the standard library's ``tomllib``) or JSON (``.json``
     columns = ["sex"]              # histogram: the columns to count over
     domain = {sex = ["F", "M"]}    # optional: public values of the group columns
     qs = [0.1, 0.9]                # quantiles (default 0.25, 0.5, 0.75)
+    bins = 64                      # median, quantiles: the tree's leaves, a power of
+    branching = 8                  # its branching (defaults 1024 and 32)
     weight = 2.0                   # optional: relative weight in the joint calibration
 
 Every query is part of ONE plan: calibrated jointly, charged as one spend; each query's share
@@ -63,7 +65,7 @@ _TABLE_KEYS = ("privacy_unit", "max_partitions", "max_rows_per_partition", "neig
                "method", "casts", "cast_errors", "engine")
 _TOP_KEYS = ("file", "epsilon", "delta", "level", "where", "derive", "query", *_TABLE_KEYS)
 _QUERY_KEYS = ("kind", "column", "columns", "bounds", "by", "domain", "outside_domain", "qs",
-               "weight", "half_width", "rmse", "name")
+               "bins", "branching", "weight", "half_width", "rmse", "name")
 
 
 @dataclass(frozen=True)
@@ -129,6 +131,7 @@ _PROBLEMS = {
     ("by", "unexpected"): "a {kind} takes no by",
     ("domain", "unexpected"): "a {kind} takes no domain",
     ("qs", "unexpected"): "a {kind} takes no qs",
+    ("tree", "unexpected"): "a {kind} takes no bins or branching (median, quantiles only)",
 }
 
 
@@ -167,12 +170,18 @@ def _inputs(where: str, raw: Mapping[str, Any], kind: ReleaseKind) -> KindInputs
         by=tuple(_strings(f"{where}: by", raw["by"])) if "by" in raw else (),
         domain=domain, outside_domain=raw.get("outside_domain", "error"),
         qs=tuple(_number(f"{where}: qs", q) for q in qs or ()), name=raw.get("name", ""),
+        bins=raw.get("bins"), branching=raw.get("branching"),
     )
     problem = kind.problem(inputs)
     if problem is not None:
         message = _PROBLEMS[problem.input, problem.problem].format(kind=kind.name)
         error = ParameterTypeError if problem.problem != "unexpected" else InvalidParameterError
         raise error(f"{where}: {message}")
+    if kind.tree:
+        try:
+            inputs.tree()  # a power of branching, at most MAX_BINS leaves
+        except (InvalidParameterError, ParameterTypeError) as exc:
+            raise type(exc)(f"{where}: {exc}") from None
     return inputs
 
 

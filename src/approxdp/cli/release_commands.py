@@ -35,8 +35,9 @@ from approxdp.cli.output import (
 from approxdp.cli.release_inputs import BoundsOption, cli_problem, parse_casts
 from approxdp.cli.release_views import render_budget, render_release
 from approxdp.cli.row_options import parse_derives, row_options, transform_rows
-from approxdp.errors import DataError, InvalidParameterError
+from approxdp.errors import DataError, InvalidParameterError, ParameterTypeError
 from approxdp.releases.kinds import RELEASE_KINDS, KindInputs
+from approxdp.releases.quantiles import MAX_BINS
 from approxdp.releases.specs import Neighbouring, OutsideDomain
 from approxdp.reports.releases import (
     budget_dict,
@@ -120,6 +121,8 @@ def _typed_domain(table: Any, domain: dict[str, list[str]]) -> dict[str, list[An
 
 #: The kinds that clamp to bounds, as the --bounds help lists them (from the registry).
 _CLAMPED = ", ".join(k.name for k in RELEASE_KINDS.values() if k.bounds)
+#: The kinds read from a quantile tree, whose shape --bins/--branching set (from the registry).
+_TREE = ", ".join(k.name for k in RELEASE_KINDS.values() if k.tree)
 
 
 @click.command("release")
@@ -142,6 +145,12 @@ _CLAMPED = ", ".join(k.name for k in RELEASE_KINDS.values() if k.bounds)
 @click.option("--by", multiple=True, metavar="COLUMN", help="Group a sum or mean (repeatable).")
 @click.option("--q", "qs", multiple=True, type=Number.of("quantile"), metavar="FLOAT",
               help="A quantile to release (quantiles; repeatable; default 0.25, 0.5, 0.75).")
+@click.option("--bins", type=int, metavar="INT", default=None,
+              help=f"Leaves of the quantile tree ({_TREE}; default 1024): a power of "
+                   f"--branching, at most {MAX_BINS}. A release whose intervals are not "
+                   "informative names a better shape in its notes.")
+@click.option("--branching", type=int, metavar="INT", default=None,
+              help=f"Branching of the quantile tree ({_TREE}; default 32).")
 @click.option("--domain", "domain_specs", multiple=True, metavar="COLUMN=V1,V2,...",
               help="Public values of a grouping column (repeatable; NULL for missing). "
                    "Without a domain, cells are chosen by DP partition selection.")
@@ -215,7 +224,7 @@ def release_command(
     kind: str, file: Path, columns: tuple[str, ...], epsilon: float | None,
     delta: float | None, bounds: tuple[float, float] | Literal["private"] | None,
     bounds_share: float | None, by: tuple[str, ...], qs: tuple[float, ...],
-    domain_specs: tuple[str, ...],
+    bins: int | None, branching: int | None, domain_specs: tuple[str, ...],
     outside_domain: str, budget: tuple[float, float] | None, ledger: Path | None,
     composition: str | None, adaptivity: str | None,
     basic_share: tuple[float, float] | None, privacy_unit: str | None,
@@ -255,6 +264,10 @@ def release_command(
             raise InvalidParameterError(
                 "release batch takes its filters and derived columns from the spec (keys "
                 "where and derive), not from --where/--derive")
+        if bins is not None or branching is not None:
+            raise InvalidParameterError(
+                "release batch takes a quantile tree's shape from its spec (keys bins and "
+                "branching of a median or quantiles query), not from --bins/--branching")
         run_batch(file, epsilon=epsilon, delta=delta, level=level if level != 0.95 else None,
                   budget=budget, ledger=ledger, composition=composition, seed=seed,
                   allow_seeded_ledger=allow_seeded_ledger, output=output, show=show,
@@ -270,10 +283,16 @@ def release_command(
     entry = RELEASE_KINDS[kind]
     domain = parse_domain(domain_specs)  # raw values: typed once the columns are known
     inputs = KindInputs(columns=columns, bounds=bounds, by=by, domain=domain or None, qs=qs,
-                        outside_domain=cast(OutsideDomain, outside_domain))
+                        outside_domain=cast(OutsideDomain, outside_domain), bins=bins,
+                        branching=branching)
     problem = entry.problem(inputs)
     if problem is not None:
         raise cli_problem(problem, columns)
+    if entry.tree:  # a bad --bins/--branching is refused before anything is spent
+        try:
+            inputs.tree()
+        except (InvalidParameterError, ParameterTypeError) as exc:
+            raise type(exc)(f"--bins/--branching: {exc}") from None
     if bounds_share is not None and bounds != "private":
         raise InvalidParameterError("--bounds-share goes with --bounds private")
     _check_output(output)
@@ -304,7 +323,9 @@ def release_command(
         "file": str(file),
         "query": {"kind": kind, "columns": list(columns), "by": list(by),
                   "bounds": list(bounds) if isinstance(bounds, tuple) else bounds,
-                  "domain": domain or None, "derive": dict(derives), "where": list(wheres)},
+                  "domain": domain or None, "derive": dict(derives), "where": list(wheres),
+                  **({"bins": inputs.tree().bins, "branching": inputs.tree().branching}
+                     if entry.tree else {})},
         "result": release_dict(result, exact_diagnostics=exact_diagnostics),
         "budget": budget_dict(status),
         "ledger": str(ledger) if ledger is not None else None,

@@ -29,6 +29,7 @@ _PROBLEMS = {
     ("by", "unexpected"): "{kind} takes no --by",
     ("domain", "unexpected"): "{kind} takes no --domain",
     ("qs", "unexpected"): "--q is for {qs_kinds} only",
+    ("tree", "unexpected"): "--bins and --branching are for {tree_kinds} only",
 }
 
 
@@ -37,7 +38,8 @@ def cli_problem(problem: InputProblem, columns: Sequence[str]) -> InvalidParamet
     kind = RELEASE_KINDS[problem.kind]
     text = _PROBLEMS[problem.input, problem.problem].format(
         kind=kind.name, n=len(columns), columns=list(columns),
-        qs_kinds=", ".join(k.name for k in RELEASE_KINDS.values() if k.qs))
+        qs_kinds=", ".join(k.name for k in RELEASE_KINDS.values() if k.qs),
+        tree_kinds=", ".join(k.name for k in RELEASE_KINDS.values() if k.tree))
     return InvalidParameterError(text + (f"; {kind.hint}" if kind.hint else ""))
 
 

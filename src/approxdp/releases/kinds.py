@@ -23,7 +23,7 @@ from typing import Literal
 from approxdp.engines.shapes import KeyValue
 from approxdp.errors import InvalidParameterError
 from approxdp.releases.bounds import PrivateBounds
-from approxdp.releases.quantiles import Median, Quantiles
+from approxdp.releases.quantiles import Median, Quantiles, QuantileTree
 from approxdp.releases.specs import Count, Histogram, Mean, OutsideDomain, Query, Sum
 from approxdp.releases.variance import Std, Variance
 
@@ -40,7 +40,7 @@ __all__ = [
 DEFAULT_QS = (0.25, 0.5, 0.75)
 
 Arity = Literal["none", "one", "many"]
-Input = Literal["columns", "bounds", "by", "domain", "qs"]
+Input = Literal["columns", "bounds", "by", "domain", "qs", "tree"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +49,9 @@ class KindInputs:
     only): the value column (``columns[0]``) or the columns counted, clamping bounds (or
     ``"private"``: estimated first, :meth:`PrivateTable.release_kind
     <approxdp.releases.session.PrivateTable.release_kind>`), group columns and their public
-    domain, quantiles, and a label (default: ``kind(column)``)."""
+    domain, quantiles, the shape of a quantile tree (``bins``, ``branching``: None for
+    :class:`~approxdp.releases.quantiles.QuantileTree`'s default; :meth:`tree` checks it, which
+    front ends call before anything is spent), and a label (default: ``kind(column)``)."""
 
     columns: tuple[str, ...] = ()
     bounds: tuple[float, float] | Literal["private"] | None = None
@@ -58,6 +60,20 @@ class KindInputs:
     outside_domain: OutsideDomain = "error"
     qs: tuple[float, ...] = ()
     name: str = ""
+    bins: int | None = None
+    branching: int | None = None
+
+    def tree(self) -> QuantileTree:
+        """The quantile tree's shape: the given ``bins``/``branching``, defaults elsewhere.
+
+        Raises:
+            ParameterTypeError: ``bins`` or ``branching`` is not an integer.
+            InvalidParameterError: ``bins`` is not a power of ``branching`` in [branching,
+                MAX_BINS], or ``branching`` is outside [2, MAX_BINS].
+        """
+        default = QuantileTree()
+        return QuantileTree(default.bins if self.bins is None else self.bins,
+                            default.branching if self.branching is None else self.branching)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +100,7 @@ class ReleaseKind:
         groups: whether it takes ``by`` columns (sum, mean).
         domain: whether it takes a public domain of its cells' columns.
         qs: whether it takes the quantiles to release.
+        tree: whether it takes the shape of a quantile tree (``bins``, ``branching``).
         sensitivity: how its sensitivity is derived, in a line.
         engine: the engine work it needs, in a line.
         make: the spec from checked inputs and the label.
@@ -102,6 +119,7 @@ class ReleaseKind:
     engine: str
     make: Callable[[KindInputs, str], Query]
     hint: str = ""
+    tree: bool = False
 
     def problem(self, inputs: KindInputs) -> InputProblem | None:
         """The first way ``inputs`` do not fit this kind, or None."""
@@ -115,6 +133,8 @@ class ReleaseKind:
             ("by", not self.groups and bool(inputs.by), "unexpected"),
             ("domain", not self.domain and bool(inputs.domain), "unexpected"),
             ("qs", not self.qs and bool(inputs.qs), "unexpected"),
+            ("tree", not self.tree and (inputs.bins is not None or inputs.branching is not None),
+             "unexpected"),
         )
         for name, failed, what in checks:
             if failed:
@@ -150,6 +170,8 @@ def describe(problem: InputProblem) -> str:
         ("columns", "many"): f"{kind.name} needs at least one column to count over",
         ("bounds", "missing"): f"{kind.name} needs bounds=(low, high): values are clamped to "
                                "them, and privacy parameters never come from the data",
+        ("tree", "unexpected"): f"{kind.name} takes no bins or branching (the shape of a "
+                                "quantile tree: median, quantiles)",
     }
     text = words.get((problem.input, problem.problem),
                      f"{kind.name} takes no {problem.input}")
@@ -177,12 +199,15 @@ def _histogram(inputs: KindInputs, label: str) -> Query:
 
 def _quantiles(inputs: KindInputs, label: str) -> Query:
     column, bounds = _value(inputs)
-    return Quantiles(column, inputs.qs or DEFAULT_QS, bounds, name=label)
+    tree = inputs.tree()
+    return Quantiles(column, inputs.qs or DEFAULT_QS, bounds, tree.bins, tree.branching,
+                     name=label)
 
 
 def _median(inputs: KindInputs, label: str) -> Query:
     column, bounds = _value(inputs)
-    return Median(column, (0.5,), bounds, name=label)
+    tree = inputs.tree()
+    return Median(column, (0.5,), bounds, tree.bins, tree.branching, name=label)
 
 
 def _variance(inputs: KindInputs, label: str) -> Query:
@@ -235,13 +260,14 @@ RELEASE_KINDS: dict[str, ReleaseKind] = {
             False, False,
             "a tree of D histograms over the bounds: Δ2 = m√k per level, levels joint",
             "bin indices of each level (derive), then D grouped counts (aggregate)", _median,
+            tree=True,
         ),
         ReleaseKind(
             "quantiles", Quantiles, "quantiles of a column clamped to bounds, from one tree",
             "one", True, False, False, True,
             "a tree of D histograms over the bounds: Δ2 = m√k per level, levels joint",
             "bin indices of each level (derive), then D grouped counts (aggregate)",
-            _quantiles,
+            _quantiles, tree=True,
         ),
         ReleaseKind(
             "variance", Variance, "the population variance of a column clamped to bounds",

@@ -386,7 +386,9 @@ class Quantiles(DerivedQuery):
                 advice = "a larger epsilon (no other tree shape is expected to do better)"
             else:
                 advice = (f"a tree of {best[0]} leaves (bins={best[0]}, branching={best[1]} "
-                          f"in the API: about {widths[best]:.0%} of the bounds on evenly "
+                          f"in the API; --bins {best[0]} --branching {best[1]} on the command "
+                          f"line; bins = {best[0]}, branching = {best[1]} in a batch query: "
+                          f"about {widths[best]:.0%} of the bounds on evenly "
                           "spread values" + ("" if now is None else f", this tree {now:.0%}")
                           + "; clustered values do better), or a larger epsilon")
             notes.append(

@@ -18,7 +18,7 @@ from approxdp.engines.shapes import KeyValue
 from approxdp.errors import InvalidParameterError, ParameterTypeError
 from approxdp.releases.bounds import PrivateBounds
 from approxdp.releases.kinds import KindInputs, ReleaseKind, describe, release_kind
-from approxdp.releases.quantiles import Median, Quantiles
+from approxdp.releases.quantiles import Median, Quantiles, QuantileTree
 from approxdp.releases.result import ReleaseResult
 from approxdp.releases.specs import (
     ColumnQuery,
@@ -254,6 +254,7 @@ class PrivateTable(TableSteps):
         histogram: each adds ≤ ``max_rows_per_partition`` rows to ≤ ``max_partitions`` nodes
         of each level. ``bounds="private"``: estimated first, as for :meth:`mean`.
         """
+        QuantileTree(bins, branching)  # a bad shape is refused before private bounds spend
         return self._statistic(
             "quantiles",
             lambda b: Quantiles(column, cast(tuple[float, ...], qs), b, bins, branching,
@@ -267,6 +268,7 @@ class PrivateTable(TableSteps):
     ) -> ReleaseResult:
         """The median of ``column`` clamped to ``bounds`` (:meth:`quantiles` at q = 0.5,
         :class:`~approxdp.releases.quantiles.Median`)."""
+        QuantileTree(bins, branching)  # a bad shape is refused before private bounds spend
         return self._statistic(
             "median",
             lambda b: Median(column, (0.5,), b, bins, branching, name=f"median({column})"),
@@ -332,6 +334,8 @@ class PrivateTable(TableSteps):
         problem = entry.problem(inputs)
         if problem is not None:
             raise InvalidParameterError(describe(problem))
+        if entry.tree:
+            inputs.tree()  # checks bins/branching before private bounds spend anything
         if inputs.bounds is None:  # a kind without clamping bounds
             if bounds_share is not None:
                 raise ParameterTypeError(f"{entry.name} takes no bounds_share (it has no "
