@@ -336,3 +336,20 @@ def test_with_the_whole_budget_a_renyi_share_a_run_can_still_be_committed() -> N
     for _ in range(100):
         acc.spend(step)
     assert acc.rdp_share is not None and acc.rdp_share.used == used  # charged once
+
+
+def test_a_ledger_with_sub_budgets_fixes_its_own_block_at_creation() -> None:
+    """A sub-budget may draw noise before the main ledger's first spend, so the main ledger's
+    declared block cannot grow after creation: a Laplace first spend is charged to the room
+    (its μ²), not declared; a plan is prepaid; an "auto" basic share is decided at once."""
+    acc = PrivacyAccountant(BUDGET, sub_budgets={"a": (0.3, 2e-7)})
+    acc.sub("a").spend(LaplaceEvent(scale=10.0))
+    room = acc.remaining().room
+    acc.spend(LaplaceEvent(scale=40.0))
+    state = acc._ledger.state().filter
+    assert state is not None and state.declared == () and state.gdp_used > 0.0
+    assert acc.remaining().room == room
+    plan = acc.commit([GaussianEvent(sigma=50.0)], label="later")
+    assert plan.pricing == "prepaid"
+    auto = PrivacyAccountant(BUDGET, basic_share="auto", sub_budgets={"a": (0.3, 2e-7)})
+    assert auto.basic_share == (0.0, 0.2 * BUDGET[1])

@@ -143,7 +143,9 @@ class PrivacyAccountant:
             2023, arXiv:2207.08335; Haney et al. 2023, arXiv:2309.05901), so each enters this
             ledger's block declared at creation as an (ε_i, δ_i) event, checked once by
             certified PLD (``"gdp"`` filter, in-memory budgets only). Spends in different
-            sub-budgets may then be interleaved in any order.
+            sub-budgets may then be interleaved in any order. This ledger's own block is then
+            fixed at creation (a sub-budget may draw noise before its first spend): plans it
+            commits are charged up front, and its first spend like any other.
         read_only: open the ``ledger`` file only to read it (a file the user may only read;
             an older schema is read as it is): :meth:`spend` and :meth:`commit` then refuse.
 

@@ -152,7 +152,17 @@ def new_filter(kind: FilterKind, budget: tuple[float, float],
                 f"the shares fixed at creation ({option}: {fixed}) do not fit the budget "
                 f"{budget} together with the basic share: {exc}"
             ) from None
-        return dataclasses.replace(start, room=room)
+        if not subs:
+            return dataclasses.replace(start, room=room)
+        # Sub-budgets are ledgers of their own: their noise may be drawn before this ledger's
+        # first spend, so this ledger's block must not grow after creation (its curve, in the
+        # concurrent composition, is fixed now): it starts past its first spend, and an
+        # "auto" basic share is decided now.
+        start = dataclasses.replace(start, room=room, pristine=False)
+        if start.pending_share is not None:
+            options = _share_options(dataclasses.replace(start, pristine=True), budget)
+            start = dataclasses.replace(options[0], pristine=False)
+        return start
     if pending is not None and pending != (0.0, 0.0):
         if kind != "gdp" or share is not None:
             raise InvalidParameterError(
