@@ -62,10 +62,11 @@ def test_blocks_agree_with_one_composition() -> None:
     plan = _plan([(SubsampledEvent(GaussianEvent(sigma=2.0), 0.01), 1 << 17)])
     parts, h, delta = plan.remove, 2e-4, 1e-6
     passes.clear_caches()
-    one = passes.compose([(passes._discretized(parts[0][0], h, 1e-10 / (1 << 17)), 1 << 17)],
+    one = passes.compose([(passes._discretized(parts[0][0], h, 1e-10 / (1 << 17), False), 1 << 17)],
                          tail=1e-10, tilt_at=12.0)
     blocked = passes._in_blocks(
-        [(passes._discretized(parts[0][0], h, 1e-10 / (1 << 17)), 1 << 17)], 1e-10, 12.0, None
+        [(passes._discretized(parts[0][0], h, 1e-10 / (1 << 17), False), 1 << 17)],
+        1e-10, 12.0, None,
     )
     assert blocked.blocked and blocked.size < one.size / 4
     e_one, e_blk = one.epsilon(delta), blocked.epsilon(delta)
@@ -175,3 +176,19 @@ def test_split_numerators_are_within_their_error_bound_of_mpmath(
         _, r_scale = loss_interval(c.fq, c.sq)
         plain = 16.0 * (np.finfo(float).eps / 2) * (p_scale + np.exp(edges[:-1]) * r_scale)
         assert float(err.sum()) <= 0.1 * float(plain.sum())
+
+
+def test_stable_split_keeps_the_mass_and_only_shrinks_the_guard() -> None:
+    """discretize(stable=True) (used from STABLE_FROM composed steps) moves less mass up to
+    cover round-off than the plain split — at T = 1e10's σ ≈ 37, q = 1e-4 the guard is what
+    the stable form exists for — and keeps every interval's mass; below STABLE_FROM the plain
+    split is used (the stable one costs a second evaluation of the inner CDFs)."""
+    src = SubsampledLoss(GaussianLoss(1 / 37.356), 1e-4, "remove")
+    plain = discretize(src, 2e-6, 1e-20)
+    stable = discretize(src, 2e-6, 1e-20, stable=True)
+    assert 0.0 < stable.guard < 0.1 * plain.guard
+    assert float(stable.pmf.sum()) == pytest.approx(float(plain.pmf.sum()), rel=1e-12)
+    # mass moved up only: the stable grid's mean is at or below the plain one's
+    assert stable.mean_var()[0] <= plain.mean_var()[0]
+    assert passes._stable([(src, passes.STABLE_FROM)])
+    assert not passes._stable([(src, passes.STABLE_FROM // 2), (src, passes.STABLE_FROM // 4)])

@@ -84,7 +84,10 @@ def search_grid(
     """The grid step :func:`pld_epsilon` ends on for this history at δ, and the directions
     ("remove", "add") that matter there (the dominant one, and the other too when it is within
     1 %): a search over a parameter (calibrating a noise multiplier) holds them fixed, so that
-    ε is monotone along it and each try costs one pass per direction."""
+    ε is monotone along it and each try costs one pass per direction. Where the two are
+    within ``precision``/100 of each other (astronomically many steps: both near one
+    Gaussian), only the larger is followed: a search that aims ``precision``/10 under its
+    target absorbs that gap, and the caller certifies its answer on both anyway."""
     precision = check_precision(precision)
     delta = _check_delta(delta)
     plan = _plan(items)
@@ -102,7 +105,9 @@ def search_grid(
     for other, other_name, other_parts in solved[1:]:
         if other.eps > top.eps * 0.99:  # close: it may take over along the search
             finer = _solve(other_parts, delta, top.h, other.eps)
-            if finer.eps > top.eps * 0.99:
+            if abs(finer.eps - top.eps) <= 0.01 * precision * top.eps:
+                chosen = [other_name] if finer.eps > top.eps else chosen
+            elif finer.eps > top.eps * 0.99:
                 chosen.append(other_name)
     return top.h, tuple(chosen)
 

@@ -77,6 +77,11 @@ __all__ = [
 
 Parts = Sequence[tuple[LossSource, int]]
 _COARSE_POINTS = 4096
+#: From this many composed steps the split is also formed without cancellation
+#: (:func:`~approxdp.accounting.pld.grid.discretize`'s ``stable``): below it the plain split's
+#: float guard shifts ε by < 3e-5 of itself (measured: 2.6e-5 at T = 10^8, 2e-7 at 10^7; 9e-4
+#: at 10^10), while the second form costs 20–35 % of a mid-size call.
+STABLE_FROM = 10**8
 
 
 def quantize(h: float, up: bool = False) -> float:
@@ -111,8 +116,13 @@ def coarse_support(source: LossSource) -> Support:
 
 
 @lru_cache(maxsize=256)
-def _discretized(source: LossSource, h: float, tail: float) -> DiscretePLD:
-    return discretize(source, h, tail)
+def _discretized(source: LossSource, h: float, tail: float, stable: bool) -> DiscretePLD:
+    return discretize(source, h, tail, stable)
+
+
+def _stable(parts: Parts) -> bool:
+    """Whether a direction's steps are many enough for the stable split (:data:`STABLE_FROM`)."""
+    return sum(c for _, c in parts) >= STABLE_FROM
 
 
 @lru_cache(maxsize=64)
@@ -142,8 +152,9 @@ def composed(
     (:mod:`approxdp.accounting.pld.blocks`); a window too large for memory coarsens the grid
     (still certified, a little looser)."""
     step_tail = _step_tail(parts, tail)
+    stable = _stable(parts)
     for _ in range(6):
-        plds = [(_discretized(s, h, step_tail), c) for s, c in parts]
+        plds = [(_discretized(s, h, step_tail, stable), c) for s, c in parts]
         try:
             if _blocks_pay(plds, tail, tilt_at):
                 return _in_blocks(plds, tail, tilt_at, below)
@@ -349,12 +360,13 @@ class ExcessModel:
     #: only those that make most of the spread, scaled up by what all of them made at the
     #: pass's grid (None: ``parts`` is the whole direction)
     subset: tuple[float, float, float] | None = None
+    stable: bool = False  # the direction's discretizations use the stable split
 
     def at(self, h: float) -> float:
         """The estimated excess at grid step h (discretizes at h: cached)."""
         step_tail = (self.subset[0] if self.subset is not None
                      else _step_tail(self.parts, 1e-4 * self.delta))
-        plds = [(_discretized(s, h, step_tail), c) for s, c in self.parts]
+        plds = [(_discretized(s, h, step_tail, self.stable), c) for s, c in self.parts]
         spread = sum(c * _tilted_spread(p, self.lam) for p, c in plds)
         # the split's float guard shifts every step's mean up (∝ 1/h: it can win at huge T)
         shift = sum(c * p.guard for p, c in plds)
@@ -367,7 +379,7 @@ class ExcessModel:
     def with_scale(self, scale: float) -> ExcessModel:
         """The same model, scaled."""
         return ExcessModel(self.parts, self.delta, self.lam, self.factor, scale, self.gaussian,
-                           self.blocks, self.subset)
+                           self.blocks, self.subset, self.stable)
 
 
 #: Parts the excess model follows one by one (beyond: the largest, scaled; it only picks grids)
@@ -379,7 +391,8 @@ def excess_model(
 ) -> ExcessModel:
     """The excess model at the answer ``eps`` of the pass ``comp`` (grid step h)."""
     step_tail = _step_tail(parts, 1e-4 * delta)
-    plds = [(_discretized(s, h, step_tail), c) for s, c in parts]
+    stable = _stable(parts)
+    plds = [(_discretized(s, h, step_tail, stable), c) for s, c in parts]
     lam = solve_tilt([(support_of(p), c) for p, c in plds], eps, start=comp.lam)
     slope = comp.slope(eps) / delta if delta > 0.0 else lam
     ratio = max(1.0, lam / slope) if slope > 0.0 else 1.0 + lam
@@ -396,7 +409,7 @@ def excess_model(
             subset = (step_tail, spread / part_spread,
                       shift / part_shift if part_shift > 0.0 else 1.0)
     return ExcessModel(kept, delta, lam, (1.0 + lam) / 2.0 * ratio, 1.0, gaussian,
-                       (comp.block_spread, h), subset)
+                       (comp.block_spread, h), subset, stable)
 
 
 def calibrated(model: ExcessModel, coarse: tuple[float, float], fine: tuple[float, float]) -> (
@@ -422,12 +435,14 @@ def _rounded_tails(
     ``tilt_at`` (λ for P, λ + 1 for Q: Q-masses are about P-masses times e^(−loss), so both
     tilted measures have one shape and share one window)."""
     step_tail = _step_tail(parts, tail)
+    stable = _stable(parts)
     rounded = [(_rounded(s, h, step_tail), c) for s, c in parts]
     # rounding to the nearest grid point shifts each step's mean (by up to h/2: over 10^6
     # steps the rounded sum sits far from the loss's); its tests are as good shifted alike,
     # so the window is aimed at the answer plus that shift
     tilt_at = tilt_at + sum(
-        c * (r.as_measures()[0].mean_var()[0] - _discretized(s, h, step_tail).mean_var()[0])
+        c * (r.as_measures()[0].mean_var()[0]
+             - _discretized(s, h, step_tail, stable).mean_var()[0])
         for (r, c), (s, _) in zip(rounded, parts, strict=True)
     )
     if blocks:
