@@ -234,8 +234,6 @@ def test_bad_renyi_shares_are_typed_errors_naming_the_option(tmp_path: Path) -> 
     with pytest.raises(InvalidParameterError, match="rdp_orders"):
         PrivacyAccountant(BUDGET, rdp_share=(0.5, 1e-7), rdp_orders=[0.5])
     with pytest.raises(InvalidParameterError, match="rdp_share"):
-        PrivacyAccountant(BUDGET, rdp_share=(0.5, 1e-7), ledger=tmp_path / "x.sqlite")
-    with pytest.raises(InvalidParameterError, match="rdp_share"):
         PrivacyAccountant(BUDGET, composition="basic", rdp_share=(0.5, 1e-7))
     with pytest.raises(InvalidParameterError, match="rdp_share"):  # with the basic share
         PrivacyAccountant(BUDGET, basic_share=(0.0, 8e-7), rdp_share=(0.9, 5e-7))
@@ -353,3 +351,27 @@ def test_a_ledger_with_sub_budgets_fixes_its_own_block_at_creation() -> None:
     assert plan.pricing == "prepaid"
     auto = PrivacyAccountant(BUDGET, basic_share="auto", sub_budgets={"a": (0.3, 2e-7)})
     assert auto.basic_share == (0.0, 0.2 * BUDGET[1])
+
+
+def test_a_ledger_file_keeps_its_renyi_share(tmp_path: Path) -> None:
+    """A file created with a Rényi share stores it (and its orders); reopened, with or without
+    naming it, it keeps what each order has used; another share is refused."""
+    from approxdp.accounting import read_ledger_settings
+    from approxdp.errors import LedgerError
+
+    path = tmp_path / "renyi.sqlite"
+    step = SubsampledEvent(GaussianEvent(sigma=1.0), 0.01)
+    with PrivacyAccountant((2.0, 1e-5), ledger=path, rdp_share=(2.0, 1e-5)) as acc:
+        for _ in range(50):
+            acc.spend(step)
+        used = acc.rdp_share.used if acc.rdp_share is not None else ()
+    assert any(u > 0 for u in used)
+    settings = read_ledger_settings(path)
+    assert settings.rdp_share == (2.0, 1e-5) and settings.rdp_orders is not None
+    with PrivacyAccountant(ledger=path) as again:
+        assert again.rdp_share is not None and again.rdp_share.used == used
+        again.spend(step)
+    with PrivacyAccountant((2.0, 1e-5), ledger=path, rdp_share=(2.0, 1e-5)) as same:
+        assert same.remaining().count == 51
+    with pytest.raises(LedgerError, match="rdp_share"):
+        PrivacyAccountant((2.0, 1e-5), ledger=path, rdp_share=(1.5, 1e-5))

@@ -131,8 +131,8 @@ class PrivacyAccountant:
             Gaussian-DP room (and basic share) cannot take them. The share is part of the
             block declared at creation, so it costs the Gaussian-DP room what its (ε_R, δ_R)
             takes; ``rdp_share=budget`` makes the whole ledger a Rényi filter (Feldman & Zrnic
-            2021; :mod:`~approxdp.accounting.budget.filter_rdp`). In-memory budgets only in
-            this version. None: no share.
+            2021; :mod:`~approxdp.accounting.budget.filter_rdp`). A ledger file stores it
+            when created (reopen it with the same share, or without one). None: no share.
         rdp_orders: the Rényi share's orders α > 1 (at most 1024), fixed now; the share's δ_R
             is split evenly between them.
         sub_budgets: ``{"name": (ε_i, δ_i)}`` or ``{"name": {"budget": (ε_i, δ_i), ...}}``
@@ -222,6 +222,7 @@ class PrivacyAccountant:
             self._ledger = SQLiteLedger(
                 ledger, budget=self.budget, composition=self._composition,
                 adaptivity=self._adaptivity, basic_share=self._share, read_only=read_only,
+                rdp=rdp,
             )
             over = self._ledger.state().filter
             if over is not None and over.over is not None:
@@ -277,11 +278,6 @@ class PrivacyAccountant:
             raise InvalidParameterError(
                 f"rdp_share is a share of the 'gdp' filter's budget; composition="
                 f"{self._composition!r} has none (got rdp_share={share!r})"
-            )
-        if ledger is not None:
-            raise InvalidParameterError(
-                "rdp_share is for an in-memory budget in this version: a ledger file cannot "
-                f"store a Rényi share yet (got rdp_share={share!r} with ledger={ledger!r})"
             )
         return new_rdp_share(share, orders, self.budget)
 

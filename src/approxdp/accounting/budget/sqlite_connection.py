@@ -21,6 +21,7 @@ were fixed before any noise was drawn).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sqlite3
 import threading
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from approxdp.accounting.budget.filter import new_filter, replay
-from approxdp.accounting.budget.filter_state import FilterState
+from approxdp.accounting.budget.filter_state import FilterState, RdpShare
 from approxdp.accounting.budget.sqlite_files import (
     APPLICATION_ID,
     BUSY_TIMEOUT_MS,
@@ -69,6 +70,7 @@ class LedgerFile:
         basic_share: tuple[float, float] | None = None,
         synchronous: str = "FULL",
         read_only: bool = False,
+        rdp: RdpShare | None = None,
     ) -> None:
         if synchronous not in ("FULL", "NORMAL"):
             raise LedgerError(f"synchronous must be 'FULL' or 'NORMAL', got {synchronous!r}")
@@ -77,6 +79,7 @@ class LedgerFile:
         self._composition = composition
         self._adaptivity = adaptivity
         self._share = basic_share
+        self._rdp = rdp
         self._kind = filter_kind(composition, adaptivity)
         self._replayed: FilterState | None = None  # an older file's filter, read-only
         self._synchronous = synchronous
@@ -267,9 +270,13 @@ class LedgerFile:
                 if self._share is not None:
                     meta["basic_share_epsilon"] = repr(float(self._share[0]))
                     meta["basic_share_delta"] = repr(float(self._share[1]))
+                if self._rdp is not None:
+                    meta["rdp_share_epsilon"] = repr(float(self._rdp.epsilon))
+                    meta["rdp_share_delta"] = repr(float(self._rdp.delta))
+                    meta["rdp_orders"] = json.dumps(list(self._rdp.orders))
                 conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", meta.items())
                 if self._kind is not None:
-                    start = new_filter(self._kind, self._budget, self._share)
+                    start = new_filter(self._kind, self._budget, self._share, rdp=self._rdp)
                     conn.execute("UPDATE filter_state SET state = ? WHERE id = 1",
                                  (start.to_json(),))
                 conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
@@ -290,6 +297,14 @@ class LedgerFile:
                 f"the same budget (asked for {self._budget})"
             )
         self._ledger_id = meta.get("ledger_id")
+        if self._rdp is not None and (
+                stored.rdp_share != (float(self._rdp.epsilon), float(self._rdp.delta))
+                or stored.rdp_orders != self._rdp.orders):
+            raise LedgerError(
+                f"ledger {self._path} was created with rdp_share={stored.rdp_share}, "
+                f"rdp_orders={stored.rdp_orders}; open it with the same, or leave them out to "
+                "use the stored ones (a Rényi share is fixed when the ledger is created)"
+            )
         if self._read_only and self._version < FILTER_VERSION:
             return  # read as it is: an older file declared no mode (nothing is written)
         share = None if self._share is None else (float(self._share[0]), float(self._share[1]))

@@ -11,6 +11,7 @@ nothing half-written stays).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sqlite3
 from collections.abc import Iterator
@@ -84,6 +85,8 @@ class LedgerSettings:
         legacy_composition: for a file written before privacy filters, its old rule (kept
             after the upgrade); else None.
         schema: the file's schema version.
+        rdp_share: the ``"gdp"`` filter's Rényi share (ε_R, δ_R), or None.
+        rdp_orders: its orders, or None.
     """
 
     budget: tuple[float, float]
@@ -92,6 +95,8 @@ class LedgerSettings:
     basic_share: tuple[float, float] | None = None
     legacy_composition: str | None = None
     schema: int = SCHEMA_VERSION
+    rdp_share: tuple[float, float] | None = None
+    rdp_orders: tuple[float, ...] | None = None
 
 
 def check_ledger_path(path: Path) -> None:
@@ -188,12 +193,16 @@ def settings_from_meta(meta: dict[str, str], version: int, where: str) -> Ledger
         share = None
         if "basic_share_epsilon" in meta:
             share = (float(meta["basic_share_epsilon"]), float(meta["basic_share_delta"]))
+        rdp, orders = None, None
+        if "rdp_share_epsilon" in meta:
+            rdp = (float(meta["rdp_share_epsilon"]), float(meta["rdp_share_delta"]))
+            orders = tuple(float(a) for a in json.loads(meta["rdp_orders"]))
     except (KeyError, ValueError) as exc:
         raise LedgerError(f"{where} is not an approxdp ledger (bad meta table: {exc})") from exc
     if version < FILTER_VERSION:  # written before privacy filters: no mode declared
         return LedgerSettings(budget, composition, None, None, composition, version)
     return LedgerSettings(budget, composition, meta.get("adaptivity"), share,
-                          meta.get("legacy_composition"), version)
+                          meta.get("legacy_composition"), version, rdp, orders)
 
 
 def filter_kind(composition: str, adaptivity: str) -> FilterKind | None:
