@@ -254,8 +254,8 @@ def discretize_rounded(source: LossSource, h: float, tail: float) -> RoundedPLD:
     no gap at atoms or at concentrated masses. Each P-mass is lowered and each Q-mass raised
     by a bound on its evaluation error: from CDF differences, a few ulps of the CDF values
     (~u/(bin mass) relative near the centre: 10^12 composed steps make that ~5 % of the
-    P-mass); sources that can (``bin_masses``, the subsampled Gaussians) give the masses to
-    full relative accuracy, and the tighter bound of the two is kept per bin.
+    P-mass); sources that can (``bin_bounds``, the subsampled Gaussians) bound the masses to
+    nearly full relative accuracy, and the tighter bound of the two is kept per bin.
     """
     i_lo, _, grid = _grid(source, h, tail)
     c = source.cdfs(grid + 0.5 * h)  # the bins' upper edges
@@ -272,13 +272,12 @@ def discretize_rounded(source: LossSource, h: float, tail: float) -> RoundedPLD:
     p, p_err = bins(c.fp, c.sp)
     r, r_err = bins(c.fq, c.sq)
     p_low, r_high = p - p_err, r + r_err
-    masses = getattr(source, "bin_masses", None)
-    series = masses(grid + 0.5 * h) if masses is not None else None
+    bounds = getattr(source, "bin_bounds", None)
+    series = bounds(grid + 0.5 * h) if bounds is not None else None
     if series is not None:  # relative-accurate masses of bins 1.. (each bound valid: the
-        p2, p2_err, r2, r2_err = series  # better one is kept)
-        with np.errstate(invalid="ignore"):
-            p_low[1:] = np.fmax(p_low[1:], p2 - p2_err)  # (fmax/fmin: a NaN never wins)
-            r_high[1:] = np.fmin(r_high[1:], r2 + r2_err)
+        p2, r2 = series  # better one is kept; fmax/fmin: a NaN never wins)
+        p_low[1:] = np.fmax(p_low[1:], p2)
+        r_high[1:] = np.fmin(r_high[1:], r2)
     p_inf = float(c.sp[-1]) * (1.0 - 4.0 * _U)
     r_inf = min(1.0, float(c.sq[-1]) * (1.0 + 4.0 * _U))
     return RoundedPLD(
