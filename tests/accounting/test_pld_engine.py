@@ -326,3 +326,29 @@ def test_bin_bounds_bracket_the_exact_bins_tightly(direction: str) -> None:
     assert 0.0 <= lost < 1e-15
     plain = discretize_rounded(src, 2e-6, 1e-14)  # (what passes use below STABLE_FROM steps)
     assert np.all(plain.p <= rounded.p) and np.all(plain.r >= rounded.r)
+
+
+def test_only_compositions_standing_for_10_to_the_10_steps_run_in_extended_precision(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """At T = 10^12 in blocks, the first level's block (power B, used T/B times) runs in
+    extended precision; the levels above and the remainders (power × uses < 10^10) in
+    float64, where the power's error is relative."""
+    from approxdp.accounting.pld import blocks
+
+    seen: list[tuple[int, bool]] = []
+    real = blocks.compose
+
+    def spy(parts: list[tuple[DiscretePLD, int]], **kw: object) -> object:
+        seen.append((parts[0][1], bool(kw.get("extended", False))))
+        return real(parts, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(blocks, "compose", spy)
+    pld = discretize(SubsampledLoss(GaussianLoss(1 / 5985.2), 0.00427, "remove"), 2e-7, 1e-25)
+    steps = 10**12
+    block, k, _ = blocks.block_plan(steps)
+    blocks.block_pieces([(pld, steps)], lam=2.0, tilt_at=3.0, tail=1e-10, extended=True)
+    assert (block, True) in seen
+    assert all(not ext for c, ext in seen if c != block)
+    assert sum(1 for _, ext in seen if ext) == 1
+    assert block * (k + 1) >= blocks.EXTENDED_FROM

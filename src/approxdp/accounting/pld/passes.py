@@ -209,7 +209,9 @@ def _in_blocks(
     ext = sum(c for _, c in plds) >= EXTENDED_FROM
     pieces, spread = block_pieces(plds, lam=lam, tilt_at=tilt_at, tail=tail / 2.0,
                                   extended=ext)
-    comp = compose(pieces, tail=tail / 2.0, tilt_at=tilt_at, below=below, extended=ext)
+    # the last composition is used once: extended only for a count that large itself
+    top = max(c for _, c in pieces) >= EXTENDED_FROM
+    comp = compose(pieces, tail=tail / 2.0, tilt_at=tilt_at, below=below, extended=top)
     comp.block_spread = spread
     comp.blocked = True
     return comp
@@ -453,7 +455,8 @@ def _rounded_tails(
     else:
         p_parts = [(r.as_measures()[0], c) for r, c in rounded]
         q_parts = [(r.as_measures()[1], c) for r, c in rounded]
-    ext = blocks and sum(c for _, c in parts) >= EXTENDED_FROM
+    # (as for the upper bound: the last composition is used once)
+    ext = max(c for _, c in p_parts) >= EXTENDED_FROM
     try:
         p_comp = compose(p_parts, tail=tail, tilt_at=tilt_at, below=below, extended=ext)
         if p_comp.size <= 1:
