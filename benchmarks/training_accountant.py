@@ -9,14 +9,26 @@ Histories: the MNIST run (q = 256/60000, σ = 1.1, T = 14,063) recorded step by 
 schedule of 10 phases (σ from 2.0 down to 0.8, two batch sizes); and 50 phases (a noise
 multiplier that changes every 300 steps). Each on-demand time is a cold first call (caches
 cleared), the median of the repetitions; a second ask for the same δ is a cache hit.
+
+``--fresh N`` (issue 22 §2's goal: ε or δ on demand ≤ 50 ms for any history) times instead
+the first ε and the first δ of each history in a fresh process (imports not timed; CPU time,
+``time.process_time``), N processes per history; with ``--baseline SRC`` (the ``src`` folder
+of another checkout, e.g. ``git archive main src | tar -x -C /tmp/base``) the same calls run
+against that code in processes interleaved with ours, and the ratio baseline/ours of the
+medians is printed (a ratio on a shared machine is worth more than either time).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from approxdp.accounting.dpsgd.training import TrainingAccountant
@@ -122,10 +134,63 @@ def _peers(name: str, phases: list[tuple[float, float, int]], repeat: int
     return out
 
 
+def fresh_worker(history: str, solve: str) -> dict[str, float]:
+    """One first call in this (fresh) process: CPU milliseconds and the value."""
+    acct = TrainingAccountant(phases=HISTORIES[history])
+    start = time.process_time()
+    value = (float(acct.epsilon(DELTA).epsilon) if solve == "epsilon"
+             else float(acct.delta(2.0).delta))
+    return {"ms": 1e3 * (time.process_time() - start), "value": value}
+
+
+def _fresh(history: str, solve: str, src: str | None) -> dict[str, float]:
+    env = dict(os.environ)
+    if src is not None:
+        env["PYTHONPATH"] = src
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", history, solve]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def fresh(repeat: int, baseline: str | None) -> None:
+    """First ε and δ of each history, each in a fresh process; baseline runs interleaved."""
+    print(f"first call in a fresh process, CPU ms (median of {repeat}; min in brackets)")
+    print(f"  {'history':15s} {'ask':8s} {'ours':>16s}" + (f" {'baseline':>16s}  ratio"
+                                                           if baseline else ""))
+    for history in HISTORIES:
+        for solve in ("epsilon", "delta"):
+            ours: list[float] = []
+            base: list[float] = []
+            values = set()
+            for _ in range(repeat):
+                if baseline is not None:
+                    base.append(_fresh(history, solve, baseline)["ms"])
+                r = _fresh(history, solve, None)
+                ours.append(r["ms"])
+                values.add(f"{r['value']:.6g}")
+            line = (f"  {history:15s} {solve:8s} {statistics.median(ours):8.1f} "
+                    f"({min(ours):5.1f})")
+            if base:
+                line += (f" {statistics.median(base):8.1f} ({min(base):5.1f})  "
+                         f"x{statistics.median(base) / statistics.median(ours):.2f}")
+            print(line + f"   {', '.join(sorted(values))}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    parser.add_argument("--fresh", type=int, metavar="N",
+                        help="only the first ε/δ of each history, N fresh processes each")
+    parser.add_argument("--baseline", metavar="SRC",
+                        help="with --fresh: also time the src folder of another checkout")
+    parser.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.worker:
+        print(json.dumps(fresh_worker(*args.worker)))
+        return
+    if args.fresh:
+        fresh(args.fresh, args.baseline)
+        return
     repeat = 3 if args.quick else 7
     rates = step_rates(200_000 if args.quick else 1_000_000)
     floor = rates["list.append (floor)"]

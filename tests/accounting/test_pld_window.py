@@ -1,0 +1,119 @@
+"""The window planner's log-MGFs (:mod:`approxdp.accounting.pld.window`): every Chernoff bound
+on what the FFT window leaves out is built on K(u) = Σ c_j log Σ_i p_ij e^(u·l_ij) computed
+here, so it is checked against mpmath — also where most terms fall far below float range
+(tilted blocks), where the exponentials are floored at e^−600 for speed — and the stacked
+(schedule) layouts against the supports one by one."""
+
+from __future__ import annotations
+
+import math
+
+import mpmath
+import numpy as np
+import pytest
+
+from approxdp.accounting.pld import window
+from approxdp.accounting.pld.grid import DiscretePLD
+from approxdp.accounting.pld.window import Support, _Stacked, composed_moments, support_of
+
+
+def _measure(n: int, *, h: float = 0.05, offset: int = -40, tilt: float = 0.0,
+             seed: int = 0) -> DiscretePLD:
+    rng = np.random.default_rng(seed)
+    pmf = rng.uniform(0.5, 1.5, n)
+    pmf /= pmf.sum()
+    return DiscretePLD(h=h, offset=offset, pmf=pmf, infinity_mass=0.0, tilt=tilt)
+
+
+def _exact(pld: DiscretePLD, u: float) -> tuple[mpmath.mpf, mpmath.mpf, mpmath.mpf]:
+    """(K(u), mean, variance) of the u-tilted measure, in 50 digits from the stored masses."""
+    with mpmath.workdps(50):
+        w = [mpmath.mpf(float(p)) * mpmath.exp(-mpmath.mpf(pld.tilt) * float(x)
+                                                 + mpmath.mpf(u) * float(x))
+             for p, x in zip(pld.pmf, pld.losses, strict=True)]
+        s0 = mpmath.fsum(w)
+        s1 = mpmath.fsum(wi * float(x) for wi, x in zip(w, pld.losses, strict=True))
+        s2 = mpmath.fsum(wi * float(x) ** 2 for wi, x in zip(w, pld.losses, strict=True))
+        mean = s1 / s0
+        return mpmath.log(s0), mean, s2 / s0 - mean * mean
+
+
+@pytest.mark.parametrize("u", [0.0, 1.0, 4.0, 5.0, 6.5, 12.0])
+def test_moments_match_mpmath_where_most_terms_underflow(u: float) -> None:
+    """A tilted block's masses span e^0 … e^−2000 (tilt 5 over losses −2 … 398): under most
+    tilts all but a few hundred terms are below e^−708 — the exponentials are floored at
+    e^−600, which must leave K, the mean and the variance at their exact values."""
+    pld = _measure(8000, tilt=5.0)
+    k, mean, var = Support(pld).moments(u)
+    ek, emean, evar = _exact(pld, u)
+    assert abs(k - float(ek)) <= 1e-13 * max(1.0, abs(float(ek)))
+    assert mean == pytest.approx(float(emean), rel=1e-11, abs=1e-11)
+    assert var == pytest.approx(float(evar), rel=1e-9, abs=1e-12)
+
+
+def test_floored_exponentials_only_raise_a_sum() -> None:
+    """Flooring at e^−600 can only add mass (the safe side of every Chernoff bound) and
+    adds less than n·e^−600 relative: nothing a float sum that holds a 1 can see."""
+    a = np.array([0.0, -1.0, -650.0, -800.0, -1e6, -np.inf])
+    out = a.copy()
+    window._exp_floored(out)
+    assert np.all(out >= np.exp(a))
+    assert float(out.sum()) == float(np.exp(a).sum())
+
+
+def _parts(sizes: list[int]) -> list[tuple[Support, int]]:
+    return [
+        (Support(_measure(n, offset=-n // 3 - j, seed=j, h=0.01 * (1 + j % 3))), 1 + 7 * j)
+        for j, n in enumerate(sizes)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("sizes", "padded"),
+    [([500, 510, 480, 505, 499], True), ([6000, 40, 30, 55, 20, 35], False)],
+)
+@pytest.mark.parametrize("u", [0.0, 0.7, 3.0, -2.0])
+def test_stacked_moments_agree_with_the_supports_one_by_one(
+    sizes: list[int], padded: bool, u: float
+) -> None:
+    """A schedule's parts stacked (rows of a padded matrix where sizes are alike, else
+    concatenated segments) give the same K, mean and variance as the parts one at a time."""
+    parts = _parts(sizes)
+    stacked = _Stacked(parts)
+    assert stacked.padded is padded
+    got = stacked.moments(u)
+    k = mean = var = 0.0
+    for sup, c in parts:
+        lk, m, v = sup.moments(u)
+        k, mean, var = k + c * lk, mean + c * m, var + c * v
+    assert got.k == pytest.approx(k, rel=1e-13, abs=1e-12)
+    assert got.mean == pytest.approx(mean, rel=1e-12, abs=1e-12)
+    assert got.var == pytest.approx(var, rel=1e-10)
+    assert composed_moments(parts, u) == got
+
+
+@pytest.mark.parametrize("sizes", [[50, 50, 50], [2000, 10, 10]])
+def test_moments_beyond_float_range_are_nan(sizes: list[int]) -> None:
+    """A tilt beyond float range: NaN moments (callers read them as "too far"), in every
+    layout."""
+    parts = _parts(sizes)
+    got = _Stacked(parts).moments(math.inf)
+    assert math.isnan(got.k) and math.isnan(got.mean)
+    assert math.isnan(parts[0][0].moments(math.inf)[0])
+
+
+def test_a_schedule_keeps_every_support_cached() -> None:
+    """A schedule of 100 phases composes 100 supports per direction: all stay cached (only
+    32 did, so every θ tried rebuilt them); past the point budget the oldest go, marked so
+    that no window edge is memoized on them."""
+    window.clear_supports()
+    plds = [_measure(200, seed=j) for j in range(100)]
+    first = [support_of(p) for p in plds]
+    assert all(s.cached for s in first)
+    assert all(support_of(p) is s for p, s in zip(plds, first, strict=True))
+    big = _measure(window._KEEP_POINTS - 100 * 200 + 1, seed=7)
+    support_of(big)
+    assert not first[0].cached
+    assert support_of(plds[0]) is not first[0]
+    window.clear_supports()
+    assert not any(s.cached for s in first)
