@@ -175,6 +175,30 @@ def commit_times(repeat: int) -> tuple[float, float, float]:
     return cold, warm, pld
 
 
+def compare_commits(other_src: Path, repeat: int, rounds: int = 4) -> None:
+    """Cold/warm commit medians of this tree and of ``other_src``, in alternating fresh
+    processes (the same machine load for both; a ratio, never an absolute claim)."""
+    import subprocess
+    import sys
+
+    here = Path(__file__).resolve().parent
+    code = (f"import sys; sys.path.insert(0, {str(here)!r}); import accounting as a; "
+            f"c, w, p = a.commit_times({repeat}); print(c, w, p)")
+    trees = {"this tree": str(here.parent / "src"), "other": str(other_src.resolve())}
+    results: dict[str, list[tuple[float, ...]]] = {k: [] for k in trees}
+    for _ in range(rounds):
+        for name, src in trees.items():
+            env = dict(os.environ, PYTHONPATH=src)
+            out = subprocess.run([sys.executable, "-c", code], env=env, check=True,
+                                 capture_output=True, text=True).stdout.split()
+            results[name].append(tuple(float(x) * 1e3 for x in out))
+    print("== cold commit of the DP-SGD run (q=0.01, sigma=1, T=1000), ms, alternating rounds")
+    for name, rows in results.items():
+        cold = ", ".join(f"{r[0]:.1f}" for r in rows)
+        warm = ", ".join(f"{r[1]:.1f}" for r in rows)
+        print(f"{name:10s} cold: {cold}   warm: {warm}   one PLD: {rows[0][2]:.1f}")
+
+
 BATCH_BUDGET = (1.0, 1e-6)
 
 
@@ -230,7 +254,14 @@ def main() -> None:
     parser.add_argument("--filter-history", type=int, default=1000,
                         help="events already in the ledger when the filter's spends are timed "
                              "(default 1000)")
+    parser.add_argument("--commit-against", type=Path, default=None, metavar="SRC",
+                        help="only time cold commits, alternating this tree's code with the "
+                             "approxdp package under SRC (e.g. an export of main's src/), "
+                             "4 rounds of separate processes")
     args = parser.parse_args()
+    if args.commit_against is not None:
+        compare_commits(args.commit_against, args.repeat)
+        return
 
     h = args.filter_history
     print(f"== the default ledger (the 'gdp' privacy filter): spends after a {h}-event mixed "
@@ -251,6 +282,7 @@ def main() -> None:
                                  bracket=False).epsilon)
     committed = least_admitted(1000, True, declared)
     one_by_one = least_admitted(1000, False, declared)
+    renyi = least_admitted(1000, False, declared, rdp=True)
     print("\n== the issue's history (10 Gaussian s=5, 10 Laplace b=10, DP-SGD q=0.01 s=1 "
           "T=1000), least eps at delta=1e-6")
     print(f"baseline: PLD, declared in advance      : {declared:9.4f}")
@@ -258,6 +290,8 @@ def main() -> None:
           f"({committed / declared:.3f}x baseline; target <= 1.10x)")
     print(f"default ledger, one event at a time     : {one_by_one:9.1f}  "
           f"({one_by_one / declared:.0f}x baseline)")
+    print(f"ledger with rdp_share=budget, one at a time: {renyi:6.4f}  "
+          f"({renyi / declared:.3f}x baseline; a Rényi filter, nothing committed)")
     declared_c = least_batch_noise("declared")
     committed_c = least_batch_noise("committed")
     single_c = least_batch_noise("one at a time")

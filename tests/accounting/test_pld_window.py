@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from approxdp.accounting.pld import window
-from approxdp.accounting.pld.grid import DiscretePLD
+from approxdp.accounting.pld.grid import DiscretePLD, discretize
+from approxdp.accounting.pld.privacy_loss import GaussianLoss, SubsampledLoss
 from approxdp.accounting.pld.window import Support, _Stacked, composed_moments, support_of
 
 
@@ -117,3 +118,39 @@ def test_a_schedule_keeps_every_support_cached() -> None:
     assert support_of(plds[0]) is not first[0]
     window.clear_supports()
     assert not any(s.cached for s in first)
+
+
+def test_chernoff_from_a_nearby_theta_finds_the_same_bound_in_fewer_evaluations(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A composed window re-solves θ for its edges after rounding them to an FFT size,
+    starting from the θ the plan found: the bound K(θ) ∓ θ·edge must be as good as a search
+    from scratch finds (any θ is valid; Newton stops within 1e-3 of the least exponent),
+    and for a heavy upper tail (a subsampled Gaussian: Newton from 0 crawls up it) it takes
+    fewer log-MGFs."""
+    pld = discretize(SubsampledLoss(GaussianLoss(1.0), 1e-3, "remove"), 1e-3, 1e-12)
+    parts = [(Support(pld), 1000)]
+    m0 = composed_moments(parts, 0.0)
+    calls: list[float] = []
+    real = window.composed_moments
+
+    def counted(p: window.Parts, u: float) -> window.Moments:
+        calls.append(u)
+        return real(p, u)
+
+    monkeypatch.setattr(window, "composed_moments", counted)
+    counts = {}
+    for upper, k in ((True, 8.0), (False, 6.0)):
+        sign = 1.0 if upper else -1.0
+        edge = m0.mean + sign * k * math.sqrt(m0.var)
+        near = m0.mean + sign * (k - 0.2) * math.sqrt(m0.var)
+        hint, _ = window.chernoff_at(parts, lam=0.0, edge=near, upper=upper)
+        calls.clear()
+        cold = window.chernoff_at(parts, lam=0.0, edge=edge, upper=upper)
+        n_cold = len(calls)
+        calls.clear()
+        warm = window.chernoff_at(parts, lam=0.0, edge=edge, upper=upper, start=hint)
+        counts[upper] = (n_cold, len(calls))
+        assert warm[1] - sign * warm[0] * edge <= cold[1] - sign * cold[0] * edge + 1e-3
+        assert cold[1] - sign * cold[0] * edge <= warm[1] - sign * warm[0] * edge + 1e-3
+    assert counts[True][1] < counts[True][0]

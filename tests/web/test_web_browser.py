@@ -460,3 +460,32 @@ def test_review_shows_the_small_data_advice_without_data_numbers(
     page.click("#wiz_review")
     expect(page.locator("#wiz_small_data")).to_contain_text("partition-selection threshold")
     assert _spends(ledger) == start
+
+
+def test_the_wizard_takes_a_quantile_trees_shape(page: Any, served: dict[str, Any]) -> None:
+    """The tree's shape fields show for median and quantiles only; what is typed reaches the
+    review, and a bad shape is refused on its field before anything is spent."""
+    from playwright.sync_api import expect
+
+    ledger = served["ledger"]
+    start = _spends(ledger)
+    _open(page, "wizard")
+    page.wait_for_selector("#wiz_columns_table")
+    expect(page.locator("#wiz_bins")).to_be_hidden()  # mean: no tree
+    page.select_option("#wiz_kind", "quantiles")
+    page.select_option("#wiz_column", "age")
+    page.fill("#wiz_low", "18")
+    page.fill("#wiz_high", "90")
+    expect(page.locator("#wiz_bins")).to_be_visible()
+    page.fill("#wiz_bins", "100")
+    page.fill("#wiz_branching", "8")
+    page.press("#wiz_branching", "Enter")
+    page.click("#wiz_review")
+    expect(page.locator("[data-field=wiz_bins]")).to_contain_text("bins")
+    expect(page.locator("#wiz_spend")).to_have_count(0)
+    page.fill("#wiz_bins", "64")
+    page.press("#wiz_bins", "Enter")
+    page.click("#wiz_review")
+    expect(page.locator("#wiz_query_table")).to_contain_text("64 leaves, branching 8")
+    expect(page.locator("#wiz_spend")).to_be_visible()
+    assert _spends(ledger) == start

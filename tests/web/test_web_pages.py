@@ -684,3 +684,40 @@ def test_no_negative_remaining_on_the_ledger_page(tmp_path: Path) -> None:
     remaining_row = html[html.index("remaining</b>"):].split("</tr>")[0]
     assert "<b>0</b>" in remaining_row and "<b>-" not in remaining_row
     assert widgets.left(-7e-7) == "0" and widgets.left(0.25) == "0.25"
+
+
+def test_the_quantile_trees_shape_in_the_wizard(config: web_config.ServeConfig) -> None:
+    """The wizard takes a quantile tree's shape (bins, branching) as the API, the command line
+    and batch files do; empty fields mean the default, shown as such in the review, and a bad
+    shape is refused on its own field before anything is spent."""
+    assert config.ledger is not None
+    schema = wizard.schema_of(config.data[0])
+    form = {"file": "1", "kind": "quantiles", "column": "age", "low": "0", "high": "100",
+            "qs": "0.25, 0.75", "epsilon": "1", "delta": "1e-6"}
+    default = wizard.read_spec(config, form, schema)
+    assert (default.bins, default.branching) == (None, None)
+    assert dict(wizard.query_rows(default))["quantile tree"] == (
+        "1024 leaves, branching 32 (the default)")
+    shaped = wizard.read_spec(config, {**form, "bins": "64", "branching": " 8 "}, schema)
+    assert (shaped.bins, shaped.branching) == (64, 8)
+    assert dict(wizard.query_rows(shaped))["quantile tree"] == "64 leaves, branching 8"
+    script = wizard.release_script(shaped, schema, config.ledger)
+    assert "bins=64" in script and "branching=8" in script
+    compile(script, "release.py", "exec")
+    made = wizard.release(shaped, schema, config.ledger)
+    assert (made["query"]["bins"], made["query"]["branching"]) == (64, 8)
+    assert [c["key"]["quantile"] for c in made["result"]["cells"]] == [0.25, 0.75]
+    median = wizard.read_spec(config, {**form, "kind": "median", "bins": "16",
+                                       "branching": "4"}, schema)
+    assert (median.bins, median.branching) == (16, 4)
+    mean = wizard.read_spec(config, {**form, "kind": "mean", "bins": "16"}, schema)
+    assert mean.bins is None and "quantile tree" not in dict(wizard.query_rows(mean))
+    spent = _spends(config.ledger)
+    for change, field, error in (({"bins": "100", "branching": "8"}, "bins",
+                                  InvalidParameterError),
+                                 ({"branching": "1"}, "branching", InvalidParameterError),
+                                 ({"bins": "sixty-four"}, "bins", ParameterTypeError)):
+        with pytest.raises(error) as bad:
+            wizard.read_spec(config, {**form, **change}, schema)
+        assert forms.locate(bad.value, ["bins", "branching"]) == field, (change, bad.value)
+    assert _spends(config.ledger) == spent

@@ -35,6 +35,7 @@ from approxdp.errors import UnknownMethodError
 __all__ = [
     "ACCOUNTING_RULES",
     "ADAPTIVITY_MODES",
+    "LEDGER_SHARES",
     "TOOLS",
     "AccountingRule",
     "Adaptivity",
@@ -228,6 +229,47 @@ ACCOUNTING_RULES: tuple[AccountingRule, ...] = (
         adaptivity_source="not a filter: advanced composition needs the run fixed in advance "
                           "(Rogers et al. 2016)",
         tools=("dpsgd",),
+    ),
+)
+
+
+#: Sub-filters a ``"gdp"`` ledger may be given at creation (not rules of their own: no tool takes
+#: their names as ``composition=``); each is a share of the budget fixed before any noise.
+LEDGER_SHARES: tuple[AccountingRule, ...] = (
+    AccountingRule(
+        name="rdp-share",
+        title="Rényi filter at orders fixed at creation (Feldman & Zrnic 2021; Lécuyer 2021)",
+        certifies="upper bound",
+        what="PrivacyAccountant(..., rdp_share=(ε_R, δ_R), rdp_orders=...): subsampled "
+             "Gaussians (DP-SGD steps), and Gaussian or pure-ε events the Gaussian-DP room "
+             "cannot take, charged their Rényi divergence at each order; admitted while some "
+             "order stays within B_j, where (α_j, B_j)-RDP converts to (ε_R, δ_R/k)-DP",
+        source="Feldman & Zrnic 2021 (arXiv:2008.11193), Thm 3.1; Balle et al. 2020 Thm 21 "
+               "(Canonne et al. 2020, Prop. 12) for the conversion; Mironov et al. 2019 for "
+               "the subsampled Gaussian",
+        filter_valid=True,
+        adaptivity_source="Feldman & Zrnic 2021, Thm 3.1 (the Rényi filter at a fixed order); "
+                          "several orders with δ_R split between them (after Lécuyer 2021, "
+                          "arXiv:2103.01379; the union argument in "
+                          "approxdp.accounting.budget.filter_rdp); concurrent composition with "
+                          "the Gaussian-DP room (Vadhan & Zhang 2023, arXiv:2207.08335; "
+                          "Haney et al. 2023, arXiv:2309.05901)",
+        tools=("ledger",),
+    ),
+    AccountingRule(
+        name="sub-budgets",
+        title="sub-budgets fixed at creation, composed concurrently (Vadhan & Zhang 2023)",
+        certifies="upper bound",
+        what="PrivacyAccountant(..., sub_budgets={name: (ε_i, δ_i)}): ledgers of their own "
+             "(acc.sub(name)), each a valid filter on its (ε_i, δ_i); their (ε_i, δ_i) and "
+             "the main ledger's room fit the budget by certified PLD, checked once at creation",
+        source="Dong et al. 2022, Sec. 3 (composition of trade-off curves); Doroshenko et al. "
+               "2022 (certified PLD)",
+        filter_valid=True,
+        adaptivity_source="concurrent composition of f-DP interactive mechanisms (Vadhan & "
+                          "Zhang 2023, arXiv:2207.08335); filters with adaptively chosen "
+                          "parameters inside it (Haney et al. 2023, arXiv:2309.05901)",
+        tools=("ledger",),
     ),
 )
 

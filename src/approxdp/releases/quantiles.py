@@ -387,7 +387,8 @@ class Quantiles(DerivedQuery):
             else:
                 advice = (f"a tree of {best[0]} leaves (bins={best[0]}, branching={best[1]} "
                           f"in the API; --bins {best[0]} --branching {best[1]} on the command "
-                          f"line; bins = {best[0]}, branching = {best[1]} in a batch query: "
+                          f"line; bins = {best[0]}, branching = {best[1]} in a batch query or "
+                          "the browser's wizard: "
                           f"about {widths[best]:.0%} of the bounds on evenly "
                           "spread values" + ("" if now is None else f", this tree {now:.0%}")
                           + "; clustered values do better), or a larger epsilon")

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from approxdp.accounting import PrivacyAccountant, read_ledger_settings
-from approxdp.releases.kinds import RELEASE_KINDS
+from approxdp.releases.kinds import RELEASE_KINDS, KindInputs
 from approxdp.reports.releases import budget_dict
 from approxdp.web.wizard_simulation import release_events, small_data_advice
 from approxdp.web.wizard_spec import ReleaseSpec, schema_of
@@ -29,7 +29,8 @@ PARTITION_SELECTION = (
 
 def query_rows(spec: ReleaseSpec) -> list[tuple[str, str]]:
     """The whole query, as the review shows it before the spend: statistic, columns, bounds,
-    quantiles, domain (or how cells are chosen without one), privacy unit, ε, δ, level.
+    quantiles and their tree's shape, domain (or how cells are chosen without one), privacy
+    unit, ε, δ, level.
     Everything here is public: the form's choices, never the data."""
     entry = RELEASE_KINDS[spec.kind]
     rows: list[tuple[str, str]] = [("statistic", f"{spec.kind}: {entry.summary}")]
@@ -50,6 +51,11 @@ def query_rows(spec: ReleaseSpec) -> list[tuple[str, str]]:
         rows.append(("bounds", bounds))
     if entry.qs:
         rows.append(("quantiles", ", ".join(f"{q:g}" for q in spec.qs)))
+    if entry.tree:
+        tree = KindInputs(bins=spec.bins, branching=spec.branching).tree()
+        given = spec.bins is not None or spec.branching is not None
+        rows.append(("quantile tree", f"{tree.bins} leaves, branching {tree.branching}"
+                     + ("" if given else " (the default)")))
     if spec.by:
         rows.append(("group by", ", ".join(spec.by)))
     if entry.domain and spec.groups:

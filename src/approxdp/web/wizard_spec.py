@@ -75,6 +75,8 @@ class ReleaseSpec:
     qs: tuple[float, ...] = ()
     casts: tuple[str, ...] = ()
     cast_errors: str = "drop"
+    bins: int | None = None
+    branching: int | None = None
 
     @property
     def label(self) -> str:
@@ -93,7 +95,7 @@ class ReleaseSpec:
         return KindInputs(columns=self.columns, bounds=self.bounds, by=self.by,
                           domain=typed_domain(self, schema),
                           outside_domain="drop" if self.outside_domain == "drop" else "error",
-                          qs=self.qs)
+                          qs=self.qs, bins=self.bins, branching=self.branching)
 
 
 def _names(value: object) -> tuple[str, ...]:
@@ -122,7 +124,8 @@ def read_spec(
     of ε and δ, as ``--bounds private``), ``low``, ``high``, ``by``, ``columns``, ``domain``
     (lines ``COLUMN=V1,V2``), ``outside_domain``, ``epsilon``, ``delta``, ``level``,
     ``privacy_unit`` (empty: each row), ``max_partitions``, ``max_rows_per_partition``,
-    ``neighbouring``, ``qs``, ``casts``, ``cast_errors``. Errors are tagged with their field
+    ``neighbouring``, ``qs``, ``bins``, ``branching`` (a quantile tree's shape; empty: the
+    default), ``casts``, ``cast_errors``. Errors are tagged with their field
     (:func:`~.forms.on_field`) when the message does not name it.
 
     Raises:
@@ -208,6 +211,7 @@ def read_spec(
                 _check_column("group-by", column, schema)
     if entry.qs:
         qs = _probabilities("qs", form.get("qs"))
+    bins, branching = _tree_shape(form) if entry.tree else (None, None)
     with on_field("domain"):
         lines = [ln.strip() for ln in str(form.get("domain") or "").splitlines() if ln.strip()]
         raw = parse_domain(lines) if entry.domain else {}
@@ -225,8 +229,21 @@ def read_spec(
         by=by, domain={c: tuple(v) for c, v in raw.items()}, outside_domain=outside,
         level=level, privacy_unit=unit, max_partitions=max_partitions,
         max_rows_per_partition=max_rows, neighbouring=neighbouring, qs=qs, casts=casts,
-        cast_errors=cast_errors,
+        cast_errors=cast_errors, bins=bins, branching=branching,
     )
+
+
+def _tree_shape(form: Mapping[str, object]) -> tuple[int | None, int | None]:
+    """A quantile tree's ``bins`` and ``branching`` as typed (empty: the default shape),
+    checked by the registry's own rule (``bins`` a power of ``branching``)."""
+    given: dict[str, int | None] = {}
+    for name in ("bins", "branching"):
+        text = str(form.get(name) or "").strip()
+        with on_field(name):
+            given[name] = integer(name, text, 2) if text else None
+    with on_field("bins" if given["bins"] is not None else "branching"):
+        KindInputs(bins=given["bins"], branching=given["branching"]).tree()
+    return given["bins"], given["branching"]
 
 
 def _probabilities(name: str, text: object) -> tuple[float, ...]:

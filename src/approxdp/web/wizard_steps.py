@@ -86,7 +86,8 @@ def release(spec: ReleaseSpec, schema: Mapping[str, str], ledger: Path) -> dict[
                   "bounds": (list(spec.bounds) if isinstance(spec.bounds, tuple)
                              else spec.bounds),
                   "domain": {c: list(v) for c, v in spec.domain.items()} or None,
-                  "qs": list(spec.qs) or None, "casts": list(spec.casts) or None,
+                  "qs": list(spec.qs) or None, "bins": spec.bins, "branching": spec.branching,
+                  "casts": list(spec.casts) or None,
                   "cast_errors": spec.cast_errors if spec.casts else None},
         "result": release_dict(result),
         "budget": budget_dict(status),
@@ -118,7 +119,8 @@ def release_script(spec: ReleaseSpec, schema: Mapping[str, str], ledger: Path | 
     options = table_options(spec)
     inputs = spec.inputs(schema)
     fields = {"columns": inputs.columns, "bounds": inputs.bounds, "by": inputs.by,
-              "domain": inputs.domain, "qs": inputs.qs}
+              "domain": inputs.domain, "qs": inputs.qs, "bins": inputs.bins,
+              "branching": inputs.branching}
     given = [f"{k}={v!r}" for k, v in fields.items() if v]
     if inputs.domain and inputs.outside_domain != "error":
         given.append(f"outside_domain={inputs.outside_domain!r}")

@@ -33,7 +33,8 @@ from __future__ import annotations
 import json
 import os
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from fractions import Fraction
 from typing import Any, Literal
 
 from approxdp.accounting.budget.arguments import (
@@ -59,7 +60,8 @@ from approxdp.accounting.budget.filter import (
     close_commitment,
     new_filter,
 )
-from approxdp.accounting.budget.filter_state import ZERO
+from approxdp.accounting.budget.filter_rdp import new_rdp_share
+from approxdp.accounting.budget.filter_state import ZERO, RdpShare
 from approxdp.accounting.budget.ledger import (
     Decision,
     FilterLogEntry,
@@ -80,6 +82,7 @@ from approxdp.errors import (
     InvalidParameterError,
     LedgerRecertificationWarning,
     ParameterTypeError,
+    UnknownMethodError,
 )
 from approxdp.events import PrivacyEvent
 
@@ -119,6 +122,30 @@ class PrivacyAccountant:
             (0, :data:`AUTO_SHARE_DELTA` · δ), for partition selection, fixed at the first
             spend or commitment if that one fits with it, else no share — decided before any
             noise is drawn, so it is as fixed in advance as a share given here.
+        rdp_share: an (ε_R, δ_R) within the budget, fixed now, for a **Rényi filter** at orders
+            fixed now (``rdp_orders``; default
+            :data:`~approxdp.accounting.budget.filter_rdp.DEFAULT_SHARE_ORDERS`) inside the
+            ``"gdp"`` filter: subsampled Gaussians (DP-SGD steps) spent one at a time, after
+            the first spend, are charged their Rényi divergence there (tight for DP-SGD)
+            instead of their Gaussian's μ²; Gaussian and pure-ε events go there when the
+            Gaussian-DP room (and basic share) cannot take them. The share is part of the
+            block declared at creation, so it costs the Gaussian-DP room what its (ε_R, δ_R)
+            takes; ``rdp_share=budget`` makes the whole ledger a Rényi filter (Feldman & Zrnic
+            2021; :mod:`~approxdp.accounting.budget.filter_rdp`). In-memory budgets only in
+            this version. None: no share.
+        rdp_orders: the Rényi share's orders α > 1 (at most 1024), fixed now; the share's δ_R
+            is split evenly between them.
+        sub_budgets: ``{"name": (ε_i, δ_i)}`` or ``{"name": {"budget": (ε_i, δ_i), ...}}``
+            (the other keys: ``composition``, ``basic_share``, ``rdp_share``, ``rdp_orders``,
+            ``sub_budgets``): ledgers of their own, fixed now, reached by :meth:`sub`. Each is
+            a valid filter on its (ε_i, δ_i), so an (ε_i, δ_i)-DP interactive mechanism; run
+            concurrently with this ledger they compose as their curves do (Vadhan & Zhang
+            2023, arXiv:2207.08335; Haney et al. 2023, arXiv:2309.05901), so each enters this
+            ledger's block declared at creation as an (ε_i, δ_i) event, checked once by
+            certified PLD (``"gdp"`` filter, in-memory budgets only). Spends in different
+            sub-budgets may then be interleaved in any order. This ledger's own block is then
+            fixed at creation (a sub-budget may draw noise before its first spend): plans it
+            commits are charged up front, and its first spend like any other.
         read_only: open the ``ledger`` file only to read it (a file the user may only read;
             an older schema is read as it is): :meth:`spend` and :meth:`commit` then refuse.
 
@@ -137,6 +164,9 @@ class PrivacyAccountant:
         *,
         adaptivity: str | None = None,
         basic_share: tuple[float, float] | Literal["auto"] | None = None,
+        rdp_share: tuple[float, float] | None = None,
+        rdp_orders: Iterable[float] | None = None,
+        sub_budgets: Mapping[str, Any] | None = None,
         read_only: bool = False,
     ) -> None:
         settings = None
@@ -174,13 +204,17 @@ class PrivacyAccountant:
                 f"basic_share is a share of the 'gdp' filter's budget; composition="
                 f"{self._composition!r} has none (got basic_share={self._share})"
             )
+        rdp = self._rdp_share(rdp_share, rdp_orders, ledger)
+        self._subs = self._sub_ledgers(sub_budgets, ledger)
+        subs = tuple((name, Fraction(a.budget[0]), Fraction(a.budget[1]))
+                     for name, a in self._subs.items())
         self._persistent = ledger is not None
         self._ledger: Ledger
         if ledger is None:
             start = None
             if self._filter_kind is not None:
                 start = new_filter(self._filter_kind, self.budget, self._share,
-                                   pending=pending)
+                                   pending=pending, rdp=rdp, subs=subs)
             self._ledger = MemoryLedger(start)
         else:
             from approxdp.accounting.budget.sqlite_ledger import SQLiteLedger
@@ -229,6 +263,96 @@ class PrivacyAccountant:
         if f is None or f.share == (ZERO, ZERO) or f.kind != "gdp":
             return self._share
         return (float(f.share[0]), float(f.share[1]))
+
+    def _rdp_share(self, share: Any, orders: Any, ledger: object) -> RdpShare | None:
+        """The Rényi share asked for (checked), or None."""
+        if share is None:
+            if orders is not None:
+                raise InvalidParameterError(
+                    "rdp_orders sets the orders of a Rényi share: pass rdp_share=(epsilon, "
+                    f"delta) with it (got rdp_orders={orders!r} and no rdp_share)"
+                )
+            return None
+        if self._composition != "gdp":
+            raise InvalidParameterError(
+                f"rdp_share is a share of the 'gdp' filter's budget; composition="
+                f"{self._composition!r} has none (got rdp_share={share!r})"
+            )
+        if ledger is not None:
+            raise InvalidParameterError(
+                "rdp_share is for an in-memory budget in this version: a ledger file cannot "
+                f"store a Rényi share yet (got rdp_share={share!r} with ledger={ledger!r})"
+            )
+        return new_rdp_share(share, orders, self.budget)
+
+    def _sub_ledgers(self, specs: Any, ledger: object) -> dict[str, PrivacyAccountant]:
+        """The sub-budgets' ledgers (checked), by name."""
+        if specs is None:
+            return {}
+        if not isinstance(specs, Mapping) or not specs:
+            raise ParameterTypeError(
+                "sub_budgets must be a non-empty mapping {name: (epsilon, delta)} or {name: "
+                f"{{'budget': (epsilon, delta), ...}}}}, got sub_budgets={specs!r}"
+            )
+        if self._composition != "gdp":
+            raise InvalidParameterError(
+                f"sub_budgets are shares of the 'gdp' filter's budget; composition="
+                f"{self._composition!r} has none"
+            )
+        if ledger is not None:
+            raise InvalidParameterError(
+                "sub_budgets are for an in-memory budget in this version: a ledger file cannot "
+                f"store them yet (got ledger={ledger!r})"
+            )
+        out: dict[str, PrivacyAccountant] = {}
+        allowed = {"budget", "composition", "basic_share", "rdp_share", "rdp_orders",
+                   "sub_budgets"}
+        for name, spec in specs.items():
+            if not isinstance(name, str) or not name:
+                raise ParameterTypeError(
+                    f"sub_budgets names must be non-empty strings, got {name!r}"
+                )
+            kwargs = dict(spec) if isinstance(spec, Mapping) else {"budget": spec}
+            if "budget" not in kwargs or not set(kwargs) <= allowed:
+                raise InvalidParameterError(
+                    f"sub_budgets[{name!r}] must be an (epsilon, delta) pair or a mapping with "
+                    f"'budget' and any of {sorted(allowed - {'budget'})}, got {spec!r}"
+                )
+            eps_i, delta_i = check_budget(kwargs["budget"])
+            if eps_i > self._epsilon or delta_i > self._delta:
+                raise InvalidParameterError(
+                    f"sub_budgets[{name!r}] = ({eps_i:g}, {delta_i:g}) is not within the "
+                    f"budget ({self._epsilon:g}, {self._delta:g})"
+                )
+            out[name] = PrivacyAccountant(**kwargs)
+        return out
+
+    def sub(self, name: str) -> PrivacyAccountant:
+        """The ledger of sub-budget ``name`` (``sub_budgets=``): spend on it as on any
+        accountant; it never takes more than its own (ε_i, δ_i).
+
+        Raises:
+            UnknownMethodError: no sub-budget of that name.
+        """
+        try:
+            return self._subs[name]
+        except (KeyError, TypeError):
+            raise UnknownMethodError(
+                f"this ledger has no sub-budget {name!r}; its sub-budgets: "
+                f"{sorted(self._subs)} (set them at creation: sub_budgets={{name: "
+                "(epsilon, delta)}})"
+            ) from None
+
+    @property
+    def sub_budgets(self) -> dict[str, tuple[float, float]]:
+        """Each sub-budget's (ε_i, δ_i), by name (empty: none)."""
+        return {name: a.budget for name, a in self._subs.items()}
+
+    @property
+    def rdp_share(self) -> RdpShare | None:
+        """The Rényi share fixed at creation (orders, budgets and what is used), or None."""
+        f = self._ledger.state().filter
+        return None if f is None else f.rdp
 
     def _auto_share(self, share: str, ledger: object) -> tuple[float, float] | None:
         """The pending share of ``basic_share="auto"`` (None where the rule has no share)."""
@@ -441,7 +565,12 @@ class PrivacyAccountant:
     def explain(self) -> str:
         """What certifies this ledger's total, in a few lines (for people)."""
         state = self._ledger.state()
-        return explain_text(state, self._status(state))
+        text = explain_text(state, self._status(state))
+        for name, sub in self._subs.items():
+            r = sub.remaining()
+            text += (f"\nsub-budget {name!r}: (ε, δ) = {sub.budget} (a ledger of its own, "
+                     f"fixed at creation, part of the declared block); {r.count} spend(s)")
+        return text
 
     def history(self) -> tuple[SpendRecord, ...]:
         """Every accepted spend, oldest first (no side effects)."""

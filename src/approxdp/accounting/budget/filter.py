@@ -82,6 +82,7 @@ from approxdp.accounting.budget.filter_charge import (
     _share_fits,
 )
 from approxdp.accounting.budget.filter_parts import PartCost, _parts_of_key, part_costs
+from approxdp.accounting.budget.filter_rdp import charge_rdp, rdp_left
 from approxdp.accounting.budget.filter_rooms import (
     FilterRefusedError,
     budget_rho,
@@ -94,6 +95,7 @@ from approxdp.accounting.budget.filter_state import (
     Commitment,
     FilterKind,
     FilterState,
+    RdpShare,
 )
 from approxdp.accounting.serialization import event_key
 from approxdp.errors import InvalidParameterError
@@ -124,11 +126,43 @@ __all__ = [
 
 def new_filter(kind: FilterKind, budget: tuple[float, float],
                share: tuple[float, float] | None = None, *,
-               pending: tuple[float, float] | None = None) -> FilterState:
+               pending: tuple[float, float] | None = None,
+               rdp: RdpShare | None = None,
+               subs: tuple[tuple[str, Fraction, Fraction], ...] = ()) -> FilterState:
     """The state of a new ledger: the ``"basic"`` filter's share is the whole budget; the
     ``"gdp"`` filter's basic share (if any) is declared now and sets the room. ``pending``:
     a basic share to fix at the first spend or commitment instead, if it fits then with what
-    is admitted (:func:`_share_options`); exclusive with ``share``."""
+    is admitted (:func:`_share_options`); exclusive with ``share``. ``rdp``: a Rényi share
+    (:mod:`~approxdp.accounting.budget.filter_rdp`), declared now: it sets the room too, as do
+    the sub-budgets ``subs`` ((name, ε_i, δ_i): each an (ε_i, δ_i)-DP ledger of its own, run
+    concurrently with this one; Vadhan & Zhang 2023, arXiv:2207.08335)."""
+    if rdp is not None or subs:
+        option = "rdp_share" if rdp is not None else "sub_budgets"
+        if kind != "gdp":
+            raise InvalidParameterError(
+                f"{option} is a share of the 'gdp' filter's budget; the 'basic' filter has none"
+            )
+        start = dataclasses.replace(new_filter(kind, budget, share, pending=pending), rdp=rdp,
+                                    subs=subs)
+        try:
+            room = declared_room(budget, (), start.share, start.fixed_pairs)
+        except FilterRefusedError as exc:
+            fixed = ", ".join(f"({float(e):g}, {float(d):g})" for e, d in start.fixed_pairs)
+            raise InvalidParameterError(
+                f"the shares fixed at creation ({option}: {fixed}) do not fit the budget "
+                f"{budget} together with the basic share: {exc}"
+            ) from None
+        if not subs:
+            return dataclasses.replace(start, room=room)
+        # Sub-budgets are ledgers of their own: their noise may be drawn before this ledger's
+        # first spend, so this ledger's block must not grow after creation (its curve, in the
+        # concurrent composition, is fixed now): it starts past its first spend, and an
+        # "auto" basic share is decided now.
+        start = dataclasses.replace(start, room=room, pristine=False)
+        if start.pending_share is not None:
+            options = _share_options(dataclasses.replace(start, pristine=True), budget)
+            start = dataclasses.replace(options[0], pristine=False)
+        return start
     if pending is not None and pending != (0.0, 0.0):
         if kind != "gdp" or share is not None:
             raise InvalidParameterError(
@@ -166,8 +200,13 @@ def new_filter(kind: FilterKind, budget: tuple[float, float],
 
 def _charge_part(state: FilterState, part: PartCost, budget: tuple[float, float],
                  what: str) -> tuple[FilterState, float, tuple[Fraction, Fraction]]:
-    """Charge one part to the room if it fits there, else to the basic share; refuse
-    otherwise (with the reason)."""
+    """Charge one part to the room if it fits there, else to the basic share, else to the
+    Rényi share (a subsampled Gaussian: to the Rényi share first, where it is charged its
+    amplified divergence); refuse otherwise (with the reason)."""
+    if part.subsampled and state.rdp is not None:
+        rdp_first = charge_rdp(state, part.key)
+        if rdp_first is not None:
+            return rdp_first, 0.0, (ZERO, ZERO)
     if part.gdp is not None and state.kind == "gdp":
         trial = dataclasses.replace(state, gdp_used=add_up(state.gdp_used, part.gdp))
         if _room_fits(trial, budget):
@@ -177,6 +216,9 @@ def _charge_part(state: FilterState, part: PartCost, budget: tuple[float, float]
         trial = dataclasses.replace(state, share_used=used)
         if _share_fits(trial):
             return trial, 0.0, part.basic
+    in_rdp = None if part.subsampled else charge_rdp(state, part.key)
+    if in_rdp is not None:
+        return in_rdp, 0.0, (ZERO, ZERO)
     raise FilterRefusedError(_refusal(state, part, budget, what))
 
 
@@ -216,7 +258,7 @@ def _declare(state: FilterState, parts: Sequence[tuple[PartCost, int]],
     room = state.room
     if block:
         try:
-            room = declared_room(budget, declared, state.share)
+            room = declared_room(budget, declared, state.share, state.fixed_pairs)
         except FilterRefusedError as exc:
             raise FilterRefusedError(f"{what} does not fit: {exc}") from None
     trial = dataclasses.replace(state, declared=declared, room=room,
@@ -240,9 +282,12 @@ def _share_options(state: FilterState, budget: tuple[float, float]) -> list[Filt
     if state.pending_share is None:
         return [state]
     share = state.pending_share
-    with_share = dataclasses.replace(state, pending_share=None, share=share,
-                                     room=declared_room(budget, state.declared, share))
-    return [with_share, dataclasses.replace(state, pending_share=None)]
+    without = dataclasses.replace(state, pending_share=None)
+    try:
+        room = declared_room(budget, state.declared, share, state.fixed_pairs)
+    except FilterRefusedError:  # the share does not fit with a Rényi share: none
+        return [without]
+    return [dataclasses.replace(state, pending_share=None, share=share, room=room), without]
 
 
 def _first_fit(options: list[FilterState],
@@ -272,16 +317,36 @@ def admit_spend(state: FilterState, event: PrivacyEvent, budget: tuple[float, fl
         return dataclasses.replace(new, pristine=False), Charge(commitment=cid)
     parts = part_costs(event)
     if state.pristine and state.kind == "gdp":
-        new, charge = _first_fit(_share_options(state, budget),
-                                 lambda s: _declare(s, [(p, 1) for p in parts], budget, what))
-        return dataclasses.replace(new, pristine=False), charge
+        try:
+            new, charge = _first_fit(_share_options(state, budget),
+                                     lambda s: _declare(s, [(p, 1) for p in parts], budget,
+                                                        what))
+            return dataclasses.replace(new, pristine=False), charge
+        except FilterRefusedError:
+            if state.rdp is None:
+                raise
+            # the Rényi share may take what the declared block cannot (it is valid from any
+            # state); a pending basic share is then dropped, as when the request does not
+            # fit with it
+            state = dataclasses.replace(state, pending_share=None)
     gdp, basic = 0.0, (ZERO, ZERO)
     new = dataclasses.replace(state, pristine=False)
     for part in parts:
         new, g, b = _charge_part(new, part, budget, what)
         gdp = add_up(gdp, g)
         basic = (basic[0] + b[0], basic[1] + b[1])
-    return new, Charge(gdp=gdp, basic=basic)
+    return new, Charge(gdp=gdp, basic=basic, rdp=_rdp_charged(state, new))
+
+
+def _rdp_charged(old: FilterState, new: FilterState) -> tuple[tuple[float, float], ...]:
+    """(order, ρ) charged to the Rényi share between two states (empty if none), the order
+    with the most budget left after it first."""
+    if old.rdp is None or new.rdp is None or old.rdp.used == new.rdp.used:
+        return ()
+    pairs = [(a, max(n - o, 0.0)) for a, o, n in
+             zip(new.rdp.orders, old.rdp.used, new.rdp.used, strict=True)]
+    best = rdp_left(new.rdp)[0]
+    return tuple(sorted(pairs, key=lambda p: p[0] != best))
 
 
 def admit_commit(state: FilterState, items: Sequence[tuple[PrivacyEvent, int]], label: str,
@@ -294,10 +359,19 @@ def admit_commit(state: FilterState, items: Sequence[tuple[PrivacyEvent, int]], 
     what = f"committing plan {label!r}"
     planned = _merge((), ((event_key(ev), c) for ev, c in items))
     cid = len(state.commitments) + 1
+    declared: tuple[FilterState, Charge] | None = None
     if state.pristine and state.kind == "gdp":
         flat = [(p, c) for ev, c in items for p in part_costs(ev)]
-        new, charge = _first_fit(_share_options(state, budget),
-                                 lambda s: _declare(s, flat, budget, what))
+        try:
+            declared = _first_fit(_share_options(state, budget),
+                                  lambda s: _declare(s, flat, budget, what))
+        except FilterRefusedError:
+            if state.rdp is None:
+                raise
+            # as for a first spend: the Rényi share may take it, prepaid
+            state = dataclasses.replace(state, pending_share=None)
+    if declared is not None:
+        new, charge = declared
         # its Gaussian parts are charged exactly to the room, like a prepaid plan's: their
         # prices are kept so that closing the plan early refunds the unspent ones
         gaussian = [(key, p.gdp, ZERO, ZERO) for key, _ in planned
@@ -315,7 +389,7 @@ def admit_commit(state: FilterState, items: Sequence[tuple[PrivacyEvent, int]], 
                 basic = (basic[0] + b_each[0] * count, basic[1] + b_each[1] * count)
                 prices.append((key, g_each, b_each[0], b_each[1]))
         commitment = Commitment(cid, label, "prepaid", planned, planned, _price_table(prices))
-        charge = Charge(gdp=gdp, basic=basic)
+        charge = Charge(gdp=gdp, basic=basic, rdp=_rdp_charged(state, new))
     new = dataclasses.replace(new, commitments=(*new.commitments, commitment))
     return new, commitment, charge
 
@@ -331,7 +405,13 @@ def _price_table(prices: list[tuple[str, float, Fraction, Fraction]]) -> \
 
 def _charge_many(state: FilterState, part: PartCost, count: int, budget: tuple[float, float],
                  what: str) -> tuple[FilterState, float, tuple[Fraction, Fraction]]:
-    """``count`` copies of one part, all to the room or all to the share (per-copy price)."""
+    """``count`` copies of one part, all to the room, all to the basic share (per-copy price)
+    or all to the Rényi share (no price kept: not refunded if the plan is closed early, an
+    over-count only)."""
+    if part.subsampled and state.rdp is not None:
+        rdp_first = charge_rdp(state, part.key, count)
+        if rdp_first is not None:
+            return rdp_first, 0.0, (ZERO, ZERO)
     if part.gdp is not None and state.kind == "gdp":
         total = _times_up(part.gdp, count)
         trial = dataclasses.replace(state, gdp_used=add_up(state.gdp_used, total))
@@ -343,6 +423,9 @@ def _charge_many(state: FilterState, part: PartCost, count: int, budget: tuple[f
         trial = dataclasses.replace(state, share_used=used)
         if _share_fits(trial):
             return trial, 0.0, part.basic
+    in_rdp = None if part.subsampled else charge_rdp(state, part.key, count)
+    if in_rdp is not None:
+        return in_rdp, 0.0, (ZERO, ZERO)
     many = dataclasses.replace(part, gdp=None if part.gdp is None else
                                _times_up(part.gdp, count),
                                basic=None if part.basic is None else
@@ -414,15 +497,20 @@ def _withdraw(state: FilterState, cid: int, budget: tuple[float, float]) -> \
     if not others and state.auto_share is not None:  # back to the state at creation
         rebuilt = FilterState(kind=state.kind, pending_share=state.auto_share,
                               auto_share=state.auto_share, commitments=state.commitments,
-                              over=state.over)
+                              over=state.over, rdp=state.rdp, subs=state.subs)
+        if state.fixed_pairs:
+            rebuilt = dataclasses.replace(
+                rebuilt, room=declared_room(budget, (), rebuilt.share, state.fixed_pairs))
         commits = tuple(dataclasses.replace(c, closed=True) if c.id == cid else c
                         for c in state.commitments)
         return dataclasses.replace(rebuilt, commitments=commits), \
             Charge(gdp=-state.gdp_used, commitment=cid)
     rebuilt = FilterState(kind=state.kind, share=state.share, commitments=state.commitments,
-                          over=state.over, auto_share=state.auto_share)
-    if state.share != (ZERO, ZERO):
-        rebuilt = dataclasses.replace(rebuilt, room=declared_room(budget, (), state.share))
+                          over=state.over, auto_share=state.auto_share, rdp=state.rdp,
+                          subs=state.subs)
+    if state.share != (ZERO, ZERO) or state.fixed_pairs:
+        rebuilt = dataclasses.replace(
+            rebuilt, room=declared_room(budget, (), state.share, state.fixed_pairs))
     try:
         for c in others:
             flat = [(p, n) for key, n in c.planned for p in _parts_of_key(key)]

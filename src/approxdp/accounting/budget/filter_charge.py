@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from approxdp.accounting.budget.filter_parts import PartCost
+from approxdp.accounting.budget.filter_rdp import rdp_left
 from approxdp.accounting.budget.filter_rooms import _gauss_fits, budget_rho
 from approxdp.accounting.budget.filter_state import (
     ZERO,
@@ -31,12 +32,14 @@ class Charge:
         basic: (ε, δ) charged to the basic share.
         declared: parts added to the declared block (charged by its PLD).
         commitment: the plan it was spent from, if any.
+        rdp: (order, ρ) charged to the Rényi share, at each of its orders (empty: none).
     """
 
     gdp: float = 0.0
     basic: tuple[Fraction, Fraction] = (ZERO, ZERO)
     declared: tuple[tuple[str, int], ...] = ()
     commitment: int | None = None
+    rdp: tuple[tuple[float, float], ...] = ()
 
     def describe(self, kind: FilterKind) -> str:
         """One line for the spend's ``rule`` column."""
@@ -50,13 +53,19 @@ class Charge:
         if self.basic != (ZERO, ZERO):
             parts.append(f"basic share (ε, δ) = ({float(self.basic[0]):.6g}, "
                          f"{float(self.basic[1]):.6g})")
+        if any(r > 0.0 for _, r in self.rdp):
+            order, rho = self.rdp[0]  # the share's order with the most left
+            parts.append(f"Rényi share ρ = {rho:.6g} at α = {order:g} (and at "
+                         f"{len(self.rdp) - 1} other orders)")
         return f"filter '{kind}': " + ("; ".join(parts) if parts else "free")
 
     def to_json(self) -> str:
         """The charge as JSON."""
         return json.dumps({"gdp": self.gdp, "basic": [str(self.basic[0]), str(self.basic[1])],
                            "declared": [list(p) for p in self.declared],
-                           "commitment": self.commitment}, sort_keys=True)
+                           "commitment": self.commitment,
+                           **({"rdp": [list(p) for p in self.rdp]} if self.rdp else {})},
+                          sort_keys=True)
 
 
 def _room_fits(state: FilterState, budget: tuple[float, float]) -> bool:
@@ -79,6 +88,11 @@ def _left(state: FilterState, budget: tuple[float, float]) -> str:
                 f"{_fmt(state.share[1] - state.share_used[1])})")
     room = budget_rho(budget) if state.room is None else state.room
     out = f"Gaussian-DP room left: μ² = {max(room - state.gdp_used, 0.0):.6g} of {room:.6g}"
+    if state.rdp is not None:
+        order, used, total = rdp_left(state.rdp)
+        out += (f"; Rényi share (ε, δ) = ({_fmt(state.rdp.epsilon)}, {_fmt(state.rdp.delta)}) "
+                f"left: ρ = {max(total - used, 0.0):.6g} of {total:.6g} at α = {order:g}, its "
+                "order with the most left")
     if state.share != (ZERO, ZERO):
         out += (f"; basic share left: (ε, δ) = ({_fmt(state.share[0] - state.share_used[0])}, "
                 f"{_fmt(state.share[1] - state.share_used[1])})")
@@ -113,8 +127,10 @@ def _refusal(state: FilterState, part: PartCost, budget: tuple[float, float], wh
     note = ""
     if '"SubsampledEvent"' in part.key and '"type": "GaussianEvent"' in part.key:
         note = ("; a subsampled Gaussian spent after the first spend costs its Gaussian's μ² "
-                "(no amplification): commit the whole run before the first spend to charge it "
-                "by its privacy-loss distribution")
+                "(no amplification) unless a Rényi share takes it: commit the whole run before "
+                "the first spend to charge it by its privacy-loss distribution, or create the "
+                "ledger with PrivacyAccountant(..., rdp_share=(epsilon, delta)) to spend "
+                "DP-SGD steps one at a time by their Rényi divergence")
     return f"{head}: {detail}; {_left(state, budget)}{note}"
 
 

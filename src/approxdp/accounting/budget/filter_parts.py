@@ -42,12 +42,14 @@ class PartCost:
         gdp: μ² in Gaussian-DP room (rounded up), or None if no Gaussian dominates the part.
         basic: its (ε, δ) for a basic share, or None if it has none of its own (a Gaussian).
         gaussian: True for a plain Gaussian release (declared blocks charge it exactly).
+        subsampled: True for a subsampled Gaussian (a Rényi share charges it first).
     """
 
     key: str
     gdp: float | None
     basic: tuple[Fraction, Fraction] | None
     gaussian: bool = False
+    subsampled: bool = False
 
 
 def _square_up(mu: float) -> float:
@@ -105,7 +107,7 @@ def _(event: SubsampledEvent) -> tuple[PartCost, ...]:
         # dominated by its own Gaussian (joint convexity of the hockey-stick divergence), which
         # is all a Gaussian-DP room can say of it: no amplification after the first spend
         rho = contribution(event.event).rho
-        return (PartCost(event_key(event), rho, None),) if rho > 0 else ()
+        return (PartCost(event_key(event), rho, None, subsampled=True),) if rho > 0 else ()
     if not contrib.items:
         return ()
     ((eps, delta),) = contrib.items

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal, TypeAlias
 
-__all__ = ["FILTERS", "ZERO", "Commitment", "FilterKind", "FilterState", "Pricing"]
+__all__ = ["FILTERS", "ZERO", "Commitment", "FilterKind", "FilterState", "Pricing", "RdpShare"]
 
 FilterKind: TypeAlias = Literal["gdp", "basic"]
 FILTERS: tuple[FilterKind, ...] = ("gdp", "basic")
@@ -59,6 +59,37 @@ class Commitment:
 
 
 @dataclass(frozen=True, slots=True)
+class RdpShare:
+    """A Rényi-DP share of the budget, fixed when the ledger is created: a Rényi filter at
+    orders fixed then (:mod:`approxdp.accounting.budget.filter_rdp` gives its theorem).
+
+    Attributes:
+        epsilon, delta: the (ε_R, δ_R) the share is certified for (part of the declared block
+            whose privacy-loss distribution sets the Gaussian-DP room).
+        orders: the Rényi orders α_j, fixed at creation.
+        budgets: each order's Rényi budget B_j (rounded down): (α_j, B_j)-RDP converts to
+            (ε_R, δ_R / k)-DP, k = the number of orders.
+        used: Σρ_t(α_j) charged to each order (rounded up).
+    """
+
+    epsilon: Fraction
+    delta: Fraction
+    orders: tuple[float, ...]
+    budgets: tuple[float, ...]
+    used: tuple[float, ...]
+
+    @property
+    def pair(self) -> tuple[Fraction, Fraction]:
+        """(ε_R, δ_R)."""
+        return (self.epsilon, self.delta)
+
+    def alive(self, used: tuple[float, ...] | None = None) -> bool:
+        """True while some order is within its budget (with ``used`` instead, if given)."""
+        return any(u <= b for u, b in zip(self.used if used is None else used, self.budgets,
+                                          strict=True))
+
+
+@dataclass(frozen=True, slots=True)
 class FilterState:
     """The filter's state: every number its certificate rests on, fixed as it was decided.
 
@@ -80,6 +111,10 @@ class FilterState:
             (``basic_share="auto"``), or None (states written before it existed: None).
         auto_share: the ``"auto"`` share asked for at creation, kept once decided (a plan
             withdrawn before any spend puts the decision back), or None.
+        rdp: the Rényi-DP share fixed at creation (``rdp_share=``), or None (states written
+            before it existed: None).
+        subs: the sub-budgets fixed at creation (``sub_budgets=``): (name, ε_i, δ_i), each a
+            ledger of its own, part of the declared block (states written before: ()).
     """
 
     kind: FilterKind = "gdp"
@@ -93,6 +128,15 @@ class FilterState:
     over: str | None = None
     pending_share: tuple[Fraction, Fraction] | None = None
     auto_share: tuple[Fraction, Fraction] | None = None
+    rdp: RdpShare | None = None
+    subs: tuple[tuple[str, Fraction, Fraction], ...] = ()
+
+    @property
+    def fixed_pairs(self) -> tuple[tuple[Fraction, Fraction], ...]:
+        """The (ε, δ) of every share fixed at creation other than the basic share — the Rényi
+        share, the sub-budgets — as parts of the declared block."""
+        pairs = () if self.rdp is None else (self.rdp.pair,)
+        return (*pairs, *((e, d) for _, e, d in self.subs))
 
     def to_json(self) -> str:
         """The state as JSON (fractions as exact "p/q" strings)."""
@@ -102,7 +146,7 @@ class FilterState:
                 return str(value)
             if isinstance(value, tuple | list):
                 return [plain(v) for v in value]
-            if isinstance(value, Commitment):
+            if isinstance(value, Commitment | RdpShare):
                 return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
             return value
 
@@ -138,4 +182,11 @@ class FilterState:
             pending_share=None if obj.get("pending_share") is None else
             frac2(obj["pending_share"]),
             auto_share=None if obj.get("auto_share") is None else frac2(obj["auto_share"]),
+            rdp=None if obj.get("rdp") is None else RdpShare(
+                epsilon=Fraction(obj["rdp"]["epsilon"]), delta=Fraction(obj["rdp"]["delta"]),
+                orders=tuple(float(a) for a in obj["rdp"]["orders"]),
+                budgets=tuple(float(b) for b in obj["rdp"]["budgets"]),
+                used=tuple(float(u) for u in obj["rdp"]["used"]),
+            ),
+            subs=tuple((str(n), Fraction(e), Fraction(d)) for n, e, d in obj.get("subs", ())),
         )

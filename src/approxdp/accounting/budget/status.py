@@ -22,6 +22,7 @@ from approxdp.accounting.budget.filter import (
     budget_rho,
     gdp_equivalent,
 )
+from approxdp.accounting.budget.filter_rdp import rdp_left
 from approxdp.accounting.budget.filter_state import ZERO
 from approxdp.accounting.budget.rules import delta_at, epsilon_at
 from approxdp.accounting.composition.gaussian import sigma_from_rho
@@ -206,6 +207,12 @@ def explain_text(state: LedgerState, s: BudgetStatus) -> str:
         if s.basic_share is not None and s.basic_share_used is not None:
             lines.append(f"basic share: (ε, δ) = {s.basic_share}, used "
                          f"{s.basic_share_used}")
+        if f.rdp is not None:
+            order, used, total = rdp_left(f.rdp)
+            lines.append(f"Rényi share (a Rényi filter, fixed at creation): (ε, δ) = "
+                         f"({float(f.rdp.epsilon):g}, {float(f.rdp.delta):g}) at orders "
+                         f"{', '.join(f'{a:g}' for a in f.rdp.orders)}; ρ = {used:.6g} used "
+                         f"of {total:.6g} at α = {order:g}, its order with the most left")
     elif f is not None:
         lines.append(f"basic composition: Σ(ε, δ) = ({float(f.share_used[0]):.6g}, "
                      f"{float(f.share_used[1]):.6g})")

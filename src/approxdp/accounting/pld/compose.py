@@ -253,12 +253,13 @@ def _rebound(
     lam = window.lam + shift
     top = (window.a_idx + window.n) * h
     bottom = window.a_idx * h
-    beyond = chernoff_at(supports, lam=0.0, edge=top, upper=True)
+    # each from the θ the plan found for its edge (the edges moved only by rounding)
+    beyond = chernoff_at(supports, lam=0.0, edge=top, upper=True, start=window.beyond[0])
     # both minimize K(u) − (u − λ₀)·top over u ≥ λ₀: where beyond's u is above λ it serves both
     alias = (beyond[0] - lam, beyond[1]) if beyond[0] > lam else chernoff_at(
-        supports, lam=lam, edge=top, upper=True
+        supports, lam=lam, edge=top, upper=True, start=window.alias[0] - shift
     )
-    low = chernoff_at(supports, lam=0.0, edge=bottom, upper=False)
+    low = chernoff_at(supports, lam=0.0, edge=bottom, upper=False, start=window.below[0])
     return Window(window.lam, window.a_idx, window.n, beyond, alias, low)
 
 
@@ -319,7 +320,8 @@ def compose(
             needed=window.n,
         )
     # the Chernoff exponents for the edges the window really has
-    window = _rebound(supports, Window(window.lam, a_idx, n), lam_shift, h)
+    window = _rebound(supports, Window(window.lam, a_idx, n, window.beyond, window.alias,
+                                       window.below), lam_shift, h)
     # every left-out term bounded at the Chernoff exponents chosen for the window's edges
     # (each K exact; a window rounded up to an FFT size only makes them smaller)
     top = (a_idx + n) * h

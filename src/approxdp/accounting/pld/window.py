@@ -60,6 +60,7 @@ class Support:
         self.ref = float(losses[losses.size // 2]) if losses.size else 0.0
         self.l = losses - self.ref  # centred: the variance keeps its digits
         self.l2 = self.l * self.l
+        self.reach = float(np.abs(self.l).max()) if losses.size else 0.0
         self.lo = float(losses[0]) if losses.size else 0.0
         self.hi = float(losses[-1]) if losses.size else 0.0
         self._memo: dict[float, tuple[float, float, float]] = {}
@@ -72,15 +73,22 @@ class Support:
             return hit
         if self.l.size == 0:
             return -math.inf, 0.0, 0.0
-        # (the planner's inner loop: hundreds of calls per ε over the whole support)
-        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        # (the planner's inner loop: hundreds of calls per ε over the whole support; on a
+        # small one the call's overhead is most of it: no error-state switch where u·l
+        # cannot overflow)
+        if abs(u) * self.reach < 1e300:
             a = self.l * u
             a += self.logp
             top = float(a.max())
-            if not math.isfinite(top):  # u beyond float range: callers treat NaN as "too far"
+        else:
+            with np.errstate(over="ignore", invalid="ignore"):
+                a = self.l * u
+                a += self.logp
+            top = float(a.max())
+            if not math.isfinite(top):  # u beyond float range: callers read NaN as too far
                 return math.nan, math.nan, math.nan
-            a -= top
-            _exp_floored(a)
+        a -= top
+        _exp_floored(a)
         s0 = float(a.sum())
         m = float(np.einsum("i,i", a, self.l)) / s0
         var = float(np.einsum("i,i", a, self.l2)) / s0 - m * m
@@ -364,16 +372,19 @@ def _newton(mo: Moments, edge: float, theta: float, sign: float) -> float:
     return theta - (mo.mean - edge) * sign / mo.var
 
 
-def chernoff_at(parts: Parts, *, lam: float, edge: float, upper: bool) -> tuple[float, float]:
+def chernoff_at(
+    parts: Parts, *, lam: float, edge: float, upper: bool, start: float = 0.0
+) -> tuple[float, float]:
     """(θ, K(λ ± θ)) with θ ≥ 0 minimizing the Chernoff bound K(λ ± θ) ∓ θ·edge on the mass
     beyond a given ``edge`` (above it, or below it): K'(λ ± θ) = edge, by safeguarded Newton
-    (any θ gives a valid bound)."""
+    (any θ gives a valid bound) from ``start`` if positive (e.g. the θ a planned window found
+    for an edge near this one: Newton then needs a step or two instead of seven)."""
     sign = 1.0 if upper else -1.0
     m0 = composed_moments(parts, lam)
     if (m0.mean - edge) * sign >= 0.0:  # the edge is on the near side of the mean: θ = 0
         return 0.0, m0.k
     lo, hi = 0.0, math.inf
-    theta = _newton(m0, edge, 0.0, sign)
+    theta = start if 0.0 < start < math.inf else _newton(m0, edge, 0.0, sign)
     best = (0.0, m0.k, m0.k)  # (θ, K, bound)
     for _ in range(80):
         mo = composed_moments(parts, lam + sign * theta)

@@ -42,7 +42,8 @@ FIELDS = {
     "outside_domain": "wiz_outside_domain", "epsilon": "wiz_epsilon", "delta": "wiz_delta",
     "level": "wiz_level", "privacy_unit": "wiz_unit", "max_partitions": "wiz_max_partitions",
     "max_rows_per_partition": "wiz_max_rows", "neighbouring": "wiz_neighbouring",
-    "qs": "wiz_qs", "casts": "wiz_casts", "cast_errors": "wiz_cast_errors", "rows": "wiz_rows",
+    "qs": "wiz_qs", "bins": "wiz_bins", "branching": "wiz_branching", "casts": "wiz_casts",
+    "cast_errors": "wiz_cast_errors", "rows": "wiz_rows",
 }
 
 
@@ -127,6 +128,18 @@ def panel(config: ServeConfig, schema: Mapping[str, str]) -> Any:
             _when(lambda k: k.qs),
             text_field("wiz_qs", "quantiles (comma-separated)", "0.25, 0.5, 0.75",
                        on_blur=True),
+        ),
+        ui.panel_conditional(
+            _when(lambda k: k.tree),
+            ui.layout_columns(
+                text_field("wiz_bins", "tree leaves, bins (empty: 1024)", "", on_blur=True),
+                text_field("wiz_branching", "branching (empty: 32)", "", on_blur=True),
+                col_widths=(6, 6)),
+            ui.tags.small("The quantile tree's shape is public (it shows in the release): "
+                          "choose it from what you know, not from the data — bins a power of "
+                          "branching; e.g. 64 and 8 for a few hundred values. A release that "
+                          "is not informative names the shape expected to do better.",
+                          class_="text-muted d-block mb-2"),
         ),
         ui.panel_conditional(
             _when(lambda k: k.groups),
