@@ -183,3 +183,46 @@ def test_calibration_at_tiny_delta_is_tight() -> None:
     sigma = calibrate_dpsgd(epsilon=1.121, **kw)  # type: ignore[arg-type]
     assert dpsgd_epsilon(noise_multiplier=sigma, **kw).epsilon <= 1.121  # type: ignore[arg-type]
     assert dpsgd_epsilon(noise_multiplier=sigma * 0.995, **kw).epsilon > 1.121  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("power", "slope"), [(1.0, -1.0), (1.3, -1.3), (2.5, -1.0), (0.4, -3.0)])
+def test_sigma_search_finds_the_least_sigma_whatever_its_first_slope(
+    power: float, slope: float
+) -> None:
+    """The σ search steps along a slope (the central-limit one at first, then the one it
+    measures): right or wrong, it returns a σ at or above the least one within precision/20,
+    and with the right slope it needs few evaluations."""
+    from approxdp.accounting.dpsgd.accountants import _bisect_sigma
+
+    calls: list[float] = []
+
+    def eps_of(sigma: float) -> float:
+        calls.append(sigma)
+        return 3.0 * (5.0 / sigma) ** power
+
+    target, precision = 1.0, 1e-3
+    least = 5.0 * 3.0 ** (1.0 / power)
+    for sigma0 in (0.3 * least, least, 4.0 * least):
+        calls.clear()
+        sigma = _bisect_sigma(eps_of, target, sigma0, precision, slope=slope)
+        used = len(calls)
+        assert eps_of(sigma) <= target
+        assert least * (1.0 - 1e-12) <= sigma <= least * (1.0 + precision / 20.0)
+        if slope == -power:
+            assert used <= 5
+
+
+def test_calibration_reuses_the_grid_search_pass_and_stays_certified() -> None:
+    """search_grid_epsilon's ε is the certified ε at σ0 on its grid (the search's first
+    point), and the calibrated σ is certified by dpsgd_epsilon, 0.1 % less is not."""
+    from approxdp.accounting.pld.accounting import epsilon_by_direction, search_grid_epsilon
+    from approxdp.events import GaussianEvent, SubsampledEvent
+
+    items = [(SubsampledEvent(GaussianEvent(sigma=1.1), 0.004), 10_000)]
+    h, names, eps = search_grid_epsilon(items, 1e-5)
+    by_dir = epsilon_by_direction(items, 1e-5, h=h, directions=names)
+    assert eps == pytest.approx(max(by_dir.values()), rel=1e-4)
+    kw = {"delta": 1e-5, "sample_rate": 0.004, "steps": 10_000}
+    sigma = calibrate_dpsgd(epsilon=eps, **kw)  # type: ignore[arg-type]
+    assert dpsgd_epsilon(noise_multiplier=sigma, **kw).epsilon <= eps  # type: ignore[arg-type]
+    assert dpsgd_epsilon(noise_multiplier=sigma / 1.001, **kw).epsilon > eps  # type: ignore[arg-type]

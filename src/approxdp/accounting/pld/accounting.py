@@ -69,6 +69,7 @@ __all__ = [
     "pld_delta",
     "pld_epsilon",
     "search_grid",
+    "search_grid_epsilon",
 ]
 
 PLD_RULE = (
@@ -88,6 +89,16 @@ def search_grid(
     within ``precision``/100 of each other (astronomically many steps: both near one
     Gaussian), only the larger is followed: a search that aims ``precision``/10 under its
     target absorbs that gap, and the caller certifies its answer on both anyway."""
+    h, names, _ = search_grid_epsilon(items, delta, precision)
+    return h, names
+
+
+def search_grid_epsilon(
+    items: Sequence[tuple[PrivacyEvent, int]], delta: float,
+    precision: float = DEFAULT_PRECISION,
+) -> tuple[float, tuple[str, ...], float]:
+    """:func:`search_grid`, and the certified ε of this history on that grid (the largest of
+    the chosen directions'): a search's first point, which it need not compose again."""
     precision = check_precision(precision)
     delta = _check_delta(delta)
     plan = _plan(items)
@@ -102,14 +113,17 @@ def search_grid(
     first, name, parts = solved[0]
     top = first if _has_atoms(parts) else _refine(parts, delta, first, precision)
     chosen = [name]
+    eps = top.eps
     for other, other_name, other_parts in solved[1:]:
         if other.eps > top.eps * 0.99:  # close: it may take over along the search
             finer = _solve(other_parts, delta, top.h, other.eps)
             if abs(finer.eps - top.eps) <= 0.01 * precision * top.eps:
                 chosen = [other_name] if finer.eps > top.eps else chosen
+                eps = max(eps, finer.eps)
             elif finer.eps > top.eps * 0.99:
                 chosen.append(other_name)
-    return top.h, tuple(chosen)
+                eps = max(eps, finer.eps)
+    return top.h, tuple(chosen), eps
 
 
 def epsilon_by_direction(

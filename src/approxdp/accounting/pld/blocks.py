@@ -48,8 +48,11 @@ __all__ = [
 FloatArray = npt.NDArray[np.float64]
 #: Counts from which a part is composed in blocks.
 BLOCK_FROM = 1 << 15
-#: Steps (all parts) from which compositions run in extended precision: FFT round-off grows
-#: with the power taken, and blocks of blocks take it again at every level.
+#: A composition runs in extended precision where its power times the number of times its
+#: result is used further up (the steps its round-off is multiplied by) is at least this:
+#: the FFT's forward error grows with the power, and every later use adds it again. At
+#: T = 10^12 that is the first level only (B·T/B = T); the levels above stand for T/B,
+#: T/B², ... steps' worth, as accurate in float64 as whole runs of that many steps.
 EXTENDED_FROM = 10**10
 #: Blocks hold at most about this many steps (or blocks of the level below).
 _MAX_BLOCK = 1 << 12
@@ -187,8 +190,12 @@ def _reduce(
             if size == 0:
                 continue
             at = None if tilt_at is None else size * mean
+            # each block is used once per block above it (k + 1 counts the remainder's
+            # share: at the first level size·(k + 1) ≥ the steps)
+            uses = k + 1 if size == block else 1
             ms = _composed_bound(cur, size, lam=lam, tilt_at=at, tail=share / (k + 1),
-                                 upper=upper, extended=extended)
+                                 upper=upper,
+                                 extended=extended and size * uses >= EXTENDED_FROM)
             coarse = []
             for i, m in enumerate(ms):
                 piece, v = _coarsen(m, factor, split=upper)
@@ -246,7 +253,7 @@ def block_pieces(
         else:  # composed first, so that it is coarsened once, not c times
             at = None if tilt_at is None else tilt_at * c / total
             (m,) = _composed_bound([p], c, lam=lam, tilt_at=at, tail=tail * c / total,
-                                   upper=True, extended=extended)
+                                   upper=True, extended=extended and c >= EXTENDED_FROM)
             pieces.append((m, 1))
     (pieces,), more = _unify([pieces], split=True)
     return pieces, spread + more
@@ -271,7 +278,8 @@ def rounded_pieces(
             q_row += ql
         else:
             pb, qb = _composed_bound([pm, qm], c, lam=lam, tilt_at=tilt_at * c / total,
-                                     tail=tail * c / total, upper=False, extended=extended)
+                                     tail=tail * c / total, upper=False,
+                                     extended=extended and c >= EXTENDED_FROM)
             p_row.append((pb, 1))
             q_row.append((qb, 1))
     (p_row, q_row), _ = _unify([p_row, q_row], split=False)

@@ -114,72 +114,124 @@ def _fft_power(
     """irfft(∏ rfft(tilted p_j)^c_j) on n points, placed so that entry m is the tilted mass at
     index a_idx + m; with the per-entry round-off bound and the exact log-MGF at λ.
 
-    The power is taken in polar form, y^c = e^(c log|y|) e^(i c arg y) (NumPy's complex log
-    is several times slower than a real log and an arctan2, to the same accuracy). A power c
-    multiplies the forward transform's relative error by c: where the composition stands for
-    very many steps (blocks of blocks), ``extended`` computes everything in x87 extended
-    precision (unit round-off 5.4e-20 instead of 1.1e-16; pocketfft supports it), cast back to
-    float64 at the end."""
+    Each tilted measure is rolled (exactly) so that its mean sits at index 0: its spectrum
+    y is then near 1 with a small phase wherever y^c is not negligible. The power is taken in
+    polar form, y^c = e^(c log|y|) e^(i c arg y), in float64, with log|y| = ½ log1p(|y|² − 1)
+    and |y|² − 1 = (Re y − 1)(Re y + 1) + (Im y)² formed from Re y − 1 (exact where Re y ≥ ½):
+    both logarithms then carry *relative* errors, and the power's error is a few u times
+    (1 + Σ c_j (|log|y_j|| + |arg y_j|)) of |y^c| — where |y^c| matters, c|log|y|| ≲ 40
+    and, centred, c|arg y| is small — instead of ~u·c·(|log|y|| + π) with an uncentred,
+    absolute log. The bound per frequency (u the float64 unit round-off; ℓ = log|y|,
+    A = |Re y − 1|·|Re y + 1| + (Im y)²; safety factor 2 on each term):
+
+    - ℓ from log1p (|y|² ≥ ½): |Δℓ| ≤ 8uA/|y|² + 4u|ℓ| (|y|² − 1 is formed with error
+      ≤ 5uA, Re y and Im y cast to float64 with relative error u each; log1p adds 1 ulp:
+      no constant term, which c would multiply);
+      from log (|y|² < ½): |Δℓ| ≤ 4u(|ℓ| + 1);
+    - arg y = atan2(Im y, Re y): |Δ arg| ≤ 8u|arg y| (the inputs' relative u errors move it
+      by ≤ u|sin 2 arg y| ≤ 2u|arg y|, atan2 itself by ≤ 2 ulp);
+    - the products c·ℓ, c·arg, their sums, and e^x, cos, sin of them: ≤ 8u(1 + Σ c(|ℓ| +
+      |arg|)) more; the result is |Y|·(expm1(Σ c(|Δℓ| + |Δarg|) + that) + 8u) off.
+
+    The forward transforms' own error (pocketfft's componentwise bound c·log2(N)·u_f·‖x‖₁,
+    and the folding sums) is first order: |Δ ∏ y_j^c_j| ≤ Σ_j c_j e_j ∏_i (|y_i| + e_i)^c_i
+    / (|y_j| + e_j). A power c multiplies it by c: where the composition stands for very
+    many steps (blocks of blocks), ``extended`` computes the tilting and the forward
+    transform (and the inverse one, whose error is c·log2(N)·u_f·Σ|Y|/N per entry) in x87
+    extended precision (u_f = 5.4e-20 instead of 1.1e-16; pocketfft supports it); the power
+    stays in float64, whose errors above are relative (the transcendental functions on x87
+    long doubles cost 40–100 times more: they were 3/4 of a T = 10^12 calibration). Every
+    bound evaluated in float64 is scaled by 1.001 (its own rounding is ~u of it)."""
     dt: Any = np.longdouble if extended else np.float64
-    u = float(np.finfo(dt).eps) / 2
+    u_in = float(np.finfo(dt).eps) / 2  # the tilting and the forward transform
+    u = _U  # the power
     base = 0
     log2n = math.log2(n)
     log_mgf = 0.0
-    log_abs: Any = np.zeros(n // 2 + 1, dtype=dt)
-    arg: Any = np.zeros(n // 2 + 1, dtype=dt)
-    log_env: Any = np.zeros(n // 2 + 1, dtype=dt)
-    log_rel: Any = np.zeros(n // 2 + 1, dtype=dt)
-    fwd: list[tuple[Any, float, int]] = []
+    m = n // 2 + 1
+    log_abs = np.zeros(m)
+    arg = np.zeros(m)
+    log_env = np.zeros(m)
+    err_pow = np.zeros(m)  # Σ c (|Δℓ| + |Δarg|), then the products' and functions' share
+    sizes = np.zeros(m)  # Σ c (|ℓ| + |arg|)
+    fwd: list[tuple[FloatArray, float, int]] = []
     for p, c in parts:
-        losses: Any = (p.offset + np.arange(p.pmf.size, dtype=dt)) * dt(p.h)
-        with np.errstate(divide="ignore"):
-            lt = np.log(np.maximum(p.pmf, 0.0).astype(dt))
-        lt += dt(p.log_norm) + (dt(lam) - dt(p.tilt)) * losses
-        top = lt.max()
-        norm = top + np.log(np.exp(lt - top).sum()) if np.isfinite(top) else top
+        if lam == p.tilt:  # stored tilted at this λ (a block): a rescaling only
+            w: Any = np.maximum(p.pmf, 0.0).astype(dt)
+            total = w.sum()
+            norm = dt(p.log_norm) + np.log(total) if total > 0 else dt(-np.inf)
+            tilted = w / total if total > 0 else np.zeros_like(w)
+        else:
+            losses: Any = (p.offset + np.arange(p.pmf.size, dtype=dt)) * dt(p.h)
+            with np.errstate(divide="ignore"):
+                lt = np.log(np.maximum(p.pmf, 0.0).astype(dt))
+            lt += dt(p.log_norm) + (dt(lam) - dt(p.tilt)) * losses
+            top = lt.max()
+            norm = top + np.log(np.exp(lt - top).sum()) if np.isfinite(top) else top
+            tilted = np.exp(lt - norm) if np.isfinite(norm) else np.zeros_like(lt)
+            del lt, losses
         log_mgf += c * float(norm)
-        tilted = np.exp(lt - norm) if np.isfinite(norm) else np.zeros_like(lt)
+        # the tilted mean's index, rolled to 0 (an exact circular shift of the whole sum)
+        weights = np.asarray(tilted, dtype=np.float64)
+        mass = float(weights.sum())
+        shift = round(float((weights * np.arange(weights.size)).sum()) / mass) if mass > 0 else 0
         folds = -(-p.pmf.size // n)
         padded = np.zeros(folds * n, dtype=dt)
         padded[: p.pmf.size] = tilted
         folded = padded.reshape(folds, n).sum(axis=0)  # aliasing commutes with convolution
-        del padded, tilted, lt, losses
-        base += c * p.offset
+        del padded, tilted, weights
+        folded = np.roll(folded, -(shift % n))  # entry i: index offset + shift + i (mod n)
+        base += c * (p.offset + shift)
         spec = sfft.rfft(folded)
-        ab = np.abs(spec)
         # pocketfft's componentwise bound c·log2(N)·u·‖x‖₁, and the folding sums
-        e_fwd = (4.0 * log2n + folds) * u * float(np.sum(np.abs(folded)))
-        with np.errstate(divide="ignore"):
-            la = np.log(ab)
-            env = np.log(ab + dt(e_fwd))
+        e_fwd = (4.0 * log2n + folds) * u_in * float(np.sum(np.abs(folded)))
+        del folded
+        re = np.asarray(spec.real, dtype=np.float64)
+        im = np.asarray(spec.imag, dtype=np.float64)
+        re_m1 = np.asarray(spec.real - 1.0, dtype=np.float64)
+        del spec
+        y2 = re * re + im * im
+        big = re_m1 * (re_m1 + 2.0)
+        s2 = big + im * im  # |y|² − 1, with relative error where |y| is near 1
+        near = y2 >= 0.5
+        with np.errstate(divide="ignore", invalid="ignore"):
+            la = np.where(near, 0.5 * np.log1p(np.where(near, s2, 0.0)), 0.5 * np.log(y2))
+            ab = np.sqrt(y2)
+            env = np.log(ab + e_fwd)
+            ph = np.arctan2(im, re)
+            d_la = np.where(near, 8.0 * u * (np.abs(big) + im * im) / np.maximum(y2, 0.5),
+                            4.0 * u) + 4.0 * u * np.abs(la)
+        finite = np.isfinite(la)
         log_abs += c * la
-        arg += c * np.arctan2(spec.imag, spec.real)
+        arg += c * ph
         log_env += c * env
-        log_rel += c * (np.abs(la) + dt(math.pi))
+        err_pow += np.where(finite, c * (d_la + 8.0 * u * np.abs(ph)), 0.0)
+        sizes += np.where(finite, c * (np.abs(la) + np.abs(ph)), 0.0)
         fwd.append((env, e_fwd, c))
-        del spec, ab, la
+        del re, im, re_m1, y2, big, s2, near, la, ab, ph, d_la, finite
     abs_t = np.exp(log_abs)
     spec_t = abs_t * (np.cos(arg) + 1j * np.sin(arg))
-    # |Δ ∏ y_j^c_j| ≤ Σ_j c_j e_j ∏_i (|y_i| + e_i)^c_i / (|y_j| + e_j), plus the power's own
-    # error: each log |y| and arg y carries ~u(|log|y|| + π), multiplied by c_j
-    err_spec: Any = np.zeros(n // 2 + 1, dtype=dt)
+    err_spec = np.zeros(m)
     for env, e_fwd, c in fwd:
-        err_spec += c * dt(e_fwd) * np.exp(log_env - env)
-    rel = 4.0 * u * (1.0 + np.where(np.isfinite(log_rel), log_rel, 0.0))
-    err_spec += abs_t * rel
-    del log_abs, arg, log_env, log_rel, rel, fwd
-    comp_x = sfft.irfft(spec_t, n=n)
+        err_spec += c * e_fwd * np.exp(log_env - env)
+    with np.errstate(over="ignore"):
+        rel = np.expm1(err_pow + 8.0 * u * (1.0 + sizes)) + 8.0 * u
+    err_spec += np.where(abs_t > 0.0, abs_t * rel, 0.0)
+    del log_abs, arg, log_env, err_pow, sizes, rel, fwd
+    # the inverse transform in the forward one's precision: in float64 its error (about
+    # 64u·Σ|Y|/N per entry) would be the largest term left at T = 10^12
+    comp_x = sfft.irfft(spec_t.astype(np.clongdouble) if extended else spec_t, n=n)
+    comp = np.asarray(comp_x, dtype=np.float64)
     del spec_t
-    weight = np.full(n // 2 + 1, 2.0)
+    weight = np.full(m, 2.0)
     weight[0] = 1.0
     if n % 2 == 0:
         weight[-1] = 1.0
-    comp = np.asarray(comp_x, dtype=np.float64)
-    roundoff = (
+    roundoff = 1.001 * (
         float((weight * err_spec).sum()) / n
-        + 4.0 * log2n * u * float((weight * abs_t).sum()) / n
-        + u * float(np.max(np.abs(comp_x)))
-        + (_U * float(np.max(np.abs(comp))) if extended else 0.0)  # the cast to float64
+        + 4.0 * log2n * u_in * float((weight * abs_t).sum()) / n
+        + u_in * float(np.max(np.abs(comp_x)))
+        + (u * float(np.max(np.abs(comp))) if extended else 0.0)  # the cast to float64
     )
     # position k holds the index s ≡ base + k (mod n); put index a_idx + m at position m
     return np.roll(comp, -((a_idx - base) % n)), roundoff, log_mgf

@@ -245,13 +245,20 @@ class RoundedPLD:
         )
 
 
-def discretize_rounded(source: LossSource, h: float, tail: float) -> RoundedPLD:
+def discretize_rounded(
+    source: LossSource, h: float, tail: float, precise: bool = False
+) -> RoundedPLD:
     """The loss of ``source`` rounded to the nearest point of the grid i·h (see
     :class:`RoundedPLD`), on the grid :func:`discretize` would use.
 
     Composed, its P- and Q-tails give a certified *lower* bound on δ(ε) whose error is second
     order in the rounding (a slightly perturbed optimal test loses only to second order), with
-    no gap at atoms or at concentrated masses.
+    no gap at atoms or at concentrated masses. Each P-mass is lowered and each Q-mass raised
+    by a bound on its evaluation error: from CDF differences, a few ulps of the CDF values
+    (~u/(bin mass) relative near the centre: 10^12 composed steps make that ~5 % of the
+    P-mass); with ``precise``, sources that can (``bin_bounds``, the subsampled Gaussians)
+    bound the masses to nearly full relative accuracy, and the tighter bound of the two is
+    kept per bin (in long double: worth it only for very many composed steps).
     """
     i_lo, _, grid = _grid(source, h, tail)
     c = source.cdfs(grid + 0.5 * h)  # the bins' upper edges
@@ -267,13 +274,20 @@ def discretize_rounded(source: LossSource, h: float, tail: float) -> RoundedPLD:
 
     p, p_err = bins(c.fp, c.sp)
     r, r_err = bins(c.fq, c.sq)
+    p_low, r_high = p - p_err, r + r_err
+    bounds = getattr(source, "bin_bounds", None) if precise else None
+    series = bounds(grid + 0.5 * h) if bounds is not None else None
+    if series is not None:  # relative-accurate masses of bins 1.. (each bound valid: the
+        p2, r2 = series  # better one is kept; fmax/fmin: a NaN never wins)
+        p_low[1:] = np.fmax(p_low[1:], p2)
+        r_high[1:] = np.fmin(r_high[1:], r2)
     p_inf = float(c.sp[-1]) * (1.0 - 4.0 * _U)
     r_inf = min(1.0, float(c.sq[-1]) * (1.0 + 4.0 * _U))
     return RoundedPLD(
         h=h,
         offset=i_lo,
-        p=np.maximum(p - p_err, 0.0),
-        r=np.minimum(r + r_err, 1.0),
+        p=np.maximum(p_low, 0.0),
+        r=np.minimum(r_high, 1.0),
         p_inf=p_inf,
         r_inf=r_inf,
     )

@@ -80,7 +80,10 @@ _COARSE_POINTS = 4096
 #: From this many composed steps the split is also formed without cancellation
 #: (:func:`~approxdp.accounting.pld.grid.discretize`'s ``stable``): below it the plain split's
 #: float guard shifts ε by < 3e-5 of itself (measured: 2.6e-5 at T = 10^8, 2e-7 at 10^7; 9e-4
-#: at 10^10), while the second form costs 20–35 % of a mid-size call.
+#: at 10^10), while the second form costs 20–35 % of a mid-size call. (The lower bound's
+#: long-double bin masses, :func:`~approxdp.accounting.pld.grid.discretize_rounded`'s
+#: ``precise``, start at EXTENDED_FROM = 10^10 steps: below, the CDF differences' margin
+#: costs < 1e-4 of the P-mass — bracket 0.071 % at T = 10^9 — and the series ~50 ms.)
 STABLE_FROM = 10**8
 
 
@@ -126,8 +129,8 @@ def _stable(parts: Parts) -> bool:
 
 
 @lru_cache(maxsize=64)
-def _rounded(source: LossSource, h: float, tail: float) -> RoundedPLD:
-    return discretize_rounded(source, h, tail)
+def _rounded(source: LossSource, h: float, tail: float, precise: bool) -> RoundedPLD:
+    return discretize_rounded(source, h, tail, precise)
 
 
 def clear_caches() -> None:
@@ -206,7 +209,9 @@ def _in_blocks(
     ext = sum(c for _, c in plds) >= EXTENDED_FROM
     pieces, spread = block_pieces(plds, lam=lam, tilt_at=tilt_at, tail=tail / 2.0,
                                   extended=ext)
-    comp = compose(pieces, tail=tail / 2.0, tilt_at=tilt_at, below=below, extended=ext)
+    # the last composition is used once: extended only for a count that large itself
+    top = max(c for _, c in pieces) >= EXTENDED_FROM
+    comp = compose(pieces, tail=tail / 2.0, tilt_at=tilt_at, below=below, extended=top)
     comp.block_spread = spread
     comp.blocked = True
     return comp
@@ -436,7 +441,8 @@ def _rounded_tails(
     tilted measures have one shape and share one window)."""
     step_tail = _step_tail(parts, tail)
     stable = _stable(parts)
-    rounded = [(_rounded(s, h, step_tail), c) for s, c in parts]
+    precise = sum(c for _, c in parts) >= EXTENDED_FROM
+    rounded = [(_rounded(s, h, step_tail, precise), c) for s, c in parts]
     # rounding to the nearest grid point shifts each step's mean (by up to h/2: over 10^6
     # steps the rounded sum sits far from the loss's); its tests are as good shifted alike,
     # so the window is aimed at the answer plus that shift
@@ -450,7 +456,8 @@ def _rounded_tails(
     else:
         p_parts = [(r.as_measures()[0], c) for r, c in rounded]
         q_parts = [(r.as_measures()[1], c) for r, c in rounded]
-    ext = blocks and sum(c for _, c in parts) >= EXTENDED_FROM
+    # (as for the upper bound: the last composition is used once)
+    ext = max(c for _, c in p_parts) >= EXTENDED_FROM
     try:
         p_comp = compose(p_parts, tail=tail, tilt_at=tilt_at, below=below, extended=ext)
         if p_comp.size <= 1:
