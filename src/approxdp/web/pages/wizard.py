@@ -17,7 +17,7 @@ from typing import Any
 from htmltools import TagChild
 from shiny import Inputs, Outputs, reactive, render, req, ui
 
-from approxdp.releases.kinds import RELEASE_KINDS, ReleaseKind
+from approxdp.releases.kinds import RELEASE_KINDS, KindInputs, ReleaseKind
 from approxdp.releases.session import BOUNDS_SHARE
 from approxdp.reports.formatting import fmt
 from approxdp.web import wizard_steps as steps
@@ -72,6 +72,7 @@ def panel(config: ServeConfig, schema: Mapping[str, str]) -> Any:
             "No data file: start the server with ", ui.tags.code("approxdp serve --data FILE"),
             " (CSV or Parquet). Files are never uploaded or chosen from the browser."),
             value="wizard")
+    default_tree = KindInputs().tree()  # the labels name the registry's default shape
     columns = list(schema)
     numeric = [c for c, k in schema.items() if k == "numeric"]
     units = {"": "each row (no unit column)", **{c: c for c in columns}}
@@ -132,8 +133,10 @@ def panel(config: ServeConfig, schema: Mapping[str, str]) -> Any:
         ui.panel_conditional(
             _when(lambda k: k.tree),
             ui.layout_columns(
-                text_field("wiz_bins", "tree leaves, bins (empty: 1024)", "", on_blur=True),
-                text_field("wiz_branching", "branching (empty: 32)", "", on_blur=True),
+                text_field("wiz_bins", f"tree leaves, bins (empty: {default_tree.bins})", "",
+                           on_blur=True),
+                text_field("wiz_branching", f"branching (empty: {default_tree.branching})", "",
+                           on_blur=True),
                 col_widths=(6, 6)),
             ui.tags.small("The quantile tree's shape is public (it shows in the release): "
                           "choose it from what you know, not from the data — bins a power of "
