@@ -26,7 +26,8 @@ from approxdp.cli.query_spec import load_spec
 from approxdp.cli.release_views import render_budget, render_release, render_shares
 from approxdp.cli.row_options import transform_rows
 from approxdp.errors import InvalidParameterError
-from approxdp.reports.releases import budget_dict, release_dict
+from approxdp.reports.ledger import accountant_budget
+from approxdp.reports.releases import release_dict
 
 __all__ = ["run_batch"]
 
@@ -77,7 +78,7 @@ def run_batch(
                                        epsilon=eps, delta=dlt)
             results = table.execute(allocated,
                                     level=level if level is not None else spec.level)
-        status = accountant.remaining()
+        status = accountant_budget(accountant)
     finally:
         accountant.close()
     data: dict[str, Any] = {
@@ -86,7 +87,7 @@ def run_batch(
         "derive": dict(spec.derive), "where": list(spec.where),
         "results": [{**release_dict(r, exact_diagnostics=exact_diagnostics), "share": share}
                     for r, share in zip(results, allocated.shares, strict=True)],
-        "budget": budget_dict(status),
+        "budget": status,
         "ledger": str(ledger) if ledger is not None else None,
     }
 

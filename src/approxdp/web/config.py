@@ -13,6 +13,7 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from approxdp.accounting import COMPOSITION_RULES, PrivacyAccountant, read_ledger_settings
 from approxdp.errors import InvalidParameterError
@@ -113,12 +114,35 @@ def _data_files(paths: Sequence[str | Path]) -> tuple[DataFile, ...]:
     )
 
 
+def _check_shares(path: Path, shares: dict[str, Any]) -> None:
+    """InvalidParameterError for a share that differs from the one stored in ``path``."""
+    settings = read_ledger_settings(path)
+    stored = {"basic_share": settings.basic_share, "rdp_share": settings.rdp_share,
+              "rdp_orders": settings.rdp_orders}
+    for name, asked in shares.items():
+        if asked is None:
+            continue
+        value = (tuple(sorted({float(a) for a in asked})) if name == "rdp_orders" else
+                 tuple(map(float, asked)))
+        if value != stored[name]:
+            flag = "--" + name.replace("_", "-")
+            raise InvalidParameterError(
+                f"{flag} {' '.join(f'{v:g}' for v in value)} differs from the "
+                f"{name.replace('_', ' ')} {stored[name]!r} stored in ledger {str(path)!r} (a "
+                f"ledger's shares are fixed when it is created); leave out {flag}"
+            )
+
+
 def _ledger(
     ledger: str | Path | None, budget: tuple[float, float] | None, composition: str | None,
+    shares: dict[str, Any],
 ) -> Path | None:
     if ledger is None:
-        if budget is not None or composition is not None:
-            raise InvalidParameterError("--budget and --composition need --ledger FILE")
+        if budget is not None or composition is not None or any(
+                v is not None for v in shares.values()):
+            raise InvalidParameterError(
+                "--budget, --composition, --basic-share, --rdp-share and --rdp-orders need "
+                "--ledger FILE")
         return None
     path = Path(ledger).expanduser()
     if path.exists():
@@ -134,6 +158,7 @@ def _ledger(
                 f"--composition {composition} differs from the rule {settings.composition!r} "
                 f"stored in ledger {str(path)!r}; leave out --composition"
             )
+        _check_shares(path, shares)
         return path.resolve()
     if budget is None:
         raise InvalidParameterError(
@@ -144,8 +169,13 @@ def _ledger(
         raise InvalidParameterError(
             f"--composition must be one of {', '.join(COMPOSITION_RULES)}, got {composition!r}"
         )
+    if shares.get("rdp_orders") is not None and shares.get("rdp_share") is None:
+        raise InvalidParameterError(
+            "--rdp-orders sets the orders of a Rényi share: give --rdp-share EPSILON DELTA "
+            "with it (the share and its orders are fixed when the ledger is created)"
+        )
     # Create the file now, so that the ledger page shows it (empty) from the start.
-    PrivacyAccountant(budget, ledger=path, composition=composition).close()
+    PrivacyAccountant(budget, ledger=path, composition=composition, **shares).close()
     return path.resolve()
 
 
@@ -159,13 +189,21 @@ def make_config(
     composition: str | None = None,
     data: Sequence[str | Path] = (),
     token: str | None = None,
+    basic_share: tuple[float, float] | None = None,
+    rdp_share: tuple[float, float] | None = None,
+    rdp_orders: Sequence[float] | None = None,
 ) -> ServeConfig:
     """Check the command line's choices and fix them for the server's lifetime.
+
+    ``basic_share``, ``rdp_share`` and ``rdp_orders`` are the ``"gdp"`` filter's shares of a
+    new ledger (:class:`~approxdp.accounting.PrivacyAccountant`), fixed when it is created
+    here; given for an existing ledger, each must be the one stored in it.
 
     Raises:
         InvalidParameterError: a host other than loopback without ``allow_remote``, a port
             out of range, a missing or unsupported data file, a new ledger without a budget,
-            or a budget/rule that differs from the existing ledger's.
+            a budget, rule or share that differs from the existing ledger's, or a share the
+            budget cannot hold.
         LedgerError: ``ledger`` exists but is not an approxdp ledger.
     """
     if not host:
@@ -181,8 +219,9 @@ def make_config(
                               or not token.replace("-", "").replace("_", "").isalnum()):
         raise InvalidParameterError("token must be at least 16 URL-safe characters "
                                     "(letters, digits, - and _)")
-    return ServeConfig(host, port, _ledger(ledger, budget, composition), _data_files(data),
-                       token)
+    shares = {"basic_share": basic_share, "rdp_share": rdp_share, "rdp_orders": rdp_orders}
+    return ServeConfig(host, port, _ledger(ledger, budget, composition, shares),
+                       _data_files(data), token)
 
 
 def data_file(config: ServeConfig, key: object) -> DataFile:
