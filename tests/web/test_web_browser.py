@@ -1,10 +1,11 @@
 """``approxdp serve`` in a real browser: Playwright drives Chromium (issue 18).
 
 The server runs as ``python -m approxdp serve`` on a free loopback port with a ledger that
-already holds five spends (and a basic and a Rényi share) and a small CSV. Chromium is Debian's ``chromium`` package (or
-``APPROXDP_CHROMIUM``), never Playwright's own download; ``scripts/test.py`` installs it when
-missing and running as root. Without a browser these tests skip with the reason — except in CI
-(``CI=true``), where they fail: there they are required.
+already holds five spends (and a basic and a Rényi share) and a small CSV. Chromium is
+Debian's ``chromium`` package (or ``APPROXDP_CHROMIUM``), never Playwright's own download;
+``scripts/test.py`` installs it when missing and running as root. Without a browser these
+tests skip with the reason — except in CI (``CI=true``), where they fail: there they are
+required.
 
 Screenshots of every page go to the tests' temporary folder (``APPROXDP_SCREENSHOTS`` names
 another) so that a person can look at them.
