@@ -169,3 +169,63 @@ def test_serve_creates_a_ledger_with_its_shares(tmp_path: Path) -> None:
         make_config(ledger=tmp_path / "third.sqlite", budget=(1.0, 1e-6),
                     rdp_share=(2.0, 1e-7))
     assert not (tmp_path / "other.sqlite").exists() and not (tmp_path / "third.sqlite").exists()
+
+
+# -- sub-budgets ------------------------------------------------------------------------------
+
+
+def test_a_release_pays_from_a_sub_budget(run: Any, run_json: Any, people_csv: Path) -> None:
+    args = (*COUNT, people_csv, *SMALL, "--budget", "2", "1e-6", "--sub-budget",
+            "reports=1,2e-7", "--sub-budget", "training=0.5,1e-7")
+    made = run_json(*args, "--ledger-sub", "reports")
+    assert made["ledger_sub"] == "reports"
+    assert (made["budget"]["budget_epsilon"], made["budget"]["budget_delta"]) == (1.0, 2e-7)
+    assert made["budget"]["count"] == 1 and made["budget"]["sub_budgets"] == {}
+    main = run_json(*args)  # the main ledger: its sub-budgets listed, each with its status
+    assert main["ledger_sub"] is None
+    assert set(main["budget"]["sub_budgets"]) == {"reports", "training"}
+    assert main["budget"]["sub_budgets"]["training"]["budget"] == {"epsilon": 0.5,
+                                                                   "delta": 1e-7}
+    text = " ".join(run(*args, "--ledger-sub", "training").stdout.split())
+    assert "Budget of sub-budget 'training' (this session)" in text
+    text = " ".join(run(*args).stdout.split())
+    assert "sub-budget 'reports': (ε, δ) = (1, 2e-07), 0 spend(s)" in text
+
+
+@pytest.mark.parametrize(("options", "code", "fragments"), [
+    (["--sub-budget", "a=1,1e-7", "--ledger-sub", "b"], 2,
+     ["no sub-budget 'b'; its sub-budgets: ['a']", "--sub-budget NAME=EPSILON,DELTA)"]),
+    (["--ledger-sub", "a"], 2, ["no sub-budget 'a'; its sub-budgets: []"]),
+    (["--sub-budget", "a=3,1e-7"], 2, ["--sub-budget a = (3, 1e-07) is not within the budget "
+                                       "(2, 1e-06)"]),
+    (["--sub-budget", "a=1.5,5e-7", "--sub-budget", "b=1.5,5e-7"], 2, ["--sub-budget"]),
+    (["--sub-budget", "a=1"], 2, ["--sub-budget must look like NAME=EPSILON,DELTA", "'a=1'"]),
+    (["--sub-budget", "a/b=1,1e-7"], 2, ["NAME of letters, digits, - and _", "'a/b=1,1e-7'"]),
+    (["--sub-budget", "a=1,x"], 2, ["--sub-budget must look like", "'a=1,x'"]),
+    (["--sub-budget", "a=inf,1e-7"], 2, ["two finite numbers", "'a=inf,1e-7'"]),
+    (["--sub-budget", "=1,1e-7"], 2, ["--sub-budget must look like"]),
+    (["--sub-budget", "a=1,1e-7", "--sub-budget", "a=0.5,1e-7"], 2,
+     ["--sub-budget 'a' is given twice"]),
+    (["--sub-budget", "a=1,1e-7", "--composition", "basic"], 2,
+     ["--sub-budget are shares of the 'gdp' filter's budget"]),
+])
+def test_bad_sub_budgets_are_one_line_errors(
+    run: Any, one_line_error: Any, people_csv: Path, options: list[str], code: int,
+    fragments: list[str],
+) -> None:
+    one_line_error(run(*COUNT, people_csv, *SMALL, "--budget", "2", "1e-6", *options), code,
+                   *fragments)
+
+
+def test_sub_budgets_asked_of_a_ledger_without_them_are_refused(
+    run: Any, run_json: Any, one_line_error: Any, people_csv: Path, tmp_path: Path
+) -> None:
+    ledger = tmp_path / "plain.sqlite"
+    _new(run_json, people_csv, ledger)
+    one_line_error(run(*COUNT, people_csv, *SMALL, "--ledger", ledger, "--sub-budget",
+                       "a=1,1e-7"), 2,
+                   "--sub-budget a=1,1e-07 differs from no sub-budgets stored in ledger",
+                   "leave out --sub-budget")
+    one_line_error(run(*COUNT, people_csv, *SMALL, "--ledger", ledger, "--ledger-sub", "a"), 2,
+                   "no sub-budget 'a'")
+    assert run_json("ledger", ledger)["status"]["count"] == 1

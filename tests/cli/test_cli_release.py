@@ -33,7 +33,7 @@ def test_count_json_shape_and_value(
 ) -> None:
     data = run_json("release", "count", people_csv, "-e", "0.5", "-d", "1e-6", "--seed", "1")
     assert set(data) == {"command", "schema_version", "file", "query", "result", "budget",
-                         "ledger"}
+                         "ledger", "ledger_sub"}
     assert data["query"] == {"kind": "count", "columns": [], "by": [], "bounds": None,
                              "domain": None, "derive": {}, "where": []}
     result = data["result"]

@@ -23,7 +23,12 @@ from rich.console import Console
 from approxdp.accounting import COMPOSITION_RULES
 from approxdp.accounting.registry import ADAPTIVITY_MODES
 from approxdp.calibration import CALIBRATION_METHODS
-from approxdp.cli.ledger_settings import LedgerOptions, ledger_options, make_accountant
+from approxdp.cli.ledger_settings import (
+    LedgerOptions,
+    ledger_options,
+    make_accountant,
+    payer,
+)
 from approxdp.cli.output import (
     JSON_SCHEMA_VERSION,
     Number,
@@ -230,6 +235,7 @@ def release_command(
                   allow_seeded_ledger=allow_seeded_ledger, output=output, show=show,
                   as_json=as_json, exact_diagnostics=exact_diagnostics,
                   make_accountant=functools.partial(make_accountant, options=shares),
+                  ledger_sub=shares.ledger_sub,
                   engine=engine)
         return
     for name, value in (("-e' / '--epsilon", epsilon), ("-d' / '--delta", delta)):
@@ -256,10 +262,11 @@ def release_command(
     derives = parse_derives(derive_specs)
     accountant = make_accountant(ledger, budget, composition, (epsilon, delta), shares)
     try:
+        pays = payer(accountant, shares)
         with progress(f"Releasing a private {kind} from {file.name}"), \
-                interruptible(lambda: accountant.remaining().count):
+                interruptible(lambda: pays.remaining().count):
             table = PrivateTable(
-                str(file), accountant=accountant, neighbouring=cast(Neighbouring, neighbouring),
+                str(file), accountant=pays, neighbouring=cast(Neighbouring, neighbouring),
                 privacy_unit=privacy_unit, max_partitions=max_partitions,
                 max_rows_per_partition=max_rows_per_partition, seed=seed, method=method,
                 casts=casts, cast_errors=cast(Literal["drop", "error"], cast_errors),
@@ -269,7 +276,7 @@ def release_command(
             inputs = dataclasses.replace(inputs, domain=_typed_domain(table, domain))
             result = table.release_kind(entry, inputs, epsilon=epsilon, delta=delta,
                                         level=level, bounds_share=bounds_share)
-        status = accountant_budget(accountant)
+        status = accountant_budget(pays)
     finally:
         accountant.close()
     data: dict[str, Any] = {
@@ -284,11 +291,14 @@ def release_command(
         "result": release_dict(result, exact_diagnostics=exact_diagnostics),
         "budget": status,
         "ledger": str(ledger) if ledger is not None else None,
+        "ledger_sub": shares.ledger_sub,
     }
 
     def render(console: Console) -> None:
         render_release(console, data["result"], show)
         where = f" in ledger {safe_text(ledger)}" if ledger else " (this session)"
+        if shares.ledger_sub is not None:
+            where = f" of sub-budget {safe_text(shares.ledger_sub)!r}" + where
         render_budget(console, data["budget"], title="Budget" + where)
 
     emit(data, as_json, render)

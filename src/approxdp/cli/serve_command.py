@@ -19,7 +19,7 @@ from pathlib import Path
 import click
 
 from approxdp.accounting import COMPOSITION_RULES
-from approxdp.cli.ledger_settings import LedgerOptions, ledger_options
+from approxdp.cli.ledger_settings import LedgerOptions, creation_options
 from approxdp.cli.output import EXIT_PORT_IN_USE, Number, error_line
 from approxdp.errors import MissingDependencyError
 from approxdp.web.config import is_loopback, make_config, new_token
@@ -79,7 +79,7 @@ def bind_port(host: str, port: int) -> socket.socket:
               help="Total budget of a new --ledger (an existing one keeps its own).")
 @click.option("--composition", type=click.Choice(list(COMPOSITION_RULES)), default=None,
               help="Composition rule of a new --ledger (default: auto).")
-@ledger_options
+@creation_options
 @click.option("--data", "data", multiple=True, metavar="FILE",
               type=click.Path(path_type=Path, dir_okay=False),
               help="CSV or Parquet file the release wizard may read (repeatable).")
@@ -111,7 +111,7 @@ def serve_command(
                          budget=budget, composition=composition, data=data,
                          token=None if no_token else new_token(),
                          basic_share=shares.basic_share, rdp_share=shares.rdp_share,
-                         rdp_orders=shares.rdp_orders)
+                         rdp_orders=shares.rdp_orders, sub_budgets=shares.sub_budgets)
     try:
         import uvicorn
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -117,10 +117,19 @@ def _data_files(paths: Sequence[str | Path]) -> tuple[DataFile, ...]:
 def _check_shares(path: Path, shares: dict[str, Any]) -> None:
     """InvalidParameterError for a share that differs from the one stored in ``path``."""
     settings = read_ledger_settings(path)
+    records = getattr(settings, "sub_budgets", None) or ()
     stored = {"basic_share": settings.basic_share, "rdp_share": settings.rdp_share,
               "rdp_orders": settings.rdp_orders}
+    subs = {r.name: tuple(map(float, r.budget)) for r in records}
+    asked_subs = shares.get("sub_budgets")
+    if asked_subs is not None and {n: tuple(map(float, b)) for n, b in asked_subs.items()} != subs:
+        raise InvalidParameterError(
+            f"--sub-budget differs from the sub-budgets {subs or 'none'} stored in ledger "
+            f"{str(path)!r} (a ledger's sub-budgets are fixed when it is created); leave out "
+            "--sub-budget"
+        )
     for name, asked in shares.items():
-        if asked is None:
+        if asked is None or name == "sub_budgets":
             continue
         value = (tuple(sorted({float(a) for a in asked})) if name == "rdp_orders" else
                  tuple(map(float, asked)))
@@ -141,8 +150,8 @@ def _ledger(
         if budget is not None or composition is not None or any(
                 v is not None for v in shares.values()):
             raise InvalidParameterError(
-                "--budget, --composition, --basic-share, --rdp-share and --rdp-orders need "
-                "--ledger FILE")
+                "--budget, --composition, --basic-share, --rdp-share, --rdp-orders and "
+                "--sub-budget need --ledger FILE")
         return None
     path = Path(ledger).expanduser()
     if path.exists():
@@ -192,12 +201,13 @@ def make_config(
     basic_share: tuple[float, float] | None = None,
     rdp_share: tuple[float, float] | None = None,
     rdp_orders: Sequence[float] | None = None,
+    sub_budgets: Mapping[str, tuple[float, float]] | None = None,
 ) -> ServeConfig:
     """Check the command line's choices and fix them for the server's lifetime.
 
-    ``basic_share``, ``rdp_share`` and ``rdp_orders`` are the ``"gdp"`` filter's shares of a
-    new ledger (:class:`~approxdp.accounting.PrivacyAccountant`), fixed when it is created
-    here; given for an existing ledger, each must be the one stored in it.
+    ``basic_share``, ``rdp_share``, ``rdp_orders`` and ``sub_budgets`` are the ``"gdp"``
+    filter's shares of a new ledger (:class:`~approxdp.accounting.PrivacyAccountant`), fixed
+    when it is created here; given for an existing ledger, each must be the one stored in it.
 
     Raises:
         InvalidParameterError: a host other than loopback without ``allow_remote``, a port
@@ -219,7 +229,8 @@ def make_config(
                               or not token.replace("-", "").replace("_", "").isalnum()):
         raise InvalidParameterError("token must be at least 16 URL-safe characters "
                                     "(letters, digits, - and _)")
-    shares = {"basic_share": basic_share, "rdp_share": rdp_share, "rdp_orders": rdp_orders}
+    shares = {"basic_share": basic_share, "rdp_share": rdp_share, "rdp_orders": rdp_orders,
+              "sub_budgets": sub_budgets}
     return ServeConfig(host, port, _ledger(ledger, budget, composition, shares),
                        _data_files(data), token)
 
