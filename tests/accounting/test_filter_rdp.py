@@ -409,7 +409,7 @@ def test_the_status_shows_the_renyi_share_per_order() -> None:
     orders = (4.0, 8.0, 16.0)
     acc = PrivacyAccountant((2.0, 1e-5), rdp_share=(2.0, 1e-5), rdp_orders=orders)
     start = acc.remaining()
-    assert start.rdp_share == (2.0, 1e-5) and start.rdp_orders == orders
+    assert start.rdp_share_pair == (2.0, 1e-5) and start.rdp_orders == orders
     assert start.rdp_used == (0.0, 0.0, 0.0) and start.rdp_used_fraction == 0.0
     for a, b in zip(orders, start.rdp_budgets, strict=True):  # B_j, rounded down
         exact = 2.0 - math.log1p(-1.0 / a) + (math.log(1e-5 / 3) + math.log(a)) / (a - 1.0)
@@ -427,4 +427,5 @@ def test_the_status_shows_the_renyi_share_per_order() -> None:
     assert status.rdp_used_fraction == fraction and 0.0 < fraction < 1.0
     assert "per order (α: ρ used of B): 4: " in acc.explain()
     plain = PrivacyAccountant(BUDGET).remaining()
-    assert plain.rdp_share is None and plain.rdp_orders == () and plain.rdp_used_fraction is None
+    assert plain.rdp_share_pair is None and plain.rdp_orders == ()
+    assert plain.rdp_used_fraction is None

@@ -44,7 +44,7 @@ def test_a_ledger_file_keeps_its_sub_budgets(tmp_path: Path) -> None:
         acc.sub("training").spend(STEP)
         acc.spend(GaussianEvent(sigma=40.0))
         room = acc.remaining().room
-        assert acc.remaining().sub_budgets == (("tables", 0.4, 3e-7), ("training", 0.3, 2e-7))
+        assert acc.remaining().sub_budget_pairs == (("tables", 0.4, 3e-7), ("training", 0.3, 2e-7))
         assert "study.tables.sqlite" in acc.explain()
     # the same declared block as in memory: the same room
     assert room == PrivacyAccountant(BUDGET, sub_budgets=SPLIT).remaining().room

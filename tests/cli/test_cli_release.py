@@ -25,8 +25,8 @@ RESULT_KEYS = {
 BUDGET_KEYS = {"budget_epsilon", "budget_delta", "spent_epsilon", "spent_delta",
                "remaining_epsilon", "remaining_delta", "count", "rule", "adaptivity",
                "certified_by", "spent_meaning", "over_budget", "refusing", "room", "room_used",
-               "basic_share", "basic_share_used", "open_commitments", "sub_budgets",
-               "rdp_share", "rdp_orders", "rdp_budgets", "rdp_used", "rdp_used_fraction"}
+               "basic_share", "basic_share_used", "open_commitments", "sub_budget_pairs",
+               "rdp_share_pair", "rdp_orders", "rdp_budgets", "rdp_used", "rdp_used_fraction"}
 
 
 def test_count_json_shape_and_value(

@@ -66,10 +66,11 @@ class BudgetStatus:
             ``basic_share="auto"``, at the first spend), or None.
         basic_share_used: what of it is charged, or None.
         open_commitments: committed plans with events left.
-        sub_budgets: the sub-budgets fixed at creation, (name, ε_i, δ_i) each (empty: none);
-            each one's own status is ``acc.sub(name).remaining()``.
-        rdp_share: the Rényi share (ε_R, δ_R) fixed at creation, or None. The spent figures
-            count it as reserved (it is part of the declared block); its own use is below.
+        sub_budget_pairs: the sub-budgets fixed at creation, (name, ε_i, δ_i) each (empty:
+            none); each one's own status is ``acc.sub(name).remaining()``.
+        rdp_share_pair: the Rényi share (ε_R, δ_R) fixed at creation, or None. The spent
+            figures count it as reserved (it is part of the declared block); its own use is
+            below.
         rdp_orders: the share's orders α_j (empty: no share).
         rdp_budgets: each order's Rényi budget B_j (rounded down; (α_j, B_j)-RDP converts to
             (ε_R, δ_R/k)-DP, k orders: Balle et al. 2020, arXiv:1905.09982, Thm. 21).
@@ -98,8 +99,8 @@ class BudgetStatus:
     basic_share: tuple[float, float] | None = None
     basic_share_used: tuple[float, float] | None = None
     open_commitments: int = 0
-    sub_budgets: tuple[tuple[str, float, float], ...] = ()
-    rdp_share: tuple[float, float] | None = None
+    sub_budget_pairs: tuple[tuple[str, float, float], ...] = ()
+    rdp_share_pair: tuple[float, float] | None = None
     rdp_orders: tuple[float, ...] = ()
     rdp_budgets: tuple[float, ...] = ()
     rdp_used: tuple[float, ...] = ()
@@ -197,7 +198,7 @@ def status_of(state: LedgerState, budget: tuple[float, float], composition: str,
         basic_share_used=None if f.share == (ZERO, ZERO) else
         (float(f.share_used[0]), float(f.share_used[1])),
         open_commitments=sum(1 for c in f.commitments if c.open),
-        sub_budgets=tuple((name, float(e), float(d)) for name, e, d in f.subs),
+        sub_budget_pairs=tuple((name, float(e), float(d)) for name, e, d in f.subs),
         **_rdp_fields(f),
     )
 
@@ -208,7 +209,7 @@ def _rdp_fields(f: FilterState) -> dict[str, Any]:
         return {}
     share = f.rdp
     fractions = [u / b for u, b in zip(share.used, share.budgets, strict=True) if b > 0.0]
-    return {"rdp_share": (float(share.epsilon), float(share.delta)),
+    return {"rdp_share_pair": (float(share.epsilon), float(share.delta)),
             "rdp_orders": share.orders, "rdp_budgets": share.budgets, "rdp_used": share.used,
             "rdp_used_fraction": min(1.0, min(fractions)) if fractions else 1.0}
 
