@@ -25,7 +25,9 @@ RESULT_KEYS = {
 BUDGET_KEYS = {"budget_epsilon", "budget_delta", "spent_epsilon", "spent_delta",
                "remaining_epsilon", "remaining_delta", "count", "rule", "adaptivity",
                "certified_by", "spent_meaning", "over_budget", "refusing", "room", "room_used",
-               "basic_share", "basic_share_used", "open_commitments", "rdp_share", "sub_budgets"}
+               "basic_share", "basic_share_used", "open_commitments", "sub_budget_pairs",
+               "rdp_share_pair", "rdp_orders", "rdp_budgets", "rdp_used", "rdp_used_fraction",
+               "rdp_share", "sub_budgets"}
 
 
 def test_count_json_shape_and_value(
