@@ -25,8 +25,9 @@ RESULT_KEYS = {
 BUDGET_KEYS = {"budget_epsilon", "budget_delta", "spent_epsilon", "spent_delta",
                "remaining_epsilon", "remaining_delta", "count", "rule", "adaptivity",
                "certified_by", "spent_meaning", "over_budget", "refusing", "room", "room_used",
-               "basic_share", "basic_share_used", "open_commitments", "sub_budget_pairs",
-               "rdp_share_pair", "rdp_orders", "rdp_budgets", "rdp_used", "rdp_used_fraction"}
+               "basic_share", "basic_share_used", "open_commitments", "rdp_share", "sub_budgets",
+               "sub_budget_pairs", "rdp_share_pair", "rdp_orders", "rdp_budgets", "rdp_used",
+               "rdp_used_fraction"}
 
 
 def test_count_json_shape_and_value(
@@ -34,7 +35,7 @@ def test_count_json_shape_and_value(
 ) -> None:
     data = run_json("release", "count", people_csv, "-e", "0.5", "-d", "1e-6", "--seed", "1")
     assert set(data) == {"command", "schema_version", "file", "query", "result", "budget",
-                         "ledger"}
+                         "ledger", "ledger_sub"}
     assert data["query"] == {"kind": "count", "columns": [], "by": [], "bounds": None,
                              "domain": None, "derive": {}, "where": []}
     result = data["result"]
