@@ -114,7 +114,8 @@ def test_ledger_keeps_the_budget_across_runs(
     assert second["budget"]["count"] == 2
     shown = run_json("ledger", ledger)
     assert set(shown) == {"command", "schema_version", "file", "budget", "adaptivity",
-                          "composition", "legacy_composition", "basic_share", "spends",
+                          "composition", "legacy_composition", "basic_share",
+                          "sub_budget_of", "spends",
                           "commitments", "status", "explain", "warnings"}
     assert shown["budget"] == {"epsilon": 1.0, "delta": 1e-5}
     assert (shown["adaptivity"], shown["composition"]) == ("full", "gdp")
