@@ -74,6 +74,7 @@ from approxdp.accounting.budget.status import (
 from approxdp.accounting.budget.sub_budgets import open_sub_files, sub_ledgers, sub_records
 from approxdp.errors import (
     InvalidParameterError,
+    LedgerError,
     LedgerRecertificationWarning,
     ParameterTypeError,
     UnknownMethodError,
@@ -175,9 +176,16 @@ class PrivacyAccountant:
                 f"ledger must be None or a file path, got {type(ledger).__name__} {ledger!r}"
             )
         if ledger is not None and os.path.isfile(ledger) and os.path.getsize(ledger) > 0:
+            from approxdp.accounting.budget.sqlite_files import being_created
             from approxdp.accounting.budget.sqlite_ledger import read_ledger_settings
 
-            settings = read_ledger_settings(ledger)
+            try:
+                settings = read_ledger_settings(ledger)
+            except LedgerError:
+                # another process is creating it now: open it as new (the file's own
+                # creation transaction decides, and its stored settings are then checked)
+                if not being_created(ledger):
+                    raise
         if budget is None:  # reopen an existing ledger with the budget stored in it
             if settings is None:
                 raise ParameterTypeError(

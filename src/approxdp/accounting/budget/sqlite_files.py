@@ -29,6 +29,7 @@ __all__ = [
     "HEADER",
     "LedgerSettings",
     "SubLedgerRecord",
+    "being_created",
     "check_ledger_path",
     "check_sub_split",
     "claim_sub_file",
@@ -234,6 +235,24 @@ def open_read_only(file: Path) -> sqlite3.Connection:
             continue
         return conn
     raise LedgerError(f"cannot read ledger {file}: {last}")
+
+
+def being_created(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is an SQLite file with nothing committed in it yet (no tables, no
+    ``application_id``): another process is creating a ledger there right now (its creation
+    is one transaction). False if it cannot be read so."""
+    try:
+        conn = open_read_only(Path(path))
+    except LedgerError:
+        return False
+    try:
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        tables = conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]
+        return bool(app_id == 0 and tables == 0)
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
 
 
 def read_ledger_settings(path: str | os.PathLike[str]) -> LedgerSettings:
