@@ -192,7 +192,7 @@ def test_sigma_search_finds_the_least_sigma_whatever_its_first_slope(
     """The σ search steps along a slope (the central-limit one at first, then the one it
     measures): right or wrong, it returns a σ at or above the least one within precision/20,
     and with the right slope it needs few evaluations."""
-    from approxdp.accounting.dpsgd.accountants import _bisect_sigma
+    from approxdp.accounting.dpsgd.calibration import _bisect_sigma
 
     calls: list[float] = []
 

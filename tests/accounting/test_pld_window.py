@@ -12,10 +12,10 @@ import mpmath
 import numpy as np
 import pytest
 
-from approxdp.accounting.pld import window
+from approxdp.accounting.pld import supports, window
 from approxdp.accounting.pld.grid import DiscretePLD, discretize
 from approxdp.accounting.pld.privacy_loss import GaussianLoss, SubsampledLoss
-from approxdp.accounting.pld.window import Support, _Stacked, composed_moments, support_of
+from approxdp.accounting.pld.supports import Support, _Stacked, composed_moments, support_of
 
 
 def _measure(n: int, *, h: float = 0.05, offset: int = -40, tilt: float = 0.0,
@@ -57,7 +57,7 @@ def test_floored_exponentials_only_raise_a_sum() -> None:
     adds less than n·e^−600 relative: nothing a float sum that holds a 1 can see."""
     a = np.array([0.0, -1.0, -650.0, -800.0, -1e6, -np.inf])
     out = a.copy()
-    window._exp_floored(out)
+    supports._exp_floored(out)
     assert np.all(out >= np.exp(a))
     assert float(out.sum()) == float(np.exp(a).sum())
 
@@ -112,7 +112,7 @@ def test_a_schedule_keeps_every_support_cached() -> None:
     first = [support_of(p) for p in plds]
     assert all(s.cached for s in first)
     assert all(support_of(p) is s for p, s in zip(plds, first, strict=True))
-    big = _measure(window._KEEP_POINTS - 100 * 200 + 1, seed=7)
+    big = _measure(supports._KEEP_POINTS - 100 * 200 + 1, seed=7)
     support_of(big)
     assert not first[0].cached
     assert support_of(plds[0]) is not first[0]

@@ -10,9 +10,13 @@
   receipts; :mod:`.verify`: checking a file.
 - :mod:`.filter`: the privacy filter's admissions (the residue argument); :mod:`.filter_parts`:
   what each part of an event costs; :mod:`.filter_rooms`: the Gaussian-DP rooms;
-  :mod:`.filter_charge`: charges and refusals; :mod:`.filter_state`: its stored state.
+  :mod:`.filter_declare`: the block declared before the first spend; :mod:`.filter_commit`:
+  committing and closing plans; :mod:`.filter_charge`: charges and refusals;
+  :mod:`.filter_rdp`: the Rényi share; :mod:`.filter_state`: its stored state.
 - :mod:`.accountant`: :class:`PrivacyAccountant`, which never lets spends exceed the budget;
-  :mod:`.status`: :class:`BudgetStatus` and how it is read; :mod:`.arguments`: its checks.
+  :mod:`.admission`: how it asks its filter or rule inside a ledger transaction;
+  :mod:`.status`: :class:`BudgetStatus` and how it is read; :mod:`.arguments`: its checks;
+  :mod:`.sub_budgets`: its sub-budgets.
 - :mod:`.protocols`: the :class:`Accountant` protocol that releases need.
 """
 

@@ -30,55 +30,48 @@ Example:
 
 from __future__ import annotations
 
-import json
 import os
 import warnings
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from typing import Any, Literal
 
+from approxdp.accounting.budget.admission import (
+    accountable_cost,
+    close_update,
+    commit_update,
+    plan_result,
+    spend_check,
+)
 from approxdp.accounting.budget.arguments import (
+    auto_share,
     check_budget,
+    check_rdp_share,
     check_share,
     plan_items,
     resolve_mode,
 )
-from approxdp.accounting.budget.costs import (
-    Contribution,
-    LedgerState,
-    check_cost,
-    contribution,
-    is_pld_only,
-)
+from approxdp.accounting.budget.costs import Contribution, LedgerState
 from approxdp.accounting.budget.filter import (
     Commitment,
     FilterKind,
-    FilterRefusedError,
-    FilterState,
-    admit_commit,
-    admit_spend,
-    close_commitment,
     new_filter,
 )
-from approxdp.accounting.budget.filter_rdp import new_rdp_share
 from approxdp.accounting.budget.filter_state import ZERO, RdpShare
 from approxdp.accounting.budget.ledger import (
-    Decision,
     FilterLogEntry,
     Ledger,
     MemoryLedger,
     SpendRecord,
 )
-from approxdp.accounting.budget.rules import CLOSED_FORM_RULES, delta_at
 from approxdp.accounting.budget.status import (
     BudgetStatus,
     PlanResult,
     explain_text,
-    filter_reading,
     status_of,
 )
+from approxdp.accounting.budget.sub_budgets import sub_ledgers
 from approxdp.errors import (
-    BudgetExceededError,
     InvalidParameterError,
     LedgerRecertificationWarning,
     ParameterTypeError,
@@ -190,7 +183,8 @@ class PrivacyAccountant:
                                                            composition, self._delta)
         pending = None
         if isinstance(basic_share, str):
-            pending = self._auto_share(basic_share, ledger)
+            pending = auto_share(basic_share, ledger, self._composition, self._delta,
+                                 AUTO_SHARE_DELTA)
             basic_share = None
         if basic_share is None and settings is not None:
             basic_share = settings.basic_share
@@ -204,8 +198,9 @@ class PrivacyAccountant:
                 f"basic_share is a share of the 'gdp' filter's budget; composition="
                 f"{self._composition!r} has none (got basic_share={self._share})"
             )
-        rdp = self._rdp_share(rdp_share, rdp_orders, ledger)
-        self._subs = self._sub_ledgers(sub_budgets, ledger)
+        rdp = check_rdp_share(rdp_share, rdp_orders, self._composition, self.budget)
+        self._subs = sub_ledgers(sub_budgets, ledger, self._composition, self.budget,
+                                 PrivacyAccountant)
         subs = tuple((name, Fraction(a.budget[0]), Fraction(a.budget[1]))
                      for name, a in self._subs.items())
         self._persistent = ledger is not None
@@ -265,64 +260,6 @@ class PrivacyAccountant:
             return self._share
         return (float(f.share[0]), float(f.share[1]))
 
-    def _rdp_share(self, share: Any, orders: Any, ledger: object) -> RdpShare | None:
-        """The Rényi share asked for (checked), or None."""
-        if share is None:
-            if orders is not None:
-                raise InvalidParameterError(
-                    "rdp_orders sets the orders of a Rényi share: pass rdp_share=(epsilon, "
-                    f"delta) with it (got rdp_orders={orders!r} and no rdp_share)"
-                )
-            return None
-        if self._composition != "gdp":
-            raise InvalidParameterError(
-                f"rdp_share is a share of the 'gdp' filter's budget; composition="
-                f"{self._composition!r} has none (got rdp_share={share!r})"
-            )
-        return new_rdp_share(share, orders, self.budget)
-
-    def _sub_ledgers(self, specs: Any, ledger: object) -> dict[str, PrivacyAccountant]:
-        """The sub-budgets' ledgers (checked), by name."""
-        if specs is None:
-            return {}
-        if not isinstance(specs, Mapping) or not specs:
-            raise ParameterTypeError(
-                "sub_budgets must be a non-empty mapping {name: (epsilon, delta)} or {name: "
-                f"{{'budget': (epsilon, delta), ...}}}}, got sub_budgets={specs!r}"
-            )
-        if self._composition != "gdp":
-            raise InvalidParameterError(
-                f"sub_budgets are shares of the 'gdp' filter's budget; composition="
-                f"{self._composition!r} has none"
-            )
-        if ledger is not None:
-            raise InvalidParameterError(
-                "sub_budgets are for an in-memory budget in this version: a ledger file cannot "
-                f"store them yet (got ledger={ledger!r})"
-            )
-        out: dict[str, PrivacyAccountant] = {}
-        allowed = {"budget", "composition", "basic_share", "rdp_share", "rdp_orders",
-                   "sub_budgets"}
-        for name, spec in specs.items():
-            if not isinstance(name, str) or not name:
-                raise ParameterTypeError(
-                    f"sub_budgets names must be non-empty strings, got {name!r}"
-                )
-            kwargs = dict(spec) if isinstance(spec, Mapping) else {"budget": spec}
-            if "budget" not in kwargs or not set(kwargs) <= allowed:
-                raise InvalidParameterError(
-                    f"sub_budgets[{name!r}] must be an (epsilon, delta) pair or a mapping with "
-                    f"'budget' and any of {sorted(allowed - {'budget'})}, got {spec!r}"
-                )
-            eps_i, delta_i = check_budget(kwargs["budget"])
-            if eps_i > self._epsilon or delta_i > self._delta:
-                raise InvalidParameterError(
-                    f"sub_budgets[{name!r}] = ({eps_i:g}, {delta_i:g}) is not within the "
-                    f"budget ({self._epsilon:g}, {self._delta:g})"
-                )
-            out[name] = PrivacyAccountant(**kwargs)
-        return out
-
     def sub(self, name: str) -> PrivacyAccountant:
         """The ledger of sub-budget ``name`` (``sub_budgets=``): spend on it as on any
         accountant; it never takes more than its own (ε_i, δ_i).
@@ -349,22 +286,6 @@ class PrivacyAccountant:
         """The Rényi share fixed at creation (orders, budgets and what is used), or None."""
         f = self._ledger.state().filter
         return None if f is None else f.rdp
-
-    def _auto_share(self, share: str, ledger: object) -> tuple[float, float] | None:
-        """The pending share of ``basic_share="auto"`` (None where the rule has no share)."""
-        if share != "auto":
-            raise InvalidParameterError(
-                f"basic_share must be an (epsilon, delta) pair, None or 'auto', got "
-                f"basic_share={share!r}"
-            )
-        if ledger is not None:
-            raise InvalidParameterError(
-                "basic_share='auto' is for an in-memory budget; a ledger file fixes its basic "
-                "share when it is created: pass basic_share=(epsilon, delta)"
-            )
-        if self._composition != "gdp":
-            return None
-        return (0.0, self._delta * AUTO_SHARE_DELTA)
 
     def _status(self, state: LedgerState) -> BudgetStatus:
         """This ledger's status in ``state``
@@ -396,47 +317,11 @@ class PrivacyAccountant:
             ParameterTypeError, InvalidParameterError: ``event`` is not an accountable event,
                 or its cost is not finite (e.g. σ/Δ below about 1e-154); nothing was recorded.
         """
-        contrib = self._cost(event)
-
-        def check(old_state: LedgerState, new_state: LedgerState) -> Decision:
-            if old_state.filter is not None:
-                try:
-                    f, charge = admit_spend(old_state.filter, event, self.budget)
-                except FilterRefusedError as exc:
-                    before = self._status(old_state)
-                    raise BudgetExceededError(
-                        f"{exc}; remaining before this spend: delta="
-                        f"{before.remaining_delta:.6g} at the full epsilon, epsilon="
-                        f"{before.remaining_epsilon:.6g} at the full delta",
-                        remaining=before, requested=event,
-                    ) from None
-                _, delta_after = filter_reading(f, self.budget)
-                return Decision(charge.describe(f.kind), delta_after, f, charge.to_json())
-            needed, rule = delta_at(new_state, self._epsilon, self._composition)
-            if needed > self._delta:
-                before = self._status(old_state)
-                raise BudgetExceededError(
-                    f"spending {event!r} needs delta={needed:.6g} at epsilon={self._epsilon:g} "
-                    f"({rule}) but the budget is ({self._epsilon:g}, {self._delta:g}); "
-                    f"remaining before this spend: delta={before.remaining_delta:.6g} at the "
-                    f"full epsilon, epsilon={before.remaining_epsilon:.6g} at the full delta",
-                    remaining=before,
-                    requested=event,
-                )
-            return Decision(rule, needed)
-
-        return self._ledger.append(event, contrib, check, seeded=seeded)
+        check = spend_check(event, self.budget, self._composition, self._status)
+        return self._ledger.append(event, self._cost(event), check, seeded=seeded)
 
     def _cost(self, event: PrivacyEvent) -> Contribution:
-        contrib = check_cost(event, contribution(event))
-        if (self._filter_kind is None and self._composition in CLOSED_FORM_RULES
-                and any(map(is_pld_only, contrib.pld))):
-            raise InvalidParameterError(
-                f"composition={self._composition!r} needs every event's (epsilon, delta), but "
-                f"{event!r} (a subsampled Gaussian) has none; account it with "
-                "composition='pld' or 'auto' (adaptivity='fixed'), or under the 'gdp' filter"
-            )
-        return contrib
+        return accountable_cost(event, self._filter_kind, self._composition)
 
     def commit(self, events: Iterable[Any], *, label: str = "plan") -> Commitment:
         """Commit a plan: events whose parameters are fixed now, before any of their noise is
@@ -473,23 +358,9 @@ class PrivacyAccountant:
         items = plan_items(events)
         for event, _ in items:
             self._cost(event)
-        text = str(label)
         box: list[Commitment] = []
-
-        def update(state: LedgerState) -> tuple[FilterState, dict[str, str] | None]:
-            assert state.filter is not None
-            try:
-                f, commitment, charge = admit_commit(state.filter, items, text, self.budget)
-            except FilterRefusedError as exc:
-                raise BudgetExceededError(
-                    str(exc), remaining=self._status(state), requested=[e for e, _ in items]
-                ) from None
-            box.append(commitment)
-            return f, {"kind": "commit", "commitment": str(commitment.id), "label": text,
-                       "pricing": commitment.pricing, "events": _planned_json(commitment),
-                       "charge": charge.to_json()}
-
-        self._ledger.update_filter(update)
+        self._ledger.update_filter(commit_update(items, str(label), self.budget, self._status,
+                                                 box))
         return box[0]
 
     def close_commitment(self, commitment: Commitment | int) -> Commitment:
@@ -513,17 +384,7 @@ class PrivacyAccountant:
         if self._filter_kind is None:
             raise InvalidParameterError("this ledger has no commitments (adaptivity='fixed')")
         box: list[Commitment] = []
-
-        def update(state: LedgerState) -> tuple[FilterState, dict[str, str] | None]:
-            assert state.filter is not None
-            f, charge = close_commitment(state.filter, cid, self.budget)
-            closed = next(c for c in f.commitments if c.id == cid)
-            box.append(closed)
-            return f, {"kind": "close", "commitment": str(cid), "label": closed.label,
-                       "pricing": closed.pricing, "events": _planned_json(closed),
-                       "charge": charge.to_json()}
-
-        self._ledger.update_filter(update)
+        self._ledger.update_filter(close_update(cid, self.budget, box))
         return box[0]
 
     def commitments(self) -> tuple[Commitment, ...]:
@@ -538,22 +399,8 @@ class PrivacyAccountant:
 
     def plan(self, events: Iterable[PrivacyEvent]) -> PlanResult:
         """Would ``events``, spent in this order after the history, fit? Spends nothing."""
-        state = self._ledger.state()
-        for ev in events:
-            contrib = self._cost(ev)
-            new_state = state.add(contrib)
-            if state.filter is not None:
-                try:
-                    f, _ = admit_spend(state.filter, ev, self.budget)
-                except FilterRefusedError as exc:
-                    return PlanResult(False, self._status(state), str(exc))
-                new_state = new_state.with_filter(f)
-            state = new_state
-        status = self._status(state)
-        if state.filter is None and status.spent_delta > self._delta:
-            return PlanResult(False, status, "the history with these events needs delta="
-                              f"{status.spent_delta:.6g} at epsilon={self._epsilon:g}")
-        return PlanResult(True, status)
+        return plan_result(self._ledger.state(), events, self.budget, self._cost,
+                           self._status)
 
     def remaining(self) -> BudgetStatus:
         """The budget's current status (no side effects)."""
@@ -581,8 +428,4 @@ class PrivacyAccountant:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _planned_json(c: Commitment) -> str:
-    return json.dumps([list(p) for p in c.planned])
 

@@ -1,5 +1,5 @@
 """Checking what a :class:`~approxdp.accounting.PrivacyAccountant` is given: its budget, basic
-share, mode and rule, and the events of a plan to commit."""
+share (``"auto"`` included), Rényi share, mode and rule, and the events of a plan to commit."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from approxdp._validation import check_interval, check_parameter
+from approxdp.accounting.budget.filter_rdp import new_rdp_share
+from approxdp.accounting.budget.filter_state import RdpShare
 from approxdp.accounting.budget.rules import COMPOSITION_RULES
 from approxdp.accounting.registry import ADAPTIVITY_MODES, accounting_rule, rule_names
 from approxdp.accounting.serialization import event_key
@@ -17,7 +19,14 @@ from approxdp.errors import (
 )
 from approxdp.events import PrivacyEvent
 
-__all__ = ["check_budget", "check_share", "plan_items", "resolve_mode"]
+__all__ = [
+    "auto_share",
+    "check_budget",
+    "check_rdp_share",
+    "check_share",
+    "plan_items",
+    "resolve_mode",
+]
 
 
 def check_budget(budget: Any) -> tuple[float, float]:
@@ -116,3 +125,40 @@ def resolve_mode(settings: Any, adaptivity: str | None, composition: str | None,
             "to promise that every spend's parameters are fixed before any noise is drawn"
         )
     return adaptivity, composition
+
+
+def check_rdp_share(share: Any, orders: Any, composition: str,
+                    budget: tuple[float, float]) -> RdpShare | None:
+    """The Rényi share asked for (checked), or None."""
+    if share is None:
+        if orders is not None:
+            raise InvalidParameterError(
+                "rdp_orders sets the orders of a Rényi share: pass rdp_share=(epsilon, "
+                f"delta) with it (got rdp_orders={orders!r} and no rdp_share)"
+            )
+        return None
+    if composition != "gdp":
+        raise InvalidParameterError(
+            f"rdp_share is a share of the 'gdp' filter's budget; composition="
+            f"{composition!r} has none (got rdp_share={share!r})"
+        )
+    return new_rdp_share(share, orders, budget)
+
+
+def auto_share(share: str, ledger: object, composition: str, delta: float,
+               fraction: float) -> tuple[float, float] | None:
+    """The pending share of ``basic_share="auto"``: (0, ``fraction`` · δ) (None where the
+    rule has no share)."""
+    if share != "auto":
+        raise InvalidParameterError(
+            f"basic_share must be an (epsilon, delta) pair, None or 'auto', got "
+            f"basic_share={share!r}"
+        )
+    if ledger is not None:
+        raise InvalidParameterError(
+            "basic_share='auto' is for an in-memory budget; a ledger file fixes its basic "
+            "share when it is created: pass basic_share=(epsilon, delta)"
+        )
+    if composition != "gdp":
+        return None
+    return (0.0, delta * fraction)

@@ -72,7 +72,14 @@ from approxdp.events import (
     SubsampledEvent,
 )
 
-__all__ = ["DEFAULT_SHARE_ORDERS", "charge_rdp", "new_rdp_share", "part_rdp", "rdp_left"]
+__all__ = [
+    "DEFAULT_SHARE_ORDERS",
+    "charge_rdp",
+    "new_rdp_share",
+    "part_rdp",
+    "rdp_charged",
+    "rdp_left",
+]
 
 #: The orders of a Rényi share by default (fixed at creation; ``rdp_orders=`` sets others):
 #: spread over the range where DP-SGD runs and Gaussian releases find their best order.
@@ -215,3 +222,14 @@ def rdp_left(share: RdpShare) -> tuple[float, float, float]:
     best = max(range(len(share.orders)),
                key=lambda j: (share.budgets[j] - share.used[j]) / max(share.budgets[j], 1e-300))
     return share.orders[best], share.used[best], share.budgets[best]
+
+
+def rdp_charged(old: FilterState, new: FilterState) -> tuple[tuple[float, float], ...]:
+    """(order, ρ) charged to the Rényi share between two states (empty if none), the order
+    with the most budget left after it first."""
+    if old.rdp is None or new.rdp is None or old.rdp.used == new.rdp.used:
+        return ()
+    pairs = [(a, max(n - o, 0.0)) for a, o, n in
+             zip(new.rdp.orders, old.rdp.used, new.rdp.used, strict=True)]
+    best = rdp_left(new.rdp)[0]
+    return tuple(sorted(pairs, key=lambda p: p[0] != best))

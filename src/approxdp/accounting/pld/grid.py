@@ -176,7 +176,7 @@ def discretize(source: LossSource, h: float, tail: float, stable: bool = False) 
         stable: also form the split without cancellation where the source can. It costs
             about as much as the discretization itself (the inner CDFs again) and only pays
             where the guard's mean shift, added up over the composed steps, is not negligible
-            (≳ 10^8 steps: see :data:`~approxdp.accounting.pld.passes.STABLE_FROM`); either
+            (≳ 10^8 steps: see :data:`~approxdp.accounting.pld.discretized.STABLE_FROM`); either
             way the result is a valid dominating discretization.
     """
     i_lo, n, edges = _grid(source, h, tail)

@@ -1,0 +1,209 @@
+"""Uncertified estimates that aim the passes and pick their grid step.
+
+- :func:`saddle_epsilon` / :func:`saddle_delta`: saddle-point estimates of ε(δ) and δ(ε)
+  (Daniels 1954; Lugannani, Rice 1980, https://doi.org/10.2307/1426607) on coarse copies of
+  the steps: where to tilt the first pass, and how large its tails may be.
+- :class:`ExcessModel`: how far the certified upper bound sits above the true ε as a function
+  of the grid step, from the variance the connect-the-dots split adds (Doroshenko et al. 2022,
+  https://arxiv.org/abs/2207.04380).
+
+None of these is a bound: every number a caller reports comes from a certified pass.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize, special
+
+from approxdp.accounting.pld.compose import ComposedPLD, DiscretePLD
+from approxdp.accounting.pld.discretized import (
+    Parts,
+    _discretized,
+    _stable,
+    _step_tail,
+    coarse_moments,
+    coarse_support,
+)
+from approxdp.accounting.pld.privacy_loss import LossSource
+from approxdp.accounting.pld.window import composed_moments, solve_tilt, support_of
+
+__all__ = [
+    "ExcessModel",
+    "calibrated",
+    "excess_model",
+    "saddle_delta",
+    "saddle_epsilon",
+]
+
+
+def _log_hockey(lam: float, sd: float) -> float:
+    """log E[e^(−λX)(1 − e^(−X)); X > 0] for X ~ N(0, sd²): (erfcx(λs/√2) − erfcx((λ+1)s/√2))/2
+    (the saddle-point factor of the hockey-stick divergence)."""
+    r = 1.0 / math.sqrt(2.0)
+    g = float(special.erfcx(lam * sd * r)) - float(special.erfcx((lam + 1.0) * sd * r))
+    return math.log(max(g, 1e-300)) - math.log(2.0)
+
+
+def saddle_epsilon(parts: Parts, delta: float) -> tuple[float, float] | None:
+    """A saddle-point estimate of ε(δ) and its tilt λ (not certified: they only aim the
+    tilt and size the first grid), on coarse copies of the steps: log δ ≈ K(λ) − λK'(λ) +
+    log E[e^(−λX)(1 − e^(−X)); X > 0] with X ~ N(0, K''(λ)) and ε = K'(λ). None where δ is
+    above its value at λ = 0."""
+    coarse = [(coarse_support(s), c) for s, c in parts]
+    target = math.log(delta)
+
+    def f(lam: float) -> tuple[float, float]:
+        mo = composed_moments(coarse, lam)
+        return mo.k - lam * mo.mean + _log_hockey(lam, math.sqrt(mo.var)), mo.mean
+
+    at0, _ = f(0.0)
+    if target >= at0:
+        return None
+    lo, hi = 0.0, 1.0
+    for _ in range(60):  # bracket: f falls as λ grows
+        val, _ = f(hi)
+        if val < target:
+            break
+        lo, hi = hi, 2.0 * hi
+    if not val < target:  # (f never fell that far, or left float range: the last λ good)
+        return f(lo)[1], lo
+    lam = float(optimize.brentq(lambda x: f(x)[0] - target, lo, hi, xtol=1e-12, rtol=1e-4))
+    return f(lam)[1], lam
+
+
+def saddle_delta(parts: Parts, epsilon: float) -> float:
+    """A saddle-point estimate of δ(ε) (not certified: it sizes the first pass's tails), on
+    coarse copies of the steps; 1 where ε is below the mean."""
+    coarse = [(coarse_support(s), c) for s, c in parts]
+    lam = solve_tilt(coarse, epsilon)
+    if lam <= 0.0:
+        return 1.0
+    mo = composed_moments(coarse, lam)
+    log_d = mo.k - lam * epsilon + _log_hockey(lam, math.sqrt(mo.var))
+    return math.exp(min(log_d, 0.0))
+
+
+def _guess(parts: Parts, delta: float) -> float:
+    """The tilt target: the saddle-point ε, else the normal approximation's m + sd·Φ⁻¹(1 − δ)."""
+    saddle = saddle_epsilon(parts, delta)
+    if saddle is not None and math.isfinite(saddle[0]):
+        return max(saddle[0], 0.0)
+    mean = sum(c * coarse_moments(s)[0] for s, c in parts)
+    var = sum(c * coarse_moments(s)[1] for s, c in parts)
+    return max(0.0, mean + math.sqrt(var) * -float(special.ndtri(delta)))
+
+
+def _logsumexp(x: np.ndarray) -> float:
+    """log Σ e^x (−inf for an empty or all −inf x): SciPy's logsumexp without its array-API
+    dispatch, which costs ~1 ms a call here."""
+    top = float(x.max()) if x.size else -math.inf
+    if not math.isfinite(top):
+        return top
+    return top + math.log(float(np.exp(x - top).sum()))
+
+
+def _tilted_spread(pld: DiscretePLD, lam: float) -> float:
+    """The connect-the-dots spread of one step under the λ-tilted measure: Σ_k v_k e^(λ m_k) /
+    Σ_i p_i e^(λ l_i), m_k the interval's midpoint."""
+    if pld.spread is None or pld.spread.size == 0:
+        return 0.0
+    with np.errstate(divide="ignore"):
+        lp = pld.log_masses() + lam * pld.losses
+        ls = np.log(pld.spread) + lam * (pld.losses[:-1] + 0.5 * pld.h)
+    norm = _logsumexp(lp)
+    top = float(ls.max())
+    if not (math.isfinite(norm) and math.isfinite(top)):
+        return 0.0
+    return math.exp(top - norm) * float(np.exp(ls - top).sum())
+
+
+@dataclass(frozen=True, slots=True)
+class ExcessModel:
+    """≈ how far the certified ε sits above the true ε, as a function of the grid step.
+
+    The split adds variance V_j(h) to step j (mean V_j/2: it keeps E_P[e^(−L)]), which raises
+    the tilted log-MGF by ΔK ≈ Σ_j c_j V_j λ(1 + λ)/2 at the saddle point λ of the answer
+    (tilted mean = ε); δ(ε) moves by that factor and ε by about ΔK / s, s = −d log δ/dε =
+    e^ε E[e^(−S); S > ε]/δ measured on the composed distribution (s ≈ λ for a near-Gaussian
+    sum). ``scale`` corrects it by what two grids measured (:func:`calibrated`): where a few
+    large losses make δ the model keeps its shape in h but not its constant."""
+
+    parts: tuple[tuple[LossSource, int], ...]
+    delta: float
+    lam: float
+    factor: float
+    scale: float = 1.0
+    gaussian: bool = False  # the saddle point's slope matched s: the model needs no calibration
+    blocks: tuple[float, float] = (0.0, 1.0)  # (regridding spread, at grid step): ∝ h²
+    #: (step tail, spread ratio, shift ratio): with many parts (a schedule), ``parts`` holds
+    #: only those that make most of the spread, scaled up by what all of them made at the
+    #: pass's grid (None: ``parts`` is the whole direction)
+    subset: tuple[float, float, float] | None = None
+    stable: bool = False  # the direction's discretizations use the stable split
+
+    def at(self, h: float) -> float:
+        """The estimated excess at grid step h (discretizes at h: cached)."""
+        step_tail = (self.subset[0] if self.subset is not None
+                     else _step_tail(self.parts, 1e-4 * self.delta))
+        plds = [(_discretized(s, h, step_tail, self.stable), c) for s, c in self.parts]
+        spread = sum(c * _tilted_spread(p, self.lam) for p, c in plds)
+        # the split's float guard shifts every step's mean up (∝ 1/h: it can win at huge T)
+        shift = sum(c * p.guard for p, c in plds)
+        if self.subset is not None:
+            spread *= self.subset[1]
+            shift *= self.subset[2]
+        spread += self.blocks[0] * (h / self.blocks[1]) ** 2
+        return self.scale * self.factor * spread + shift
+
+    def with_scale(self, scale: float) -> ExcessModel:
+        """The same model, scaled."""
+        return ExcessModel(self.parts, self.delta, self.lam, self.factor, scale, self.gaussian,
+                           self.blocks, self.subset, self.stable)
+
+
+#: Parts the excess model follows one by one (beyond: the largest, scaled; it only picks grids)
+_MODEL_PARTS = 6
+
+
+def excess_model(
+    parts: Parts, h: float, comp: ComposedPLD, eps: float, delta: float
+) -> ExcessModel:
+    """The excess model at the answer ``eps`` of the pass ``comp`` (grid step h)."""
+    step_tail = _step_tail(parts, 1e-4 * delta)
+    stable = _stable(parts)
+    plds = [(_discretized(s, h, step_tail, stable), c) for s, c in parts]
+    lam = solve_tilt([(support_of(p), c) for p, c in plds], eps, start=comp.lam)
+    slope = comp.slope(eps) / delta if delta > 0.0 else lam
+    ratio = max(1.0, lam / slope) if slope > 0.0 else 1.0 + lam
+    gaussian = slope > 0.0 and 0.8 <= lam / slope <= 1.25 and lam >= 0.5
+    kept, subset = tuple(parts), None
+    if len(parts) > _MODEL_PARTS:  # a schedule: follow the parts that make most of the spread
+        each = [(c * _tilted_spread(p, lam), c * p.guard) for p, c in plds]
+        order = sorted(range(len(parts)), key=lambda i: -each[i][0])[:_MODEL_PARTS]
+        spread, shift = sum(e[0] for e in each), sum(e[1] for e in each)
+        part_spread = sum(each[i][0] for i in order)
+        part_shift = sum(each[i][1] for i in order)
+        if part_spread > 0.0:
+            kept = tuple(parts[i] for i in order)
+            subset = (step_tail, spread / part_spread,
+                      shift / part_shift if part_shift > 0.0 else 1.0)
+    return ExcessModel(kept, delta, lam, (1.0 + lam) / 2.0 * ratio, 1.0, gaussian,
+                       (comp.block_spread, h), subset, stable)
+
+
+def calibrated(model: ExcessModel, coarse: tuple[float, float], fine: tuple[float, float]) -> (
+    ExcessModel
+):
+    """``model`` scaled by what two certified passes measured: (h, ε) on a coarse and on a
+    finer grid. The model's drop between them should be the drop of ε; where ε fell more,
+    the model is scaled up (by at most 100), never down."""
+    (h1, e1), (h2, e2) = coarse, fine
+    base = model.with_scale(1.0)
+    drop = base.at(h1) - base.at(h2)
+    scale = model.scale
+    if drop > 0.0 and e1 - e2 > drop * scale:
+        scale = min(100.0, (e1 - e2) / drop)
+    return model.with_scale(scale)

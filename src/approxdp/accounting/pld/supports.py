@@ -1,0 +1,233 @@
+"""Exact log moment generating functions of discretized measures, for the window planner.
+
+:mod:`approxdp.accounting.pld.window` bounds what an FFT window leaves out by Chernoff's
+inequality on the *discretized* steps, whose log-MGF K(u) = Σ_j c_j log Σ_i p_ij e^(u·l_ij) is
+known exactly (Koskela et al. 2021, https://arxiv.org/abs/2006.07134, Sec. 4). This module
+computes K, K' (the tilted mean) and K'' (the tilted variance) over each measure's support —
+one step at a time (:class:`Support`) or many side by side (a schedule's phases) — and caches
+the supports of recently composed measures.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from approxdp.accounting.pld.grid import DiscretePLD
+
+__all__ = [
+    "Moments",
+    "Parts",
+    "Support",
+    "clear_supports",
+    "composed_moments",
+    "support_of",
+]
+
+FloatArray = npt.NDArray[np.float64]
+
+
+class Support:
+    """The positive-mass entries of one discretized measure, for exact log-MGFs."""
+
+    def __init__(self, pld: DiscretePLD) -> None:
+        keep = pld.pmf > 0.0
+        losses = pld.losses[keep]
+        self.logp = pld.log_masses()[keep]
+        self.ref = float(losses[losses.size // 2]) if losses.size else 0.0
+        self.l = losses - self.ref  # centred: the variance keeps its digits
+        self.l2 = self.l * self.l
+        self.reach = float(np.abs(self.l).max()) if losses.size else 0.0
+        self.lo = float(losses[0]) if losses.size else 0.0
+        self.hi = float(losses[-1]) if losses.size else 0.0
+        self._memo: dict[float, tuple[float, float, float]] = {}
+        self.cached = False  # held in the module's cache (its edges may be memoized)
+
+    def moments(self, u: float) -> tuple[float, float, float]:
+        """(log Σ p e^(u l), mean, variance) of the loss under the u-tilted measure."""
+        hit = self._memo.get(u)
+        if hit is not None:
+            return hit
+        if self.l.size == 0:
+            return -math.inf, 0.0, 0.0
+        # (the planner's inner loop: hundreds of calls per ε over the whole support; on a
+        # small one the call's overhead is most of it: no error-state switch where u·l
+        # cannot overflow)
+        if abs(u) * self.reach < 1e300:
+            a = self.l * u
+            a += self.logp
+            top = float(a.max())
+        else:
+            with np.errstate(over="ignore", invalid="ignore"):
+                a = self.l * u
+                a += self.logp
+            top = float(a.max())
+            if not math.isfinite(top):  # u beyond float range: callers read NaN as too far
+                return math.nan, math.nan, math.nan
+        a -= top
+        _exp_floored(a)
+        s0 = float(a.sum())
+        m = float(np.einsum("i,i", a, self.l)) / s0
+        var = float(np.einsum("i,i", a, self.l2)) / s0 - m * m
+        if var <= 1e-8 * m * m:  # cancelled: the centred sum instead
+            var = float(np.einsum("i,i", a, (self.l - m) ** 2)) / s0
+        out = (top + math.log(s0) + u * self.ref, m + self.ref, max(var, 0.0))
+        if len(self._memo) < 256:
+            self._memo[u] = out
+        return out
+
+
+def _exp_floored(a: FloatArray) -> None:
+    """e^a in place, every entry of ``a`` (all ≤ 0, the largest 0) raised to at least
+    :data:`_FLOOR` first.
+
+    Terms below e^−600 change a sum that holds a 1 by less than n·e^−600 ≈ 1e−256 relative,
+    far below its rounding — and only upward, the side every Chernoff bound built on it may
+    err on — while subnormal results (below e^−708) make the exponential and the sums of
+    products after it 5–20 times slower on x86."""
+    np.maximum(a, _FLOOR, out=a)
+    np.exp(a, out=a)
+
+
+#: See :func:`_exp_floored`.
+_FLOOR = -600.0
+
+Parts = Sequence[tuple[Support, int]]
+
+#: Supports of recently composed measures, each kept with its measure (so that its id cannot be
+#: reused while the entry lives) and the window edges already solved on it.
+_SUPPORTS: dict[int, tuple[DiscretePLD, Support]] = {}
+_EDGES: dict[tuple[object, ...], tuple[float, float, float]] = {}
+#: at most this many supports, holding at most _KEEP_POINTS points together (a schedule of
+#: many phases composes a support per phase and direction: all of them must stay, or every
+#: θ tried rebuilds them)
+_KEEP = 512
+_KEEP_POINTS = 1 << 21
+
+
+def support_of(pld: DiscretePLD) -> Support:
+    """The (cached) :class:`Support` of a discretized measure."""
+    hit = _SUPPORTS.get(id(pld))
+    if hit is not None:
+        if hit[0] is pld:
+            return hit[1]
+        hit[1].cached = False  # (its measure is gone and the id reused)
+    sup = Support(pld)
+    held = sum(e[1].l.size for e in _SUPPORTS.values())
+    while _SUPPORTS and (len(_SUPPORTS) >= _KEEP or held + sup.l.size > _KEEP_POINTS):
+        old = _SUPPORTS.pop(next(iter(_SUPPORTS)))[1]
+        old.cached = False
+        held -= old.l.size
+        _EDGES.clear()
+    sup.cached = True
+    _SUPPORTS[id(pld)] = (pld, sup)
+    return sup
+
+
+def clear_supports() -> None:
+    """Forget the cached supports and window edges."""
+    for _, sup in _SUPPORTS.values():
+        sup.cached = False
+    _SUPPORTS.clear()
+    _EDGES.clear()
+    _STACKS.clear()
+
+
+@dataclass(frozen=True, slots=True)
+class Moments:
+    """K(u), K'(u) (tilted mean) and K''(u) (tilted variance) of the composed loss."""
+
+    k: float
+    mean: float
+    var: float
+
+
+class _Stacked:
+    """Several supports side by side, for their moments in one vectorized pass (a schedule
+    of many phases would otherwise loop over them in Python at every θ tried).
+
+    The supports are rows of one padded matrix (padding: mass 0, loss 0) where that wastes
+    little, so that every reduction is along rows; else they are concatenated and reduced by
+    segment (``reduceat``)."""
+
+    def __init__(self, parts: Parts) -> None:
+        sizes = [sup.l.size for sup, _ in parts]
+        self.ref = np.array([sup.ref for sup, _ in parts])
+        self.count = np.array([float(c) for _, c in parts])
+        self._memo: dict[float, Moments] = {}
+        width = max(sizes, default=0)
+        self.padded = len(parts) * width <= 1.25 * sum(sizes) + 64 * len(parts)
+        if self.padded:
+            self.l = np.zeros((len(parts), width))
+            self.logp = np.full((len(parts), width), -np.inf)
+            for j, (sup, _) in enumerate(parts):
+                self.l[j, : sizes[j]] = sup.l
+                self.logp[j, : sizes[j]] = sup.logp
+        else:
+            self.starts = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.intp)
+            self.l = np.concatenate([sup.l for sup, _ in parts])
+            self.logp = np.concatenate([sup.logp for sup, _ in parts])
+            self.sizes = np.array(sizes, dtype=np.intp)
+        self.l2 = self.l * self.l
+
+    def moments(self, u: float) -> Moments:
+        hit = self._memo.get(u)
+        if hit is not None:
+            return hit
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            a = self.l * u  # (the padding: −∞ + 0·u, floored below like any tiny term)
+            a += self.logp
+            if self.padded:
+                top = a.max(axis=1)
+                if not bool(np.all(np.isfinite(top))):
+                    return Moments(math.nan, math.nan, math.nan)
+                a -= top[:, None]
+                _exp_floored(a)
+                s0 = a.sum(axis=1)
+                s1 = np.einsum("ij,ij->i", a, self.l)
+                s2 = np.einsum("ij,ij->i", a, self.l2)
+            else:
+                top = np.maximum.reduceat(a, self.starts)
+                if not bool(np.all(np.isfinite(top))):
+                    return Moments(math.nan, math.nan, math.nan)
+                a -= np.repeat(top, self.sizes)
+                _exp_floored(a)
+                s0 = np.add.reduceat(a, self.starts)
+                s1 = np.add.reduceat(a * self.l, self.starts)
+                s2 = np.add.reduceat(a * self.l2, self.starts)
+        m = s1 / s0
+        var = np.maximum(s2 / s0 - m * m, 0.0)
+        k = top + np.log(s0) + u * self.ref
+        c = self.count
+        out = Moments(float((c * k).sum()), float((c * (m + self.ref)).sum()),
+                      float((c * var).sum()))
+        if len(self._memo) < 256:
+            self._memo[u] = out
+        return out
+
+
+_STACKS: dict[tuple[tuple[int, int], ...], tuple[Parts, _Stacked]] = {}
+
+
+def composed_moments(parts: Parts, u: float) -> Moments:
+    """K(u) = Σ_j c_j log M_j(u) and its first two derivatives, exactly."""
+    if len(parts) > 2:
+        key = tuple((id(sup), c) for sup, c in parts)
+        hit = _STACKS.get(key)
+        if hit is None or any(a is not b for (a, _), (b, _) in zip(hit[0], parts, strict=True)):
+            if len(_STACKS) >= 8:
+                _STACKS.pop(next(iter(_STACKS)))
+            hit = (list(parts), _Stacked(parts))
+            _STACKS[key] = hit
+        return hit[1].moments(u)
+    k = mean = var = 0.0
+    for sup, c in parts:
+        lm, m, v = sup.moments(u)
+        k += c * lm
+        mean += c * m
+        var += c * v
+    return Moments(k, mean, var)
