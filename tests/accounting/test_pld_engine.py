@@ -359,3 +359,40 @@ def test_only_compositions_standing_for_10_to_the_10_steps_run_in_extended_preci
     assert all(not ext for c, ext in seen if c != block)
     assert sum(1 for _, ext in seen if ext) == 1
     assert block * (k + 1) >= blocks.EXTENDED_FROM
+
+
+def test_the_other_direction_is_certified_on_a_coarser_grid_with_the_same_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 22, setting #14 (σ = 1, q = 1e-4, T = 1e7): the add direction's first pass came
+    out above the refined remove direction; it only has to come out below it, which a grid
+    ~3x coarser than the final one does (half the points): same guarantee and bracket as
+    certifying it on the final grid, and where the coarser pass misses, the final grid is
+    used as before."""
+    import approxdp.accounting.pld.accounting as acc
+
+    ev = [(SubsampledEvent(GaussianEvent(sigma=1.0), 1e-4), 10**7)]
+    grids: list[float] = []
+    real_solve = acc._solve
+
+    def spy(parts, delta, h, guess, below=None):  # type: ignore[no-untyped-def]
+        grids.append(h)
+        return real_solve(parts, delta, h, guess, below)
+
+    monkeypatch.setattr(acc, "_solve", spy)
+    passes.clear_caches()
+    got = pld_epsilon(ev, 1e-5)
+    assert len(grids) == 3 and grids[0] == grids[1] and grids[2] < grids[0]
+    coarser = grids[2]
+    monkeypatch.setattr(acc, "_other_step", lambda other, top, eps_up: top.h)
+    grids.clear()
+    passes.clear_caches()
+    old = pld_epsilon(ev, 1e-5)
+    assert grids[2] < coarser  # the final grid, finer
+    assert got.epsilon == old.epsilon and got.bracket == old.bracket
+    # a coarse pass that misses (the first grid: above the remove direction) falls back
+    monkeypatch.setattr(acc, "_other_step", lambda other, top, eps_up: other.h)
+    grids.clear()
+    passes.clear_caches()
+    miss = pld_epsilon(ev, 1e-5)
+    assert len(grids) == 4 and miss.epsilon == old.epsilon and miss.bracket == old.bracket
