@@ -112,9 +112,11 @@ def test_a_schedule_keeps_every_support_cached() -> None:
     first = [support_of(p) for p in plds]
     assert all(s.cached for s in first)
     assert all(support_of(p) is s for p, s in zip(plds, first, strict=True))
+    assert supports._HELD[0] == 100 * 200  # (the running count of held points)
     big = _measure(supports._KEEP_POINTS - 100 * 200 + 1, seed=7)
     support_of(big)
     assert not first[0].cached
+    assert supports._HELD[0] == sum(s.l.size for _, s in supports._SUPPORTS.values())
     assert support_of(plds[0]) is not first[0]
     window.clear_supports()
     assert not any(s.cached for s in first)

@@ -25,7 +25,7 @@ RESULT_KEYS = {
 BUDGET_KEYS = {"budget_epsilon", "budget_delta", "spent_epsilon", "spent_delta",
                "remaining_epsilon", "remaining_delta", "count", "rule", "adaptivity",
                "certified_by", "spent_meaning", "over_budget", "refusing", "room", "room_used",
-               "basic_share", "basic_share_used", "open_commitments"}
+               "basic_share", "basic_share_used", "open_commitments", "rdp_share", "sub_budgets"}
 
 
 def test_count_json_shape_and_value(
@@ -33,7 +33,7 @@ def test_count_json_shape_and_value(
 ) -> None:
     data = run_json("release", "count", people_csv, "-e", "0.5", "-d", "1e-6", "--seed", "1")
     assert set(data) == {"command", "schema_version", "file", "query", "result", "budget",
-                         "ledger"}
+                         "ledger", "ledger_sub"}
     assert data["query"] == {"kind": "count", "columns": [], "by": [], "bounds": None,
                              "domain": None, "derive": {}, "where": []}
     result = data["result"]

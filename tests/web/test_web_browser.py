@@ -1,10 +1,11 @@
 """``approxdp serve`` in a real browser: Playwright drives Chromium (issue 18).
 
 The server runs as ``python -m approxdp serve`` on a free loopback port with a ledger that
-already holds two spends and a small CSV. Chromium is Debian's ``chromium`` package (or
-``APPROXDP_CHROMIUM``), never Playwright's own download; ``scripts/test.py`` installs it when
-missing and running as root. Without a browser these tests skip with the reason — except in CI
-(``CI=true``), where they fail: there they are required.
+already holds five spends (and a basic and a Rényi share) and a small CSV. Chromium is
+Debian's ``chromium`` package (or ``APPROXDP_CHROMIUM``), never Playwright's own download;
+``scripts/test.py`` installs it when missing and running as root. Without a browser these
+tests skip with the reason — except in CI (``CI=true``), where they fail: there they are
+required.
 
 Screenshots of every page go to the tests' temporary folder (``APPROXDP_SCREENSHOTS`` names
 another) so that a person can look at them.
@@ -75,7 +76,8 @@ def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """``approxdp serve`` on a free port: its URL, ledger (two spends) and data file."""
+    """``approxdp serve`` on a free port: its URL, ledger (five spends, a basic and a Rényi
+    share) and data file."""
     pytest.importorskip("shiny", reason="approxdp serve needs the web extra")
     folder = tmp_path_factory.mktemp("serve")
     data = folder / "people.csv"
@@ -85,9 +87,12 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         for i in range(500):
             writer.writerow([i, 18 + (i * 7) % 72, "F" if i % 3 else "M"])
     ledger = folder / "budget.sqlite"
-    with dp.PrivacyAccountant((3.0, 1e-5), ledger=ledger, basic_share=(0.5, 2e-7)) as acct:
+    with dp.PrivacyAccountant((3.0, 1e-5), ledger=ledger, basic_share=(0.5, 2e-7),
+                              rdp_share=(1.0, 2e-7), rdp_orders=[8, 16, 32]) as acct:
         acct.spend(dp.GaussianEvent(sigma=6.0, label="survey wave 1"))
         acct.spend(dp.EpsilonDeltaEvent(epsilon=0.25, delta=1e-7, label="survey wave 2"))
+        for _ in range(3):  # DP-SGD steps from the same ledger: charged to its Rényi share
+            acct.spend(dp.SubsampledEvent(dp.GaussianEvent(sigma=2.0), 0.01, label="step"))
     port = _free_port()
     log = open(folder / "server.log", "w", encoding="utf-8")  # noqa: SIM115 - closed below
     proc = subprocess.Popen(
@@ -259,6 +264,10 @@ def test_ledger_page(page: Any, served: dict[str, Any], shots: Path) -> None:
     expect(page.locator("#ledger_certified")).to_contain_text("filter 'gdp'")
     expect(page.locator("#ledger_certified")).to_contain_text("fully adaptive")
     expect(page.locator("#ledger_spent_meaning")).to_contain_text("the guarantee")
+    expect(page.locator("#ledger_rdp_share_summary")).to_contain_text("Rényi share")
+    expect(page.locator("#ledger_rdp_share")).to_contain_text("(most left)")
+    expect(page.locator("#ledger_rdp_share tr")).to_have_count(4)  # a header, three orders
+    expect(page.locator("#ledger_basic_share")).to_contain_text("(0.5, 2e-07)")
     _plot_src(page, "ledger_burn")
     page.screenshot(path=str(shots / "ledger.png"), full_page=True)
     assert served["ledger"].read_bytes() == before

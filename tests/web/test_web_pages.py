@@ -721,3 +721,47 @@ def test_the_quantile_trees_shape_in_the_wizard(config: web_config.ServeConfig) 
             wizard.read_spec(config, {**form, **change}, schema)
         assert forms.locate(bad.value, ["bins", "branching"]) == field, (change, bad.value)
     assert _spends(config.ledger) == spent
+
+
+def test_the_ledger_page_shows_the_renyi_share_order_by_order(
+    tmp_path: Path, people: Path
+) -> None:
+    """``approxdp serve --rdp-share`` creates the ledger with its share; the page's view and
+    its table show each order's budget, what is used and the order with the most left; the
+    review says the share is there."""
+    from approxdp.web import widgets
+
+    path = tmp_path / "shared.sqlite"
+    config = web_config.make_config(ledger=path, budget=(4.0, 1e-6), rdp_share=(3.0, 5e-7),
+                                    rdp_orders=[4, 8, 16], data=[people])
+    with dp.PrivacyAccountant(ledger=path) as acct:  # a DP-SGD job on the same ledger
+        acct.spend(dp.GaussianEvent(sigma=30.0, label="first"))
+        for _ in range(100):
+            acct.spend(dp.SubsampledEvent(dp.GaussianEvent(sigma=1.0), 0.01))
+        used = acct.rdp_share.used  # type: ignore[union-attr]
+    view = ledger.ledger_view(path)
+    share = view["status"]["rdp_share"]
+    assert share["used"] == list(used) and share["orders"] == [4.0, 8.0, 16.0]
+    assert len(view["burn_down"]) == 101  # the replay keeps the share: nothing refused
+    html = str(widgets.rdp_share_table(share, "t"))
+    best = f"{share['best_order']:g} (most left)"
+    assert best in html and html.count("<tr") == 4  # a header and three orders
+    assert "Rényi share" in html and "admits nothing more" not in html
+    schema = {"person": "integer", "age": "integer", "sex": "string"}
+    spec = wizard.read_spec(config, {"file": "1", "kind": "count", "epsilon": "0.1",
+                                     "delta": "1e-8"})
+    cost = wizard.cost_preview(spec, path, schema)
+    assert cost["rdp_share"]["epsilon"] == 3.0 and cost["fits"]
+
+
+def test_sub_budgets_table() -> None:
+    from approxdp.reports.ledger import sub_budget_dicts
+    from approxdp.web import widgets
+
+    acc = dp.PrivacyAccountant((2.0, 1e-5), sub_budgets={"reports": (0.5, 1e-6)})
+    acc.sub("reports").spend(dp.GaussianEvent(sigma=20.0))
+    subs = sub_budget_dicts(acc)
+    assert subs["reports"]["budget"] == {"epsilon": 0.5, "delta": 1e-6}
+    assert subs["reports"]["status"]["count"] == 1
+    html = str(widgets.sub_budgets_table(subs, "s"))
+    assert "reports" in html and "<td>1</td>" in html

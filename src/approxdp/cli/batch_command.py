@@ -26,7 +26,8 @@ from approxdp.cli.query_spec import load_spec
 from approxdp.cli.release_views import render_budget, render_release, render_shares
 from approxdp.cli.row_options import transform_rows
 from approxdp.errors import InvalidParameterError
-from approxdp.reports.releases import budget_dict, release_dict
+from approxdp.reports.ledger import accountant_budget
+from approxdp.reports.releases import release_dict
 
 __all__ = ["run_batch"]
 
@@ -42,11 +43,12 @@ def run_batch(
     budget: tuple[float, float] | None, ledger: Path | None, composition: str | None,
     seed: int | None, allow_seeded_ledger: bool, output: Path | None, show: int,
     as_json: bool, exact_diagnostics: bool, make_accountant: AccountantFactory,
-    engine: str | None = None,
+    engine: str | None = None, ledger_sub: str | None = None,
 ) -> None:
     """Release every query of the spec at ``spec_path`` as one plan (see the module), over
     the spec's file after its ``derive`` columns and ``where`` filters; ``engine`` (the
-    command's ``--engine``) wins over the spec's."""
+    command's ``--engine``) wins over the spec's; ``ledger_sub``: the sub-budget that pays
+    (``--ledger-sub``)."""
     from approxdp.releases.session import PrivateTable
 
     spec = load_spec(spec_path)
@@ -62,12 +64,13 @@ def run_batch(
         raise InvalidParameterError(f"--output of a batch must end in .json, got {str(output)!r}")
     accountant = make_accountant(ledger, budget, composition, (eps, dlt))
     try:
+        pays = accountant if ledger_sub is None else accountant.sub(ledger_sub)
         with progress(f"Releasing {len(spec.queries)} private queries from "
                       f"{Path(spec.file).name}"), \
-                interruptible(lambda: accountant.remaining().count):
+                interruptible(lambda: pays.remaining().count):
             settings = {**spec.table, **({"engine": engine} if engine is not None else {})}
             table = transform_rows(
-                PrivateTable(spec.file, accountant=accountant, seed=seed,
+                PrivateTable(spec.file, accountant=pays, seed=seed,
                              allow_seeded_ledger=allow_seeded_ledger, **settings),
                 derive=spec.derive, where=spec.where,
                 derive_label=lambda name: f"spec derive.{name} = ",
@@ -77,7 +80,7 @@ def run_batch(
                                        epsilon=eps, delta=dlt)
             results = table.execute(allocated,
                                     level=level if level is not None else spec.level)
-        status = accountant.remaining()
+        status = accountant_budget(pays)
     finally:
         accountant.close()
     data: dict[str, Any] = {
@@ -86,8 +89,9 @@ def run_batch(
         "derive": dict(spec.derive), "where": list(spec.where),
         "results": [{**release_dict(r, exact_diagnostics=exact_diagnostics), "share": share}
                     for r, share in zip(results, allocated.shares, strict=True)],
-        "budget": budget_dict(status),
+        "budget": status,
         "ledger": str(ledger) if ledger is not None else None,
+        "ledger_sub": ledger_sub,
     }
 
     def render(console: Console) -> None:
@@ -102,6 +106,8 @@ def run_batch(
             render_release(console, result, show, budget_line=False)
         render_shares(console, data["results"], eps, dlt)
         where = f" in ledger {safe_text(ledger)}" if ledger else " (this session)"
+        if ledger_sub is not None:
+            where = f" of sub-budget {safe_text(ledger_sub)!r}" + where
         render_budget(console, data["budget"], title="Budget" + where)
 
     emit(data, as_json, render)

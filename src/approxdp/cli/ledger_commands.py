@@ -27,7 +27,7 @@ from approxdp.cli.output import (
     progress,
     safe_text,
 )
-from approxdp.cli.release_views import render_budget
+from approxdp.cli.release_views import render_budget, render_rdp_share
 from approxdp.errors import InvalidParameterError
 from approxdp.reports.ledger import ledger_report, read_ledger
 from approxdp.reports.releases import SEEDED_MARK
@@ -62,7 +62,11 @@ def ledger_command() -> None:
 @json_option
 def show_command(file: Path, as_json: bool) -> None:
     """Show a ledger file's budget, which filter and mode certify it, every spend and
-    committed plan, and what remains (read-only).
+    committed plan, its shares, and what remains (read-only).
+
+    A Rényi share (--rdp-share when the ledger was created) is shown order by order: each
+    order's budget B, what is used, what is left, and the order with the most left; the
+    share admits a request while some order stays within its budget.
 
     Each spend's cost is shown as the ε it spends alone, and the ε spent up to it, both at the
     budget's δ (under a privacy filter: the filter's spent ε, its odometer). A ledger written
@@ -109,6 +113,11 @@ def show_command(file: Path, as_json: bool) -> None:
                               f"{c['spent']} of {c['planned_count']}", c["state"])
             console.print(plans)
         render_budget(console, data["status"])
+        if data["status"]["rdp_share"] is not None:
+            render_rdp_share(console, data["status"]["rdp_share"])
+        for name, sub in data["status"]["sub_budgets"].items():
+            render_budget(console, {**sub["status"], "rdp_share": sub["rdp_share"]},
+                          title=f"Sub-budget {safe_text(name)!r}")
 
     emit(data, as_json, render)
 

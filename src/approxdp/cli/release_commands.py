@@ -20,9 +20,15 @@ from typing import Any, Literal, cast
 import click
 from rich.console import Console
 
-from approxdp.accounting import COMPOSITION_RULES, PrivacyAccountant, read_ledger_settings
+from approxdp.accounting import COMPOSITION_RULES
 from approxdp.accounting.registry import ADAPTIVITY_MODES
 from approxdp.calibration import CALIBRATION_METHODS
+from approxdp.cli.ledger_settings import (
+    LedgerOptions,
+    ledger_options,
+    make_accountant,
+    payer,
+)
 from approxdp.cli.output import (
     JSON_SCHEMA_VERSION,
     Number,
@@ -39,8 +45,8 @@ from approxdp.errors import DataError, InvalidParameterError, ParameterTypeError
 from approxdp.releases.kinds import RELEASE_KINDS, KindInputs
 from approxdp.releases.quantiles import MAX_BINS
 from approxdp.releases.specs import Neighbouring, OutsideDomain
+from approxdp.reports.ledger import accountant_budget
 from approxdp.reports.releases import (
-    budget_dict,
     parse_domain,
     release_dict,
     typed_value,
@@ -50,45 +56,6 @@ from approxdp.reports.releases import (
 __all__ = ["release_command"]
 
 _OUTPUT_SUFFIXES = (".json", ".csv", ".parquet")
-
-
-def _accountant(
-    ledger: Path | None, budget: tuple[float, float] | None, composition: str | None,
-    release_budget: tuple[float, float], adaptivity: str | None = None,
-    basic_share: tuple[float, float] | None = None,
-) -> PrivacyAccountant:
-    if ledger is None:
-        return PrivacyAccountant(budget or release_budget, composition=composition,
-                                 adaptivity=adaptivity, basic_share=basic_share)
-    if ledger.exists() and not ledger.is_dir():
-        settings = read_ledger_settings(ledger)
-        if budget is not None and tuple(map(float, budget)) != settings.budget:
-            raise InvalidParameterError(
-                f"--budget {budget[0]:g} {budget[1]:g} differs from the budget "
-                f"({settings.budget[0]:g}, {settings.budget[1]:g}) stored in ledger "
-                f"{str(ledger)!r}; a ledger's budget never changes: leave out --budget to use "
-                "the stored one (or start a new ledger file)"
-            )
-        # an existing ledger keeps its mode and rule (one written before privacy filters, with
-        # no mode stored, takes the one asked for: PrivacyAccountant re-certifies it)
-        share = None if basic_share is None else tuple(map(float, basic_share))
-        for flag, asked, stored in (("--composition", composition, settings.composition),
-                                    ("--adaptivity", adaptivity, settings.adaptivity),
-                                    ("--basic-share", share, settings.basic_share)):
-            if settings.adaptivity is not None and asked is not None and asked != stored:
-                raise InvalidParameterError(
-                    f"{flag} {asked} differs from the {flag[2:]} {stored!r} stored in ledger "
-                    f"{str(ledger)!r}; leave out {flag} to use it"
-                )
-        return PrivacyAccountant(settings.budget, ledger=ledger, composition=composition,
-                                 adaptivity=adaptivity, basic_share=basic_share)
-    if budget is None:
-        raise InvalidParameterError(
-            f"ledger {str(ledger)!r} does not exist yet; create it by also giving its total "
-            "budget: --budget EPSILON DELTA"
-        )
-    return PrivacyAccountant(budget, ledger=ledger, composition=composition,
-                             adaptivity=adaptivity, basic_share=basic_share)
 
 
 def _check_output(output: Path | None) -> None:
@@ -172,12 +139,7 @@ _TREE = ", ".join(k.name for k in RELEASE_KINDS.values() if k.tree)
               help="full (default): spends may be chosen after earlier outputs, the ledger is "
                    "a privacy filter. fixed: you promise every spend's parameters were fixed "
                    "before any noise was drawn.")
-@click.option("--basic-share", type=(Number.of("epsilon"), Number.of("delta_cost")),
-              default=None, metavar="EPSILON DELTA",
-              help="For a new ledger (fixed when it is created): the part of the budget kept "
-                   "for δ that no Gaussian covers, e.g. partition selection (a histogram or "
-                   "grouped query without --domain) after the ledger's first spend; it costs "
-                   "the Gaussian releases the room it takes.")
+@ledger_options
 @click.option("--privacy-unit", default=None, metavar="COLUMN",
               help="Column identifying whom to protect (default: each row).")
 @click.option("--max-partitions", type=int, default=1, show_default=True,
@@ -227,7 +189,7 @@ def release_command(
     bins: int | None, branching: int | None, domain_specs: tuple[str, ...],
     outside_domain: str, budget: tuple[float, float] | None, ledger: Path | None,
     composition: str | None, adaptivity: str | None,
-    basic_share: tuple[float, float] | None, privacy_unit: str | None,
+    shares: LedgerOptions, privacy_unit: str | None,
     max_partitions: int,
     max_rows_per_partition: int, neighbouring: str, level: float, method: str,
     cast_specs: tuple[str, ...], cast_errors: str, wheres: tuple[str, ...],
@@ -272,8 +234,8 @@ def release_command(
                   budget=budget, ledger=ledger, composition=composition, seed=seed,
                   allow_seeded_ledger=allow_seeded_ledger, output=output, show=show,
                   as_json=as_json, exact_diagnostics=exact_diagnostics,
-                  make_accountant=functools.partial(_accountant, adaptivity=adaptivity,
-                                                    basic_share=basic_share),
+                  make_accountant=functools.partial(make_accountant, options=shares),
+                  ledger_sub=shares.ledger_sub,
                   engine=engine)
         return
     for name, value in (("-e' / '--epsilon", epsilon), ("-d' / '--delta", delta)):
@@ -298,13 +260,13 @@ def release_command(
     _check_output(output)
     casts = parse_casts(cast_specs)
     derives = parse_derives(derive_specs)
-    accountant = _accountant(ledger, budget, composition, (epsilon, delta), adaptivity,
-                             basic_share)
+    accountant = make_accountant(ledger, budget, composition, (epsilon, delta), shares)
     try:
+        pays = payer(accountant, shares)
         with progress(f"Releasing a private {kind} from {file.name}"), \
-                interruptible(lambda: accountant.remaining().count):
+                interruptible(lambda: pays.remaining().count):
             table = PrivateTable(
-                str(file), accountant=accountant, neighbouring=cast(Neighbouring, neighbouring),
+                str(file), accountant=pays, neighbouring=cast(Neighbouring, neighbouring),
                 privacy_unit=privacy_unit, max_partitions=max_partitions,
                 max_rows_per_partition=max_rows_per_partition, seed=seed, method=method,
                 casts=casts, cast_errors=cast(Literal["drop", "error"], cast_errors),
@@ -314,7 +276,7 @@ def release_command(
             inputs = dataclasses.replace(inputs, domain=_typed_domain(table, domain))
             result = table.release_kind(entry, inputs, epsilon=epsilon, delta=delta,
                                         level=level, bounds_share=bounds_share)
-        status = accountant.remaining()
+        status = accountant_budget(pays)
     finally:
         accountant.close()
     data: dict[str, Any] = {
@@ -327,13 +289,16 @@ def release_command(
                   **({"bins": inputs.tree().bins, "branching": inputs.tree().branching}
                      if entry.tree else {})},
         "result": release_dict(result, exact_diagnostics=exact_diagnostics),
-        "budget": budget_dict(status),
+        "budget": status,
         "ledger": str(ledger) if ledger is not None else None,
+        "ledger_sub": shares.ledger_sub,
     }
 
     def render(console: Console) -> None:
         render_release(console, data["result"], show)
         where = f" in ledger {safe_text(ledger)}" if ledger else " (this session)"
+        if shares.ledger_sub is not None:
+            where = f" of sub-budget {safe_text(shares.ledger_sub)!r}" + where
         render_budget(console, data["budget"], title="Budget" + where)
 
     emit(data, as_json, render)

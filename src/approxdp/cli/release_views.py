@@ -15,7 +15,8 @@ from rich.table import Table
 from approxdp.cli.output import new_table, safe_text
 from approxdp.reports.formatting import fmt, fmt_values
 
-__all__ = ["diagnostics_lines", "render_budget", "render_release", "render_shares"]
+__all__ = ["diagnostics_lines", "rdp_share_line", "render_budget", "render_rdp_share",
+           "render_release", "render_shares"]
 
 
 def render_release(
@@ -143,11 +144,50 @@ def render_budget(console: Console, budget: dict[str, Any], title: str = "Budget
     if budget.get("basic_share") is not None:
         lines.append(f"basic share (ε, δ): {tuple(budget['basic_share'])}, used "
                      f"{tuple(budget['basic_share_used'])}")
+    share = budget.get("rdp_share")
+    if share is not None:
+        lines.append(rdp_share_line(share))
+    for name, sub in (budget.get("sub_budgets") or {}).items():
+        status = sub["status"]
+        lines.append(f"sub-budget {safe_text(name)!r}: (ε, δ) = ({fmt(sub['budget']['epsilon'])}"
+                     f", {fmt(sub['budget']['delta'])}), {status['count']} spend(s), "
+                     f"remaining ε = {fmt(status['remaining_epsilon'])} at its full δ")
     if budget.get("open_commitments"):
         lines.append(f"{budget['open_commitments']} committed plan(s) open")
     if budget.get("refusing"):
         lines.append(f"[bold red]REFUSING SPENDS:[/] {safe_text(budget['refusing'])}")
     table.caption = "\n".join(lines)
+    console.print(table)
+
+
+def rdp_share_line(share: dict[str, Any]) -> str:
+    """One line for a :func:`~approxdp.reports.ledger.rdp_share_dict`: the share, its orders,
+    and what is used at its best order."""
+    state = "" if share["alive"] else " [bold red](every order used up: it admits nothing more)[/]"
+    return (f"Rényi share (ε, δ) = ({fmt(share['epsilon'])}, {fmt(share['delta'])}) at "
+            f"{len(share['orders'])} order(s) {', '.join(f'{a:g}' for a in share['orders'])}: "
+            f"ρ = {fmt(share['best_used'])} used of {fmt(share['best_budget'])} at "
+            f"α = {share['best_order']:g} (its order with the most left){state}")
+
+
+def render_rdp_share(console: Console, share: dict[str, Any]) -> None:
+    """Draw a Rényi share order by order: α, its budget B_j, what is used, what is left."""
+    table = new_table(f"Rényi share (ε, δ) = ({fmt(share['epsilon'])}, {fmt(share['delta'])})"
+                      ": a Rényi filter at orders fixed when the ledger was created")
+    table.add_column("order α", justify="right")
+    table.add_column("budget B", justify="right")
+    table.add_column("used Σρ", justify="right")
+    table.add_column("left", justify="right")
+    for a, b, u in zip(share["orders"], share["budgets"], share["used"], strict=True):
+        best = a == share["best_order"]
+        table.add_row(f"{a:g}" + (" ←" if best else ""), fmt(b),
+                      fmt(u if u < 1e300 else math.inf),
+                      "none (B ≤ 0)" if b <= 0 else fmt(b - u) if u <= b else "[red]used up[/]",
+                      style="bold" if best else None)
+    table.caption = (f"each order converts to (ε, δ/k) = ({fmt(share['epsilon'])}, "
+                     f"{fmt(share['delta_per_order'])}) (Canonne et al. 2020, Prop. 12); a "
+                     "request is admitted while some order stays within its budget; ← the "
+                     "order with the most left")
     console.print(table)
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import click
 
 from approxdp.accounting import COMPOSITION_RULES
+from approxdp.cli.ledger_settings import LedgerOptions, creation_options
 from approxdp.cli.output import EXIT_PORT_IN_USE, Number, error_line
 from approxdp.errors import MissingDependencyError
 from approxdp.web.config import is_loopback, make_config, new_token
@@ -78,6 +79,7 @@ def bind_port(host: str, port: int) -> socket.socket:
               help="Total budget of a new --ledger (an existing one keeps its own).")
 @click.option("--composition", type=click.Choice(list(COMPOSITION_RULES)), default=None,
               help="Composition rule of a new --ledger (default: auto).")
+@creation_options
 @click.option("--data", "data", multiple=True, metavar="FILE",
               type=click.Path(path_type=Path, dir_okay=False),
               help="CSV or Parquet file the release wizard may read (repeatable).")
@@ -88,7 +90,7 @@ def bind_port(host: str, port: int) -> socket.socket:
 def serve_command(
     host: str, port: int, allow_remote: bool, ledger: Path | None,
     budget: tuple[float, float] | None, composition: str | None, data: tuple[Path, ...],
-    no_token: bool,
+    no_token: bool, shares: LedgerOptions,
 ) -> None:
     """Open the explorer and release wizard in a browser (a local web app).
 
@@ -99,11 +101,17 @@ def serve_command(
 
     Exit status 4: the port is in use (choose another with --port).
 
-    Example: approxdp serve --ledger budget.sqlite --budget 2 1e-5 --data people.csv
+    \b
+    Examples:
+      approxdp serve --ledger budget.sqlite --budget 2 1e-5 --data people.csv
+      approxdp serve --ledger shared.sqlite --budget 8 1e-5 --rdp-share 6 5e-6 \\
+          --data people.csv    (a ledger a DP-SGD job also spends from)
     """
     config = make_config(host=host, port=port, allow_remote=allow_remote, ledger=ledger,
                          budget=budget, composition=composition, data=data,
-                         token=None if no_token else new_token())
+                         token=None if no_token else new_token(),
+                         basic_share=shares.basic_share, rdp_share=shares.rdp_share,
+                         rdp_orders=shares.rdp_orders, sub_budgets=shares.sub_budgets)
     try:
         import uvicorn
 

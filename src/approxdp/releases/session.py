@@ -108,10 +108,25 @@ class PrivateTable(TableSteps):
             the Gaussian releases about 1 % of their noise. ``(ε, δ)``: that share, fixed
             now; None: none (the whole budget for Gaussian releases; partition selection only
             in the first release). With ``accountant``, its own share applies.
+        rdp_share: With ``budget``: an (ε_R, δ_R) of it kept for a Rényi filter at orders
+            fixed now (``rdp_orders``; :class:`~approxdp.accounting.PrivacyAccountant`'s
+            ``rdp_share``). A table's own releases are Gaussian, which the Gaussian-DP room
+            charges exactly, so the share pays off where the same accountant
+            (:attr:`accountant`) also pays for many subsampled Gaussians spent one at a time
+            (DP-SGD steps), at ε of about 2 or more; for a training run whose σ, q and T are
+            fixed before it starts, committing it (``accountant.commit``) is tighter. None
+            (default): no share.
+        rdp_orders: With ``rdp_share``: its Rényi orders α > 1 (default
+            :data:`~approxdp.accounting.budget.filter_rdp.DEFAULT_SHARE_ORDERS`).
+        sub_budgets: With ``budget``: ``{"name": (ε_i, δ_i)}`` budgets of their own inside it,
+            fixed now; :meth:`sub_budget` gives this table paying from one of them.
 
     Raises:
         SeededLedgerError: ``seed`` with a persistent ledger, without ``allow_seeded_ledger``.
-        ParameterTypeError: ``basic_share`` with ``accountant``.
+        ParameterTypeError: ``basic_share``, ``rdp_share``, ``rdp_orders`` or ``sub_budgets``
+            with ``accountant`` (its own settings apply: pass them to the accountant).
+        InvalidParameterError: a bad ``rdp_share``, ``rdp_orders`` or ``sub_budgets`` (the
+            message names it, its value and the allowed range).
     """
     # -- one query at a time ---------------------------------------------------------------
     def _one(self, query: Query, epsilon: float, delta: float, level: float) -> ReleaseResult:

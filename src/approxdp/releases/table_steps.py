@@ -11,10 +11,11 @@ adds one method per kind of release (:mod:`approxdp.releases.session`).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import secrets
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 import numpy as np
 
@@ -68,20 +69,21 @@ class TableSteps(TableTransformations):
         cast_errors: CastErrors = "drop",
         allow_seeded_ledger: bool = False,
         basic_share: tuple[float, float] | Literal["auto"] | None = "auto",
+        rdp_share: tuple[float, float] | None = None,
+        rdp_orders: Sequence[float] | None = None,
+        sub_budgets: Mapping[str, Any] | None = None,
     ) -> None:
         one_of = "pass exactly one of budget=(epsilon, delta) or accountant="
         if accountant is None:
             if budget is None:
                 raise ParameterTypeError(one_of)
-            accountant = PrivacyAccountant(budget=budget, basic_share=basic_share)
+            accountant = PrivacyAccountant(budget=budget, basic_share=basic_share,
+                                           rdp_share=rdp_share, rdp_orders=rdp_orders,
+                                           sub_budgets=sub_budgets)
         elif budget is not None:
             raise ParameterTypeError(one_of)
-        elif basic_share != "auto":
-            raise ParameterTypeError(
-                f"basic_share={basic_share!r} is for the accountant that budget= creates; an "
-                "accountant's basic share is fixed when it is created: pass it there "
-                "(PrivacyAccountant(..., basic_share=(epsilon, delta)))"
-            )
+        else:
+            _check_no_settings(basic_share, rdp_share, rdp_orders, sub_budgets)
         if seed is not None and getattr(accountant, "persistent", False) and not (
                 allow_seeded_ledger):
             raise SeededLedgerError(
@@ -211,6 +213,46 @@ class TableSteps(TableTransformations):
     def remaining(self) -> BudgetStatus:
         """What the accountant has left."""
         return self.accountant.remaining()
+
+    def sub_budget(self, name: str) -> Self:
+        """This table (the same rows, transformations and settings) paying from sub-budget
+        ``name`` of its accountant (``sub_budgets=`` at creation;
+        :meth:`PrivacyAccountant.sub <approxdp.accounting.PrivacyAccountant.sub>`): its
+        releases never take more than that sub-budget's own (ε_i, δ_i), whatever the other
+        sub-budgets and the main budget spend, in any order.
+
+        Raises:
+            UnknownMethodError: the accountant has no sub-budget ``name``.
+            ParameterTypeError: the accountant has no sub-budgets at all (one that is not a
+                :class:`~approxdp.accounting.PrivacyAccountant`).
+        """
+        sub = getattr(self.accountant, "sub", None)
+        if sub is None:
+            raise ParameterTypeError(
+                f"sub_budget({name!r}) needs a PrivacyAccountant with sub-budgets; this "
+                f"table's accountant is a {type(self.accountant).__name__}"
+            )
+        child = copy.copy(self)
+        child.accountant = sub(name)
+        return child
+
+
+def _check_no_settings(basic_share: object, rdp_share: object, rdp_orders: object,
+                       sub_budgets: object) -> None:
+    """ParameterTypeError for a ledger setting passed with ``accountant=``: an accountant's
+    settings are fixed when it is created."""
+    for name, value, default, example in (
+        ("basic_share", basic_share, "auto", "basic_share=(epsilon, delta)"),
+        ("rdp_share", rdp_share, None, "rdp_share=(epsilon, delta)"),
+        ("rdp_orders", rdp_orders, None, "rdp_share=(epsilon, delta), rdp_orders=[...]"),
+        ("sub_budgets", sub_budgets, None, "sub_budgets={name: (epsilon, delta)}"),
+    ):
+        if (value is not None) if default is None else (value != default):
+            raise ParameterTypeError(
+                f"{name}={value!r} is for the accountant that budget= creates; an "
+                f"accountant's {name} is fixed when it is created: pass it there "
+                f"(PrivacyAccountant(..., {example}))"
+            )
 
 
 #: The conversions ``PrivateTable(casts=...)`` knows.

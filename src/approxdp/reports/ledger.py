@@ -13,13 +13,14 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from approxdp.accounting import BudgetStatus, PrivacyAccountant, SpendRecord, read_ledger_settings
 from approxdp.accounting.budget.costs import LedgerState, contribution
-from approxdp.accounting.budget.filter_state import Commitment
+from approxdp.accounting.budget.filter_rdp import rdp_left
+from approxdp.accounting.budget.filter_state import Commitment, RdpShare
 from approxdp.accounting.budget.ledger import FilterLogEntry
 from approxdp.accounting.budget.rules import epsilon_at
 from approxdp.accounting.budget.sqlite_ledger import LedgerSettings
@@ -30,11 +31,14 @@ from approxdp.reports.releases import budget_dict, spend_dict
 
 __all__ = [
     "LedgerReading",
+    "accountant_budget",
     "burn_down",
     "commitment_dict",
     "ledger_report",
+    "rdp_share_dict",
     "read_ledger",
     "running_epsilons",
+    "sub_budget_dicts",
 ]
 
 
@@ -53,6 +57,8 @@ class LedgerReading:
         adaptivity: the mode that certifies it (an old file's: the filter it is re-certified
             under, in memory).
         composition: the filter or rule that certifies it.
+        rdp_share: its Rényi share (orders, budgets, what is used), or None.
+        sub_budgets: each sub-budget's name, (ε_i, δ_i) and status (empty: none).
     """
 
     settings: LedgerSettings
@@ -64,6 +70,8 @@ class LedgerReading:
     warnings: tuple[str, ...]
     adaptivity: str = "full"
     composition: str = "gdp"
+    rdp_share: RdpShare | None = None
+    sub_budgets: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def read_ledger(path: Path) -> LedgerReading:
@@ -83,11 +91,51 @@ def read_ledger(path: Path) -> LedgerReading:
             accountant.commitments(), accountant.commitment_log(), accountant.explain(),
             tuple(str(w.message) for w in caught
                   if issubclass(w.category, LedgerRecertificationWarning)),
-            accountant.adaptivity, accountant.composition,
+            accountant.adaptivity, accountant.composition, accountant.rdp_share,
+            sub_budget_dicts(accountant),
         )
     finally:
         accountant.close()
     return reading
+
+
+def rdp_share_dict(share: RdpShare | None) -> dict[str, Any] | None:
+    """A Rényi share as a JSON object (None for none): ``epsilon, delta`` (the (ε_R, δ_R) it
+    is certified for), ``orders`` α_j, ``budgets`` B_j ((α_j, B_j)-RDP converts to
+    (ε_R, δ_R/k)-DP), ``used`` Σρ(α_j) charged so far, ``delta_per_order`` δ_R/k,
+    ``best_order`` (the order with the most of its budget left, as a fraction: where the
+    next subsampled Gaussian is most likely to fit), ``best_used``, ``best_budget``, and
+    ``alive`` (some order is still within its budget: the share admits more)."""
+    if share is None:
+        return None
+    order, used, total = rdp_left(share)
+    return {"epsilon": float(share.epsilon), "delta": float(share.delta),
+            "orders": list(share.orders), "budgets": list(share.budgets),
+            "used": list(share.used), "delta_per_order": float(share.delta) / len(share.orders),
+            "best_order": order, "best_used": used, "best_budget": total,
+            "alive": share.alive()}
+
+
+def sub_budget_dicts(accountant: Any) -> dict[str, dict[str, Any]]:
+    """Each sub-budget of ``accountant`` (``sub_budgets=``) as ``{name: {budget{epsilon,
+    delta}, status{...}, rdp_share}}`` (:func:`~approxdp.reports.releases.budget_dict`,
+    :func:`rdp_share_dict`); empty for none."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, (eps, dlt) in getattr(accountant, "sub_budgets", {}).items():
+        sub = accountant.sub(name)
+        out[name] = {"budget": {"epsilon": eps, "delta": dlt},
+                     "status": budget_dict(sub.remaining()),
+                     "rdp_share": rdp_share_dict(sub.rdp_share)}
+    return out
+
+
+def accountant_budget(accountant: Any) -> dict[str, Any]:
+    """What a release reports of the accountant that paid for it:
+    :func:`~approxdp.reports.releases.budget_dict` of its status, with ``rdp_share``
+    (:func:`rdp_share_dict`) and ``sub_budgets`` (:func:`sub_budget_dicts`)."""
+    return {**budget_dict(accountant.remaining()),
+            "rdp_share": rdp_share_dict(getattr(accountant, "rdp_share", None)),
+            "sub_budgets": sub_budget_dicts(accountant)}
 
 
 def commitment_dict(commitment: Commitment) -> dict[str, Any]:
@@ -132,7 +180,8 @@ def ledger_report(
 ) -> dict[str, Any]:
     """The ``ledger`` JSON object: ``command, schema_version, file, budget{epsilon, delta},
     adaptivity, composition, legacy_composition, basic_share, spends[...], commitments[...],
-    status{...}, explain, warnings[...]`` (:func:`~approxdp.reports.releases.spend_dict` with
+    status{...}, explain, warnings[...]`` (status: as :func:`accountant_budget`, with the
+    Rényi share's used sums as stored; :func:`~approxdp.reports.releases.spend_dict` with
     ``epsilon_alone``, ``epsilon_so_far``, ``at_delta`` and ``so_far_is`` — under a privacy
     filter the filter's odometer reading, else the declared sequence's ε under the ledger's
     rule, see :func:`running_epsilons`; :func:`commitment_dict`;
@@ -171,7 +220,8 @@ def ledger_report(
         "basic_share": settings.basic_share,
         "spends": spends,
         "commitments": [commitment_dict(c) for c in r.commitments],
-        "status": budget_dict(r.status),
+        "status": {**budget_dict(r.status), "rdp_share": rdp_share_dict(r.rdp_share),
+                   "sub_budgets": r.sub_budgets},
         "explain": r.explanation,
         "warnings": list(r.warnings),
     }
@@ -185,7 +235,8 @@ def burn_down(read: LedgerReading, limit: int) -> list[dict[str, Any]]:
     mode = s.adaptivity or "full"
     rule = s.composition if s.adaptivity is not None else None
     replay = PrivacyAccountant(s.budget, composition=rule, adaptivity=mode,
-                               basic_share=s.basic_share)
+                               basic_share=s.basic_share, rdp_share=s.rdp_share,
+                               rdp_orders=s.rdp_orders)
     steps: list[tuple[float, int, Any]] = [(e.timestamp, 0, e) for e in read.log]
     steps += [(x.timestamp, 1, x) for x in read.records[:limit]]
     out: list[dict[str, Any]] = []

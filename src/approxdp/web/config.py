@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import ipaddress
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from approxdp.accounting import COMPOSITION_RULES, PrivacyAccountant, read_ledger_settings
 from approxdp.errors import InvalidParameterError
@@ -113,12 +114,44 @@ def _data_files(paths: Sequence[str | Path]) -> tuple[DataFile, ...]:
     )
 
 
+def _check_shares(path: Path, shares: dict[str, Any]) -> None:
+    """InvalidParameterError for a share that differs from the one stored in ``path``."""
+    settings = read_ledger_settings(path)
+    records = getattr(settings, "sub_budgets", None) or ()
+    stored = {"basic_share": settings.basic_share, "rdp_share": settings.rdp_share,
+              "rdp_orders": settings.rdp_orders}
+    subs = {r.name: tuple(map(float, r.budget)) for r in records}
+    asked_subs = shares.get("sub_budgets")
+    if asked_subs is not None and {n: tuple(map(float, b)) for n, b in asked_subs.items()} != subs:
+        raise InvalidParameterError(
+            f"--sub-budget differs from the sub-budgets {subs or 'none'} stored in ledger "
+            f"{str(path)!r} (a ledger's sub-budgets are fixed when it is created); leave out "
+            "--sub-budget"
+        )
+    for name, asked in shares.items():
+        if asked is None or name == "sub_budgets":
+            continue
+        value = (tuple(sorted({float(a) for a in asked})) if name == "rdp_orders" else
+                 tuple(map(float, asked)))
+        if value != stored[name]:
+            flag = "--" + name.replace("_", "-")
+            raise InvalidParameterError(
+                f"{flag} {' '.join(f'{v:g}' for v in value)} differs from the "
+                f"{name.replace('_', ' ')} {stored[name]!r} stored in ledger {str(path)!r} (a "
+                f"ledger's shares are fixed when it is created); leave out {flag}"
+            )
+
+
 def _ledger(
     ledger: str | Path | None, budget: tuple[float, float] | None, composition: str | None,
+    shares: dict[str, Any],
 ) -> Path | None:
     if ledger is None:
-        if budget is not None or composition is not None:
-            raise InvalidParameterError("--budget and --composition need --ledger FILE")
+        if budget is not None or composition is not None or any(
+                v is not None for v in shares.values()):
+            raise InvalidParameterError(
+                "--budget, --composition, --basic-share, --rdp-share, --rdp-orders and "
+                "--sub-budget need --ledger FILE")
         return None
     path = Path(ledger).expanduser()
     if path.exists():
@@ -134,6 +167,7 @@ def _ledger(
                 f"--composition {composition} differs from the rule {settings.composition!r} "
                 f"stored in ledger {str(path)!r}; leave out --composition"
             )
+        _check_shares(path, shares)
         return path.resolve()
     if budget is None:
         raise InvalidParameterError(
@@ -144,8 +178,13 @@ def _ledger(
         raise InvalidParameterError(
             f"--composition must be one of {', '.join(COMPOSITION_RULES)}, got {composition!r}"
         )
+    if shares.get("rdp_orders") is not None and shares.get("rdp_share") is None:
+        raise InvalidParameterError(
+            "--rdp-orders sets the orders of a Rényi share: give --rdp-share EPSILON DELTA "
+            "with it (the share and its orders are fixed when the ledger is created)"
+        )
     # Create the file now, so that the ledger page shows it (empty) from the start.
-    PrivacyAccountant(budget, ledger=path, composition=composition).close()
+    PrivacyAccountant(budget, ledger=path, composition=composition, **shares).close()
     return path.resolve()
 
 
@@ -159,13 +198,22 @@ def make_config(
     composition: str | None = None,
     data: Sequence[str | Path] = (),
     token: str | None = None,
+    basic_share: tuple[float, float] | None = None,
+    rdp_share: tuple[float, float] | None = None,
+    rdp_orders: Sequence[float] | None = None,
+    sub_budgets: Mapping[str, tuple[float, float]] | None = None,
 ) -> ServeConfig:
     """Check the command line's choices and fix them for the server's lifetime.
+
+    ``basic_share``, ``rdp_share``, ``rdp_orders`` and ``sub_budgets`` are the ``"gdp"``
+    filter's shares of a new ledger (:class:`~approxdp.accounting.PrivacyAccountant`), fixed
+    when it is created here; given for an existing ledger, each must be the one stored in it.
 
     Raises:
         InvalidParameterError: a host other than loopback without ``allow_remote``, a port
             out of range, a missing or unsupported data file, a new ledger without a budget,
-            or a budget/rule that differs from the existing ledger's.
+            a budget, rule or share that differs from the existing ledger's, or a share the
+            budget cannot hold.
         LedgerError: ``ledger`` exists but is not an approxdp ledger.
     """
     if not host:
@@ -181,8 +229,10 @@ def make_config(
                               or not token.replace("-", "").replace("_", "").isalnum()):
         raise InvalidParameterError("token must be at least 16 URL-safe characters "
                                     "(letters, digits, - and _)")
-    return ServeConfig(host, port, _ledger(ledger, budget, composition), _data_files(data),
-                       token)
+    shares = {"basic_share": basic_share, "rdp_share": rdp_share, "rdp_orders": rdp_orders,
+              "sub_budgets": sub_budgets}
+    return ServeConfig(host, port, _ledger(ledger, budget, composition, shares),
+                       _data_files(data), token)
 
 
 def data_file(config: ServeConfig, key: object) -> DataFile:

@@ -3,6 +3,7 @@ error under them, and how an :class:`~approxdp.web.forms.Outcome` is shown."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -117,6 +118,39 @@ def budget_table(status: Mapping[str, Any], table_id: str) -> Tag:
         ("remaining", [ui.tags.b("remaining"), ui.tags.b(left(status["remaining_epsilon"])),
                        ui.tags.b(left(status["remaining_delta"]))]),
     ], table_id)
+
+
+def rdp_share_table(share: Mapping[str, Any], table_id: str) -> Tag:
+    """A Rényi share (:func:`~approxdp.reports.ledger.rdp_share_dict`) order by order: α, its
+    budget B, what is used, what is left; the order with the most left marked."""
+    rows: list[tuple[str, list[TagChild]]] = []
+    for a, b, u in zip(share["orders"], share["budgets"], share["used"], strict=True):
+        best = a == share["best_order"]
+        rest = ("none (B ≤ 0)" if b <= 0 else fmt(b - u) if u <= b else "used up")
+        cells: list[TagChild] = [f"{a:g}", fmt(b), fmt(u if u < 1e300 else math.inf), rest]
+        if best:
+            cells = [ui.tags.b(c) for c in cells]
+            cells[0] = ui.tags.b(f"{a:g} (most left)")
+        rows.append((f"{a:g}", cells))
+    return ui.div(
+        ui.p(ui.tags.b("Rényi share "),
+             f"(ε, δ) = ({fmt(share['epsilon'])}, {fmt(share['delta'])}): a Rényi filter at "
+             f"orders fixed when the ledger was created; each order converts to (ε, δ/k) = "
+             f"({fmt(share['epsilon'])}, {fmt(share['delta_per_order'])}), and a request is "
+             "admitted while some order stays within its budget. "
+             + ("" if share["alive"] else "Every order is used up: it admits nothing more."),
+             id=f"{table_id}_summary"),
+        table(["order α", "budget B", "used Σρ", "left"], rows, table_id),
+    )
+
+
+def sub_budgets_table(subs: Mapping[str, Any], table_id: str) -> Tag:
+    """Sub-budgets (:func:`~approxdp.reports.ledger.sub_budget_dicts`): each one's (ε, δ),
+    spends and what it has left."""
+    return table(["sub-budget", "ε", "δ", "spends", "remaining ε (at its δ)"], [
+        (name, [name, fmt(sub["budget"]["epsilon"]), fmt(sub["budget"]["delta"]),
+                str(sub["status"]["count"]), left(sub["status"]["remaining_epsilon"])])
+        for name, sub in subs.items()], table_id)
 
 
 def left(remaining: float) -> str:

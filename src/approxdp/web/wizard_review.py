@@ -13,6 +13,7 @@ from typing import Any
 
 from approxdp.accounting import PrivacyAccountant, read_ledger_settings
 from approxdp.releases.kinds import RELEASE_KINDS, KindInputs
+from approxdp.reports.ledger import rdp_share_dict
 from approxdp.reports.releases import budget_dict
 from approxdp.web.wizard_simulation import release_events, small_data_advice
 from approxdp.web.wizard_spec import ReleaseSpec, schema_of
@@ -99,9 +100,10 @@ def cost_preview(spec: ReleaseSpec, ledger: Path, schema: Mapping[str, str] | No
         events = release_events(spec, shape)
         now = accountant.remaining()
         plan = accountant.plan(events)
+        share = rdp_share_dict(accountant.rdp_share)
     finally:
         accountant.close()
     return {"epsilon": spec.epsilon, "delta": spec.delta, "ledger": str(ledger),
             "composition": settings.composition, "now": budget_dict(now), "fits": plan.fits,
             "reason": plan.reason, "after": budget_dict(plan.status_after),
-            "query": query_rows(spec), "small_data": advice}
+            "query": query_rows(spec), "small_data": advice, "rdp_share": share}

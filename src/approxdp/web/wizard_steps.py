@@ -32,7 +32,8 @@ from typing import Any
 
 from approxdp.accounting import PrivacyAccountant
 from approxdp.reports.formatting import JSON_SCHEMA_VERSION, jsonable
-from approxdp.reports.releases import budget_dict, release_dict, write_cells_csv
+from approxdp.reports.ledger import accountant_budget
+from approxdp.reports.releases import release_dict, write_cells_csv
 from approxdp.web.wizard_review import PARTITION_SELECTION, cost_preview, query_rows
 from approxdp.web.wizard_simulation import SIMULATION_SEED, simulate, synthetic_table
 from approxdp.web.wizard_spec import (
@@ -75,7 +76,7 @@ def release(spec: ReleaseSpec, schema: Mapping[str, str], ledger: Path) -> dict[
     try:
         table = PrivateTable(str(spec.file.path), accountant=accountant, **table_options(spec))
         result = run_query(table, spec, schema)
-        status = accountant.remaining()
+        status = accountant_budget(accountant)
     finally:
         accountant.close()
     return {
@@ -90,7 +91,7 @@ def release(spec: ReleaseSpec, schema: Mapping[str, str], ledger: Path) -> dict[
                   "casts": list(spec.casts) or None,
                   "cast_errors": spec.cast_errors if spec.casts else None},
         "result": release_dict(result),
-        "budget": budget_dict(status),
+        "budget": status,
         "ledger": str(ledger),
         "explain": result.explain(),
         "released_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),

@@ -14,14 +14,14 @@ import math
 from collections.abc import Sequence
 from functools import lru_cache
 
-from approxdp.accounting.pld.compose import (
+from approxdp.accounting.pld.batched import tail_edges_many
+from approxdp.accounting.pld.grid import (
     DiscretePLD,
     RoundedPLD,
-    discretize,
-    discretize_rounded,
-    tail_edge,
+    clear_edges,
+    discretize_many,
+    discretize_rounded_many,
 )
-from approxdp.accounting.pld.grid import _edges
 from approxdp.accounting.pld.privacy_loss import LossSource
 from approxdp.accounting.pld.window import Support, clear_supports
 
@@ -31,7 +31,10 @@ __all__ = [
     "clear_caches",
     "coarse_moments",
     "coarse_support",
+    "discretized_all",
+    "prefetch_coarse",
     "quantize",
+    "rounded_all",
 ]
 
 Parts = Sequence[tuple[LossSource, int]]
@@ -53,14 +56,63 @@ def quantize(h: float, up: bool = False) -> float:
     return float(2.0 ** ((math.ceil(k) if up else math.floor(k)) / 4.0))
 
 
-@lru_cache(maxsize=256)
+class _Cache:
+    """A least-recently-used map of at most ``size`` entries (what ``functools.lru_cache``
+    keeps, but filled a batch at a time)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.data: dict[tuple[object, ...], object] = {}
+
+    def get(self, key: tuple[object, ...]) -> object | None:
+        hit = self.data.pop(key, None)
+        if hit is not None:
+            self.data[key] = hit
+        return hit
+
+    def put(self, key: tuple[object, ...], value: object) -> None:
+        self.data.pop(key, None)
+        while len(self.data) >= self.size:
+            self.data.pop(next(iter(self.data)))
+        self.data[key] = value
+
+    def clear(self) -> None:
+        self.data.clear()
+
+
+_COARSE = _Cache(256)
+_DISCRETIZED = _Cache(256)
+_ROUNDED = _Cache(64)
+#: saddle-point estimates (:func:`~approxdp.accounting.pld.estimates.saddle_epsilon`), kept
+#: here so that :func:`clear_caches` forgets them too
+SADDLES = _Cache(64)
+
+
 def _coarse(source: LossSource) -> tuple[DiscretePLD, float]:
     """A coarse discretization of ``source`` (about 4096 points over its 1e-14 tails) and the
     width of that range."""
-    lo = tail_edge(source, 1e-9, 1e-14, upper=False)
-    hi = tail_edge(source, 1e-9, 1e-14, upper=True)
-    width = max(hi - lo, 1e-12)
-    return discretize(source, width / _COARSE_POINTS, 1e-14), width
+    return _coarse_many([source])[0]
+
+
+def _coarse_many(sources: Sequence[LossSource]) -> list[tuple[DiscretePLD, float]]:
+    """:func:`_coarse` of each source; those not cached are probed and discretized together."""
+    found = {s: _COARSE.get((s,)) for s in dict.fromkeys(sources)}
+    missing = [s for s, hit in found.items() if hit is None]
+    if missing:
+        los = tail_edges_many(missing, 1e-9, 1e-14, upper=False)
+        his = tail_edges_many(missing, 1e-9, 1e-14, upper=True)
+        widths = [max(hi - lo, 1e-12) for lo, hi in zip(los, his, strict=True)]
+        plds = discretize_many(missing, [w / _COARSE_POINTS for w in widths], 1e-14)
+        for s, pld, w in zip(missing, plds, widths, strict=True):
+            found[s] = (pld, w)
+            _COARSE.put((s,), found[s])
+    return [found[s] for s in sources]  # type: ignore[misc]
+
+
+def prefetch_coarse(sources: Sequence[LossSource]) -> None:
+    """Compute the coarse discretizations of ``sources`` now, together (a schedule's phases:
+    one vectorized pass instead of one per phase)."""
+    _coarse_many(sources)
 
 
 @lru_cache(maxsize=256)
@@ -77,9 +129,24 @@ def coarse_support(source: LossSource) -> Support:
     return Support(_coarse(source)[0])
 
 
-@lru_cache(maxsize=256)
 def _discretized(source: LossSource, h: float, tail: float, stable: bool) -> DiscretePLD:
-    return discretize(source, h, tail, stable)
+    """The pessimistic discretization of ``source`` (cached)."""
+    return discretized_all([(source, 1)], h, tail, stable)[0]
+
+
+def discretized_all(
+    parts: Parts, h: float, tail: float, stable: bool
+) -> list[DiscretePLD]:
+    """:func:`_discretized` of each part's source; those not cached discretized together
+    (:func:`~approxdp.accounting.pld.grid.discretize_many`)."""
+    found = {k: _DISCRETIZED.get(k) for k in dict.fromkeys((s, h, tail, stable) for s, _ in parts)}
+    missing = [k for k, hit in found.items() if hit is None]
+    if missing:
+        plds = discretize_many([k[0] for k in missing], h, tail, stable)
+        for k, pld in zip(missing, plds, strict=True):
+            found[k] = pld
+            _DISCRETIZED.put(k, pld)
+    return [found[(s, h, tail, stable)] for s, _ in parts]  # type: ignore[misc]
 
 
 def _stable(parts: Parts) -> bool:
@@ -87,19 +154,32 @@ def _stable(parts: Parts) -> bool:
     return sum(c for _, c in parts) >= STABLE_FROM
 
 
-@lru_cache(maxsize=64)
 def _rounded(source: LossSource, h: float, tail: float, precise: bool) -> RoundedPLD:
-    return discretize_rounded(source, h, tail, precise)
+    """The rounded loss of ``source`` (cached)."""
+    return rounded_all([(source, 1)], h, tail, precise)[0]
+
+
+def rounded_all(parts: Parts, h: float, tail: float, precise: bool) -> list[RoundedPLD]:
+    """:func:`_rounded` of each part's source; those not cached computed together."""
+    found = {k: _ROUNDED.get(k) for k in dict.fromkeys((s, h, tail, precise) for s, _ in parts)}
+    missing = [k for k, hit in found.items() if hit is None]
+    if missing:
+        rounded = discretize_rounded_many([k[0] for k in missing], h, tail, precise)
+        for k, r in zip(missing, rounded, strict=True):
+            found[k] = r
+            _ROUNDED.put(k, r)
+    return [found[(s, h, tail, precise)] for s, _ in parts]  # type: ignore[misc]
 
 
 def clear_caches() -> None:
     """Forget every cached discretization (for benchmarks of cold calls, and tests)."""
-    _coarse.cache_clear()
+    _COARSE.clear()
     coarse_moments.cache_clear()
     coarse_support.cache_clear()
-    _discretized.cache_clear()
-    _rounded.cache_clear()
-    _edges.cache_clear()
+    _DISCRETIZED.clear()
+    _ROUNDED.clear()
+    SADDLES.clear()
+    clear_edges()
     clear_supports()
 
 

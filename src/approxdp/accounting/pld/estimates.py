@@ -20,12 +20,13 @@ from scipy import optimize, special
 
 from approxdp.accounting.pld.compose import ComposedPLD, DiscretePLD
 from approxdp.accounting.pld.discretized import (
+    SADDLES,
     Parts,
-    _discretized,
     _stable,
     _step_tail,
     coarse_moments,
     coarse_support,
+    discretized_all,
 )
 from approxdp.accounting.pld.privacy_loss import LossSource
 from approxdp.accounting.pld.window import composed_moments, solve_tilt, support_of
@@ -51,7 +52,17 @@ def saddle_epsilon(parts: Parts, delta: float) -> tuple[float, float] | None:
     """A saddle-point estimate of ε(δ) and its tilt λ (not certified: they only aim the
     tilt and size the first grid), on coarse copies of the steps: log δ ≈ K(λ) − λK'(λ) +
     log E[e^(−λX)(1 − e^(−X)); X > 0] with X ~ N(0, K''(λ)) and ε = K'(λ). None where δ is
-    above its value at λ = 0."""
+    above its value at λ = 0. (Memoized: the first grid's choice and the first pass's tilt
+    ask for the same one.)"""
+    key = ("epsilon", tuple(parts), delta)
+    hit = SADDLES.get(key)
+    if hit is None:
+        hit = (_saddle_epsilon(parts, delta),)
+        SADDLES.put(key, hit)
+    return hit[0]  # type: ignore[index,no-any-return]
+
+
+def _saddle_epsilon(parts: Parts, delta: float) -> tuple[float, float] | None:
     coarse = [(coarse_support(s), c) for s, c in parts]
     target = math.log(delta)
 
@@ -76,7 +87,17 @@ def saddle_epsilon(parts: Parts, delta: float) -> tuple[float, float] | None:
 
 def saddle_delta(parts: Parts, epsilon: float) -> float:
     """A saddle-point estimate of δ(ε) (not certified: it sizes the first pass's tails), on
-    coarse copies of the steps; 1 where ε is below the mean."""
+    coarse copies of the steps; 1 where ε is below the mean. (Memoized: ordering the
+    directions and sizing each one's first pass ask for the same one.)"""
+    key = ("delta", tuple(parts), epsilon)
+    hit = SADDLES.get(key)
+    if hit is None:
+        hit = _saddle_delta(parts, epsilon)
+        SADDLES.put(key, hit)
+    return hit  # type: ignore[return-value]
+
+
+def _saddle_delta(parts: Parts, epsilon: float) -> float:
     coarse = [(coarse_support(s), c) for s, c in parts]
     lam = solve_tilt(coarse, epsilon)
     if lam <= 0.0:
@@ -148,7 +169,8 @@ class ExcessModel:
         """The estimated excess at grid step h (discretizes at h: cached)."""
         step_tail = (self.subset[0] if self.subset is not None
                      else _step_tail(self.parts, 1e-4 * self.delta))
-        plds = [(_discretized(s, h, step_tail, self.stable), c) for s, c in self.parts]
+        plds = list(zip(discretized_all(self.parts, h, step_tail, self.stable),
+                        (c for _, c in self.parts), strict=True))
         spread = sum(c * _tilted_spread(p, self.lam) for p, c in plds)
         # the split's float guard shifts every step's mean up (∝ 1/h: it can win at huge T)
         shift = sum(c * p.guard for p, c in plds)
@@ -174,7 +196,8 @@ def excess_model(
     """The excess model at the answer ``eps`` of the pass ``comp`` (grid step h)."""
     step_tail = _step_tail(parts, 1e-4 * delta)
     stable = _stable(parts)
-    plds = [(_discretized(s, h, step_tail, stable), c) for s, c in parts]
+    plds = list(zip(discretized_all(parts, h, step_tail, stable), (c for _, c in parts),
+                    strict=True))
     lam = solve_tilt([(support_of(p), c) for p, c in plds], eps, start=comp.lam)
     slope = comp.slope(eps) / delta if delta > 0.0 else lam
     ratio = max(1.0, lam / slope) if slope > 0.0 else 1.0 + lam

@@ -10,14 +10,18 @@ Zhu, Dong, Wang 2022 (https://arxiv.org/abs/2106.08567) for dominating pairs.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
 
+from approxdp.accounting.pld.batched import cdfs_many, tail_edges_many
 from approxdp.accounting.pld.privacy_loss import (
+    CDFError,
+    LossCDF,
     LossSource,
+    cdf_errors,
     cdfs_with_errors,
     loss_interval,
     sliver_guard,
@@ -27,8 +31,11 @@ from approxdp.errors import InvalidParameterError
 __all__ = [
     "DiscretePLD",
     "RoundedPLD",
+    "clear_edges",
     "discretize",
+    "discretize_many",
     "discretize_rounded",
+    "discretize_rounded_many",
     "tail_edge",
 ]
 
@@ -127,23 +134,58 @@ def tail_edge(source: LossSource, h: float, tail: float, upper: bool) -> float:
     return float(fine[int(np.nonzero(g)[0][-1])]) if bool(g.any()) else float(probes[idx])
 
 
-@lru_cache(maxsize=1024)
+#: (source, scale, tail) → the source's (lower, upper) tail edges (see :func:`_edges`)
+_EDGES: dict[tuple[LossSource, float, float], tuple[float, float]] = {}
+_EDGES_KEEP = 1024
+
+
 def _edges(source: LossSource, scale: float, tail: float) -> tuple[float, float]:
     """(lower, upper) tail edges of ``source``, probed from the step ``scale`` (cached: the
     edges hardly depend on the grid, which then rounds them outwards)."""
-    finite = 1.0 - float(source.cdfs(np.array([np.inf])).sp[0])
-    if finite <= tail:  # (nearly) all mass at loss +∞, e.g. the vacuous pair: a 2-point grid
-        return 0.0, 0.0
-    e_hi = tail_edge(source, scale, tail, upper=True)
-    return min(tail_edge(source, scale, tail, upper=False), e_hi), e_hi
+    return _edges_many([source], scale, tail)[0]
+
+
+def _edges_many(
+    sources: Sequence[LossSource], scale: float, tail: float
+) -> list[tuple[float, float]]:
+    """:func:`_edges` of each source, those not cached probed together
+    (:func:`~approxdp.accounting.pld.batched.tail_edges_many`)."""
+    found = {s: _EDGES[(s, scale, tail)] for s in sources if (s, scale, tail) in _EDGES}
+    missing = [s for s in dict.fromkeys(sources) if s not in found]
+    if missing:
+        finite = [1.0 - float(c.sp[0])
+                  for c in cdfs_many(missing, [np.array([np.inf])] * len(missing))]
+        # (nearly) all mass at loss +∞, e.g. the vacuous pair: a 2-point grid
+        live = [s for s, f in zip(missing, finite, strict=True) if f > tail]
+        his = tail_edges_many(live, scale, tail, upper=True)
+        los = tail_edges_many(live, scale, tail, upper=False)
+        new = {s: (min(lo, hi), hi) for s, lo, hi in zip(live, los, his, strict=True)}
+        for s in missing:
+            found[s] = new.get(s, (0.0, 0.0))
+            if len(_EDGES) >= _EDGES_KEEP:
+                _EDGES.pop(next(iter(_EDGES)))
+            _EDGES[(s, scale, tail)] = found[s]
+    return [found[s] for s in sources]
+
+
+def clear_edges() -> None:
+    """Forget the cached tail edges."""
+    _EDGES.clear()
+
+
+def _edge_scale(h: float) -> float:
+    # the probes' first step: the edges come out to about 1/128 of themselves whatever it is,
+    # so one scale serves every grid from 16^-8 up (passes on several grids share the edges)
+    return float(16.0 ** min(math.floor(math.log(h, 16.0)), -8))
 
 
 def _grid(source: LossSource, h: float, tail: float) -> tuple[int, int, FloatArray]:
     """(index of the first grid point, number of points, the losses i·h) covering ``source``
     up to ``tail`` of P-mass on each side."""
-    # the probes' first step: the edges come out to about 1/128 of themselves whatever it is,
-    # so one scale serves every grid from 16^-8 up (passes on several grids share the edges)
-    e_lo, e_hi = _edges(source, float(16.0 ** min(math.floor(math.log(h, 16.0)), -8)), tail)
+    return _grid_of(*_edges(source, _edge_scale(h), tail), h)
+
+
+def _grid_of(e_lo: float, e_hi: float, h: float) -> tuple[int, int, FloatArray]:
     i_lo = math.floor(e_lo / h)
     i_hi = max(math.ceil(e_hi / h), i_lo + 1)
     n = i_hi - i_lo + 1
@@ -181,6 +223,41 @@ def discretize(source: LossSource, h: float, tail: float, stable: bool = False) 
     """
     i_lo, n, edges = _grid(source, h, tail)
     c, ce = cdfs_with_errors(source, edges)
+    return _split(source, h, i_lo, n, edges, c, ce, stable)
+
+
+def discretize_many(
+    sources: Sequence[LossSource], h: float | Sequence[float], tail: float, stable: bool = False
+) -> list[DiscretePLD]:
+    """:func:`discretize` of each source (at ``h``, or at its own step from a sequence), their
+    CDFs evaluated in one pass (:func:`~approxdp.accounting.pld.batched.cdfs_many`): the same
+    measures."""
+    hs = [float(h)] * len(sources) if isinstance(h, int | float) else [float(x) for x in h]
+    grids = [_grid_of(*e, step) for e, step in zip(_edges_at(sources, hs, tail), hs, strict=True)]
+    cs = cdfs_many(sources, [g[2] for g in grids])
+    return [_split(s, step, i_lo, n, edges, c, cdf_errors(s, edges), stable)
+            for s, step, (i_lo, n, edges), c in zip(sources, hs, grids, cs, strict=True)]
+
+
+def _edges_at(
+    sources: Sequence[LossSource], hs: Sequence[float], tail: float
+) -> list[tuple[float, float]]:
+    """:func:`_edges` of each source at the probe scale of its grid step."""
+    scales = [_edge_scale(step) for step in hs]
+    out: list[tuple[float, float]] = [(0.0, 0.0)] * len(sources)
+    for scale in dict.fromkeys(scales):
+        idx = [i for i, sc in enumerate(scales) if sc == scale]
+        for i, e in zip(idx, _edges_many([sources[i] for i in idx], scale, tail), strict=True):
+            out[i] = e
+    return out
+
+
+def _split(
+    source: LossSource, h: float, i_lo: int, n: int, edges: FloatArray, c: LossCDF,
+    ce: CDFError, stable: bool,
+) -> DiscretePLD:
+    """The connect-the-dots split of :func:`discretize`, from the CDFs at the grid's edges and
+    their error bounds."""
     p, p_scale = loss_interval(c.fp, c.sp)
     r, r_scale = loss_interval(c.fq, c.sq)
     left = edges[:-1]
@@ -281,10 +358,30 @@ def discretize_rounded(
     kept per bin (in long double: worth it only for very many composed steps).
     """
     i_lo, _, grid = _grid(source, h, tail)
-    # the bins' upper edges, and each CDF value's error bound as the mass of its cell (see
-    # discretize; any partition of the outcomes into cells is a test, so the cells' offsets
-    # from the exact preimages do not matter here)
+    # the bins' upper edges, and each CDF value's error bound as the mass of its cell (any
+    # partition of the outcomes into cells is a test, so the cells' offsets from the exact
+    # preimages do not matter here)
     c, ce = cdfs_with_errors(source, grid + 0.5 * h)
+    return _rounded_bins(source, h, i_lo, grid, c, ce, precise)
+
+
+def discretize_rounded_many(
+    sources: Sequence[LossSource], h: float, tail: float, precise: bool = False
+) -> list[RoundedPLD]:
+    """:func:`discretize_rounded` of each source, their CDFs evaluated in one pass: the same
+    measures."""
+    grids = [_grid_of(lo, hi, h) for lo, hi in _edges_many(sources, _edge_scale(h), tail)]
+    cs = cdfs_many(sources, [g[2] + 0.5 * h for g in grids])  # the bins' upper edges
+    return [_rounded_bins(s, h, i_lo, grid, c, cdf_errors(s, grid + 0.5 * h), precise)
+            for s, (i_lo, _, grid), c in zip(sources, grids, cs, strict=True)]
+
+
+def _rounded_bins(
+    source: LossSource, h: float, i_lo: int, grid: FloatArray, c: LossCDF, ce: CDFError,
+    precise: bool,
+) -> RoundedPLD:
+    """The bins of :func:`discretize_rounded`, from the CDFs at their upper edges and their
+    error bounds."""
     kap = np.concatenate(([ce.value[0]], 2.0 * np.maximum(ce.value[1:], ce.value[:-1])))
     tau = 2.0 * ce.tiny
 
@@ -306,9 +403,9 @@ def discretize_rounded(
         p2, r2 = series  # better one is kept; fmax/fmin: a NaN never wins)
         p_low[1:] = np.fmax(p_low[1:], p2)
         r_high[1:] = np.fmin(r_high[1:], r2)
-    k_inf, t_inf = float(kap[-1]), tau
-    p_inf = max(0.0, float(c.sp[-1]) * (1.0 - 4.0 * _U - k_inf) - t_inf)
-    r_inf = min(1.0, float(c.sq[-1]) * (1.0 + 4.0 * _U + k_inf) + t_inf)
+    k_inf = float(kap[-1])
+    p_inf = max(0.0, float(c.sp[-1]) * (1.0 - 4.0 * _U - k_inf) - tau)
+    r_inf = min(1.0, float(c.sq[-1]) * (1.0 + 4.0 * _U + k_inf) + tau)
     return RoundedPLD(
         h=h,
         offset=i_lo,

@@ -25,10 +25,10 @@ from approxdp.accounting.pld.compose import (
 )
 from approxdp.accounting.pld.discretized import (
     Parts,
-    _discretized,
-    _rounded,
     _stable,
     _step_tail,
+    discretized_all,
+    rounded_all,
 )
 from approxdp.accounting.pld.window import Window, solve_tilt, support_of
 
@@ -45,14 +45,15 @@ def _rounded_tails(
     step_tail = _step_tail(parts, tail)
     stable = _stable(parts)
     precise = sum(c for _, c in parts) >= EXTENDED_FROM
-    rounded = [(_rounded(s, h, step_tail, precise), c) for s, c in parts]
+    rounded = list(zip(rounded_all(parts, h, step_tail, precise), (c for _, c in parts),
+                       strict=True))
     # rounding to the nearest grid point shifts each step's mean (by up to h/2: over 10^6
     # steps the rounded sum sits far from the loss's); its tests are as good shifted alike,
     # so the window is aimed at the answer plus that shift
+    pess = discretized_all(parts, h, step_tail, stable)
     tilt_at = tilt_at + sum(
-        c * (r.as_measures()[0].mean_var()[0]
-             - _discretized(s, h, step_tail, stable).mean_var()[0])
-        for (r, c), (s, _) in zip(rounded, parts, strict=True)
+        c * (r.as_measures()[0].mean_var()[0] - d.mean_var()[0])
+        for (r, c), d in zip(rounded, pess, strict=True)
     )
     if blocks:
         p_parts, q_parts = _rounded_in_blocks(rounded, tail, tilt_at)

@@ -38,14 +38,16 @@ from approxdp.accounting.pld.compose import (
 from approxdp.accounting.pld.discretized import (
     STABLE_FROM,
     Parts,
-    _discretized,
     _stable,
     _step_tail,
     clear_caches,
     coarse_moments,
     coarse_support,
+    discretized_all,
+    prefetch_coarse,
     quantize,
 )
+from approxdp.accounting.pld.discretized import _discretized as _discretized  # (old path)
 from approxdp.accounting.pld.estimates import (
     ExcessModel,
     _guess,
@@ -70,6 +72,7 @@ __all__ = [
     "excess_model",
     "lower_delta",
     "lower_epsilon",
+    "prefetch_coarse",
     "quantize",
     "saddle_delta",
     "saddle_epsilon",
@@ -86,7 +89,8 @@ def composed(
     step_tail = _step_tail(parts, tail)
     stable = _stable(parts)
     for _ in range(6):
-        plds = [(_discretized(s, h, step_tail, stable), c) for s, c in parts]
+        plds = list(zip(discretized_all(parts, h, step_tail, stable), (c for _, c in parts),
+                        strict=True))
         try:
             if _blocks_pay(plds, tail, tilt_at):
                 return _in_blocks(plds, tail, tilt_at, below)

@@ -107,6 +107,8 @@ _EDGES: dict[tuple[object, ...], tuple[float, float, float]] = {}
 #: θ tried rebuilds them)
 _KEEP = 512
 _KEEP_POINTS = 1 << 21
+#: the points the cached supports hold together
+_HELD = [0]
 
 
 def support_of(pld: DiscretePLD) -> Support:
@@ -116,15 +118,17 @@ def support_of(pld: DiscretePLD) -> Support:
         if hit[0] is pld:
             return hit[1]
         hit[1].cached = False  # (its measure is gone and the id reused)
+        _HELD[0] -= _SUPPORTS.pop(id(pld))[1].l.size
+        _EDGES.clear()  # (edges memoized on the support's id: it may be reused too)
     sup = Support(pld)
-    held = sum(e[1].l.size for e in _SUPPORTS.values())
-    while _SUPPORTS and (len(_SUPPORTS) >= _KEEP or held + sup.l.size > _KEEP_POINTS):
+    while _SUPPORTS and (len(_SUPPORTS) >= _KEEP or _HELD[0] + sup.l.size > _KEEP_POINTS):
         old = _SUPPORTS.pop(next(iter(_SUPPORTS)))[1]
         old.cached = False
-        held -= old.l.size
+        _HELD[0] -= old.l.size
         _EDGES.clear()
     sup.cached = True
     _SUPPORTS[id(pld)] = (pld, sup)
+    _HELD[0] += sup.l.size
     return sup
 
 
@@ -133,6 +137,7 @@ def clear_supports() -> None:
     for _, sup in _SUPPORTS.values():
         sup.cached = False
     _SUPPORTS.clear()
+    _HELD[0] = 0
     _EDGES.clear()
     _STACKS.clear()
 

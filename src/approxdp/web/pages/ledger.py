@@ -1,6 +1,6 @@
 """The Ledger page: a read-only view of the ledger fixed at start (the report of ``approxdp
-ledger``: budget, rule, every spend, what remains), with its burn-down, refreshed when the file
-changes."""
+ledger``: budget, rule, its shares — a basic share, a Rényi share order by order, sub-budgets —
+every spend, what remains), with its burn-down, refreshed when the file changes."""
 
 from __future__ import annotations
 
@@ -14,7 +14,13 @@ from approxdp.reports.ledger import burn_down, ledger_report, read_ledger
 from approxdp.web import figures
 from approxdp.web.config import ServeConfig
 from approxdp.web.forms import Outcome, attempt
-from approxdp.web.widgets import budget_table, error_box, table
+from approxdp.web.widgets import (
+    budget_table,
+    error_box,
+    rdp_share_table,
+    sub_budgets_table,
+    table,
+)
 
 __all__ = ["BURN_DOWN_MAX_SPENDS", "ledger_stamp", "ledger_view", "panel", "server"]
 
@@ -91,6 +97,13 @@ def server(ledger_path: Path) -> None:
             ui.p(ui.tags.small("Spent figures: ", status.get("spent_meaning") or ""),
                  id="ledger_spent_meaning"),
         ]
+        if status.get("basic_share") is not None:
+            parts.append(ui.p(f"Basic share (ε, δ) = {tuple(status['basic_share'])}, used "
+                              f"{tuple(status['basic_share_used'])}.", id="ledger_basic_share"))
+        if status.get("rdp_share") is not None:
+            parts.append(rdp_share_table(status["rdp_share"], "ledger_rdp_share"))
+        if status.get("sub_budgets"):
+            parts.append(sub_budgets_table(status["sub_budgets"], "ledger_sub_budgets"))
         if status.get("refusing"):
             parts.insert(0, ui.div(ui.tags.b("Refusing spends: "), status["refusing"],
                                    class_="approxdp-error", id="ledger_refusing"))

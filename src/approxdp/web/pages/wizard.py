@@ -373,6 +373,12 @@ def server(config: ServeConfig, input: Inputs, output: Outputs) -> None:
                            left(cost["after"]["remaining_delta"])]
                  if fits else ["after", "does not fit", "does not fit"]),
             ], "wiz_cost_table"),
+            None if cost.get("rdp_share") is None else ui.p(ui.tags.small(
+                f"This ledger keeps a Rényi share (ε, δ) = ({cost['rdp_share']['epsilon']:g}, "
+                f"{cost['rdp_share']['delta']:g}) for subsampled Gaussians (DP-SGD steps "
+                "spent one at a time); this release is charged to the Gaussian-DP room "
+                "first, and to the share only where the room cannot take it."),
+                id="wiz_rdp_share"),
             ui.input_action_button("wiz_spend", spend_label, class_="btn-danger",
                                    disabled=not fits) if fits else
             ui.div("It does not fit in what is left: nothing can be spent. "

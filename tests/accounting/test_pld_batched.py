@@ -1,0 +1,161 @@
+"""Many loss sources discretized in one vectorized pass (:mod:`approxdp.accounting.pld.batched`,
+:func:`~approxdp.accounting.pld.grid.discretize_many`): a schedule's phases must get exactly the
+measures they get one by one — every certified bound is built on them — so the batched CDFs,
+tail edges and discretizations are compared bit for bit with the per-source ones."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from approxdp.accounting.pld import discretized, grid
+from approxdp.accounting.pld.batched import cdfs_many, tail_edges_many
+from approxdp.accounting.pld.privacy_loss import (
+    GaussianLoss,
+    LaplaceLoss,
+    LossSource,
+    SubsampledLoss,
+)
+
+#: (σ, q) of DP-SGD phases: tiny, small and large sampling rates, small and large noise
+_PHASES = [(1.1, 256 / 60000), (0.5, 1e-5), (5.0, 1e-3), (0.8, 0.5), (2.0, 0.99), (1.3, 0.004)]
+
+
+def _sources(direction: str) -> list[LossSource]:
+    return [SubsampledLoss(GaussianLoss(1.0 / s), q, direction) for s, q in _PHASES]
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape == b.shape and bool(np.array_equal(a, b, equal_nan=True))
+
+
+@pytest.mark.parametrize("direction", ["remove", "add"])
+def test_batched_cdfs_are_the_sources_own_bit_for_bit(direction: str) -> None:
+    srcs: list[LossSource] = [*_sources(direction), GaussianLoss(0.7), LaplaceLoss(0.3)]
+    rng = np.random.default_rng(3)
+    edges = []
+    for s in srcs:
+        q = getattr(s, "q", 0.5)
+        # around both ends of a subsampled loss's range, far out, and ±inf
+        special = [-np.inf, np.log1p(-q), -np.log1p(-q), 0.0, np.inf]
+        pts = np.concatenate((rng.uniform(-5.0, 8.0, 300), special,
+                              np.nextafter(special[1:4], np.inf)))
+        edges.append(np.sort(pts))
+    got = cdfs_many(srcs, edges)
+    for s, e, c in zip(srcs, edges, got, strict=True):
+        want = s.cdfs(e)
+        for name in ("fp", "sp", "fq", "sq"):
+            assert _same(getattr(c, name), getattr(want, name)), (s, name)
+
+
+@pytest.mark.parametrize("upper", [True, False])
+@pytest.mark.parametrize(("h", "tail"), [(1e-9, 1e-14), (16.0**-8, 1e-12), (1e-3, 1e-6)])
+def test_batched_tail_edges_are_the_sources_own(upper: bool, h: float, tail: float) -> None:
+    srcs = [*_sources("remove"), *_sources("add"), LaplaceLoss(0.5)]
+    got = tail_edges_many(srcs, h, tail, upper)
+    assert got == [grid.tail_edge(s, h, tail, upper) for s in srcs]
+
+
+@pytest.mark.parametrize("stable", [False, True])
+def test_discretize_many_gives_the_same_measures(stable: bool) -> None:
+    srcs = [*_sources("remove"), *_sources("add"), LaplaceLoss(0.5)]
+    grid.clear_edges()
+    hs = [1e-3 * (1.0 + 0.1 * i) for i in range(len(srcs))]
+    for step in (1e-3, hs):
+        many = grid.discretize_many(srcs, step, 1e-12, stable)
+        grid.clear_edges()  # (one by one from scratch: the edges too)
+        steps = [step] * len(srcs) if isinstance(step, float) else step
+        for s, h, got in zip(srcs, steps, many, strict=True):
+            want = grid.discretize(s, h, 1e-12, stable)
+            assert (got.h, got.offset, got.infinity_mass, got.guard) == (
+                want.h, want.offset, want.infinity_mass, want.guard)
+            assert _same(got.pmf, want.pmf)
+            assert got.spread is not None and want.spread is not None
+            assert _same(got.spread, want.spread)
+
+
+@pytest.mark.parametrize("precise", [False, True])
+def test_discretize_rounded_many_gives_the_same_bins(precise: bool) -> None:
+    srcs = [*_sources("remove"), *_sources("add"), LaplaceLoss(0.5)]
+    many = grid.discretize_rounded_many(srcs, 2e-3, 1e-12, precise)
+    grid.clear_edges()
+    for s, got in zip(srcs, many, strict=True):
+        want = grid.discretize_rounded(s, 2e-3, 1e-12, precise)
+        assert (got.h, got.offset, got.p_inf, got.r_inf) == (
+            want.h, want.offset, want.p_inf, want.r_inf)
+        assert _same(got.p, want.p) and _same(got.r, want.r)
+
+
+def test_batch_caches_serve_single_lookups_and_are_cleared() -> None:
+    discretized.clear_caches()
+    parts = [(s, 100) for s in _sources("remove")]
+    plds = discretized.discretized_all(parts, 1e-3, 1e-12, False)
+    assert all(discretized._discretized(s, 1e-3, 1e-12, False) is p
+               for (s, _), p in zip(parts, plds, strict=True))
+    rounded = discretized.rounded_all(parts, 1e-3, 1e-12, False)
+    assert discretized._rounded(parts[0][0], 1e-3, 1e-12, False) is rounded[0]
+    discretized.prefetch_coarse([s for s, _ in parts])
+    coarse = discretized._coarse(parts[0][0])
+    discretized.clear_caches()
+    assert discretized._discretized(parts[0][0], 1e-3, 1e-12, False) is not plds[0]
+    assert discretized._coarse(parts[0][0]) is not coarse
+
+
+def test_the_lru_cache_keeps_the_recently_used() -> None:
+    cache = discretized._Cache(2)
+    cache.put(("a",), 1)
+    cache.put(("b",), 2)
+    assert cache.get(("a",)) == 1  # a is now the most recent: b goes first
+    cache.put(("c",), 3)
+    assert cache.get(("b",)) is None
+    assert (cache.get(("a",)), cache.get(("c",))) == (1, 3)
+
+
+def test_saddle_point_estimates_are_computed_once_per_history_and_target(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Choosing the first grid, ordering the directions and aiming the first pass all ask
+    for the same saddle-point estimate: the second ask costs no log-MGF."""
+    from approxdp.accounting.pld import estimates
+
+    calls: list[float] = []
+    real = estimates.composed_moments
+
+    def counted(parts: object, u: float) -> object:
+        calls.append(u)
+        return real(parts, u)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(estimates, "composed_moments", counted)
+    discretized.clear_caches()
+    parts = ((_sources("remove")[0], 1000), (_sources("remove")[5], 500))
+    first = (estimates.saddle_epsilon(parts, 1e-5), estimates.saddle_delta(parts, 1.0))
+    n = len(calls)
+    assert n > 0
+    assert (estimates.saddle_epsilon(parts, 1e-5), estimates.saddle_delta(parts, 1.0)) == first
+    assert len(calls) == n
+    discretized.clear_caches()
+    estimates.saddle_delta(parts, 1.0)
+    assert len(calls) > n
+
+
+def test_a_batch_larger_than_the_caches_still_gets_every_measure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A schedule with more distinct phases than a cache holds: each batch is served whole
+    (what it computed, not what is left in the cache after its own evictions)."""
+    discretized.clear_caches()
+    monkeypatch.setattr(grid, "_EDGES_KEEP", 2)
+    monkeypatch.setattr(discretized, "_DISCRETIZED", discretized._Cache(3))
+    monkeypatch.setattr(discretized, "_ROUNDED", discretized._Cache(3))
+    monkeypatch.setattr(discretized, "_COARSE", discretized._Cache(3))
+    parts = [(s, 10) for s in [*_sources("remove"), *_sources("add")]]
+    srcs = [s for s, _ in parts]
+    discretized.discretized_all(parts[:2], 1e-3, 1e-12, False)  # (some cached already)
+    got = discretized.discretized_all(parts, 1e-3, 1e-12, False)
+    rounded = discretized.rounded_all(parts, 1e-3, 1e-12, False)
+    coarse = discretized._coarse_many(srcs)
+    for s, pld, r, (c, _) in zip(srcs, got, rounded, coarse, strict=True):
+        assert _same(pld.pmf, grid.discretize(s, 1e-3, 1e-12).pmf)
+        assert _same(r.p, grid.discretize_rounded(s, 1e-3, 1e-12).p)
+        assert c.pmf.size > 1000
+    discretized.clear_caches()
