@@ -124,9 +124,9 @@ def _ndtr_error(z: FloatArray) -> FloatArray:
 
 def _moved_error(z: FloatArray, dz: FloatArray) -> FloatArray:
     """A bound on |Φ(z′)/Φ(z) − 1| for |z′ − z| ≤ dz, either tail (Φ(z) or Φ(−z)): the
-    hazard φ(w)/Φ(w) is at most |w| + 1 for every w (Birnbaum 1942, "An inequality for Mills'
-    ratio", https://doi.org/10.1214/aoms/1177731611: φ(w)/Φ(−w) < (w + √(w² + 4))/2 for
-    w ≥ 0, and ≤ φ(0)/Φ(0) < 0.8 on the other side), so |log Φ(z′) − log Φ(z)| ≤
+    hazard φ(w)/Φ(w) is at most |w| + 1 for every w (φ(w)/Φ(−w) < (w + √(w² + 4))/2 for
+    w ≥ 0: Birnbaum 1942, https://doi.org/10.1214/aoms/1177731611; ≤ φ(0)/Φ(0) < 0.8 on the
+    other side), so |log Φ(z′) − log Φ(z)| ≤
     y = (|z| + dz + 1)·dz (mean value theorem) and the ratio is within expm1(y) ≤ y(1 + y)
     for y ≤ 1 (+∞ beyond)."""
     with np.errstate(over="ignore", invalid="ignore"):
