@@ -41,6 +41,7 @@ import numpy.typing as npt
 from scipy import special
 
 __all__ = [
+    "CDFError",
     "DiscreteGaussianLoss",
     "EpsilonDeltaLoss",
     "GaussianLoss",
@@ -48,8 +49,11 @@ __all__ = [
     "LossCDF",
     "LossSource",
     "SubsampledLoss",
+    "cdf_errors",
+    "cdfs_with_errors",
     "loss_interval",
     "normal_interval",
+    "sliver_guard",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -94,6 +98,180 @@ def loss_interval(f: FloatArray, s: FloatArray) -> tuple[FloatArray, FloatArray]
     mass = np.where(use_f, f[1:] - f[:-1], s[:-1] - s[1:])
     scale = np.where(use_f, f[1:], s[:-1])
     return np.maximum(mass, 0.0), scale
+
+
+#: Smallest positive float64 (subnormal) times 16: the absolute error SciPy's ``ndtr`` may make
+#: where its value underflows (|z| ≳ 37.5), added to every CDF value's error bound.
+_TINY = 16.0 * 2.0**-1074
+
+
+def _ndtr_error(z: FloatArray) -> FloatArray:
+    """A bound on the relative error of SciPy's ``special.ndtr`` (Cephes) at an argument of
+    magnitude |z|, for the value itself (at its float argument): u·min(2 + 9z², 20 + 3z²).
+
+    Cephes computes Φ(−|z|) for |z| ≥ √2 as erfc(x)/2, x = |z|/√2 rounded, erfc(x) =
+    e^(−x²)·R(x): the rounding of x and x² is multiplied by x² in the exponential, a relative
+    ~(3/2)z²u; for |z| < √2 as ½ + ½·erf(x), whose error (erf: 3.7e-16 peak) is divided by
+    Φ(−|z|) ≥ Φ(−√2): ~u near 0, ≲ 19u at √2 (Moshier 1989, *Methods and Programs for
+    Mathematical Functions*; the Cephes ``ndtr``/``erf``/``erfc`` accuracy tables). Measured
+    against 40-digit mpmath on 130,000 arguments in [−37.5, 8], both tails: 1.1u at 0, at
+    most 15.3u (near |z| = 1.35), 12.8u at 2.5 and u·(16 + 1.97z²) in the far tails; each of
+    the two expressions bounds every measurement (by ≥ 1.2×), so their minimum does. Below
+    z ≈ −37.5 the value is subnormal: :data:`_TINY` covers it (absolute)."""
+    z2 = z * z
+    return np.asarray(_U * np.minimum(2.0 + 9.0 * z2, 20.0 + 3.0 * z2))
+
+
+def _moved_error(z: FloatArray, dz: FloatArray) -> FloatArray:
+    """A bound on |Φ(z′)/Φ(z) − 1| for |z′ − z| ≤ dz, either tail (Φ(z) or Φ(−z)): the
+    hazard φ(w)/Φ(w) is at most |w| + 1 for every w (φ(w)/Φ(−w) < (w + √(w² + 4))/2 for
+    w ≥ 0: Birnbaum 1942, https://doi.org/10.1214/aoms/1177731611; ≤ φ(0)/Φ(0) < 0.8 on the
+    other side), so |log Φ(z′) − log Φ(z)| ≤
+    y = (|z| + dz + 1)·dz (mean value theorem) and the ratio is within expm1(y) ≤ y(1 + y)
+    for y ≤ 1 (+∞ beyond)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        y = (np.abs(z) + dz + 1.0) * dz
+        return np.asarray(np.where(y <= 1.0, y * (1.0 + y), np.inf))
+
+
+@dataclass(frozen=True, slots=True)
+class CDFError:
+    """Error bounds of the four values a source's ``cdfs(edges)`` returns, per loss edge e.
+
+    The CDFs are evaluated at a float preimage x̃ of e (the Gaussians': x = f⁻¹(e)/μ + μ/2,
+    rounded on the way), not at the exact one x*: they are the masses of *cells* of the
+    outcome space whose boundaries are within δx of the exact ones. Two errors follow.
+
+    A partition into cells is all a test (the lower bound) needs: it uses ``value`` and
+    ``tiny`` only. The connect-the-dots split (the upper bound) assumes each cell's losses
+    lie in their grid interval: of the *sliver* between x̃ and x* (losses within ``shift`` of
+    e), a share of at most expm1(shift)/(1 − e^(−h)) belongs across the edge and is moved up
+    (:func:`sliver_guard`).
+
+    Attributes:
+        value: κ per edge: each value is within κ·(value) + ``tiny`` of the exact mass of
+            its cell (the special function's own error; for a mixture, the rounding of the
+            other component's argument and of the mixing).
+        tiny: τ, absolute (subnormal values).
+        moved: ρ: at every edge not listed in ``near``, the sliver holds at most ρ·(the
+            smaller tail at e) of P-mass (Q likewise)...
+        shift: ...and its losses are within ``shift`` of e.
+        near: edges (indices) with their own bounds, where the preimage is ill-conditioned
+            (the end of a subsampled pair's support): ``near_moved``, ``near_shift`` as
+            above (+∞ where not known), and ``near_mass``, the P-mass of the whole region
+            the sliver may span (sent to +∞ when the sliver may reach past a grid step).
+    """
+
+    value: FloatArray
+    tiny: float = 0.0
+    moved: float = 0.0
+    shift: float = 0.0
+    near: npt.NDArray[np.intp] | None = None
+    near_moved: FloatArray | None = None
+    near_shift: FloatArray | None = None
+    near_mass: FloatArray | None = None
+
+
+def sliver_guard(ce: CDFError, small: FloatArray, h: float) -> tuple[FloatArray | float, float]:
+    """For connect-the-dots on the grid of step h
+    (:func:`~approxdp.accounting.pld.grid.discretize`): per interval (e_k, e_(k+1)], the
+    P-mass to add to its upper share for the sliver at its lower edge, and the P-mass to send
+    to +∞ (the top edge's sliver, and any that may reach past a grid step).
+
+    The sliver at edge e has mass m ≤ ρ·(smaller tail at e) and losses within δe of e. Only
+    its cell is wrong; connect-the-dots is linear in the measure, and moving an atom at
+    ℓ ∈ (e, e + δe] from the interval below e to the one above changes the split by at most
+    m·expm1(δe)/(1 − e^(−h)) of mass that belongs one grid point higher (an atom on the
+    other side of e likewise): moving that much up across e dominates (δe < h/2).
+
+    Args:
+        ce: the source's bounds at the edges.
+        small: the smaller computed tail min(P(L ≤ e), P(L > e)) at each edge.
+        h: the grid step.
+    """
+    denom = -math.expm1(-h)
+    grow = 1.0 + float(ce.value.max(initial=0.0))
+    lost = ce.moved * float(small[-1]) * grow + ce.tiny if small.size else 0.0
+    guard: FloatArray | float = 0.0
+    if ce.moved > 0.0:
+        if ce.shift >= 0.5 * h:
+            return math.inf, 1.0
+        guard = (ce.moved * math.expm1(ce.shift) / denom) * (small[:-1] * grow + ce.tiny)
+    if ce.near is not None and ce.near.size:
+        assert ce.near_moved is not None and ce.near_shift is not None
+        assert ce.near_mass is not None
+        guard = np.asarray(guard + np.zeros(max(small.size - 1, 0)))
+        for k, rho, dl, far in zip(ce.near.tolist(), ce.near_moved.tolist(),
+                                   ce.near_shift.tolist(), ce.near_mass.tolist(), strict=True):
+            if k < small.size - 1 and dl < 0.5 * h and math.isfinite(rho):
+                guard[k] += rho * math.expm1(dl) / denom * (float(small[k]) * grow + ce.tiny)
+            else:
+                lost += far
+    return guard, lost
+
+
+def _gaussian_value_error(g_over_mu: FloatArray, mu: float, extra: float = 0.0) -> FloatArray:
+    """κ per edge for Φ(±x) and Φ(±(x − μ)) as :meth:`GaussianLoss.cdfs` forms them at
+    x = g/μ + μ/2 (``g_over_mu`` = x − μ/2, any sign, ±∞ allowed; overwritten): ``ndtr``'s
+    own error (:func:`_ndtr_error`) and z = x − μ's rounding, A's cell against B's (relative
+    expm1((Z + 1 + uZ)·uZ) ≤ u·Z(Z + 1)(1 + 10^-9)), together with a 10^-6 margin (cross
+    terms, and x − μ/2 vs g/μ), Z = max(|x|, |x − μ|) = |x − μ/2| + μ/2; plus
+    ``extra``·u (a mixture's own rounding). Z is capped at 40 + μ/2: beyond, both arguments
+    exceed 38.5 and the values are subnormal (absolute error, :data:`_TINY`) or 1."""
+    z = np.abs(g_over_mu, out=g_over_mu)
+    np.minimum(z, 40.0, out=z)
+    z += 0.5 * mu
+    z2 = z * z
+    out = 9.0 * z2
+    out += 2.0
+    np.minimum(out, 3.0 * z2 + 20.0, out=out)  # ndtr's own
+    out += z2  # the rounding of z = x − μ: Z(Z + 1)
+    out += z
+    out += extra
+    out *= _U * (1.0 + 1e-6)
+    return out
+
+
+def _sliver(zmax: float, dx: float, mu: float) -> tuple[float, float]:
+    """(ρ, δe) for cells whose x is within ``dx`` of the exact preimage, |x| ≤ ``zmax``
+    (:func:`_moved_error`; the losses μx − μ²/2, or a subsampled pair's outer loss, move by
+    ≤ μ·dx)."""
+    rho = float(_moved_error(np.array([min(zmax, 40.0 + mu)]), np.array([dx]))[0])
+    return rho, mu * dx * (1.0 + 4.0 * _U)
+
+
+def _ends(a: FloatArray) -> float:
+    """max |a| over the finite entries of a sorted (either way) array."""
+    if a.size and math.isfinite(float(a[0])) and math.isfinite(float(a[-1])):
+        return max(abs(float(a[0])), abs(float(a[-1])))
+    finite = a[np.isfinite(a)]
+    return float(np.abs(finite).max(initial=0.0))
+
+
+def cdf_errors(source: LossSource, edges: FloatArray) -> CDFError:
+    """Per edge, the error bounds (:class:`CDFError`) of ``source.cdfs(edges)``.
+
+    Sources with a ``cdf_error`` method give them (the Gaussian ones, whose ``ndtr`` errs by
+    ~z²u — at z ≈ 7 up to 100u, where a flat few-ulp allowance would not cover it — and
+    whose preimages of the edges are rounded); for the others a few ulps of the values
+    (κ = 8u; their CDFs are elementary functions of the edge or table look-ups) and no
+    sliver."""
+    bound = getattr(source, "cdf_error", None)
+    out = bound(edges) if bound is not None else None
+    if isinstance(out, CDFError):
+        return out
+    return CDFError(np.full(edges.shape, 8.0 * _U))
+
+
+def cdfs_with_errors(source: LossSource, edges: FloatArray) -> tuple[LossCDF, CDFError]:
+    """``source.cdfs(edges)`` and :func:`cdf_errors` together (sources that can share the
+    work give both from one evaluation of the preimages: ``cdfs_and_error``)."""
+    both = getattr(source, "cdfs_and_error", None)
+    if both is not None:
+        out = both(edges)
+        if out is not None:
+            return out  # type: ignore[no-any-return]
+    return source.cdfs(edges), cdf_errors(source, edges)
 
 
 def _normal_tails(z: FloatArray) -> tuple[FloatArray, FloatArray]:
@@ -196,6 +374,25 @@ class GaussianLoss:
         fp, sp = _normal_tails(x - mu)
         fq, sq = _normal_tails(x)
         return LossCDF(fp, sp, fq, sq)
+
+    def cdf_error(self, edges: FloatArray) -> CDFError:
+        """Per edge, the error bounds of :meth:`cdfs` (:class:`CDFError`): x = e/μ + μ/2
+        rounds twice, by ≤ u·(|e/μ| + |x|) ≤ u·(2|e|/μ + μ/2)."""
+        return self.cdfs_and_error(edges)[1]
+
+    def cdfs_and_error(self, edges: FloatArray) -> tuple[LossCDF, CDFError]:
+        """:meth:`cdfs` and :meth:`cdf_error` from one evaluation of x."""
+        mu = self.mu
+        with np.errstate(invalid="ignore", over="ignore"):
+            e_mu = edges / mu
+            x = e_mu + 0.5 * mu
+            value = _gaussian_value_error(e_mu, mu)
+        fp, sp = _normal_tails(x - mu)
+        fq, sq = _normal_tails(x)
+        top = _ends(edges) / mu
+        dx = _U * (2.0 * top + 0.5 * mu) * (1.0 + 8.0 * _U)
+        rho, shift = _sliver(top + mu, dx, mu)
+        return LossCDF(fp, sp, fq, sq), CDFError(value, _TINY, rho, shift)
 
 
 @dataclass(frozen=True, slots=True)
@@ -336,6 +533,82 @@ class SubsampledLoss:
         out[finite] += log1mq - math.log(q)
         return out
 
+    def _inner_error(self, e: FloatArray, g: FloatArray, extra: float = 0.0) -> CDFError:
+        """:class:`CDFError` per outer edge e (sorted either way; already negated for the add
+        direction) of the inner Gaussian's four CDF values at x = g/μ + μ/2, g = f⁻¹(e) as
+        :meth:`_inner_edges` forms it (the sliver's outer losses are within μ·δx of e:
+        |f′| ≤ 1); ``extra``·u is added to ``value`` (a mixture's rounding).
+
+        x's error, first order in u with a margin (factors 1 + 8u): t = e − log(1 − q) errs
+        by δt ≤ u(|t| + 2|log(1 − q)|) (log1p within 2u); G(t) = log(expm1(t)), evaluated
+        within 4u + 2u|G|, moves by ≤ δt/(1 − e^(−(t − δt))) ≤ δt·(1 + 1/(t − δt))
+        (|G′| = 1/(1 − e^(−t)), decreasing); the constant log(1 − q) − log q and the two
+        additions add u(3|g| + 5|log(1 − q)| + 5|log q|); then x = g/μ + μ/2 adds
+        u(|g/μ| + |x|). One bound (ρ, δe) serves every edge with t − δt ≥ |log(1 − q)|/256
+        (the largest |e| and |g| among them); the edges nearer the end of the support get
+        their own, and the mass of the region their sliver may span: Φ(x_hi), x_hi from
+        t + δt with generous slack (for t ≤ δt the preimage is not known to exist at all)."""
+        q, mu = self.q, self.inner.mu  # type: ignore[attr-defined]
+        log1mq = math.log1p(-q)
+        consts = 4.0 + 5.0 * abs(log1mq) + 5.0 * abs(math.log(q))
+        ut = _U * (1.0 + 8.0 * _U)
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            value = _gaussian_value_error(g / mu, mu, extra)
+            t = e - log1mq  # monotone, as e
+            dt_max = ut * (_ends(t) + 2.0 * abs(log1mq))
+            floor = abs(log1mq) / 256.0
+            # the regular edges: t ≥ floor + δt_max, one end of the (monotone) array
+            rising = t.size < 2 or float(t[-1]) >= float(t[0])
+            key = t if rising else t[::-1]
+            cut = int(np.searchsorted(key, floor + dt_max, side="left"))
+            start = int(np.searchsorted(key, -ut * 2.0 * abs(log1mq), side="right"))
+            reg = g[cut:] if rising else g[::-1][cut:]
+            g_top = _ends(reg)
+            dg = (dt_max * (1.0 + 1.0 / floor) + _U * (3.0 * g_top + consts)) * (1.0 + 8.0 * _U)
+            dx = (dg / mu + _U * (2.0 * g_top / mu + 0.5 * mu)) * (1.0 + 8.0 * _U)
+            rho, shift = _sliver(g_top / mu + mu, dx, mu)
+            near = np.arange(start, cut)
+            if not rising:
+                near = t.size - 1 - near
+            near = near[np.isfinite(t[near])]
+            if not near.size:
+                return CDFError(value, _TINY, rho, shift)
+            tn, gn = t[near], g[near]
+            dtn = ut * (np.abs(tn) + 2.0 * abs(log1mq))
+            low = tn - dtn
+            slope = np.where(low > 0.0, 1.0 / -np.expm1(-np.maximum(low, 1e-300)), np.inf)
+            dgn = (dtn * slope + _U * (3.0 * np.abs(gn) + consts)) * (1.0 + 8.0 * _U)
+            dxn = np.where(
+                np.isfinite(gn),
+                (dgn / mu + _U * (2.0 * np.abs(gn) / mu + 0.5 * mu)) * (1.0 + 8.0 * _U),
+                np.inf,
+            )
+            zn = np.minimum(np.where(np.isfinite(gn), np.abs(gn) / mu, np.inf), 40.0) + mu
+            near_moved = _moved_error(zn, dxn)
+            near_shift = mu * dxn * (1.0 + 4.0 * _U)
+            g_hi = np.log(np.expm1(tn + dtn)) + (log1mq - math.log(q))
+            x_hi = (g_hi + 1e-6 * (1.0 + np.abs(g_hi))) / mu + 0.5 * mu + 1e-6
+            near_mass = 2.0 * special.ndtr(x_hi) + _TINY
+        return CDFError(value, _TINY, rho, shift, near, near_moved, near_shift, near_mass)
+
+    def cdf_error(self, edges: FloatArray) -> CDFError | None:
+        """Per edge, the error bounds of :meth:`cdfs` (:class:`CDFError`): the inner
+        Gaussian's (:meth:`_inner_error`) and the mixture's products, 1 − q and sum (4u) in
+        ``value``. None for a non-Gaussian inner pair."""
+        if not isinstance(self.inner, GaussianLoss):
+            return None
+        e = edges if self.direction == "remove" else -edges
+        return self._inner_error(e, self._inner_edges(e), 4.0)
+
+    def cdfs_and_error(self, edges: FloatArray) -> tuple[LossCDF, CDFError] | None:
+        """:meth:`cdfs` and :meth:`cdf_error` from one evaluation of the preimages (None
+        for a non-Gaussian inner pair)."""
+        if not isinstance(self.inner, GaussianLoss):
+            return None
+        e = edges if self.direction == "remove" else -edges
+        g = self._inner_edges(e)
+        return self._outer(edges, g), self._inner_error(e, g, 4.0)
+
     def split_numerators(self, edges: FloatArray) -> tuple[FloatArray, FloatArray] | None:
         """For each interval (e_{k−1}, e_k] of the sorted outer losses ``edges``: p_k −
         e^(e_{k−1})·r_k (P- and Q-mass of the interval, as :meth:`cdfs` gives them), and a
@@ -349,8 +622,10 @@ class SubsampledLoss:
         direction and q·e^e·(c'·B_k − A_k), c' = e^(f⁻¹(−e)), for the add direction, A_k and
         B_k the inner pair's masses of the interval: the (1 − q)-part is gone, and the error
         is q times smaller. For a Gaussian inner pair (None otherwise: the caller splits as
-        usual), whose tails' error includes their argument's rounding: Φ(−z) moves by a
-        relative z·δz for δz ≈ u·|z| (so 4z²u is added to the few ulps of the CDF).
+        usual). The inner masses' errors are those of the masses of their cells
+        (:meth:`_inner_error`'s value part: ``ndtr``'s own ~z²u, and z = x − μ's rounding,
+        which moves Φ(−z) by a relative ~z·δz); the cells' offsets from the exact preimages
+        of the edges are guarded by the caller, as for the plain split.
 
         Returns:
             (numerators, error bounds), one per interval; an infinite bound where the
@@ -358,7 +633,7 @@ class SubsampledLoss:
         """
         if not isinstance(self.inner, GaussianLoss):
             return None
-        q, mu = self.q, self.inner.mu
+        q = self.q
         log1mq = math.log1p(-q)
         left = edges[:-1]
         with np.errstate(over="ignore", invalid="ignore"):
@@ -376,13 +651,14 @@ class SubsampledLoss:
                 b_mass, b_scale = loss_interval(c.sq, c.fq)
                 t = -left - log1mq
                 outer = q * np.exp(left)
-            # the Gaussian's arguments (as GaussianLoss.cdfs forms them): z = x − μ under A,
-            # x under B, x = g/μ + μ/2; the larger |z| of each interval's two ends
-            x = np.where(np.isfinite(g), g / mu + 0.5 * mu, 0.0)
-            za = np.maximum(np.abs(x[1:] - mu), np.abs(x[:-1] - mu))
-            zb = np.maximum(np.abs(x[1:]), np.abs(x[:-1]))
-            ulps_a = _U * (16.0 + 4.0 * za * za)
-            ulps_b = _U * (16.0 + 4.0 * zb * zb)
+            # the inner CDF values' errors as masses of their cells (ndtr's own, z = x − μ's
+            # rounding: :meth:`_inner_error`'s value part; the cells' offsets from the exact
+            # preimages are the caller's sliver guard): each interval's mass errs by
+            # ≤ 2·max(κ)·scale + 2·max(τ), plus its subtraction
+            cells = self._inner_error(edges if self.direction == "remove" else -edges, g)
+            kap = np.maximum(cells.value[1:], cells.value[:-1])
+            tau = 2.0 * cells.tiny
+            ulps_a = ulps_b = 4.0 * _U + 2.0 * kap
             coef = (1.0 - q) * np.expm1(t) / q
             # coef's error: its own rounding, and t's (a rounded difference) times dcoef/dt
             err_coef = 8.0 * _U * np.abs(coef) + 2.0 * _U * (1.0 - q) * np.exp(t) / q * (
@@ -394,6 +670,7 @@ class SubsampledLoss:
             num = outer * diff
             err = outer * (
                 ulps_a * a_scale
+                + tau * (1.0 + np.abs(coef))
                 + np.abs(coef) * ulps_b * b_scale
                 + err_coef * b_mass
                 + 4.0 * _U * (a_mass + np.abs(coef) * b_mass)
@@ -448,10 +725,16 @@ class SubsampledLoss:
         return p_low, r_high
 
     def cdfs(self, edges: FloatArray) -> LossCDF:
+        return self._outer(
+            edges, self._inner_edges(edges if self.direction == "remove" else -edges)
+        )
+
+    def _outer(self, edges: FloatArray, g: FloatArray) -> LossCDF:
+        """The outer CDFs at ``edges`` from the inner preimages ``g`` (of ``edges``, or of
+        ``-edges`` for the add direction)."""
         q = self.q
         log1mq = math.log1p(-q)
         if self.direction == "remove":
-            g = self._inner_edges(edges)
             c = self.inner.cdfs(g)
             fp = q * c.fp + (1.0 - q) * c.fq
             sp = q * c.sp + (1.0 - q) * c.sq
@@ -465,7 +748,6 @@ class SubsampledLoss:
             )
         # add: outer loss −f(l) <= e  <=>  l >= f⁻¹(−e). Atoms exactly on an edge fall on the
         # same side under P and Q, which is all the discretization needs.
-        g = self._inner_edges(-edges)
         c = self.inner.cdfs(g)
         fp = c.sq
         sp = c.fq
