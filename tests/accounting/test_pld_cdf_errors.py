@@ -14,11 +14,11 @@ import pytest
 from scipy import special
 
 from approxdp.accounting.pld.grid import discretize, discretize_rounded
+from approxdp.accounting.pld.loss_cdfs import _ndtr_error
 from approxdp.accounting.pld.privacy_loss import (
     GaussianLoss,
     LossSource,
     SubsampledLoss,
-    _ndtr_error,
     cdf_errors,
     sliver_guard,
 )
