@@ -227,6 +227,19 @@ def _discrete_gaussian_table(
     return losses, cum_p, tail_p, cum_q, tail_q
 
 
+def log_expm1_or_minus_inf(t: FloatArray) -> tuple[FloatArray, npt.NDArray[np.bool_]]:
+    """log(expm1(t)) where t > 0 (t + log(−expm1(−t)) above 1, the direct form below: both
+    stable), −inf at and below 0; and the mask of the finite entries. The preimage
+    f⁻¹(e) of a subsampled loss (:meth:`SubsampledLoss._inner_edges`, and the batched form in
+    :mod:`approxdp.accounting.pld.batched`) is this plus log((1 − q)/q)."""
+    out = np.full(t.shape, -np.inf)
+    big = t > 1.0
+    small = (t > 0.0) & ~big
+    out[big] = t[big] + np.log(-np.expm1(-t[big]))
+    out[small] = np.log(np.expm1(t[small]))
+    return out, big | small
+
+
 @dataclass(frozen=True, slots=True)
 class SubsampledLoss:
     """Poisson subsampling with rate q of an inner pair (A, B), one direction.
@@ -250,13 +263,7 @@ class SubsampledLoss:
         q = self.q
         log1mq = math.log1p(-q)
         t = np.asarray(e - log1mq, dtype=np.float64)  # e^e − (1−q) = (1−q)·expm1(t)
-        out = np.full(t.shape, -np.inf)
-        big = t > 1.0
-        small = (t > 0.0) & ~big
-        # log(expm1(t)): t + log(−expm1(−t)) above 1, the direct form below (both stable)
-        out[big] = t[big] + np.log(-np.expm1(-t[big]))
-        out[small] = np.log(np.expm1(t[small]))
-        finite = big | small
+        out, finite = log_expm1_or_minus_inf(t)
         out[finite] += log1mq - math.log(q)
         return out
 
