@@ -113,3 +113,40 @@ def test_quadrature_picks_the_grids_the_coarse_estimates_picked(
     old = grids()
     assert new == old
     discretized.clear_caches()
+
+
+def test_a_smooth_excess_model_is_not_probed_below_the_final_grid(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """σ = 1, q = 1e-4, T = 1e7 (issue 22's sweep #14): the excess falls as h² there; its
+    power, measured against a grid twice as coarse, takes _finer to the final grid at once,
+    where a first guess of h^1.5 probed a grid 2x finer than the final one (a 65k-point
+    discretization only the model used). The grids composed are those it always used."""
+    from approxdp.accounting.dpsgd.accountants import dpsgd_epsilon
+    from approxdp.accounting.pld import accounting
+
+    probed: list[float] = []
+    solved: list[float] = []
+    at = estimates.ExcessModel.at
+    solve = refine._solve
+
+    def spy_at(self: estimates.ExcessModel, h: float) -> float:
+        probed.append(h)
+        return at(self, h)
+
+    def spy_solve(*args: object, **kwargs: object) -> refine._Solved:
+        out = solve(*args, **kwargs)  # type: ignore[arg-type]
+        solved.append(out.h)
+        return out
+
+    monkeypatch.setattr(estimates.ExcessModel, "at", spy_at)
+    monkeypatch.setattr(refine, "_solve", spy_solve)
+    monkeypatch.setattr(accounting, "_solve", spy_solve)
+    discretized.clear_caches()
+    g = dpsgd_epsilon(noise_multiplier=1.0, sample_rate=1e-4, steps=10_000_000, delta=1e-5)
+    final = 2.0 ** -17.25
+    assert solved == pytest.approx([2.0 ** -14.25, 2.0 ** -14.25, final, 2.0 ** -15.75])
+    assert min(probed) == pytest.approx(final)
+    assert g.bracket is not None
+    assert g.epsilon <= g.bracket[0] * (1.0 + 5e-4)
+    discretized.clear_caches()
