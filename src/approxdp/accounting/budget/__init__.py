@@ -5,7 +5,8 @@
 - :mod:`.rules`: the privacy of a whole history under a composition rule.
 - :mod:`.ledger`: the ledger protocol, spend records and the in-memory ledger.
 - :mod:`.sqlite_ledger`: the persistent SQLite ledger (its file and connection:
-  :mod:`.sqlite_connection`; a file's settings and read-only opening: :mod:`.sqlite_files`);
+  :mod:`.sqlite_connection`; its content's checks, creation, upgrade and re-declaration:
+  :mod:`.sqlite_setup`; a file's settings and read-only opening: :mod:`.sqlite_files`);
   :mod:`.sqlite_schema`: its schema and upgrades; :mod:`.chain`: its hash chain and spend
   receipts; :mod:`.verify`: checking a file.
 - :mod:`.filter`: the privacy filter's admissions (the residue argument); :mod:`.filter_parts`:
@@ -15,6 +16,7 @@
   :mod:`.filter_rdp`: the Rényi share; :mod:`.filter_state`: its stored state.
 - :mod:`.accountant`: :class:`PrivacyAccountant`, which never lets spends exceed the budget;
   :mod:`.admission`: how it asks its filter or rule inside a ledger transaction;
+  :mod:`.opening`: how it opens its ledger (in memory or a file) with its sub-budgets';
   :mod:`.status`: :class:`BudgetStatus` and how it is read; :mod:`.arguments`: its checks;
   :mod:`.sub_budgets`: its sub-budgets.
 - :mod:`.protocols`: the :class:`Accountant` protocol that releases need.
