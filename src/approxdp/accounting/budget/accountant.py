@@ -13,7 +13,7 @@ which say what they promise (the rules and their contracts:
 - ``adaptivity="fixed"``: the caller **promises** that every spend's parameters were fixed
   before any noise was drawn (a declared sequence); any ledger rule may then be used,
   including the tighter ones that are not filters (``"auto"``, ``"pld"``, ``"optimal"``,
-  ``"advanced"``; :mod:`approxdp.accounting.budget.rules`). An adaptive analyst can defeat
+  ``"advanced"``; :mod:`approxdp.accounting.composition.rules`). An adaptive analyst can defeat
   them: the guide "Adaptive analysts and privacy filters" shows how.
 
 Every spend is checked and recorded atomically *before* the caller draws noise; a refused
@@ -51,13 +51,13 @@ from approxdp.accounting.budget.arguments import (
     resolve_mode,
     resolve_share,
 )
-from approxdp.accounting.budget.costs import Contribution, LedgerState
 from approxdp.accounting.budget.filter import Commitment, FilterKind
-from approxdp.accounting.budget.filter_state import ZERO, RdpShare
 from approxdp.accounting.budget.ledger import FilterLogEntry, Ledger, SpendRecord
 from approxdp.accounting.budget.opening import file_ledger, memory_ledger, stored_settings
 from approxdp.accounting.budget.status import BudgetStatus, PlanResult, explain_text, status_of
 from approxdp.accounting.budget.sub_budgets import sub_named
+from approxdp.accounting.composition.costs import Contribution, LedgerState
+from approxdp.accounting.composition.filter_state import ZERO, RdpShare
 from approxdp.errors import InvalidParameterError, LedgerRecertificationWarning, ParameterTypeError
 from approxdp.events import PrivacyEvent
 

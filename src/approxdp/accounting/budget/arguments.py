@@ -8,8 +8,8 @@ from typing import Any
 
 from approxdp._validation import check_interval, check_parameter
 from approxdp.accounting.budget.filter_rdp import new_rdp_share
-from approxdp.accounting.budget.filter_state import RdpShare
-from approxdp.accounting.budget.rules import COMPOSITION_RULES
+from approxdp.accounting.composition.filter_state import RdpShare
+from approxdp.accounting.composition.rules import COMPOSITION_RULES
 from approxdp.accounting.registry import ADAPTIVITY_MODES, accounting_rule, rule_names
 from approxdp.accounting.serialization import event_key
 from approxdp.errors import (

@@ -16,9 +16,9 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from approxdp.accounting.budget.filter import FilterKind, new_filter
-from approxdp.accounting.budget.filter_state import RdpShare
 from approxdp.accounting.budget.ledger import MemoryLedger
 from approxdp.accounting.budget.sub_budgets import open_sub_files, sub_ledgers, sub_records
+from approxdp.accounting.composition.filter_state import RdpShare
 from approxdp.errors import LedgerError, ParameterTypeError
 
 if TYPE_CHECKING:

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from approxdp.accounting.budget.filter import replay
-from approxdp.accounting.budget.filter_state import FilterState, RdpShare
 from approxdp.accounting.budget.sqlite_files import (
     BUSY_TIMEOUT_MS,
     HEADER,
@@ -37,6 +36,7 @@ from approxdp.accounting.budget.sqlite_files import (
 )
 from approxdp.accounting.budget.sqlite_schema import FILTER_VERSION, SCHEMA_VERSION
 from approxdp.accounting.budget.sqlite_setup import LedgerSetup
+from approxdp.accounting.composition.filter_state import FilterState, RdpShare
 from approxdp.accounting.serialization import event_from_json
 from approxdp.errors import LedgerError
 

@@ -24,7 +24,6 @@ from fractions import Fraction
 from pathlib import Path
 
 from approxdp.accounting.budget.filter import new_filter, replay
-from approxdp.accounting.budget.filter_state import FilterKind, RdpShare
 from approxdp.accounting.budget.sqlite_files import (
     APPLICATION_ID,
     SubLedgerRecord,
@@ -40,6 +39,7 @@ from approxdp.accounting.budget.sqlite_schema import (
     new_ledger_id,
     upgrade,
 )
+from approxdp.accounting.composition.filter_state import FilterKind, RdpShare
 from approxdp.accounting.serialization import event_from_json
 from approxdp.errors import LedgerError
 
