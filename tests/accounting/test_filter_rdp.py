@@ -375,3 +375,57 @@ def test_a_ledger_file_keeps_its_renyi_share(tmp_path: Path) -> None:
         assert same.remaining().count == 51
     with pytest.raises(LedgerError, match="rdp_share"):
         PrivacyAccountant((2.0, 1e-5), ledger=path, rdp_share=(1.5, 1e-5))
+
+
+def test_a_sub_budget_file_spending_before_the_main_ledger_stays_within_budget(
+        tmp_path: Path) -> None:
+    """On ledger files: FIRST is spent from sub-budget 'a' (its own file) before the main
+    ledger's first spend; reopened, then, on y₁, the main ledger's least-noise Laplace release
+    or its least-noise Gaussian: within the budget. (Had the main ledger's block been declared
+    at its first spend, the Laplace branch would be priced by its curve after y₁ was seen.)"""
+    path = tmp_path / "main.sqlite"
+    with PrivacyAccountant(BUDGET, ledger=path, sub_budgets={"a": (0.5, 2e-7)}) as acc:
+        acc.sub("a").spend(FIRST)
+    with PrivacyAccountant(ledger=path) as acc:
+        assert acc.sub("a").remaining().count == 1
+        state = acc._ledger.state().filter
+        assert state is not None and not state.pristine
+        lo, hi = 1e-3, 10.0
+        while hi - lo > 1e-7 * hi:  # the largest Laplace ε the main ledger admits
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if acc.plan([LaplaceEvent(scale=1.0 / mid)]).fits else (lo, mid)
+        s_gauss = _edge(lambda s: acc.plan([GaussianEvent(sigma=s)]).fits, 0.05, 1e3)
+        memory = PrivacyAccountant(BUDGET, sub_budgets={"a": (0.5, 2e-7)})
+        memory.sub("a").spend(FIRST)
+        assert memory.plan([LaplaceEvent(scale=1.0 / lo)]).fits  # as in memory
+        assert not memory.plan([LaplaceEvent(scale=1.0 / hi)]).fits
+    worst = worst_delta(BUDGET[0], ("laplace", 1.0 / lo, 1.0), ("gauss", s_gauss, 1.0))
+    assert worst <= BUDGET[1]
+
+
+def test_the_status_shows_the_renyi_share_per_order() -> None:
+    """BudgetStatus reports the share's own use per order (the spent figures count the whole
+    share as reserved)."""
+    orders = (4.0, 8.0, 16.0)
+    acc = PrivacyAccountant((2.0, 1e-5), rdp_share=(2.0, 1e-5), rdp_orders=orders)
+    start = acc.remaining()
+    assert start.rdp_share_pair == (2.0, 1e-5) and start.rdp_orders == orders
+    assert start.rdp_used == (0.0, 0.0, 0.0) and start.rdp_used_fraction == 0.0
+    for a, b in zip(orders, start.rdp_budgets, strict=True):  # B_j, rounded down
+        exact = 2.0 - math.log1p(-1.0 / a) + (math.log(1e-5 / 3) + math.log(a)) / (a - 1.0)
+        assert b <= exact and b == pytest.approx(exact, rel=1e-12)
+    step = SubsampledEvent(GaussianEvent(sigma=1.0), 0.01)
+    for _ in range(100):
+        acc.spend(step)
+    status = acc.remaining()
+    expected = 100 * np.asarray(rdp_subsampled_gaussian(1.0, 0.01, list(orders)))
+    assert all(u >= e for u, e in zip(status.rdp_used, expected, strict=True))  # rounded up
+    assert status.rdp_used == pytest.approx(expected, rel=1e-12)
+    assert start.rdp_budgets[0] < 0.0  # α = 4 admits nothing at this δ_R: left out below
+    fraction = min(u / b for u, b in zip(status.rdp_used, status.rdp_budgets, strict=True)
+                   if b > 0.0)
+    assert status.rdp_used_fraction == fraction and 0.0 < fraction < 1.0
+    assert "per order (α: ρ used of B): 4: " in acc.explain()
+    plain = PrivacyAccountant(BUDGET).remaining()
+    assert plain.rdp_share_pair is None and plain.rdp_orders == ()
+    assert plain.rdp_used_fraction is None

@@ -21,7 +21,12 @@ from approxdp.accounting.pld.compose import (
     discretize,
     tail_edge,
 )
-from approxdp.accounting.pld.privacy_loss import GaussianLoss, SubsampledLoss, loss_interval
+from approxdp.accounting.pld.privacy_loss import (
+    GaussianLoss,
+    SubsampledLoss,
+    cdfs_with_errors,
+    loss_interval,
+)
 from approxdp.accounting.pld.subsampled_gaussian import subsampled_gaussian_epsilon
 from approxdp.accounting.rdp.conversion import rdp_dpsgd_epsilon
 from approxdp.events import GaussianEvent, SubsampledEvent
@@ -215,10 +220,12 @@ def test_split_numerators_are_within_their_error_bound_of_mpmath(
             truth = b - mp.e**e * (mq * a + (1 - mq) * b)
         assert abs(float(num[k]) - float(truth)) <= float(err[k]), (k, num[k], truth, err[k])
     if q <= 0.01:  # the cancellation is gone: far below the bound on p − e^e·r as written
-        c = src.cdfs(edges)
+        c, ce = cdfs_with_errors(src, edges)
         _, p_scale = loss_interval(c.fp, c.sp)
         _, r_scale = loss_interval(c.fq, c.sq)
-        plain = 16.0 * (np.finfo(float).eps / 2) * (p_scale + np.exp(edges[:-1]) * r_scale)
+        kap = 2.0 * np.maximum(ce.value[1:], ce.value[:-1])  # (grid.discretize's plain bound)
+        plain = (8.0 * (np.finfo(float).eps / 2) + kap) * (
+            p_scale + np.exp(edges[:-1]) * r_scale)
         assert float(err.sum()) <= 0.1 * float(plain.sum())
 
 
@@ -352,3 +359,40 @@ def test_only_compositions_standing_for_10_to_the_10_steps_run_in_extended_preci
     assert all(not ext for c, ext in seen if c != block)
     assert sum(1 for _, ext in seen if ext) == 1
     assert block * (k + 1) >= blocks.EXTENDED_FROM
+
+
+def test_the_other_direction_is_certified_on_a_coarser_grid_with_the_same_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 22, setting #14 (σ = 1, q = 1e-4, T = 1e7): the add direction's first pass came
+    out above the refined remove direction; it only has to come out below it, which a grid
+    ~3x coarser than the final one does (half the points): same guarantee and bracket as
+    certifying it on the final grid, and where the coarser pass misses, the final grid is
+    used as before."""
+    import approxdp.accounting.pld.accounting as acc
+
+    ev = [(SubsampledEvent(GaussianEvent(sigma=1.0), 1e-4), 10**7)]
+    grids: list[float] = []
+    real_solve = acc._solve
+
+    def spy(parts, delta, h, guess, below=None):  # type: ignore[no-untyped-def]
+        grids.append(h)
+        return real_solve(parts, delta, h, guess, below)
+
+    monkeypatch.setattr(acc, "_solve", spy)
+    passes.clear_caches()
+    got = pld_epsilon(ev, 1e-5)
+    assert len(grids) == 3 and grids[0] == grids[1] and grids[2] < grids[0]
+    coarser = grids[2]
+    monkeypatch.setattr(acc, "_other_step", lambda other, top, eps_up: top.h)
+    grids.clear()
+    passes.clear_caches()
+    old = pld_epsilon(ev, 1e-5)
+    assert grids[2] < coarser  # the final grid, finer
+    assert got.epsilon == old.epsilon and got.bracket == old.bracket
+    # a coarse pass that misses (the first grid: above the remove direction) falls back
+    monkeypatch.setattr(acc, "_other_step", lambda other, top, eps_up: other.h)
+    grids.clear()
+    passes.clear_caches()
+    miss = pld_epsilon(ev, 1e-5)
+    assert len(grids) == 4 and miss.epsilon == old.epsilon and miss.bracket == old.bracket

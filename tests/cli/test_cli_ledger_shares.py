@@ -229,3 +229,51 @@ def test_sub_budgets_asked_of_a_ledger_without_them_are_refused(
     one_line_error(run(*COUNT, people_csv, *SMALL, "--ledger", ledger, "--ledger-sub", "a"), 2,
                    "no sub-budget 'a'")
     assert run_json("ledger", ledger)["status"]["count"] == 1
+
+
+def test_sub_budgets_on_a_ledger_file_across_runs(
+    run: Any, run_json: Any, one_line_error: Any, people_csv: Path, tmp_path: Path
+) -> None:
+    """--sub-budget at creation makes one ledger file per sub-budget next to the ledger;
+    --ledger-sub pays from one in later runs; ledger show and verify cover them all."""
+    ledger = tmp_path / "study.sqlite"
+    made = run_json(*COUNT, people_csv, *SMALL, "--ledger", ledger, "--budget", "4", "1e-6",
+                    "--sub-budget", "reports=1,2e-7", "--sub-budget", "training=1,2e-7",
+                    "--ledger-sub", "reports")
+    assert made["ledger_sub"] == "reports" and made["budget"]["count"] == 1
+    reports, training = tmp_path / "study.reports.sqlite", tmp_path / "study.training.sqlite"
+    assert reports.is_file() and training.is_file()
+    stored = read_ledger_settings(ledger).sub_budgets
+    assert stored is not None and {r.name: r.budget for r in stored} == {
+        "reports": (1.0, 2e-7), "training": (1.0, 2e-7)}
+    # a later run: the stored split applies, the same split may be repeated
+    run_json(*COUNT, people_csv, *SMALL, "--ledger", ledger, "--ledger-sub", "reports",
+             "--sub-budget", "reports=1,2e-7", "--sub-budget", "training=1,2e-7")
+    run_json(*COUNT, people_csv, *SMALL, "--ledger", ledger)  # the main ledger itself
+    one_line_error(run(*COUNT, people_csv, *SMALL, "--ledger", ledger, "--sub-budget",
+                       "reports=1,2e-7"), 2,
+                   "--sub-budget reports=1,2e-07 differs from the sub-budgets reports=1,2e-07, "
+                   "training=1,2e-07 stored in ledger")
+    refused = run(*COUNT, people_csv, "-e", "1.5", "-d", "1e-7", "--ledger", ledger,
+                  "--ledger-sub", "reports")  # past the sub-budget's own (1, 2e-7)
+    one_line_error(refused, 3, "privacy budget exceeded")
+    shown = run_json("ledger", ledger)
+    subs = shown["status"]["sub_budgets"]
+    assert {n: s["status"]["count"] for n, s in subs.items()} == {"reports": 2, "training": 0}
+    assert Path(subs["reports"]["file"]).name == "study.reports.sqlite"
+    assert shown["status"]["count"] == 1 and shown["sub_budget_of"] is None
+    one = run_json("ledger", reports)  # a sub-budget's own file says whose it is
+    assert one["sub_budget_of"]["name"] == "reports" and one["status"]["count"] == 2
+    text = " ".join(run("ledger", ledger).stdout.split())
+    assert "Sub-budget 'reports' in" in text and "study.reports.sqlite" in text
+    assert "Budget of sub-budget 'reports' of ledger" in " ".join(
+        run("ledger", reports).stdout.split())
+    verified = run_json("ledger", "verify", ledger)
+    assert verified["ok"] and len(verified["sub_budgets"]) == 2
+    assert "OK sub-budget file" in run("ledger", "verify", ledger).stdout
+    # a sub-budget's file gone: verify says so (exit 5), and releases are refused
+    training.rename(tmp_path / "elsewhere.sqlite")
+    broken = run("ledger", "verify", ledger)
+    assert broken.exit_code == 5 and "sub-budget 'training'" in broken.stdout
+    one_line_error(run(*COUNT, people_csv, *SMALL, "--ledger", ledger, "--ledger-sub",
+                       "training"), 2, "study.training.sqlite")

@@ -25,7 +25,9 @@ RESULT_KEYS = {
 BUDGET_KEYS = {"budget_epsilon", "budget_delta", "spent_epsilon", "spent_delta",
                "remaining_epsilon", "remaining_delta", "count", "rule", "adaptivity",
                "certified_by", "spent_meaning", "over_budget", "refusing", "room", "room_used",
-               "basic_share", "basic_share_used", "open_commitments", "rdp_share", "sub_budgets"}
+               "basic_share", "basic_share_used", "open_commitments", "rdp_share", "sub_budgets",
+               "sub_budget_pairs", "rdp_share_pair", "rdp_orders", "rdp_budgets", "rdp_used",
+               "rdp_used_fraction"}
 
 
 def test_count_json_shape_and_value(
@@ -112,7 +114,8 @@ def test_ledger_keeps_the_budget_across_runs(
     assert second["budget"]["count"] == 2
     shown = run_json("ledger", ledger)
     assert set(shown) == {"command", "schema_version", "file", "budget", "adaptivity",
-                          "composition", "legacy_composition", "basic_share", "spends",
+                          "composition", "legacy_composition", "basic_share",
+                          "sub_budget_of", "spends",
                           "commitments", "status", "explain", "warnings"}
     assert shown["budget"] == {"epsilon": 1.0, "delta": 1e-5}
     assert (shown["adaptivity"], shown["composition"]) == ("full", "gdp")

@@ -114,3 +114,15 @@ def test_sub_budget_needs_an_accountant_with_sub_budgets() -> None:
     t = PrivateTable(_data(), accountant=Plain())  # type: ignore[arg-type]
     with pytest.raises(ParameterTypeError, match=r"sub_budget\('a'\) needs a PrivacyAccountant"):
         t.sub_budget("a")
+
+
+def test_a_sub_budget_of_a_ledger_file_keeps_its_spends(tmp_path: Any) -> None:
+    ledger = tmp_path / "study.sqlite"
+    with PrivacyAccountant(BUDGET, ledger=ledger, sub_budgets={"reports": (1.0, 2e-7)}) as acc:
+        PrivateTable(_data(), accountant=acc).sub_budget("reports").count(epsilon=0.5,
+                                                                          delta=1e-7)
+    with PrivacyAccountant(ledger=ledger) as again:  # reopened: the stored split and spends
+        table = PrivateTable(_data(), accountant=again)
+        assert table.sub_budget("reports").remaining().count == 1
+        assert table.remaining().count == 0
+        assert table.sub_budget("reports").accountant.persistent  # type: ignore[attr-defined]

@@ -77,7 +77,7 @@ def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """``approxdp serve`` on a free port: its URL, ledger (five spends, a basic and a Rényi
-    share) and data file."""
+    share, a sub-budget) and data file."""
     pytest.importorskip("shiny", reason="approxdp serve needs the web extra")
     folder = tmp_path_factory.mktemp("serve")
     data = folder / "people.csv"
@@ -88,7 +88,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
             writer.writerow([i, 18 + (i * 7) % 72, "F" if i % 3 else "M"])
     ledger = folder / "budget.sqlite"
     with dp.PrivacyAccountant((3.0, 1e-5), ledger=ledger, basic_share=(0.5, 2e-7),
-                              rdp_share=(1.0, 2e-7), rdp_orders=[8, 16, 32]) as acct:
+                              rdp_share=(1.0, 2e-7), rdp_orders=[8, 16, 32],
+                              sub_budgets={"reports": (0.5, 1e-7)}) as acct:
         acct.spend(dp.GaussianEvent(sigma=6.0, label="survey wave 1"))
         acct.spend(dp.EpsilonDeltaEvent(epsilon=0.25, delta=1e-7, label="survey wave 2"))
         for _ in range(3):  # DP-SGD steps from the same ledger: charged to its Rényi share
@@ -268,6 +269,7 @@ def test_ledger_page(page: Any, served: dict[str, Any], shots: Path) -> None:
     expect(page.locator("#ledger_rdp_share")).to_contain_text("(most left)")
     expect(page.locator("#ledger_rdp_share tr")).to_have_count(4)  # a header, three orders
     expect(page.locator("#ledger_basic_share")).to_contain_text("(0.5, 2e-07)")
+    expect(page.locator("#ledger_sub_budgets")).to_contain_text("budget.reports.sqlite")
     _plot_src(page, "ledger_burn")
     page.screenshot(path=str(shots / "ledger.png"), full_page=True)
     assert served["ledger"].read_bytes() == before
@@ -351,6 +353,23 @@ def test_wizard_simulates_free_and_spends_once(
 
     _open(page, "ledger")
     expect(page.locator("#ledger_count")).to_have_text(f"{start + 1} spend(s)")
+
+
+def test_wizard_reviews_a_release_from_a_sub_budget(page: Any, served: dict[str, Any]) -> None:
+    """A ledger with sub-budgets: the wizard's "pay from" lists them; the review prices the
+    release against the chosen one. Nothing is spent."""
+    from playwright.sync_api import expect
+
+    start = _spends(served["ledger"])
+    _open(page, "wizard")
+    page.wait_for_selector("#wiz_columns_table")
+    page.select_option("#wiz_column", "age")
+    page.select_option("#wiz_ledger_sub", "reports")
+    page.click("#wiz_review")
+    expect(page.locator("#wiz_cost_box")).to_contain_text(
+        "from sub-budget 'reports' of ledger budget.sqlite")
+    expect(page.locator("#wiz_cost_table")).to_contain_text("now")
+    assert _spends(served["ledger"]) == start
 
 
 def test_no_path_traversal(page: Any, served: dict[str, Any]) -> None:

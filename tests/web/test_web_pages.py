@@ -765,3 +765,41 @@ def test_sub_budgets_table() -> None:
     assert subs["reports"]["status"]["count"] == 1
     html = str(widgets.sub_budgets_table(subs, "s"))
     assert "reports" in html and "<td>1</td>" in html
+
+
+def test_the_wizard_pays_from_a_sub_budget(tmp_path: Path, people: Path) -> None:
+    """``approxdp serve --sub-budget`` creates the ledger and a file per sub-budget; the
+    wizard may pay from one (``ledger_sub``, one of the ledger's own), reviewed and released
+    through it, and its script does the same; the Ledger page lists them."""
+    from approxdp.web import widgets
+
+    path = tmp_path / "study.sqlite"
+    config = web_config.make_config(ledger=path, budget=(4.0, 1e-6), data=[people],
+                                    sub_budgets={"reports": (1.0, 2e-7)})
+    assert config.sub_budgets == ("reports",) and (tmp_path / "study.reports.sqlite").is_file()
+    again = web_config.make_config(ledger=path, data=[people])  # the stored split, kept
+    assert again.sub_budgets == ("reports",)
+    with pytest.raises(InvalidParameterError, match="--sub-budget differs"):
+        web_config.make_config(ledger=path, sub_budgets={"reports": (0.5, 2e-7)})
+    schema = wizard.schema_of(config.data[0])
+    form = {**_FORM, "ledger_sub": "reports"}
+    spec = wizard.read_spec(config, form, schema)
+    assert spec.ledger_sub == "reports"
+    cost = wizard.cost_preview(spec, path, schema)
+    assert cost["ledger_sub"] == "reports" and cost["now"]["budget_epsilon"] == 1.0
+    made = wizard.release(spec, schema, path)
+    assert made["ledger_sub"] == "reports" and made["budget"]["count"] == 1
+    assert made["budget"]["budget_epsilon"] == 1.0
+    view = ledger.ledger_view(path)
+    assert view["status"]["count"] == 0
+    assert view["status"]["sub_budgets"]["reports"]["status"]["count"] == 1
+    html = str(widgets.sub_budgets_table(view["status"]["sub_budgets"], "s"))
+    assert "study.reports.sqlite" in html
+    script = wizard.release_script(spec, schema, path)
+    assert "pays = accountant.sub('reports')" in script and "accountant=pays" in script
+    compile(script, "release.py", "exec")
+    for bad in ("other", "../x"):
+        with pytest.raises(InvalidParameterError, match=r"ledger_sub must be one of the "
+                                                        r"ledger's sub-budgets \['reports'\]"):
+            wizard.read_spec(config, {**_FORM, "ledger_sub": bad}, schema)
+    assert wizard.read_spec(config, {**_FORM, "ledger_sub": ""}, schema).ledger_sub is None

@@ -112,12 +112,17 @@ def show_command(file: Path, as_json: bool) -> None:
                 plans.add_row(str(c["id"]), safe_text(c["label"]), c["pricing"],
                               f"{c['spent']} of {c['planned_count']}", c["state"])
             console.print(plans)
-        render_budget(console, data["status"])
+        of = data["sub_budget_of"]
+        title = "Budget" if of is None else (
+            f"Budget of sub-budget {safe_text(of['name'])!r} of ledger {of['ledger_id']} (its "
+            "(ε, δ) is part of that ledger's budget)")
+        render_budget(console, data["status"], title=title)
         if data["status"]["rdp_share"] is not None:
             render_rdp_share(console, data["status"]["rdp_share"])
         for name, sub in data["status"]["sub_budgets"].items():
+            where = "" if sub["file"] is None else f" in {safe_text(sub['file'])}"
             render_budget(console, {**sub["status"], "rdp_share": sub["rdp_share"]},
-                          title=f"Sub-budget {safe_text(name)!r}")
+                          title=f"Sub-budget {safe_text(name)!r}{where}")
 
     emit(data, as_json, render)
 
@@ -181,7 +186,10 @@ def verify_command(file: Path, receipt_specs: tuple[str, ...], as_json: bool) ->
     """Check a ledger file: its totals, its hash chain, and spend receipts (read-only).
 
     Exit status 0 when everything checks out, 5 when the ledger or a receipt does not (a row
-    or the totals were edited, or a spend a receipt names is gone or different). A rewrite
+    or the totals were edited, or a spend a receipt names is gone or different). A ledger with
+    sub-budgets (--sub-budget) is checked with every sub-budget's file: each one's chain,
+    totals and identity, and that it is the file the ledger recorded (a missing, moved or
+    foreign file is a problem). A rewrite
     that recomputes the whole chain is caught only by receipts kept elsewhere: keep the
     artifacts (their "receipts") of what you released.
 
@@ -200,6 +208,9 @@ def verify_command(file: Path, receipt_specs: tuple[str, ...], as_json: bool) ->
                      "no hash chain (written before schema 4; open it once for writing, e.g. "
                      "with a release, to chain it)")
             console.print(f"[green]OK[/] {head}; totals match the spends; {chain}")
+            for sub in getattr(report, "sub_budgets", ()):
+                console.print(f"  [green]OK[/] sub-budget file {safe_text(sub.path)}: "
+                              f"{sub.spends} spend(s), schema {sub.schema_version}")
             for note in report.notes:
                 console.print(f"  [dim]note: {safe_text(note)}[/]")
             if not report.receipts:

@@ -118,12 +118,15 @@ def rdp_share_dict(share: RdpShare | None) -> dict[str, Any] | None:
 
 def sub_budget_dicts(accountant: Any) -> dict[str, dict[str, Any]]:
     """Each sub-budget of ``accountant`` (``sub_budgets=``) as ``{name: {budget{epsilon,
-    delta}, status{...}, rdp_share}}`` (:func:`~approxdp.reports.releases.budget_dict`,
-    :func:`rdp_share_dict`); empty for none."""
+    delta}, file, status{...}, rdp_share}}`` (``file``: its ledger file, or None in memory;
+    :func:`~approxdp.reports.releases.budget_dict`, :func:`rdp_share_dict`); empty for
+    none."""
     out: dict[str, dict[str, Any]] = {}
     for name, (eps, dlt) in getattr(accountant, "sub_budgets", {}).items():
         sub = accountant.sub(name)
+        path = getattr(sub, "ledger_path", None)
         out[name] = {"budget": {"epsilon": eps, "delta": dlt},
+                     "file": None if path is None else str(path),
                      "status": budget_dict(sub.remaining()),
                      "rdp_share": rdp_share_dict(sub.rdp_share)}
     return out
@@ -179,8 +182,10 @@ def ledger_report(
     *, advance: Callable[[float], None] | None = None, epsilons: bool = True,
 ) -> dict[str, Any]:
     """The ``ledger`` JSON object: ``command, schema_version, file, budget{epsilon, delta},
-    adaptivity, composition, legacy_composition, basic_share, spends[...], commitments[...],
-    status{...}, explain, warnings[...]`` (status: as :func:`accountant_budget`, with the
+    adaptivity, composition, legacy_composition, basic_share, sub_budget_of, spends[...],
+    commitments[...], status{...}, explain, warnings[...]`` (``sub_budget_of``: for a
+    sub-budget's own file, ``{ledger_id, name}`` of the ledger it belongs to, else None;
+    status: as :func:`accountant_budget`, with the
     Rényi share's used sums as stored; :func:`~approxdp.reports.releases.spend_dict` with
     ``epsilon_alone``, ``epsilon_so_far``, ``at_delta`` and ``so_far_is`` — under a privacy
     filter the filter's odometer reading, else the declared sequence's ε under the ledger's
@@ -218,6 +223,7 @@ def ledger_report(
         "composition": r.composition,
         "legacy_composition": settings.legacy_composition,
         "basic_share": settings.basic_share,
+        "sub_budget_of": _sub_budget_of(settings),
         "spends": spends,
         "commitments": [commitment_dict(c) for c in r.commitments],
         "status": {**budget_dict(r.status), "rdp_share": rdp_share_dict(r.rdp_share),
@@ -225,6 +231,12 @@ def ledger_report(
         "explain": r.explanation,
         "warnings": list(r.warnings),
     }
+
+
+def _sub_budget_of(settings: LedgerSettings) -> dict[str, str] | None:
+    """``{"ledger_id", "name"}`` of the ledger a sub-budget file belongs to, or None."""
+    of = getattr(settings, "sub_budget_of", None)
+    return None if of is None else {"ledger_id": of[0], "name": of[1]}
 
 
 def burn_down(read: LedgerReading, limit: int) -> list[dict[str, Any]]:

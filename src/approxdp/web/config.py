@@ -60,6 +60,8 @@ class ServeConfig:
         token: the secret every request must carry (in the opening URL's ``?token=``, then
             in a cookie the server sets), made anew at each start; None: no token
             (``--no-token``), any program on this computer may use the app.
+        sub_budgets: the ledger's sub-budgets (names, as stored when it was created), which
+            the wizard may pay from; empty: none.
     """
 
     host: str = "127.0.0.1"
@@ -67,6 +69,7 @@ class ServeConfig:
     ledger: Path | None = None
     data: tuple[DataFile, ...] = ()
     token: str | None = field(default=None, repr=False)
+    sub_budgets: tuple[str, ...] = ()
 
     @property
     def url(self) -> str:
@@ -231,8 +234,10 @@ def make_config(
                                     "(letters, digits, - and _)")
     shares = {"basic_share": basic_share, "rdp_share": rdp_share, "rdp_orders": rdp_orders,
               "sub_budgets": sub_budgets}
-    return ServeConfig(host, port, _ledger(ledger, budget, composition, shares),
-                       _data_files(data), token)
+    path = _ledger(ledger, budget, composition, shares)
+    records = () if path is None else (read_ledger_settings(path).sub_budgets or ())
+    return ServeConfig(host, port, path, _data_files(data), token,
+                       tuple(r.name for r in records))
 
 
 def data_file(config: ServeConfig, key: object) -> DataFile:

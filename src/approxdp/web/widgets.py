@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from htmltools import Tag, TagChild
@@ -147,8 +148,9 @@ def rdp_share_table(share: Mapping[str, Any], table_id: str) -> Tag:
 def sub_budgets_table(subs: Mapping[str, Any], table_id: str) -> Tag:
     """Sub-budgets (:func:`~approxdp.reports.ledger.sub_budget_dicts`): each one's (ε, δ),
     spends and what it has left."""
-    return table(["sub-budget", "ε", "δ", "spends", "remaining ε (at its δ)"], [
-        (name, [name, fmt(sub["budget"]["epsilon"]), fmt(sub["budget"]["delta"]),
+    return table(["sub-budget", "file", "ε", "δ", "spends", "remaining ε (at its δ)"], [
+        (name, [name, Path(sub["file"]).name if sub.get("file") else "(in memory)",
+                fmt(sub["budget"]["epsilon"]), fmt(sub["budget"]["delta"]),
                 str(sub["status"]["count"]), left(sub["status"]["remaining_epsilon"])])
         for name, sub in subs.items()], table_id)
 

@@ -97,13 +97,15 @@ def cost_preview(spec: ReleaseSpec, ledger: Path, schema: Mapping[str, str] | No
     accountant = PrivacyAccountant(ledger=ledger)
     settings = read_ledger_settings(ledger)
     try:
+        pays = accountant if spec.ledger_sub is None else accountant.sub(spec.ledger_sub)
         events = release_events(spec, shape)
-        now = accountant.remaining()
-        plan = accountant.plan(events)
-        share = rdp_share_dict(accountant.rdp_share)
+        now = pays.remaining()
+        plan = pays.plan(events)
+        share = rdp_share_dict(pays.rdp_share)
     finally:
         accountant.close()
     return {"epsilon": spec.epsilon, "delta": spec.delta, "ledger": str(ledger),
             "composition": settings.composition, "now": budget_dict(now), "fits": plan.fits,
             "reason": plan.reason, "after": budget_dict(plan.status_after),
-            "query": query_rows(spec), "small_data": advice, "rdp_share": share}
+            "query": query_rows(spec), "small_data": advice, "rdp_share": share,
+            "ledger_sub": spec.ledger_sub}

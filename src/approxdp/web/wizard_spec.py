@@ -56,6 +56,7 @@ class ReleaseSpec:
     grouping columns to their public values, as typed (``NULL`` for missing); ``casts`` are
     the columns converted to numbers first, and ``cast_errors`` what becomes of their values
     that are not numbers (``drop``: missing values; ``error``: the release is refused).
+    ``ledger_sub``: the ledger's sub-budget that pays (None: the ledger itself).
     """
 
     file: DataFile
@@ -77,6 +78,7 @@ class ReleaseSpec:
     cast_errors: str = "drop"
     bins: int | None = None
     branching: int | None = None
+    ledger_sub: str | None = None
 
     @property
     def label(self) -> str:
@@ -125,7 +127,8 @@ def read_spec(
     (lines ``COLUMN=V1,V2``), ``outside_domain``, ``epsilon``, ``delta``, ``level``,
     ``privacy_unit`` (empty: each row), ``max_partitions``, ``max_rows_per_partition``,
     ``neighbouring``, ``qs``, ``bins``, ``branching`` (a quantile tree's shape; empty: the
-    default), ``casts``, ``cast_errors``. Errors are tagged with their field
+    default), ``casts``, ``cast_errors``, ``ledger_sub`` (the sub-budget that pays; empty:
+    the ledger itself). Errors are tagged with their field
     (:func:`~.forms.on_field`) when the message does not name it.
 
     Raises:
@@ -230,7 +233,21 @@ def read_spec(
         level=level, privacy_unit=unit, max_partitions=max_partitions,
         max_rows_per_partition=max_rows, neighbouring=neighbouring, qs=qs, casts=casts,
         cast_errors=cast_errors, bins=bins, branching=branching,
+        ledger_sub=_ledger_sub(config, form.get("ledger_sub")),
     )
+
+
+def _ledger_sub(config: ServeConfig, value: object) -> str | None:
+    """The sub-budget the form chose to pay from (empty: the ledger itself), one of the
+    ledger's own (fixed when it was created)."""
+    if value is None or value == "":
+        return None
+    if value not in config.sub_budgets:
+        raise InvalidParameterError(
+            f"ledger_sub must be one of the ledger's sub-budgets {list(config.sub_budgets)} "
+            f"(or empty: the ledger itself), got {str(value)[:60]!r}"
+        )
+    return str(value)
 
 
 def _tree_shape(form: Mapping[str, object]) -> tuple[int | None, int | None]:

@@ -74,9 +74,10 @@ def release(spec: ReleaseSpec, schema: Mapping[str, str], ledger: Path) -> dict[
 
     accountant = PrivacyAccountant(ledger=ledger)
     try:
-        table = PrivateTable(str(spec.file.path), accountant=accountant, **table_options(spec))
+        pays = accountant if spec.ledger_sub is None else accountant.sub(spec.ledger_sub)
+        table = PrivateTable(str(spec.file.path), accountant=pays, **table_options(spec))
         result = run_query(table, spec, schema)
-        status = accountant_budget(accountant)
+        status = accountant_budget(pays)
     finally:
         accountant.close()
     return {
@@ -93,6 +94,7 @@ def release(spec: ReleaseSpec, schema: Mapping[str, str], ledger: Path) -> dict[
         "result": release_dict(result),
         "budget": status,
         "ledger": str(ledger),
+        "ledger_sub": spec.ledger_sub,
         "explain": result.explain(),
         "released_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     }
@@ -146,16 +148,19 @@ def release_script(spec: ReleaseSpec, schema: Mapping[str, str], ledger: Path | 
             f"LEDGER = {str(ledger)!r}",
             "accountant = dp.PrivacyAccountant(ledger=LEDGER)  # its stored budget, mode, rule",
         ]
+        if spec.ledger_sub is not None:
+            lines += [f"pays = accountant.sub({spec.ledger_sub!r})  # its sub-budget"]
     else:
         lines += [f"accountant = dp.PrivacyAccountant(budget=({spec.epsilon!r}, "
                   f"{spec.delta!r}))"]
+    payer = "pays" if ledger is not None and spec.ledger_sub is not None else "accountant"
     lines += [
-        f"table = dp.PrivateTable({str(spec.file.path)!r}, accountant=accountant,",
+        f"table = dp.PrivateTable({str(spec.file.path)!r}, accountant={payer},",
         f"                        {table_args})",
         "try:",
         f"    result = table.release_kind({', '.join(call)})",
         "    print(result.explain())",
-        "    print(accountant.remaining())",
+        f"    print({payer}.remaining())",
         "finally:",
         "    accountant.close()",
         "",

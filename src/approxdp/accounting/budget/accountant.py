@@ -34,6 +34,7 @@ import os
 import warnings
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
+from pathlib import Path
 from typing import Any, Literal
 
 from approxdp.accounting.budget.admission import (
@@ -70,9 +71,10 @@ from approxdp.accounting.budget.status import (
     explain_text,
     status_of,
 )
-from approxdp.accounting.budget.sub_budgets import sub_ledgers
+from approxdp.accounting.budget.sub_budgets import open_sub_files, sub_ledgers, sub_records
 from approxdp.errors import (
     InvalidParameterError,
+    LedgerError,
     LedgerRecertificationWarning,
     ParameterTypeError,
     UnknownMethodError,
@@ -129,16 +131,22 @@ class PrivacyAccountant:
         rdp_orders: the Rényi share's orders α > 1 (at most 1024), fixed now; the share's δ_R
             is split evenly between them.
         sub_budgets: ``{"name": (ε_i, δ_i)}`` or ``{"name": {"budget": (ε_i, δ_i), ...}}``
-            (the other keys: ``composition``, ``basic_share``, ``rdp_share``, ``rdp_orders``,
-            ``sub_budgets``): ledgers of their own, fixed now, reached by :meth:`sub`. Each is
-            a valid filter on its (ε_i, δ_i), so an (ε_i, δ_i)-DP interactive mechanism; run
-            concurrently with this ledger they compose as their curves do (Vadhan & Zhang
-            2023, arXiv:2207.08335; Haney et al. 2023, arXiv:2309.05901), so each enters this
-            ledger's block declared at creation as an (ε_i, δ_i) event, checked once by
-            certified PLD (``"gdp"`` filter, in-memory budgets only). Spends in different
-            sub-budgets may then be interleaved in any order. This ledger's own block is then
-            fixed at creation (a sub-budget may draw noise before its first spend): plans it
-            commits are charged up front, and its first spend like any other.
+            (the other keys: ``composition``, ``basic_share``, ``rdp_share``, ``rdp_orders``;
+            in memory ``sub_budgets``; under a ledger file ``ledger``): ledgers of their own,
+            fixed now, reached by :meth:`sub`. Each is a valid filter on its (ε_i, δ_i), so an
+            (ε_i, δ_i)-DP interactive mechanism; run concurrently with this ledger they
+            compose as their curves do (concurrent composition: Vadhan & Zhang 2023,
+            arXiv:2207.08335; filters inside: Haney et al. 2023,
+            arXiv:2309.05901), so each enters this ledger's block declared at creation as an
+            (ε_i, δ_i) event, checked once by certified PLD (``"gdp"`` filter). Spends in
+            different sub-budgets may then be interleaved in any order. This ledger's own
+            block is then fixed at creation (a sub-budget may draw noise before its first
+            spend): plans it commits are charged up front, and its first spend like any
+            other. Under a ledger file each sub-budget is a ledger file of its own in the same
+            folder (``study.sqlite`` → ``study.a.sqlite``, or the file named by its
+            ``"ledger"``); the file records the split, so reopening it without
+            ``sub_budgets`` uses the stored one and another split is a ``LedgerError``
+            (:mod:`~approxdp.accounting.budget.sub_budgets`).
         read_only: open the ``ledger`` file only to read it (a file the user may only read;
             an older schema is read as it is): :meth:`spend` and :meth:`commit` then refuse.
 
@@ -168,9 +176,16 @@ class PrivacyAccountant:
                 f"ledger must be None or a file path, got {type(ledger).__name__} {ledger!r}"
             )
         if ledger is not None and os.path.isfile(ledger) and os.path.getsize(ledger) > 0:
+            from approxdp.accounting.budget.sqlite_files import being_created
             from approxdp.accounting.budget.sqlite_ledger import read_ledger_settings
 
-            settings = read_ledger_settings(ledger)
+            try:
+                settings = read_ledger_settings(ledger)
+            except LedgerError:
+                # another process is creating it now: open it as new (the file's own
+                # creation transaction decides, and its stored settings are then checked)
+                if not being_created(ledger):
+                    raise
         if budget is None:  # reopen an existing ledger with the budget stored in it
             if settings is None:
                 raise ParameterTypeError(
@@ -199,29 +214,40 @@ class PrivacyAccountant:
                 f"{self._composition!r} has none (got basic_share={self._share})"
             )
         rdp = check_rdp_share(rdp_share, rdp_orders, self._composition, self.budget)
-        self._subs = sub_ledgers(sub_budgets, ledger, self._composition, self.budget,
-                                 PrivacyAccountant)
-        subs = tuple((name, Fraction(a.budget[0]), Fraction(a.budget[1]))
-                     for name, a in self._subs.items())
         self._persistent = ledger is not None
+        self._path = None if ledger is None else Path(ledger)
         self._ledger: Ledger
         if ledger is None:
+            self._subs = sub_ledgers(sub_budgets, self._composition, self.budget,
+                                     PrivacyAccountant)
+            subs = tuple((name, Fraction(a.budget[0]), Fraction(a.budget[1]))
+                         for name, a in self._subs.items())
             start = None
             if self._filter_kind is not None:
                 start = new_filter(self._filter_kind, self.budget, self._share,
                                    pending=pending, rdp=rdp, subs=subs)
             self._ledger = MemoryLedger(start)
-        else:
-            from approxdp.accounting.budget.sqlite_ledger import SQLiteLedger
+            return
+        from approxdp.accounting.budget.sqlite_ledger import SQLiteLedger
 
-            self._ledger = SQLiteLedger(
-                ledger, budget=self.budget, composition=self._composition,
-                adaptivity=self._adaptivity, basic_share=self._share, read_only=read_only,
-                rdp=rdp,
-            )
-            over = self._ledger.state().filter
-            if over is not None and over.over is not None:
-                warnings.warn(over.over, LedgerRecertificationWarning, stacklevel=2)
+        records = sub_records(sub_budgets, ledger, self._composition, self.budget)
+        if records and settings is None:  # a new file: the split must fit before it is written
+            new_filter("gdp", self.budget, self._share, rdp=rdp, subs=tuple(
+                (r.name, Fraction(r.budget[0]), Fraction(r.budget[1])) for r in records))
+        file = SQLiteLedger(
+            ledger, budget=self.budget, composition=self._composition,
+            adaptivity=self._adaptivity, basic_share=self._share, read_only=read_only,
+            rdp=rdp, subs=records,
+        )
+        self._ledger = file
+        try:
+            self._subs = open_sub_files(file, read_only, PrivacyAccountant)
+        except BaseException:
+            file.close()
+            raise
+        over = file.state().filter
+        if over is not None and over.over is not None:
+            warnings.warn(over.over, LedgerRecertificationWarning, stacklevel=2)
 
     # -- properties ------------------------------------------------------------------------
 
@@ -229,6 +255,17 @@ class PrivacyAccountant:
     def persistent(self) -> bool:
         """Whether spends are kept in a ledger file (a budget that outlives this process)."""
         return self._persistent
+
+    @property
+    def ledger_path(self) -> Path | None:
+        """The ledger file (None for an in-memory ledger)."""
+        return self._path
+
+    @property
+    def ledger_id(self) -> str | None:
+        """The ledger file's random identity, named by its receipts (None in memory)."""
+        ledger_id = getattr(self._ledger, "ledger_id", None)
+        return None if ledger_id is None else str(ledger_id)
 
     @property
     def budget(self) -> tuple[float, float]:
@@ -262,7 +299,9 @@ class PrivacyAccountant:
 
     def sub(self, name: str) -> PrivacyAccountant:
         """The ledger of sub-budget ``name`` (``sub_budgets=``): spend on it as on any
-        accountant; it never takes more than its own (ε_i, δ_i).
+        accountant; it never takes more than its own (ε_i, δ_i). Under a ledger file it is a
+        :class:`PrivacyAccountant` on the sub-budget's own file (its spends persist; its
+        :attr:`ledger_path` names the file).
 
         Raises:
             UnknownMethodError: no sub-budget of that name.
@@ -411,8 +450,10 @@ class PrivacyAccountant:
         text = explain_text(state, self._status(state))
         for name, sub in self._subs.items():
             r = sub.remaining()
-            text += (f"\nsub-budget {name!r}: (ε, δ) = {sub.budget} (a ledger of its own, "
-                     f"fixed at creation, part of the declared block); {r.count} spend(s)")
+            where = "" if sub.ledger_path is None else f" in {str(sub.ledger_path)!r}"
+            text += (f"\nsub-budget {name!r}: (ε, δ) = {sub.budget} (a ledger of its own"
+                     f"{where}, fixed at creation, part of the declared block); {r.count} "
+                     "spend(s)")
         return text
 
     def history(self) -> tuple[SpendRecord, ...]:
@@ -420,7 +461,9 @@ class PrivacyAccountant:
         return self._ledger.records()
 
     def close(self) -> None:
-        """Close the ledger (a no-op for the in-memory ledger)."""
+        """Close the ledger and its sub-budgets' (a no-op for in-memory ledgers)."""
+        for sub in self._subs.values():
+            sub.close()
         self._ledger.close()
 
     def __enter__(self) -> PrivacyAccountant:

@@ -25,6 +25,8 @@ import json
 import os
 import sqlite3
 import threading
+from collections.abc import Callable
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +36,12 @@ from approxdp.accounting.budget.sqlite_files import (
     APPLICATION_ID,
     BUSY_TIMEOUT_MS,
     HEADER,
+    SubLedgerRecord,
     check_ledger_path,
+    check_sub_split,
     closed_on_failure,
     committed,
+    dump_sub_records,
     filter_kind,
     open_read_only,
     settings_from_meta,
@@ -71,6 +76,7 @@ class LedgerFile:
         synchronous: str = "FULL",
         read_only: bool = False,
         rdp: RdpShare | None = None,
+        subs: tuple[SubLedgerRecord, ...] | None = None,
     ) -> None:
         if synchronous not in ("FULL", "NORMAL"):
             raise LedgerError(f"synchronous must be 'FULL' or 'NORMAL', got {synchronous!r}")
@@ -80,6 +86,9 @@ class LedgerFile:
         self._adaptivity = adaptivity
         self._share = basic_share
         self._rdp = rdp
+        self._subs_asked = subs
+        self._sub_records: tuple[SubLedgerRecord, ...] = ()
+        self._subs_ready = False
         self._kind = filter_kind(composition, adaptivity)
         self._replayed: FilterState | None = None  # an older file's filter, read-only
         self._synchronous = synchronous
@@ -110,6 +119,41 @@ class LedgerFile:
     def ledger_id(self) -> str | None:
         """The file's random identity, named by its receipts (None before schema 4)."""
         return self._ledger_id
+
+    @property
+    def sub_records(self) -> tuple[SubLedgerRecord, ...]:
+        """The sub-budgets' files this ledger records (empty: none)."""
+        return self._sub_records
+
+    @property
+    def sub_files_ready(self) -> bool:
+        """Whether the sub-budgets' files were all created and their identities recorded."""
+        return self._subs_ready
+
+    def complete_sub_files(
+        self, create: Callable[[tuple[SubLedgerRecord, ...]], tuple[SubLedgerRecord, ...]],
+    ) -> bool:
+        """Create the sub-budgets' files, once, under this file's write lock: ``create`` gets
+        the stored records and returns them with each file's ``ledger_id``, which are stored
+        with the mark that the files are complete, in one transaction (an interruption rolls
+        it back: the files created so far have no spend and are adopted by the next opener).
+        False (``create`` not called) if another opener completed them first."""
+        with self._lock:
+            conn = self._connection()
+            conn.execute("BEGIN IMMEDIATE")
+            with committed(conn, f"cannot record the sub-budget files of ledger {self._path}"):
+                meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+                stored = settings_from_meta(meta, self._version, str(self._path))
+                self._sub_records = stored.sub_budgets or ()
+                if meta.get("sub_files_ready") == "1":
+                    self._subs_ready = True
+                    return False
+                done = create(self._sub_records)
+                conn.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                                 [("sub_budgets", dump_sub_records(done)),
+                                  ("sub_files_ready", "1")])
+            self._sub_records, self._subs_ready = done, True
+            return True
 
     # -- connection management -------------------------------------------------------------
 
@@ -274,9 +318,15 @@ class LedgerFile:
                     meta["rdp_share_epsilon"] = repr(float(self._rdp.epsilon))
                     meta["rdp_share_delta"] = repr(float(self._rdp.delta))
                     meta["rdp_orders"] = json.dumps(list(self._rdp.orders))
+                subs: tuple[tuple[str, Fraction, Fraction], ...] = ()
+                if self._subs_asked:
+                    meta["sub_budgets"] = dump_sub_records(self._subs_asked)
+                    subs = tuple((r.name, Fraction(r.budget[0]), Fraction(r.budget[1]))
+                                 for r in self._subs_asked)
                 conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", meta.items())
                 if self._kind is not None:
-                    start = new_filter(self._kind, self._budget, self._share, rdp=self._rdp)
+                    start = new_filter(self._kind, self._budget, self._share, rdp=self._rdp,
+                                       subs=subs)
                     conn.execute("UPDATE filter_state SET state = ? WHERE id = 1",
                                  (start.to_json(),))
                 conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
@@ -305,6 +355,9 @@ class LedgerFile:
                 f"rdp_orders={stored.rdp_orders}; open it with the same, or leave them out to "
                 "use the stored ones (a Rényi share is fixed when the ledger is created)"
             )
+        check_sub_split(self._subs_asked, stored.sub_budgets, self._path)
+        self._sub_records = stored.sub_budgets or ()
+        self._subs_ready = meta.get("sub_files_ready") == "1"
         if self._read_only and self._version < FILTER_VERSION:
             return  # read as it is: an older file declared no mode (nothing is written)
         share = None if self._share is None else (float(self._share[0]), float(self._share[1]))
@@ -361,3 +414,4 @@ class LedgerFile:
         if conn is not None and getattr(self, "_pid", -1) == os.getpid():
             with contextlib.suppress(Exception):
                 conn.close()
+

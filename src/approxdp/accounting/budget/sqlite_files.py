@@ -15,8 +15,9 @@ import json
 import os
 import sqlite3
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from approxdp.accounting.budget.filter_state import FilterKind
 from approxdp.accounting.budget.sqlite_schema import FILTER_VERSION, SCHEMA_VERSION
@@ -27,9 +28,14 @@ __all__ = [
     "BUSY_TIMEOUT_MS",
     "HEADER",
     "LedgerSettings",
+    "SubLedgerRecord",
+    "being_created",
     "check_ledger_path",
+    "check_sub_split",
+    "claim_sub_file",
     "closed_on_failure",
     "committed",
+    "dump_sub_records",
     "filter_kind",
     "open_read_only",
     "read_ledger_settings",
@@ -71,6 +77,83 @@ def committed(conn: sqlite3.Connection, failure: str) -> Iterator[None]:
 
 
 @dataclass(frozen=True, slots=True)
+class SubLedgerRecord:
+    """A sub-budget's ledger file as its parent ledger records it (the parent's meta key
+    ``sub_budgets``, written when the parent is created): a reopen checks the same split.
+
+    Attributes:
+        name: the sub-budget's name (``acc.sub(name)``).
+        budget: its (ε_i, δ_i).
+        file: its file's name, in the parent's folder (:meth:`path`).
+        ledger_id: the sub file's ``ledger_id``, recorded when the sub files are first
+            created (None until then).
+        options: the sub-budget's other options as given (``composition``,
+            ``basic_share``, ``rdp_share``, ``rdp_orders``), JSON-shaped.
+    """
+
+    name: str
+    budget: tuple[float, float]
+    file: str
+    ledger_id: str | None = None
+    options: dict[str, Any] = field(default_factory=dict, hash=False)
+
+    def path(self, parent: str | os.PathLike[str]) -> Path:
+        """The sub file of the parent ledger file ``parent``."""
+        return Path(parent).parent / self.file
+
+    def same_split(self, other: SubLedgerRecord) -> bool:
+        """The same sub-budget (name, budget, file, options), whatever the ``ledger_id``."""
+        return (self.name, self.budget, self.file, self.options) == \
+            (other.name, other.budget, other.file, other.options)
+
+    def to_json(self) -> dict[str, Any]:
+        """As stored in the parent's meta."""
+        return {"name": self.name, "budget": list(self.budget), "file": self.file,
+                "ledger_id": self.ledger_id, "options": self.options}
+
+    @classmethod
+    def from_json(cls, obj: Any) -> SubLedgerRecord:
+        """From :meth:`to_json` (ValueError/KeyError/TypeError if malformed)."""
+        eps, delta = obj["budget"]
+        lid = obj.get("ledger_id")
+        options = obj.get("options") or {}
+        if not isinstance(options, dict):
+            raise ValueError("sub-budget options must be an object")
+        return cls(str(obj["name"]), (float(eps), float(delta)), str(obj["file"]),
+                   None if lid is None else str(lid), dict(options))
+
+
+def dump_sub_records(records: tuple[SubLedgerRecord, ...]) -> str:
+    """The parent's ``sub_budgets`` meta value."""
+    return json.dumps([r.to_json() for r in records], sort_keys=True)
+
+
+def check_sub_split(asked: tuple[SubLedgerRecord, ...] | None,
+                    stored: tuple[SubLedgerRecord, ...] | None, path: Path) -> None:
+    """LedgerError unless the sub-budgets ``asked`` for (None: whatever is stored) are the
+    split ``stored`` in the ledger file ``path`` (fixed when it was created), in any order."""
+    if asked is None:
+        return
+    have = sorted(stored or (), key=lambda r: r.name)
+    if len(have) != len(asked) or not all(
+            a.same_split(b) for a, b in zip(sorted(asked, key=lambda r: r.name), have,
+                                            strict=True)):
+        raise LedgerError(
+            f"ledger {path} was created with sub_budgets={_split(stored)}; open it with the "
+            "same split, or leave sub_budgets out to use the stored one (sub-budgets are "
+            f"fixed when a ledger is created; asked for {_split(asked)})"
+        )
+
+
+def _split(records: tuple[SubLedgerRecord, ...] | None) -> str:
+    if not records:
+        return "None"
+    return "{" + ", ".join(f"{r.name!r}: (budget={r.budget}, file={r.file!r}"
+                           + "".join(f", {k}={v!r}" for k, v in sorted(r.options.items()))
+                           + ")" for r in records) + "}"
+
+
+@dataclass(frozen=True, slots=True)
 class LedgerSettings:
     """What an existing ledger file was created for (read without opening it for writing).
 
@@ -87,6 +170,12 @@ class LedgerSettings:
         schema: the file's schema version.
         rdp_share: the ``"gdp"`` filter's Rényi share (ε_R, δ_R), or None.
         rdp_orders: its orders, or None.
+        ledger_id: the file's random identity (None before schema 4; not compared: two
+            files created for the same settings compare equal).
+        sub_budgets: the sub-budgets fixed when it was created, each a ledger file of its own
+            (:class:`SubLedgerRecord`), or None.
+        sub_budget_of: on a sub-budget's file: (its parent's ``ledger_id``, its name), or
+            None.
     """
 
     budget: tuple[float, float]
@@ -97,6 +186,9 @@ class LedgerSettings:
     schema: int = SCHEMA_VERSION
     rdp_share: tuple[float, float] | None = None
     rdp_orders: tuple[float, ...] | None = None
+    ledger_id: str | None = field(default=None, compare=False)
+    sub_budgets: tuple[SubLedgerRecord, ...] | None = None
+    sub_budget_of: tuple[str, str] | None = None
 
 
 def check_ledger_path(path: Path) -> None:
@@ -143,6 +235,24 @@ def open_read_only(file: Path) -> sqlite3.Connection:
             continue
         return conn
     raise LedgerError(f"cannot read ledger {file}: {last}")
+
+
+def being_created(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is an SQLite file with nothing committed in it yet (no tables, no
+    ``application_id``): another process is creating a ledger there right now (its creation
+    is one transaction). False if it cannot be read so."""
+    try:
+        conn = open_read_only(Path(path))
+    except LedgerError:
+        return False
+    try:
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        tables = conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]
+        return bool(app_id == 0 and tables == 0)
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
 
 
 def read_ledger_settings(path: str | os.PathLike[str]) -> LedgerSettings:
@@ -197,12 +307,52 @@ def settings_from_meta(meta: dict[str, str], version: int, where: str) -> Ledger
         if "rdp_share_epsilon" in meta:
             rdp = (float(meta["rdp_share_epsilon"]), float(meta["rdp_share_delta"]))
             orders = tuple(float(a) for a in json.loads(meta["rdp_orders"]))
-    except (KeyError, ValueError) as exc:
+        subs = None
+        if "sub_budgets" in meta:
+            subs = tuple(SubLedgerRecord.from_json(r) for r in json.loads(meta["sub_budgets"]))
+        parent = None
+        if "sub_budget_of" in meta:
+            parent_id, name = json.loads(meta["sub_budget_of"])
+            parent = (str(parent_id), str(name))
+    except (KeyError, ValueError, TypeError) as exc:
         raise LedgerError(f"{where} is not an approxdp ledger (bad meta table: {exc})") from exc
     if version < FILTER_VERSION:  # written before privacy filters: no mode declared
-        return LedgerSettings(budget, composition, None, None, composition, version)
+        return LedgerSettings(budget, composition, None, None, composition, version,
+                              ledger_id=meta.get("ledger_id"))
     return LedgerSettings(budget, composition, meta.get("adaptivity"), share,
-                          meta.get("legacy_composition"), version, rdp, orders)
+                          meta.get("legacy_composition"), version, rdp, orders,
+                          meta.get("ledger_id"), subs, parent)
+
+
+def claim_sub_file(path: Path, parent_id: str | None, name: str) -> None:
+    """Mark the ledger file ``path`` as sub-budget ``name`` of the ledger ``parent_id`` (its
+    meta key ``sub_budget_of``), or check that it is one.
+
+    Raises:
+        LedgerError: it is marked as a sub-budget of another ledger, or cannot be written.
+    """
+    value = json.dumps([parent_id, name])
+    try:
+        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise LedgerError(f"cannot open ledger {path}: {exc}") from exc
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("BEGIN IMMEDIATE")
+        with committed(conn, f"cannot mark {path} as a sub-budget"):
+            row = conn.execute("SELECT value FROM meta WHERE key = 'sub_budget_of'").fetchone()
+            if row is None:
+                conn.execute("INSERT INTO meta (key, value) VALUES ('sub_budget_of', ?)",
+                             (value,))
+            elif row[0] != value:
+                raise LedgerError(
+                    f"{path} is a sub-budget of another ledger ({row[0]}), not sub-budget "
+                    f"{name!r} of ledger {parent_id}: give this sub-budget another file"
+                )
+    except sqlite3.Error as exc:
+        raise LedgerError(f"cannot mark {path} as a sub-budget: {exc}") from exc
+    finally:
+        conn.close()
 
 
 def filter_kind(composition: str, adaptivity: str) -> FilterKind | None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 from approxdp.accounting.budget.costs import LedgerState
 from approxdp.accounting.budget.filter import (
@@ -65,6 +66,19 @@ class BudgetStatus:
             ``basic_share="auto"``, at the first spend), or None.
         basic_share_used: what of it is charged, or None.
         open_commitments: committed plans with events left.
+        sub_budget_pairs: the sub-budgets fixed at creation, (name, ε_i, δ_i) each (empty:
+            none); each one's own status is ``acc.sub(name).remaining()``.
+        rdp_share_pair: the Rényi share (ε_R, δ_R) fixed at creation, or None. The spent
+            figures count it as reserved (it is part of the declared block); its own use is
+            below.
+        rdp_orders: the share's orders α_j (empty: no share).
+        rdp_budgets: each order's Rényi budget B_j (rounded down; (α_j, B_j)-RDP converts to
+            (ε_R, δ_R/k)-DP, k orders: Balle et al. 2020, arXiv:1905.09982, Thm. 21).
+        rdp_used: Σρ_t(α_j) charged to each order (rounded up). A request is admitted while
+            some order stays within its budget (Feldman & Zrnic 2021, arXiv:2008.11193,
+            Thm. 3.1, at each order).
+        rdp_used_fraction: the share's use at its order with the most left, min_j
+            Σρ_t(α_j)/B_j over the orders with B_j > 0, at most 1 (None: no share).
     """
 
     budget_epsilon: float
@@ -85,6 +99,12 @@ class BudgetStatus:
     basic_share: tuple[float, float] | None = None
     basic_share_used: tuple[float, float] | None = None
     open_commitments: int = 0
+    sub_budget_pairs: tuple[tuple[str, float, float], ...] = ()
+    rdp_share_pair: tuple[float, float] | None = None
+    rdp_orders: tuple[float, ...] = ()
+    rdp_budgets: tuple[float, ...] = ()
+    rdp_used: tuple[float, ...] = ()
+    rdp_used_fraction: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +198,20 @@ def status_of(state: LedgerState, budget: tuple[float, float], composition: str,
         basic_share_used=None if f.share == (ZERO, ZERO) else
         (float(f.share_used[0]), float(f.share_used[1])),
         open_commitments=sum(1 for c in f.commitments if c.open),
+        sub_budget_pairs=tuple((name, float(e), float(d)) for name, e, d in f.subs),
+        **_rdp_fields(f),
     )
+
+
+def _rdp_fields(f: FilterState) -> dict[str, Any]:
+    """The Rényi share's fields of a :class:`BudgetStatus` (none without a share)."""
+    if f.rdp is None:
+        return {}
+    share = f.rdp
+    fractions = [u / b for u, b in zip(share.used, share.budgets, strict=True) if b > 0.0]
+    return {"rdp_share_pair": (float(share.epsilon), float(share.delta)),
+            "rdp_orders": share.orders, "rdp_budgets": share.budgets, "rdp_used": share.used,
+            "rdp_used_fraction": min(1.0, min(fractions)) if fractions else 1.0}
 
 def explain_text(state: LedgerState, s: BudgetStatus) -> str:
     """What certifies a ledger's total, in a few lines (for people): its state and status."""
@@ -213,6 +246,9 @@ def explain_text(state: LedgerState, s: BudgetStatus) -> str:
                          f"({float(f.rdp.epsilon):g}, {float(f.rdp.delta):g}) at orders "
                          f"{', '.join(f'{a:g}' for a in f.rdp.orders)}; ρ = {used:.6g} used "
                          f"of {total:.6g} at α = {order:g}, its order with the most left")
+            lines.append("  per order (α: ρ used of B): " + ", ".join(
+                f"{a:g}: {u:.4g} of {b:.4g}" for a, u, b in
+                zip(s.rdp_orders, s.rdp_used, s.rdp_budgets, strict=True)))
     elif f is not None:
         lines.append(f"basic composition: Σ(ε, δ) = ({float(f.share_used[0]):.6g}, "
                      f"{float(f.share_used[1]):.6g})")

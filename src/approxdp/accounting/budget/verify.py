@@ -10,7 +10,11 @@
   the commitments of plans, and covers each one's charge), or a position of the chain is
   missing (a spend or a commitment deleted);
 - a receipt names another ledger, a spend that is gone, or a spend whose hash differs from
-  the receipt's (the ledger was rewritten at or before it, however consistently).
+  the receipt's (the ledger was rewritten at or before it, however consistently);
+- for a ledger with sub-budgets (:mod:`~approxdp.accounting.budget.sub_budgets`): every sub
+  file is checked as above, and must be there, be the ledger the parent records (its
+  ``ledger_id``, its budget, its mark naming the parent), and the parent's filter must have
+  been created with the recorded split.
 
 What it cannot see is stated in ``docs/security.md``: a consistent rewrite that recomputes the
 chain is evident only through receipts (or a copy of the last hash) kept elsewhere, and only for
@@ -23,11 +27,13 @@ import json
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 from approxdp.accounting.budget.chain import Receipt
 from approxdp.accounting.budget.integrity import LedgerSnapshot, check_rows
+from approxdp.accounting.budget.sqlite_files import LedgerSettings
 from approxdp.accounting.budget.sqlite_ledger import SQLiteLedger, read_ledger_settings
 from approxdp.errors import LedgerError
 
@@ -49,6 +55,9 @@ class LedgerVerification:
             checks and these receipts can tell).
         notes: What the checks cover in this file and what they cannot (an older schema read
             as it is; an upgrade from schema 4 and what it could not vouch for).
+        sub_budgets: The verification of each sub-budget's file that could be read (its
+            problems are also in ``problems``, prefixed ``"sub-budget 'name' (path): "``,
+            with those of a sub file missing or not the one recorded).
     """
 
     path: str
@@ -59,10 +68,11 @@ class LedgerVerification:
     receipts: int
     problems: tuple[str, ...]
     notes: tuple[str, ...] = ()
+    sub_budgets: tuple[LedgerVerification, ...] = ()
 
     @property
     def ok(self) -> bool:
-        """No problem found."""
+        """No problem found (in the file and its sub-budgets' files)."""
         return not self.problems
 
     def to_dict(self) -> dict[str, Any]:
@@ -70,7 +80,8 @@ class LedgerVerification:
         return {"path": self.path, "ledger_id": self.ledger_id,
                 "schema_version": self.schema_version, "spends": self.spends,
                 "chained": self.chained, "receipts": self.receipts, "ok": self.ok,
-                "problems": list(self.problems), "notes": list(self.notes)}
+                "problems": list(self.problems), "notes": list(self.notes),
+                "sub_budgets": [v.to_dict() for v in self.sub_budgets]}
 
 
 def _receipt_problems(
@@ -98,7 +109,8 @@ def _receipt_problems(
 def verify_ledger(
     path: str | os.PathLike[str], receipts: Iterable[Receipt] = (),
 ) -> LedgerVerification:
-    """Check the ledger file at ``path`` (read-only; nothing is written) and ``receipts``.
+    """Check the ledger file at ``path`` (read-only; nothing is written) and ``receipts``, and
+    the files of its sub-budgets, if any.
 
     Raises:
         LedgerError: The file is missing, not an approxdp ledger, corrupt, or unreadable.
@@ -120,11 +132,59 @@ def verify_ledger(
     checked = tuple(receipts)
     problems = check_rows(snap) + filter_problem
     problems += _receipt_problems(checked, ledger.ledger_id, snap.spends)
+    subs, sub_problems = _verify_subs(Path(path), settings, snap)
     return LedgerVerification(
         path=str(Path(path)), ledger_id=ledger.ledger_id, schema_version=ledger.schema_version,
         spends=len(snap.spends), chained=snap.genesis is not None, receipts=len(checked),
-        problems=tuple(problems), notes=_notes(snap),
+        problems=tuple(problems + sub_problems), notes=_notes(snap), sub_budgets=subs,
     )
+
+
+def _verify_subs(path: Path, settings: LedgerSettings, snap: LedgerSnapshot) -> \
+        tuple[tuple[LedgerVerification, ...], list[str]]:
+    """The verification of each sub-budget's file, and every problem found with the sub
+    files (prefixed with the sub-budget and its path)."""
+    records = settings.sub_budgets or ()
+    if not records:
+        return (), []
+    problems = []
+    f = snap.state.filter
+    split = sorted((r.name, Fraction(r.budget[0]), Fraction(r.budget[1])) for r in records)
+    if f is None or sorted(f.subs) != split:
+        problems.append(
+            "the sub-budgets recorded in the meta table ("
+            + ", ".join(f"{n!r}: ({float(e):g}, {float(d):g})" for n, e, d in split)
+            + ") are not the ones its filter state was created with ("
+            + ("none" if f is None or not f.subs else ", ".join(
+                f"{n!r}: ({float(e):g}, {float(d):g})" for n, e, d in sorted(f.subs)))
+            + ")"
+        )
+    results = []
+    for r in records:
+        sub_path = r.path(path)
+        where = f"sub-budget {r.name!r} ({str(sub_path)!r})"
+        if r.ledger_id is None:
+            problems.append(f"{where}: the sub-budget files were never completed (the "
+                            "ledger's creation was interrupted); open it once for writing")
+            continue
+        try:
+            sub_settings = read_ledger_settings(sub_path)
+            checked = verify_ledger(sub_path)
+        except LedgerError as exc:
+            problems.append(f"{where}: {exc}")
+            continue
+        results.append(checked)
+        problems += [f"{where}: {p}" for p in checked.problems]
+        if checked.ledger_id != r.ledger_id:
+            problems.append(f"{where}: it is ledger {checked.ledger_id}, not the one the parent "
+                            f"records ({r.ledger_id})")
+        if sub_settings.budget != r.budget:
+            problems.append(f"{where}: its budget {sub_settings.budget} is not the recorded "
+                            f"{r.budget}")
+        if sub_settings.sub_budget_of != (settings.ledger_id, r.name):
+            problems.append(f"{where}: it is not marked as sub-budget {r.name!r} of this ledger "
+                            f"(its mark: {sub_settings.sub_budget_of})")
+    return tuple(results), problems
 
 
 def _notes(snap: LedgerSnapshot) -> tuple[str, ...]:

@@ -28,6 +28,7 @@ from approxdp.accounting.pld.privacy_loss import (
     LossCDF,
     LossSource,
     SubsampledLoss,
+    log_expm1_or_minus_inf,
 )
 
 __all__ = ["cdfs_many", "tail_edges_many"]
@@ -85,12 +86,7 @@ def _subsampled_gaussian_cdfs(
     # SubsampledLoss._inner_edges: f⁻¹(e) = log((e^e − 1 + q)/q), −inf at and below log(1 − q)
     arg = e if direction == "remove" else -e
     t = np.asarray(arg - lmq, dtype=np.float64)
-    g = np.full(t.shape, -np.inf)
-    big = t > 1.0
-    small = (t > 0.0) & ~big
-    g[big] = t[big] + np.log(-np.expm1(-t[big]))
-    g[small] = np.log(np.expm1(t[small]))
-    finite = big | small
+    g, finite = log_expm1_or_minus_inf(t)
     g[finite] += rep([a - math.log(v) for a, v in zip(log1mq, qs, strict=True)])[finite]
     # GaussianLoss.cdfs of the inner edges
     mu = rep(mus)

@@ -11,8 +11,9 @@ and a coarse copy for uncertified estimates (its mean, variance and support).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
+from typing import Any
 
 from approxdp.accounting.pld.batched import tail_edges_many
 from approxdp.accounting.pld.grid import (
@@ -76,6 +77,21 @@ class _Cache:
             self.data.pop(next(iter(self.data)))
         self.data[key] = value
 
+    def get_all(
+        self,
+        keys: Sequence[tuple[object, ...]],
+        compute: Callable[[list[tuple[object, ...]]], Sequence[object]],
+    ) -> list[Any]:
+        """The value of each key (repeats allowed), those not cached computed together by
+        ``compute(missing keys)`` (one value per key, in order) and kept."""
+        found = {k: self.get(k) for k in dict.fromkeys(keys)}
+        missing = [k for k, hit in found.items() if hit is None]
+        if missing:
+            for k, value in zip(missing, compute(missing), strict=True):
+                found[k] = value
+                self.put(k, value)
+        return [found[k] for k in keys]
+
     def clear(self) -> None:
         self.data.clear()
 
@@ -96,17 +112,16 @@ def _coarse(source: LossSource) -> tuple[DiscretePLD, float]:
 
 def _coarse_many(sources: Sequence[LossSource]) -> list[tuple[DiscretePLD, float]]:
     """:func:`_coarse` of each source; those not cached are probed and discretized together."""
-    found = {s: _COARSE.get((s,)) for s in dict.fromkeys(sources)}
-    missing = [s for s, hit in found.items() if hit is None]
-    if missing:
+
+    def compute(keys: list[tuple[object, ...]]) -> list[tuple[DiscretePLD, float]]:
+        missing: list[LossSource] = [k[0] for k in keys]  # type: ignore[misc]
         los = tail_edges_many(missing, 1e-9, 1e-14, upper=False)
         his = tail_edges_many(missing, 1e-9, 1e-14, upper=True)
         widths = [max(hi - lo, 1e-12) for lo, hi in zip(los, his, strict=True)]
         plds = discretize_many(missing, [w / _COARSE_POINTS for w in widths], 1e-14)
-        for s, pld, w in zip(missing, plds, widths, strict=True):
-            found[s] = (pld, w)
-            _COARSE.put((s,), found[s])
-    return [found[s] for s in sources]  # type: ignore[misc]
+        return list(zip(plds, widths, strict=True))
+
+    return _COARSE.get_all([(s,) for s in sources], compute)
 
 
 def prefetch_coarse(sources: Sequence[LossSource]) -> None:
@@ -139,14 +154,10 @@ def discretized_all(
 ) -> list[DiscretePLD]:
     """:func:`_discretized` of each part's source; those not cached discretized together
     (:func:`~approxdp.accounting.pld.grid.discretize_many`)."""
-    found = {k: _DISCRETIZED.get(k) for k in dict.fromkeys((s, h, tail, stable) for s, _ in parts)}
-    missing = [k for k, hit in found.items() if hit is None]
-    if missing:
-        plds = discretize_many([k[0] for k in missing], h, tail, stable)
-        for k, pld in zip(missing, plds, strict=True):
-            found[k] = pld
-            _DISCRETIZED.put(k, pld)
-    return [found[(s, h, tail, stable)] for s, _ in parts]  # type: ignore[misc]
+    return _DISCRETIZED.get_all(
+        [(s, h, tail, stable) for s, _ in parts],
+        lambda missing: discretize_many([k[0] for k in missing], h, tail, stable),  # type: ignore[misc]
+    )
 
 
 def _stable(parts: Parts) -> bool:
@@ -161,14 +172,10 @@ def _rounded(source: LossSource, h: float, tail: float, precise: bool) -> Rounde
 
 def rounded_all(parts: Parts, h: float, tail: float, precise: bool) -> list[RoundedPLD]:
     """:func:`_rounded` of each part's source; those not cached computed together."""
-    found = {k: _ROUNDED.get(k) for k in dict.fromkeys((s, h, tail, precise) for s, _ in parts)}
-    missing = [k for k, hit in found.items() if hit is None]
-    if missing:
-        rounded = discretize_rounded_many([k[0] for k in missing], h, tail, precise)
-        for k, r in zip(missing, rounded, strict=True):
-            found[k] = r
-            _ROUNDED.put(k, r)
-    return [found[(s, h, tail, precise)] for s, _ in parts]  # type: ignore[misc]
+    return _ROUNDED.get_all(
+        [(s, h, tail, precise) for s, _ in parts],
+        lambda missing: discretize_rounded_many([k[0] for k in missing], h, tail, precise),  # type: ignore[misc]
+    )
 
 
 def clear_caches() -> None:

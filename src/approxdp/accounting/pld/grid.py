@@ -17,7 +17,15 @@ import numpy as np
 import numpy.typing as npt
 
 from approxdp.accounting.pld.batched import cdfs_many, tail_edges_many
-from approxdp.accounting.pld.privacy_loss import LossCDF, LossSource, loss_interval
+from approxdp.accounting.pld.privacy_loss import (
+    CDFError,
+    LossCDF,
+    LossSource,
+    cdf_errors,
+    cdfs_with_errors,
+    loss_interval,
+    sliver_guard,
+)
 from approxdp.errors import InvalidParameterError
 
 __all__ = [
@@ -195,7 +203,9 @@ def discretize(source: LossSource, h: float, tail: float, stable: bool = False) 
     Every loss interval (e_{k−1}, e_k] keeps its P-mass p and Q-mass r: the share
     a = (p − e^(e_{k−1}) r)/(1 − e^(−h)) goes to e_k and p − a to e_{k−1} (Doroshenko et al.
     2022, https://arxiv.org/abs/2207.04380, Sec. 3). The split's floating-point error is
-    bounded from the magnitudes of the CDF values used and added to the upper share. With
+    bounded from the magnitudes of the CDF values used and their own error bounds
+    (:func:`~approxdp.accounting.pld.privacy_loss.cdf_errors`: for the Gaussians, ~z²u in
+    the tails) and added to the upper share; the mass sent to +∞ is rounded up. With
     ``stable``, sources that can write the numerator p − e^(e_{k−1})·r without its
     cancellation (``split_numerators``, the subsampled pairs) give it with its own error
     bound, and the tighter of the two is used.
@@ -212,7 +222,8 @@ def discretize(source: LossSource, h: float, tail: float, stable: bool = False) 
             way the result is a valid dominating discretization.
     """
     i_lo, n, edges = _grid(source, h, tail)
-    return _split(source, h, i_lo, n, edges, source.cdfs(edges), stable)
+    c, ce = cdfs_with_errors(source, edges)
+    return _split(source, h, i_lo, n, edges, c, ce, stable)
 
 
 def discretize_many(
@@ -224,7 +235,7 @@ def discretize_many(
     hs = [float(h)] * len(sources) if isinstance(h, int | float) else [float(x) for x in h]
     grids = [_grid_of(*e, step) for e, step in zip(_edges_at(sources, hs, tail), hs, strict=True)]
     cs = cdfs_many(sources, [g[2] for g in grids])
-    return [_split(s, step, i_lo, n, edges, c, stable)
+    return [_split(s, step, i_lo, n, edges, c, cdf_errors(s, edges), stable)
             for s, step, (i_lo, n, edges), c in zip(sources, hs, grids, cs, strict=True)]
 
 
@@ -242,18 +253,26 @@ def _edges_at(
 
 
 def _split(
-    source: LossSource, h: float, i_lo: int, n: int, edges: FloatArray, c: LossCDF, stable: bool
+    source: LossSource, h: float, i_lo: int, n: int, edges: FloatArray, c: LossCDF,
+    ce: CDFError, stable: bool,
 ) -> DiscretePLD:
-    """The connect-the-dots split of :func:`discretize`, from the CDFs at the grid's edges."""
+    """The connect-the-dots split of :func:`discretize`, from the CDFs at the grid's edges and
+    their error bounds."""
     p, p_scale = loss_interval(c.fp, c.sp)
     r, r_scale = loss_interval(c.fq, c.sq)
     left = edges[:-1]
     with np.errstate(over="ignore"):
         grow = np.exp(left)  # e^(e_{k-1}); r·grow stays below p where it matters
     denom = -math.expm1(-h)
+    # the CDF values' error bounds as masses of their cells (privacy_loss.CDFError): an
+    # interval's mass errs by ≤ 2·max κ·scale + 2·max τ (the arithmetic here a few ulps
+    # more); and the cells are off the exact preimages of the edges by slivers whose
+    # share across each edge (≤ mass·expm1(shift)/(1 − e^(−h))) is moved up over it
+    kap = 2.0 * np.maximum(ce.value[1:], ce.value[:-1])
     with np.errstate(invalid="ignore", over="ignore"):
         a = (p - grow * r) / denom
-        err = 16.0 * _U * (p_scale + grow * r_scale) / denom
+        err = ((8.0 * _U + kap) * (p_scale + grow * r_scale) + 2.0 * ce.tiny * (1.0 + grow))
+        err /= denom
         a = np.where(np.isfinite(a), a, p)
         err = np.where(np.isfinite(err), err, np.inf)
         split = getattr(source, "split_numerators", None) if stable else None
@@ -264,6 +283,8 @@ def _split(
             # each (a, err) bounds the true share from above: the tighter one is used
             better = a2 + err2 < a + err
             a, err = np.where(better, a2, a), np.where(better, err2, err)
+        across, lost = sliver_guard(ce, np.minimum(c.fp, c.sp), h)
+        err = err + across
         exact = np.clip(a, 0.0, p)
         a = np.clip(a + err, 0.0, p)
     pmf = np.zeros(n)
@@ -275,8 +296,12 @@ def _split(
     # the mean shift the guard adds (mass moved up a step): negligible for one step, but it
     # adds up over 10^9 steps of a tiny loss
     guard = float(((a - exact) * h).sum())
+    # the mass above the grid, rounded up (and the slivers that may reach above the last
+    # grid point or past a step, sent to +∞ with it)
+    top = float(c.sp[-1]) * (1.0 + 4.0 * _U + float(ce.value[-1])) + ce.tiny
+    inf_mass = min(1.0, top + lost)
     return DiscretePLD(
-        h=h, offset=i_lo, pmf=pmf, infinity_mass=float(c.sp[-1]), spread=spread, guard=guard
+        h=h, offset=i_lo, pmf=pmf, infinity_mass=inf_mass, spread=spread, guard=guard
     )
 
 
@@ -325,14 +350,19 @@ def discretize_rounded(
     Composed, its P- and Q-tails give a certified *lower* bound on δ(ε) whose error is second
     order in the rounding (a slightly perturbed optimal test loses only to second order), with
     no gap at atoms or at concentrated masses. Each P-mass is lowered and each Q-mass raised
-    by a bound on its evaluation error: from CDF differences, a few ulps of the CDF values
+    by a bound on its evaluation error: from CDF differences, the CDF values' own error bounds
+    (:func:`~approxdp.accounting.pld.privacy_loss.cdf_errors`) and a few ulps of them
     (~u/(bin mass) relative near the centre: 10^12 composed steps make that ~5 % of the
     P-mass); with ``precise``, sources that can (``bin_bounds``, the subsampled Gaussians)
     bound the masses to nearly full relative accuracy, and the tighter bound of the two is
     kept per bin (in long double: worth it only for very many composed steps).
     """
     i_lo, _, grid = _grid(source, h, tail)
-    return _rounded_bins(source, h, i_lo, grid, source.cdfs(grid + 0.5 * h), precise)
+    # the bins' upper edges, and each CDF value's error bound as the mass of its cell (any
+    # partition of the outcomes into cells is a test, so the cells' offsets from the exact
+    # preimages do not matter here)
+    c, ce = cdfs_with_errors(source, grid + 0.5 * h)
+    return _rounded_bins(source, h, i_lo, grid, c, ce, precise)
 
 
 def discretize_rounded_many(
@@ -342,23 +372,27 @@ def discretize_rounded_many(
     measures."""
     grids = [_grid_of(lo, hi, h) for lo, hi in _edges_many(sources, _edge_scale(h), tail)]
     cs = cdfs_many(sources, [g[2] + 0.5 * h for g in grids])  # the bins' upper edges
-    return [_rounded_bins(s, h, i_lo, grid, c, precise)
+    return [_rounded_bins(s, h, i_lo, grid, c, cdf_errors(s, grid + 0.5 * h), precise)
             for s, (i_lo, _, grid), c in zip(sources, grids, cs, strict=True)]
 
 
 def _rounded_bins(
-    source: LossSource, h: float, i_lo: int, grid: FloatArray, c: LossCDF, precise: bool
+    source: LossSource, h: float, i_lo: int, grid: FloatArray, c: LossCDF, ce: CDFError,
+    precise: bool,
 ) -> RoundedPLD:
-    """The bins of :func:`discretize_rounded`, from the CDFs at their upper edges."""
+    """The bins of :func:`discretize_rounded`, from the CDFs at their upper edges and their
+    error bounds."""
+    kap = np.concatenate(([ce.value[0]], 2.0 * np.maximum(ce.value[1:], ce.value[:-1])))
+    tau = 2.0 * ce.tiny
 
     def bins(f: FloatArray, sv: FloatArray) -> tuple[FloatArray, FloatArray]:
         # bin 0 is everything up to its upper edge (−∞ included); the others from whichever
         # CDF is smaller there (full relative precision); and a bound on the evaluation error
-        # (a few ulps of the values used)
+        # (the values' own, and a few ulps of them for the subtraction)
         use_f = f[1:] <= sv[:-1]
         mass = np.concatenate(([f[0]], np.where(use_f, f[1:] - f[:-1], sv[:-1] - sv[1:])))
         scale = np.concatenate(([f[0]], np.where(use_f, f[1:], sv[:-1])))
-        return np.maximum(mass, 0.0), 16.0 * _U * scale
+        return np.maximum(mass, 0.0), (4.0 * _U + kap) * scale + tau
 
     p, p_err = bins(c.fp, c.sp)
     r, r_err = bins(c.fq, c.sq)
@@ -369,8 +403,9 @@ def _rounded_bins(
         p2, r2 = series  # better one is kept; fmax/fmin: a NaN never wins)
         p_low[1:] = np.fmax(p_low[1:], p2)
         r_high[1:] = np.fmin(r_high[1:], r2)
-    p_inf = float(c.sp[-1]) * (1.0 - 4.0 * _U)
-    r_inf = min(1.0, float(c.sq[-1]) * (1.0 + 4.0 * _U))
+    k_inf = float(kap[-1])
+    p_inf = max(0.0, float(c.sp[-1]) * (1.0 - 4.0 * _U - k_inf) - tau)
+    r_inf = min(1.0, float(c.sq[-1]) * (1.0 + 4.0 * _U + k_inf) + tau)
     return RoundedPLD(
         h=h,
         offset=i_lo,

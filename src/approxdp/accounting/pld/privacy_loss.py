@@ -27,6 +27,9 @@ Sources:
 
 The outer loss of a subsampled pair is f(l) = log(1 − q + q e^l), a monotone function of the
 inner loss l, so its CDFs follow from the inner ones at l = f⁻¹(e).
+
+The CDF record, the source protocol and the bounds on the CDFs' rounding are in
+:mod:`approxdp.accounting.pld.loss_cdfs`.
 """
 
 from __future__ import annotations
@@ -34,13 +37,33 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 from scipy import special
 
+from approxdp.accounting.pld.loss_cdfs import (  # the public ones re-exported: old paths
+    _TINY,
+    _U,
+    CDFError,
+    LossCDF,
+    LossSource,
+    _down,
+    _ends,
+    _gaussian_value_error,
+    _moved_error,
+    _normal_tails,
+    _sliver,
+    _up,
+    cdf_errors,
+    cdfs_with_errors,
+    loss_interval,
+    normal_interval,
+    sliver_guard,
+)
+
 __all__ = [
+    "CDFError",
     "DiscreteGaussianLoss",
     "EpsilonDeltaLoss",
     "GaussianLoss",
@@ -48,133 +71,15 @@ __all__ = [
     "LossCDF",
     "LossSource",
     "SubsampledLoss",
+    "cdf_errors",
+    "cdfs_with_errors",
     "loss_interval",
     "normal_interval",
+    "sliver_guard",
 ]
 
 FloatArray = npt.NDArray[np.float64]
 
-
-@dataclass(frozen=True, slots=True)
-class LossCDF:
-    """P(L ≤ e), P(L > e), Q(L ≤ e), Q(L > e) at each loss value e (arrays of one shape)."""
-
-    fp: FloatArray
-    sp: FloatArray
-    fq: FloatArray
-    sq: FloatArray
-
-
-class LossSource(Protocol):
-    """A privacy-loss distribution known through its CDFs under P and under Q."""
-
-    def cdfs(self, edges: FloatArray) -> LossCDF:
-        """The four tail functions at the sorted loss values ``edges`` (±inf allowed)."""
-        ...
-
-    @property
-    def key(self) -> tuple[object, ...]:
-        """A hashable identity (for caching discretizations)."""
-        ...
-
-    def __hash__(self) -> int:
-        """Sources are frozen values: equal sources share cached discretizations."""
-        ...
-
-
-_U = float(np.finfo(np.float64).eps) / 2  # unit round-off
-
-
-def loss_interval(f: FloatArray, s: FloatArray) -> tuple[FloatArray, FloatArray]:
-    """The mass of each interval between consecutive edges from a CDF ``f`` and its survival
-    function ``s`` at the edges, taken from whichever tail is smaller there (full relative
-    accuracy in both tails), and the size of the values subtracted (its error is a few ulps
-    of that)."""
-    use_f = f[1:] <= s[:-1]
-    mass = np.where(use_f, f[1:] - f[:-1], s[:-1] - s[1:])
-    scale = np.where(use_f, f[1:], s[:-1])
-    return np.maximum(mass, 0.0), scale
-
-
-def _normal_tails(z: FloatArray) -> tuple[FloatArray, FloatArray]:
-    """Φ(z) and Φ(−z) = 1 − Φ(z), each computed directly (full relative accuracy)."""
-    return special.ndtr(z), special.ndtr(-z)
-
-
-#: Terms of the Taylor series in :func:`normal_interval` (where it is used, d(|c| + 1) ≤ 1/4,
-#: the remainder's bound is below 1e-18 of the mass for |c| ≤ 8; it is added to the error).
-_SERIES_TERMS = 9
-#: Cramér's bound |He_n(x)| ≤ κ √(n!) e^(x²/4), κ < 1.086435 (Abramowitz, Stegun 1964,
-#: eq. 22.14.17, https://personal.math.ubc.ca/~cbm/aands/page_787.htm).
-_CRAMER = 1.086435
-_TWO_PI = "6.283185307179586476925286766559005768394"
-
-
-def normal_interval(c: Any, d: Any) -> tuple[Any, Any]:
-    """N(0, 1)'s mass of [c − d, c + d], to full *relative* accuracy where d is small, and a
-    bound on its error (infinite where the series is not used: d(|c| + 1) > 1/4, or not
-    finite), computed in the precision of ``c`` and ``d`` (float64 or long double, u its
-    unit round-off).
-
-    Φ(c + d) − Φ(c − d) = 2φ(c) Σ_j He_2j(c) d^(2j+1)/(2j+1)! (Taylor series of Φ about c,
-    whose n-th derivative is (−1)^(n−1) He_(n−1) φ; He the probabilists' Hermite
-    polynomials, He_(n+1) = x He_n − n He_(n−1)). Written as a difference of two CDF values
-    near ½ it errs by u·½ absolute, i.e. u/(2φ(c)·2d) relative: at d = 0.01 that is ~10^-14,
-    which 10^12 composed steps turn into 1 % of the mass. The error bound here: the series'
-    remainder after the last term by Cramér's inequality (the terms then fall by ≥ d² each),
-    the recurrence's rounding (≤ 4n·u of the same recurrence on |c|), the additions' (each
-    at most the smaller of u·|sum| and the term added), φ(c)'s (3 + c²/2)u and the
-    products', each doubled: ~(12 + 2c²)u relative where the mass matters."""
-    dtype = np.result_type(c, d)
-    dt = dtype.type
-    u = float(np.finfo(dtype).eps) / 2
-    with np.errstate(invalid="ignore", over="ignore", under="ignore"):
-        ok = np.isfinite(c) & np.isfinite(d) & (d > 0) & (d * (np.abs(c) + 1) <= 0.25)
-        cc = np.where(ok, c, 0).astype(dtype)
-        dd = np.where(ok, d, 0).astype(dtype)
-        he_prev, he = np.ones_like(cc), cc.copy()  # He_0, He_1
-        ab_prev, ab = np.ones_like(cc), np.abs(cc)  # the same recurrence on |c|
-        d2 = dd * dd
-        power = dd.copy()  # d^(2j+1)/(2j+1)!
-        total = power.copy()  # j = 0: He_0 d
-        rounding = np.zeros_like(cc)
-        n = 1
-        for j in range(1, _SERIES_TERMS):
-            for _ in range(2):  # He_(n+1) from He_n, He_(n−1)
-                he_prev, he = he, cc * he - n * he_prev
-                ab_prev, ab = ab, np.abs(cc) * ab + n * ab_prev
-                n += 1
-            power = power * d2 / ((2 * j) * (2 * j + 1))
-            term = he_prev * power  # he_prev is He_(2j) now
-            total = total + term
-            rounding = (rounding + 8 * n * u * ab_prev * power
-                        + np.minimum(u * np.abs(total), np.abs(term)))
-        root = np.sqrt(dt(_TWO_PI))  # (2π from its digits: float64's π is off by 4e-17)
-        phi = np.exp(-cc * cc / 2) / root
-        mass = 2 * phi * total
-        k = 2 * _SERIES_TERMS  # the remainder: j ≥ _SERIES_TERMS, |He_2j| by Cramér
-        tail = (2 * _CRAMER / root) * np.exp(-cc * cc / 4) * dd ** (
-            k + 1
-        ) / (math.sqrt(math.factorial(k)) * (k + 1) * (1 - d2))
-        err = 2 * (2 * phi * rounding + np.abs(mass) * u * (4 + cc * cc) + tail)
-        bad = ~ok | ~np.isfinite(mass) | ~np.isfinite(err) | (mass <= 0)
-    return np.where(bad, 0, mass).astype(dtype), np.where(bad, np.inf, err).astype(dtype)
-
-
-def _down(x: Any) -> FloatArray:
-    """float64 values ≤ x (nonnegative; rounded toward 0, NaN to 0)."""
-    y = np.asarray(x, dtype=np.float64)
-    with np.errstate(invalid="ignore"):
-        y = np.where(np.asarray(y, dtype=x.dtype) > x, np.nextafter(y, 0.0), y)
-        return np.where(np.isfinite(y) & (y > 0.0), y, 0.0)
-
-
-def _up(x: Any) -> FloatArray:
-    """float64 values ≥ x (rounded toward +∞, NaN to +∞)."""
-    y = np.asarray(x, dtype=np.float64)
-    with np.errstate(invalid="ignore"):
-        y = np.where(np.asarray(y, dtype=x.dtype) < x, np.nextafter(y, np.inf), y)
-        return np.where(np.isnan(y), np.inf, y)
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +101,25 @@ class GaussianLoss:
         fp, sp = _normal_tails(x - mu)
         fq, sq = _normal_tails(x)
         return LossCDF(fp, sp, fq, sq)
+
+    def cdf_error(self, edges: FloatArray) -> CDFError:
+        """Per edge, the error bounds of :meth:`cdfs` (:class:`CDFError`): x = e/μ + μ/2
+        rounds twice, by ≤ u·(|e/μ| + |x|) ≤ u·(2|e|/μ + μ/2)."""
+        return self.cdfs_and_error(edges)[1]
+
+    def cdfs_and_error(self, edges: FloatArray) -> tuple[LossCDF, CDFError]:
+        """:meth:`cdfs` and :meth:`cdf_error` from one evaluation of x."""
+        mu = self.mu
+        with np.errstate(invalid="ignore", over="ignore"):
+            e_mu = edges / mu
+            x = e_mu + 0.5 * mu
+            value = _gaussian_value_error(e_mu, mu)
+        fp, sp = _normal_tails(x - mu)
+        fq, sq = _normal_tails(x)
+        top = _ends(edges) / mu
+        dx = _U * (2.0 * top + 0.5 * mu) * (1.0 + 8.0 * _U)
+        rho, shift = _sliver(top + mu, dx, mu)
+        return LossCDF(fp, sp, fq, sq), CDFError(value, _TINY, rho, shift)
 
 
 @dataclass(frozen=True, slots=True)
@@ -303,6 +227,19 @@ def _discrete_gaussian_table(
     return losses, cum_p, tail_p, cum_q, tail_q
 
 
+def log_expm1_or_minus_inf(t: FloatArray) -> tuple[FloatArray, npt.NDArray[np.bool_]]:
+    """log(expm1(t)) where t > 0 (t + log(−expm1(−t)) above 1, the direct form below: both
+    stable), −inf at and below 0; and the mask of the finite entries. The preimage
+    f⁻¹(e) of a subsampled loss (:meth:`SubsampledLoss._inner_edges`, and the batched form in
+    :mod:`approxdp.accounting.pld.batched`) is this plus log((1 − q)/q)."""
+    out = np.full(t.shape, -np.inf)
+    big = t > 1.0
+    small = (t > 0.0) & ~big
+    out[big] = t[big] + np.log(-np.expm1(-t[big]))
+    out[small] = np.log(np.expm1(t[small]))
+    return out, big | small
+
+
 @dataclass(frozen=True, slots=True)
 class SubsampledLoss:
     """Poisson subsampling with rate q of an inner pair (A, B), one direction.
@@ -326,15 +263,85 @@ class SubsampledLoss:
         q = self.q
         log1mq = math.log1p(-q)
         t = np.asarray(e - log1mq, dtype=np.float64)  # e^e − (1−q) = (1−q)·expm1(t)
-        out = np.full(t.shape, -np.inf)
-        big = t > 1.0
-        small = (t > 0.0) & ~big
-        # log(expm1(t)): t + log(−expm1(−t)) above 1, the direct form below (both stable)
-        out[big] = t[big] + np.log(-np.expm1(-t[big]))
-        out[small] = np.log(np.expm1(t[small]))
-        finite = big | small
+        out, finite = log_expm1_or_minus_inf(t)
         out[finite] += log1mq - math.log(q)
         return out
+
+    def _inner_error(self, e: FloatArray, g: FloatArray, extra: float = 0.0) -> CDFError:
+        """:class:`CDFError` per outer edge e (sorted either way; already negated for the add
+        direction) of the inner Gaussian's four CDF values at x = g/μ + μ/2, g = f⁻¹(e) as
+        :meth:`_inner_edges` forms it (the sliver's outer losses are within μ·δx of e:
+        |f′| ≤ 1); ``extra``·u is added to ``value`` (a mixture's rounding).
+
+        x's error, first order in u with a margin (factors 1 + 8u): t = e − log(1 − q) errs
+        by δt ≤ u(|t| + 2|log(1 − q)|) (log1p within 2u); G(t) = log(expm1(t)), evaluated
+        within 4u + 2u|G|, moves by ≤ δt/(1 − e^(−(t − δt))) ≤ δt·(1 + 1/(t − δt))
+        (|G′| = 1/(1 − e^(−t)), decreasing); the constant log(1 − q) − log q and the two
+        additions add u(3|g| + 5|log(1 − q)| + 5|log q|); then x = g/μ + μ/2 adds
+        u(|g/μ| + |x|). One bound (ρ, δe) serves every edge with t − δt ≥ |log(1 − q)|/256
+        (the largest |e| and |g| among them); the edges nearer the end of the support get
+        their own, and the mass of the region their sliver may span: Φ(x_hi), x_hi from
+        t + δt with generous slack (for t ≤ δt the preimage is not known to exist at all)."""
+        q, mu = self.q, self.inner.mu  # type: ignore[attr-defined]
+        log1mq = math.log1p(-q)
+        consts = 4.0 + 5.0 * abs(log1mq) + 5.0 * abs(math.log(q))
+        ut = _U * (1.0 + 8.0 * _U)
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            value = _gaussian_value_error(g / mu, mu, extra)
+            t = e - log1mq  # monotone, as e
+            dt_max = ut * (_ends(t) + 2.0 * abs(log1mq))
+            floor = abs(log1mq) / 256.0
+            # the regular edges: t ≥ floor + δt_max, one end of the (monotone) array
+            rising = t.size < 2 or float(t[-1]) >= float(t[0])
+            key = t if rising else t[::-1]
+            cut = int(np.searchsorted(key, floor + dt_max, side="left"))
+            start = int(np.searchsorted(key, -ut * 2.0 * abs(log1mq), side="right"))
+            reg = g[cut:] if rising else g[::-1][cut:]
+            g_top = _ends(reg)
+            dg = (dt_max * (1.0 + 1.0 / floor) + _U * (3.0 * g_top + consts)) * (1.0 + 8.0 * _U)
+            dx = (dg / mu + _U * (2.0 * g_top / mu + 0.5 * mu)) * (1.0 + 8.0 * _U)
+            rho, shift = _sliver(g_top / mu + mu, dx, mu)
+            near = np.arange(start, cut)
+            if not rising:
+                near = t.size - 1 - near
+            near = near[np.isfinite(t[near])]
+            if not near.size:
+                return CDFError(value, _TINY, rho, shift)
+            tn, gn = t[near], g[near]
+            dtn = ut * (np.abs(tn) + 2.0 * abs(log1mq))
+            low = tn - dtn
+            slope = np.where(low > 0.0, 1.0 / -np.expm1(-np.maximum(low, 1e-300)), np.inf)
+            dgn = (dtn * slope + _U * (3.0 * np.abs(gn) + consts)) * (1.0 + 8.0 * _U)
+            dxn = np.where(
+                np.isfinite(gn),
+                (dgn / mu + _U * (2.0 * np.abs(gn) / mu + 0.5 * mu)) * (1.0 + 8.0 * _U),
+                np.inf,
+            )
+            zn = np.minimum(np.where(np.isfinite(gn), np.abs(gn) / mu, np.inf), 40.0) + mu
+            near_moved = _moved_error(zn, dxn)
+            near_shift = mu * dxn * (1.0 + 4.0 * _U)
+            g_hi = np.log(np.expm1(tn + dtn)) + (log1mq - math.log(q))
+            x_hi = (g_hi + 1e-6 * (1.0 + np.abs(g_hi))) / mu + 0.5 * mu + 1e-6
+            near_mass = 2.0 * special.ndtr(x_hi) + _TINY
+        return CDFError(value, _TINY, rho, shift, near, near_moved, near_shift, near_mass)
+
+    def cdf_error(self, edges: FloatArray) -> CDFError | None:
+        """Per edge, the error bounds of :meth:`cdfs` (:class:`CDFError`): the inner
+        Gaussian's (:meth:`_inner_error`) and the mixture's products, 1 − q and sum (4u) in
+        ``value``. None for a non-Gaussian inner pair."""
+        if not isinstance(self.inner, GaussianLoss):
+            return None
+        e = edges if self.direction == "remove" else -edges
+        return self._inner_error(e, self._inner_edges(e), 4.0)
+
+    def cdfs_and_error(self, edges: FloatArray) -> tuple[LossCDF, CDFError] | None:
+        """:meth:`cdfs` and :meth:`cdf_error` from one evaluation of the preimages (None
+        for a non-Gaussian inner pair)."""
+        if not isinstance(self.inner, GaussianLoss):
+            return None
+        e = edges if self.direction == "remove" else -edges
+        g = self._inner_edges(e)
+        return self._outer(edges, g), self._inner_error(e, g, 4.0)
 
     def split_numerators(self, edges: FloatArray) -> tuple[FloatArray, FloatArray] | None:
         """For each interval (e_{k−1}, e_k] of the sorted outer losses ``edges``: p_k −
@@ -349,8 +356,10 @@ class SubsampledLoss:
         direction and q·e^e·(c'·B_k − A_k), c' = e^(f⁻¹(−e)), for the add direction, A_k and
         B_k the inner pair's masses of the interval: the (1 − q)-part is gone, and the error
         is q times smaller. For a Gaussian inner pair (None otherwise: the caller splits as
-        usual), whose tails' error includes their argument's rounding: Φ(−z) moves by a
-        relative z·δz for δz ≈ u·|z| (so 4z²u is added to the few ulps of the CDF).
+        usual). The inner masses' errors are those of the masses of their cells
+        (:meth:`_inner_error`'s value part: ``ndtr``'s own ~z²u, and z = x − μ's rounding,
+        which moves Φ(−z) by a relative ~z·δz); the cells' offsets from the exact preimages
+        of the edges are guarded by the caller, as for the plain split.
 
         Returns:
             (numerators, error bounds), one per interval; an infinite bound where the
@@ -358,7 +367,7 @@ class SubsampledLoss:
         """
         if not isinstance(self.inner, GaussianLoss):
             return None
-        q, mu = self.q, self.inner.mu
+        q = self.q
         log1mq = math.log1p(-q)
         left = edges[:-1]
         with np.errstate(over="ignore", invalid="ignore"):
@@ -376,13 +385,14 @@ class SubsampledLoss:
                 b_mass, b_scale = loss_interval(c.sq, c.fq)
                 t = -left - log1mq
                 outer = q * np.exp(left)
-            # the Gaussian's arguments (as GaussianLoss.cdfs forms them): z = x − μ under A,
-            # x under B, x = g/μ + μ/2; the larger |z| of each interval's two ends
-            x = np.where(np.isfinite(g), g / mu + 0.5 * mu, 0.0)
-            za = np.maximum(np.abs(x[1:] - mu), np.abs(x[:-1] - mu))
-            zb = np.maximum(np.abs(x[1:]), np.abs(x[:-1]))
-            ulps_a = _U * (16.0 + 4.0 * za * za)
-            ulps_b = _U * (16.0 + 4.0 * zb * zb)
+            # the inner CDF values' errors as masses of their cells (ndtr's own, z = x − μ's
+            # rounding: :meth:`_inner_error`'s value part; the cells' offsets from the exact
+            # preimages are the caller's sliver guard): each interval's mass errs by
+            # ≤ 2·max(κ)·scale + 2·max(τ), plus its subtraction
+            cells = self._inner_error(edges if self.direction == "remove" else -edges, g)
+            kap = np.maximum(cells.value[1:], cells.value[:-1])
+            tau = 2.0 * cells.tiny
+            ulps_a = ulps_b = 4.0 * _U + 2.0 * kap
             coef = (1.0 - q) * np.expm1(t) / q
             # coef's error: its own rounding, and t's (a rounded difference) times dcoef/dt
             err_coef = 8.0 * _U * np.abs(coef) + 2.0 * _U * (1.0 - q) * np.exp(t) / q * (
@@ -394,6 +404,7 @@ class SubsampledLoss:
             num = outer * diff
             err = outer * (
                 ulps_a * a_scale
+                + tau * (1.0 + np.abs(coef))
                 + np.abs(coef) * ulps_b * b_scale
                 + err_coef * b_mass
                 + 4.0 * _U * (a_mass + np.abs(coef) * b_mass)
@@ -448,10 +459,16 @@ class SubsampledLoss:
         return p_low, r_high
 
     def cdfs(self, edges: FloatArray) -> LossCDF:
+        return self._outer(
+            edges, self._inner_edges(edges if self.direction == "remove" else -edges)
+        )
+
+    def _outer(self, edges: FloatArray, g: FloatArray) -> LossCDF:
+        """The outer CDFs at ``edges`` from the inner preimages ``g`` (of ``edges``, or of
+        ``-edges`` for the add direction)."""
         q = self.q
         log1mq = math.log1p(-q)
         if self.direction == "remove":
-            g = self._inner_edges(edges)
             c = self.inner.cdfs(g)
             fp = q * c.fp + (1.0 - q) * c.fq
             sp = q * c.sp + (1.0 - q) * c.sq
@@ -465,7 +482,6 @@ class SubsampledLoss:
             )
         # add: outer loss −f(l) <= e  <=>  l >= f⁻¹(−e). Atoms exactly on an edge fall on the
         # same side under P and Q, which is all the discretization needs.
-        g = self._inner_edges(-edges)
         c = self.inner.cdfs(g)
         fp = c.sq
         sp = c.fq

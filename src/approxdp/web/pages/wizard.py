@@ -183,10 +183,18 @@ def panel(config: ServeConfig, schema: Mapping[str, str]) -> Any:
         ),
         ui.output_ui("wiz_simulation"),
     )
+    pay_from: list[TagChild] = []
+    if config.sub_budgets:
+        pay_from = [ui.input_select(
+            "wiz_ledger_sub", "pay from",
+            {"": "the ledger's own budget",
+             **{n: f"sub-budget {n!r} (a ledger of its own)" for n in config.sub_budgets}}),
+            ui.output_ui("wiz_ledger_sub__error")]
     step5 = ui.card(
         ui.card_header("5. Spend and release"),
         ui.p("First review what the release costs; the spend button appears only then, for "
              "exactly that form, and each click releases once."),
+        *pay_from,
         ui.input_action_button("wiz_review", "Review the cost", class_="btn-outline-primary"),
         ui.output_ui("wiz_cost"),
         ui.output_ui("wiz_released"),
@@ -212,9 +220,17 @@ def _small_data(advice: list[str]) -> TagChild:
     )
 
 
-def _form(input: Inputs) -> dict[str, object]:
-    return {name: input[input_id]() for name, input_id in FIELDS.items()
-            if name != "rows"}
+def _payer(cost: Mapping[str, Any]) -> str:
+    """``sub-budget 'a' of `` when a sub-budget pays, else nothing."""
+    return "" if cost.get("ledger_sub") is None else f"sub-budget {cost['ledger_sub']!r} of "
+
+
+def _form(input: Inputs, config: ServeConfig) -> dict[str, object]:
+    form: dict[str, object] = {name: input[input_id]() for name, input_id in FIELDS.items()
+                               if name != "rows"}
+    if config.sub_budgets:  # the field exists only for a ledger with sub-budgets
+        form["ledger_sub"] = input.wiz_ledger_sub()
+    return form
 
 
 
@@ -255,8 +271,8 @@ def server(config: ServeConfig, input: Inputs, output: Outputs) -> None:
         shape = schema()
         if not shape.ok:
             return shape
-        return attempt(lambda: steps.read_spec(config, _form(input), shape.value),
-                       FIELDS)
+        return attempt(lambda: steps.read_spec(config, _form(input, config), shape.value),
+                       {**FIELDS, "ledger_sub": "wiz_ledger_sub"})
 
     @render.ui
     def wiz_selection_note() -> TagChild:
@@ -287,7 +303,8 @@ def server(config: ServeConfig, input: Inputs, output: Outputs) -> None:
         except Exception:  # not simulated yet
             return current
 
-    field_errors(output, form_errors, list(FIELDS.values()))
+    field_errors(output, form_errors, list(FIELDS.values())
+                 + (["wiz_ledger_sub"] if config.sub_budgets else []))
 
     @render.ui
     def wiz_simulation() -> TagChild:
@@ -364,7 +381,8 @@ def server(config: ServeConfig, input: Inputs, output: Outputs) -> None:
             _small_data(cost["small_data"]),
             ui.h6("This release will spend"),
             ui.p(ui.tags.b(f"ε = {cost['epsilon']:g}, δ = {cost['delta']:g}", id="wiz_price"),
-                 f" from ledger {Path(cost['ledger']).name} ({cost['composition']!r})."),
+                 f" from {_payer(cost)}ledger {Path(cost['ledger']).name} "
+                 f"({cost['composition']!r})."),
             table(["", "remaining ε", "remaining δ"], [
                 ("now", ["now", left(cost["now"]["remaining_epsilon"]),
                          left(cost["now"]["remaining_delta"])]),
@@ -422,7 +440,9 @@ def server(config: ServeConfig, input: Inputs, output: Outputs) -> None:
         return ui.div(
             ui.h5(f"Released: {rel['label']} (private, secure noise)"),
             cells_table(rel, "wiz_released_cells", simulated=False),
-            ui.p(f"Ledger now: {status['count']} spend(s); remaining ε = "
+            ui.p(("Ledger" if data.get("ledger_sub") is None else
+                  f"Sub-budget {data['ledger_sub']!r}")
+                 + f" now: {status['count']} spend(s); remaining ε = "
                  f"{left(status['remaining_epsilon'])}, δ = "
                  f"{left(status['remaining_delta'])}."),
             ui.div(
