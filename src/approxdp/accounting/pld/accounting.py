@@ -34,6 +34,7 @@ from approxdp.accounting.pld.passes import (
     lower_epsilon,
     quantize,
     saddle_delta,
+    saddle_epsilon,
     upper_epsilon,
 )
 from approxdp.accounting.pld.plan import (
@@ -41,6 +42,7 @@ from approxdp.accounting.pld.plan import (
     _check_delta,
     _check_step,
     _directions,
+    _Plan,
     _plan,
     check_precision,
 )
@@ -182,6 +184,50 @@ def pld_epsilon(
     prefetch_estimates([s for s, _ in (*plan.remove, *plan.add)])  # (one pass for all)
     if plan.steps == 0:
         return Guarantee(0.0, delta, "exact", "no privacy loss", bracket=(0.0, 0.0))
+    # the dominant direction by the saddle-point estimates, its answer, then the other one
+    # certified below it on a grid predicted to suffice (no first pass of its own); where a
+    # direction has atoms, the estimates cannot tell, or the prediction misses: both
+    # directions' first passes, the larger refined (each pass certified either way)
+    known = None if fixed is not None else _dominant(plan, delta)
+    if known is not None:
+        top_parts, other_parts, gap = known
+        top = _solve(top_parts, delta, _start_step(top_parts, precision, delta), None)
+        first_h = top.h
+        top = _refine(top_parts, delta, top, precision)
+        own = _start_step(other_parts, precision, delta)
+        if not _below(other_parts, delta, top, first_h, gap, own):
+            known = None  # (above it even on the final grid: it may dominate)
+    if known is None:
+        top_parts, top, first_h, eps_up = _both_ways(plan, delta, precision, fixed)
+    else:
+        eps_up = top.eps
+    eps_lo = 0.0
+    if bracket:
+        # the tests lose about as much as the pessimistic pass gains: first on a grid twice
+        # as coarse as the final one (never coarser than the first), then, where that leaves
+        # the bracket wider than ``precision`` (or its window did not fit), on the final grid;
+        # each is certified: the larger holds
+        near = top.eps if math.isfinite(top.eps) else top.comp.lam_target or 0.0
+        grids = [top.h]
+        if fixed is None and not top.comp.blocked:  # (in blocks the final grid costs little)
+            grids.insert(0, min(quantize(2.0 * top.h, up=True), first_h))
+        for h_low in dict.fromkeys(grids):
+            room = 4.0 * top.excess + 0.01 * near + 32.0 * h_low
+            low = lower_epsilon(top_parts, delta, h_low, near, room, top.comp.blocked)
+            eps_lo = min(max(eps_lo, low), eps_up)
+            if eps_up <= eps_lo * (1.0 + precision):
+                break
+    return Guarantee(
+        eps_up, delta, "upper bound", PLD_RULE, bracket=(eps_lo, eps_up) if bracket else None
+    )
+
+
+def _both_ways(
+    plan: _Plan, delta: float, precision: float, fixed: float | None
+) -> tuple[Parts, _Solved, float, float]:
+    """Every direction's first pass; the largest refined, the others certified at their first
+    grid or, where that is above it, on a finer one: (dominant parts, its final pass, its
+    first grid, the certified ε of all)."""
     if fixed is None:
         first = [
             (parts, _solve(parts, delta, _start_step(parts, precision, delta), None))
@@ -205,25 +251,58 @@ def pld_epsilon(
                 finer = again if again.eps < finer.eps else finer
             other = finer if finer.eps < other.eps else other
         eps_up = max(eps_up, other.eps)
-    eps_lo = 0.0
-    if bracket:
-        # the tests lose about as much as the pessimistic pass gains: first on a grid twice
-        # as coarse as the final one (never coarser than the first), then, where that leaves
-        # the bracket wider than ``precision`` (or its window did not fit), on the final grid;
-        # each is certified: the larger holds
-        near = top.eps if math.isfinite(top.eps) else top.comp.lam_target or 0.0
-        grids = [top.h]
-        if fixed is None and not top.comp.blocked:  # (in blocks the final grid costs little)
-            grids.insert(0, min(quantize(2.0 * top.h, up=True), first_h))
-        for h_low in dict.fromkeys(grids):
-            room = 4.0 * top.excess + 0.01 * near + 32.0 * h_low
-            low = lower_epsilon(top_parts, delta, h_low, near, room, top.comp.blocked)
-            eps_lo = min(max(eps_lo, low), eps_up)
-            if eps_up <= eps_lo * (1.0 + precision):
-                break
-    return Guarantee(
-        eps_up, delta, "upper bound", PLD_RULE, bracket=(eps_lo, eps_up) if bracket else None
-    )
+    return top_parts, top, first_h, eps_up
+
+
+def _dominant(plan: _Plan, delta: float) -> tuple[Parts, Parts, float] | None:
+    """(the direction with the larger saddle-point estimate of ε, the other, the gap between
+    the estimates) where there are two directions, neither has atoms (whose kinked profiles
+    the estimate does not follow), both estimates exist and they differ by more than 1e-4;
+    else None."""
+    ways = _directions(plan)
+    if len(ways) != 2 or any(_has_atoms(p) for p in ways):
+        return None
+    est = [saddle_epsilon(p, delta) for p in ways]
+    if any(e is None or not math.isfinite(e[0]) for e in est):
+        return None
+    (a, ea), (b, eb) = sorted(zip(ways, est, strict=True), key=lambda t: -t[1][0])  # type: ignore[index]
+    gap = ea[0] - eb[0]  # type: ignore[index]
+    # (within 1e-4 of each other — astronomically many steps, both near one Gaussian — either
+    # may come out above the other on one grid: there both are run, as ever)
+    return (a, b, gap) if gap > 1e-4 * abs(ea[0]) else None  # type: ignore[index]
+
+
+def _below(
+    parts: Parts, delta: float, top: _Solved, first_h: float, gap: float, own: float
+) -> bool:
+    """Certify the non-dominant direction at most ``top.eps`` (the dominant one's final
+    answer) with one pass, on the coarsest quarter-octave grid predicted to put it there with
+    half the room to spare — up to twice its own first grid ``own``; where that misses, on
+    ``own`` (where its first pass always was), then on the final grid: its answer is taken
+    as the dominant one's true ε (its certified ε less the excess model's estimate) less the
+    gap of their saddle-point estimates, and its excess as the dominant one's (the excess
+    model at the final and the first grid, as a power of h). The grid is not certified, and
+    need not be: each pass is. False where none is at most ``top.eps`` (then the caller runs
+    both directions' first passes, as where the estimates cannot tell)."""
+    room = top.excess + max(gap, 0.0)
+    h = top.h
+    if top.model is not None and room > 1e-3 * top.eps and first_h > top.h:
+        try:
+            near, far = top.model.at(top.h), top.model.at(first_h)
+        except InvalidParameterError:
+            near = far = 0.0
+        k = math.log(far / near) / math.log(first_h / top.h) if far > near > 0.0 else 0.0
+        if k > 0.5:
+            ladder = quantize(top.h * 2.0**0.25)
+            while ladder <= 2.0 * own and near * (ladder / top.h) ** k <= 0.5 * room:
+                h = ladder
+                ladder = quantize(ladder * 2.0**0.25)
+    guess = top.eps - room
+    below = room + 0.01 * abs(guess) + 32.0 * h
+    for step in dict.fromkeys((h, min(own, h), top.h)):
+        if _solve(parts, delta, step, guess, below).eps <= top.eps:
+            return True
+    return False
 
 
 def _other_step(other: _Solved, top: _Solved, eps_up: float) -> float:
