@@ -156,3 +156,58 @@ def test_chernoff_from_a_nearby_theta_finds_the_same_bound_in_fewer_evaluations(
         assert warm[1] - sign * warm[0] * edge <= cold[1] - sign * cold[0] * edge + 1e-3
         assert cold[1] - sign * cold[0] * edge <= warm[1] - sign * warm[0] * edge + 1e-3
     assert counts[True][1] < counts[True][0]
+
+
+def _schedule_supports(h: float = 2e-3) -> list[tuple[Support, int]]:
+    return [(Support(discretize(SubsampledLoss(GaussianLoss(1.0 / s), q, "remove"), h, 1e-14)),
+             t) for s, q, t in [(1.0, 0.004, 3000), (1.4, 0.008, 2000), (0.9, 0.002, 5000)]]
+
+
+def test_a_merged_support_keeps_the_mean_and_stays_below_the_exact_log_mgf() -> None:
+    """Planning a schedule's window on merged supports: a run's mass at its mean loss keeps
+    the mean, and (Jensen) its K is below the exact one, by about u²·v/2 (v the runs'
+    variance) — a planning error only: the composer bounds the tails on the exact supports."""
+    for sup, _ in _schedule_supports():
+        merged = sup.merged(window._PLAN_MERGE)
+        assert merged.l.size <= -(-sup.l.size // window._PLAN_MERGE)
+        assert sup.merged(window._PLAN_MERGE) is merged  # (cached per factor)
+        k0, m0, v0 = sup.moments(0.0)
+        mk0, mm0, mv0 = merged.moments(0.0)
+        assert mk0 == pytest.approx(k0, abs=1e-12)
+        assert mm0 == pytest.approx(m0, rel=1e-9, abs=1e-15)
+        gap = v0 - mv0  # the within-run variance the merge drops
+        assert 0.0 <= gap <= (window._PLAN_MERGE * 2e-3) ** 2 / 4
+        for u in (-20.0, -3.0, -0.5, 0.5, 3.0, 10.0, 40.0):
+            exact = sup.moments(u)[0]
+            plain = merged.moments(u)[0]
+            assert plain <= exact + 1e-9 * (1.0 + abs(exact))
+            assert exact - plain <= u * u * (window._PLAN_MERGE * 2e-3) ** 2 / 8 + 1e-9
+
+
+def test_schedule_windows_planned_on_merged_supports_keep_their_tails_near_budget() -> None:
+    """The composer bounds what a window leaves out on the exact supports: for a schedule
+    planned on merged ones those bounds stay within a fraction of a nat of the budget (the
+    merged K's deficit), and the window is about the exact plan's size."""
+    from approxdp.accounting.pld.compose import compose
+
+    plds = [(discretize(SubsampledLoss(GaussianLoss(1.0 / s), q, "remove"), 2e-3, 1e-14), t)
+            for s, q, t in [(1.0, 0.004, 3000), (1.4, 0.008, 2000), (0.9, 0.002, 5000)]]
+    tail = 1e-10
+    for tilt_at in (None, 1.0, 3.0):
+        comp = compose(plds, tail=tail, tilt_at=tilt_at)
+        with window.exact_planning():
+            exact = compose(plds, tail=tail, tilt_at=tilt_at)
+        assert exact.log_beyond <= math.log(tail) + 1e-9
+        assert comp.log_beyond <= math.log(tail) + 1.0
+        assert 0.8 * exact.size <= comp.size <= 1.25 * exact.size
+
+
+def test_exact_planning_applies_inside_only() -> None:
+    parts = _schedule_supports()
+    assert window._planning(parts)[0][0] is not parts[0][0]
+    two = parts[:2]
+    assert window._planning(two) is two  # (one or two parts: planned exactly)
+    with pytest.raises(RuntimeError), window.exact_planning():
+        assert window._planning(parts) is parts
+        raise RuntimeError
+    assert window._planning(parts)[0][0] is not parts[0][0]

@@ -12,8 +12,10 @@ import pytest
 import approxdp as dp
 from approxdp.accounting import read_ledger_settings
 from approxdp.accounting.budget.filter_rdp import DEFAULT_SHARE_ORDERS
+from approxdp.accounting.budget.sqlite_schema import SCHEMA_VERSION
 from approxdp.cli.ledger_settings import parse_orders
 from approxdp.errors import InvalidParameterError
+from approxdp.reports.formatting import JSON_SCHEMA_VERSION
 
 COUNT = ("release", "count")
 SMALL = ("-e", "0.2", "-d", "1e-7")
@@ -270,6 +272,8 @@ def test_sub_budgets_on_a_ledger_file_across_runs(
         run("ledger", reports).stdout.split())
     verified = run_json("ledger", "verify", ledger)
     assert verified["ok"] and len(verified["sub_budgets"]) == 2
+    assert verified["schema_version"] == JSON_SCHEMA_VERSION  # the JSON's, not the file's
+    assert [s["ledger_schema_version"] for s in verified["sub_budgets"]] == [SCHEMA_VERSION] * 2
     assert "OK sub-budget file" in run("ledger", "verify", ledger).stdout
     # a sub-budget's file gone: verify says so (exit 5), and releases are refused
     training.rename(tmp_path / "elsewhere.sqlite")

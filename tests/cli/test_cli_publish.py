@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 
 from approxdp import GaussianEvent, PrivacyAccountant
+from approxdp.accounting.budget.sqlite_schema import SCHEMA_VERSION
+from approxdp.reports.formatting import JSON_SCHEMA_VERSION
 from ledger_forgery import rechain
 
 
@@ -41,6 +43,21 @@ def test_a_seeded_release_is_refused_against_a_ledger_unless_allowed(
     # a seeded run without a ledger file is what simulations are for: no opt-in needed
     assert run_json("release", "count", people_csv, "-e", "0.3", "-d", "1e-7",
                     "--seed", "4")["result"]["secure"] is False
+
+
+def test_ledger_verify_json_keeps_its_own_schema_version(
+    run_json: Any, people_csv: Path, tmp_path: Path
+) -> None:
+    """The command's ``schema_version`` is its JSON's; the file's schema is
+    ``ledger_schema_version`` (it used to overwrite the JSON's: the report's keys came last)."""
+    assert SCHEMA_VERSION != JSON_SCHEMA_VERSION  # else this test could not tell them apart
+    ledger = tmp_path / "l.sqlite"
+    _spend(run_json, people_csv, ledger, tmp_path / "r.json")
+    report = run_json("ledger", "verify", ledger)
+    assert report["command"] == "ledger verify"
+    assert report["schema_version"] == JSON_SCHEMA_VERSION
+    assert report["ledger_schema_version"] == SCHEMA_VERSION
+    assert report["ok"] and report["sub_budgets"] == []
 
 
 def test_ledger_verify_with_the_receipts_of_every_artifact(

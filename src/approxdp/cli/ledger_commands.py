@@ -176,6 +176,16 @@ def _find_receipts(data: Any) -> Iterator[Any]:
             yield from _find_receipts(value)
 
 
+def _verification_json(found: dict[str, Any]) -> dict[str, Any]:
+    """A :meth:`~approxdp.accounting.LedgerVerification.to_dict` for the command's JSON: the
+    file's schema version as ``ledger_schema_version`` (in each sub-budget's object too), so
+    that it never stands in for the JSON's own ``schema_version``."""
+    out = {("ledger_schema_version" if key == "schema_version" else key): value
+           for key, value in found.items()}
+    out["sub_budgets"] = [_verification_json(sub) for sub in found.get("sub_budgets", ())]
+    return out
+
+
 @ledger_command.command("verify")
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--receipt", "receipt_specs", multiple=True, metavar="RECEIPT",
@@ -198,7 +208,7 @@ def verify_command(file: Path, receipt_specs: tuple[str, ...], as_json: bool) ->
     receipts = _receipts(receipt_specs)
     report = verify_ledger(file, receipts)
     data = {"command": "ledger verify", "schema_version": JSON_SCHEMA_VERSION,
-            **report.to_dict()}
+            **_verification_json(report.to_dict())}
 
     def render(console: Console) -> None:
         head = (f"{safe_text(file)}: {report.spends} spend(s), schema {report.schema_version}"

@@ -13,7 +13,7 @@ which say what they promise (the rules and their contracts:
 - ``adaptivity="fixed"``: the caller **promises** that every spend's parameters were fixed
   before any noise was drawn (a declared sequence); any ledger rule may then be used,
   including the tighter ones that are not filters (``"auto"``, ``"pld"``, ``"optimal"``,
-  ``"advanced"``; :mod:`approxdp.accounting.budget.rules`). An adaptive analyst can defeat
+  ``"advanced"``; :mod:`approxdp.accounting.composition.rules`). An adaptive analyst can defeat
   them: the guide "Adaptive analysts and privacy filters" shows how.
 
 Every spend is checked and recorded atomically *before* the caller draws noise; a refused
@@ -33,7 +33,6 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Iterable, Mapping
-from fractions import Fraction
 from pathlib import Path
 from typing import Any, Literal
 
@@ -45,40 +44,21 @@ from approxdp.accounting.budget.admission import (
     spend_check,
 )
 from approxdp.accounting.budget.arguments import (
-    auto_share,
     check_budget,
     check_rdp_share,
-    check_share,
     plan_items,
+    reopened_budget,
     resolve_mode,
+    resolve_share,
 )
-from approxdp.accounting.budget.costs import Contribution, LedgerState
-from approxdp.accounting.budget.filter import (
-    Commitment,
-    FilterKind,
-    new_filter,
-)
-from approxdp.accounting.budget.filter_state import ZERO, RdpShare
-from approxdp.accounting.budget.ledger import (
-    FilterLogEntry,
-    Ledger,
-    MemoryLedger,
-    SpendRecord,
-)
-from approxdp.accounting.budget.status import (
-    BudgetStatus,
-    PlanResult,
-    explain_text,
-    status_of,
-)
-from approxdp.accounting.budget.sub_budgets import open_sub_files, sub_ledgers, sub_records
-from approxdp.errors import (
-    InvalidParameterError,
-    LedgerError,
-    LedgerRecertificationWarning,
-    ParameterTypeError,
-    UnknownMethodError,
-)
+from approxdp.accounting.budget.filter import Commitment, FilterKind
+from approxdp.accounting.budget.ledger import FilterLogEntry, Ledger, SpendRecord
+from approxdp.accounting.budget.opening import file_ledger, memory_ledger, stored_settings
+from approxdp.accounting.budget.status import BudgetStatus, PlanResult, explain_text, status_of
+from approxdp.accounting.budget.sub_budgets import sub_named
+from approxdp.accounting.composition.costs import Contribution, LedgerState
+from approxdp.accounting.composition.filter_state import ZERO, RdpShare
+from approxdp.errors import InvalidParameterError, LedgerRecertificationWarning, ParameterTypeError
 from approxdp.events import PrivacyEvent
 
 __all__ = ["AUTO_SHARE_DELTA", "BudgetStatus", "PlanResult", "PrivacyAccountant"]
@@ -170,82 +150,30 @@ class PrivacyAccountant:
         sub_budgets: Mapping[str, Any] | None = None,
         read_only: bool = False,
     ) -> None:
-        settings = None
-        if ledger is not None and not isinstance(ledger, str | os.PathLike):
-            raise ParameterTypeError(
-                f"ledger must be None or a file path, got {type(ledger).__name__} {ledger!r}"
-            )
-        if ledger is not None and os.path.isfile(ledger) and os.path.getsize(ledger) > 0:
-            from approxdp.accounting.budget.sqlite_files import being_created
-            from approxdp.accounting.budget.sqlite_ledger import read_ledger_settings
-
-            try:
-                settings = read_ledger_settings(ledger)
-            except LedgerError:
-                # another process is creating it now: open it as new (the file's own
-                # creation transaction decides, and its stored settings are then checked)
-                if not being_created(ledger):
-                    raise
-        if budget is None:  # reopen an existing ledger with the budget stored in it
-            if settings is None:
-                raise ParameterTypeError(
-                    "budget=(epsilon, delta) is required unless ledger= names an existing "
-                    f"ledger file (got ledger={ledger!r})"
-                )
-            budget = settings.budget
+        settings = stored_settings(ledger)
+        budget = reopened_budget(budget, settings, ledger)
         self._epsilon, self._delta = check_budget(budget)
         self._adaptivity, self._composition = resolve_mode(settings, adaptivity,
                                                            composition, self._delta)
-        pending = None
-        if isinstance(basic_share, str):
-            pending = auto_share(basic_share, ledger, self._composition, self._delta,
-                                 AUTO_SHARE_DELTA)
-            basic_share = None
-        if basic_share is None and settings is not None:
-            basic_share = settings.basic_share
-        self._share = check_share(basic_share, (self._epsilon, self._delta))
+        self._share, pending = resolve_share(basic_share, settings, ledger, self._composition,
+                                             self.budget, AUTO_SHARE_DELTA)
         self._filter_kind: FilterKind | None = (
             "gdp" if self._composition == "gdp" else
             "basic" if self._composition == "basic" and self._adaptivity == "full" else None
         )
-        if self._share is not None and self._composition != "gdp":
-            raise InvalidParameterError(
-                f"basic_share is a share of the 'gdp' filter's budget; composition="
-                f"{self._composition!r} has none (got basic_share={self._share})"
-            )
         rdp = check_rdp_share(rdp_share, rdp_orders, self._composition, self.budget)
         self._persistent = ledger is not None
         self._path = None if ledger is None else Path(ledger)
         self._ledger: Ledger
         if ledger is None:
-            self._subs = sub_ledgers(sub_budgets, self._composition, self.budget,
-                                     PrivacyAccountant)
-            subs = tuple((name, Fraction(a.budget[0]), Fraction(a.budget[1]))
-                         for name, a in self._subs.items())
-            start = None
-            if self._filter_kind is not None:
-                start = new_filter(self._filter_kind, self.budget, self._share,
-                                   pending=pending, rdp=rdp, subs=subs)
-            self._ledger = MemoryLedger(start)
+            self._ledger, self._subs = memory_ledger(
+                sub_budgets, self._composition, self.budget, self._filter_kind, self._share,
+                pending, rdp, PrivacyAccountant)
             return
-        from approxdp.accounting.budget.sqlite_ledger import SQLiteLedger
-
-        records = sub_records(sub_budgets, ledger, self._composition, self.budget)
-        if records and settings is None:  # a new file: the split must fit before it is written
-            new_filter("gdp", self.budget, self._share, rdp=rdp, subs=tuple(
-                (r.name, Fraction(r.budget[0]), Fraction(r.budget[1])) for r in records))
-        file = SQLiteLedger(
-            ledger, budget=self.budget, composition=self._composition,
-            adaptivity=self._adaptivity, basic_share=self._share, read_only=read_only,
-            rdp=rdp, subs=records,
-        )
-        self._ledger = file
-        try:
-            self._subs = open_sub_files(file, read_only, PrivacyAccountant)
-        except BaseException:
-            file.close()
-            raise
-        over = file.state().filter
+        self._ledger, self._subs = file_ledger(
+            ledger, settings, sub_budgets, self._composition, self._adaptivity, self.budget,
+            self._share, rdp, read_only, PrivacyAccountant)
+        over = self._ledger.state().filter
         if over is not None and over.over is not None:
             warnings.warn(over.over, LedgerRecertificationWarning, stacklevel=2)
 
@@ -306,14 +234,7 @@ class PrivacyAccountant:
         Raises:
             UnknownMethodError: no sub-budget of that name.
         """
-        try:
-            return self._subs[name]
-        except (KeyError, TypeError):
-            raise UnknownMethodError(
-                f"this ledger has no sub-budget {name!r}; its sub-budgets: "
-                f"{sorted(self._subs)} (set them at creation: sub_budgets={{name: "
-                "(epsilon, delta)}})"
-            ) from None
+        return sub_named(self._subs, name)
 
     @property
     def sub_budgets(self) -> dict[str, tuple[float, float]]:

@@ -4,7 +4,7 @@ dry run of :meth:`~approxdp.accounting.PrivacyAccountant.plan`.
 
 The decisions themselves are the filter's (:mod:`approxdp.accounting.budget.filter`: the
 residue argument, Regehr et al. 2026, arXiv:2602.15815) or, with ``adaptivity="fixed"``, the
-rule's (:mod:`approxdp.accounting.budget.rules`); this module turns their refusals into
+rule's (:mod:`approxdp.accounting.composition.rules`); this module turns their refusals into
 :class:`~approxdp.errors.BudgetExceededError` with the status before the request.
 """
 
@@ -13,13 +13,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Sequence
 
-from approxdp.accounting.budget.costs import (
-    Contribution,
-    LedgerState,
-    check_cost,
-    contribution,
-    is_pld_only,
-)
 from approxdp.accounting.budget.filter import (
     Commitment,
     FilterKind,
@@ -30,8 +23,15 @@ from approxdp.accounting.budget.filter import (
     close_commitment,
 )
 from approxdp.accounting.budget.ledger import Decision
-from approxdp.accounting.budget.rules import CLOSED_FORM_RULES, delta_at
 from approxdp.accounting.budget.status import BudgetStatus, PlanResult, filter_reading
+from approxdp.accounting.composition.costs import (
+    Contribution,
+    LedgerState,
+    check_cost,
+    contribution,
+    is_pld_only,
+)
+from approxdp.accounting.composition.rules import CLOSED_FORM_RULES, delta_at
 from approxdp.errors import BudgetExceededError, InvalidParameterError
 from approxdp.events import PrivacyEvent
 

@@ -8,8 +8,8 @@ from typing import Any
 
 from approxdp._validation import check_interval, check_parameter
 from approxdp.accounting.budget.filter_rdp import new_rdp_share
-from approxdp.accounting.budget.filter_state import RdpShare
-from approxdp.accounting.budget.rules import COMPOSITION_RULES
+from approxdp.accounting.composition.filter_state import RdpShare
+from approxdp.accounting.composition.rules import COMPOSITION_RULES
 from approxdp.accounting.registry import ADAPTIVITY_MODES, accounting_rule, rule_names
 from approxdp.accounting.serialization import event_key
 from approxdp.errors import (
@@ -25,7 +25,9 @@ __all__ = [
     "check_rdp_share",
     "check_share",
     "plan_items",
+    "reopened_budget",
     "resolve_mode",
+    "resolve_share",
 ]
 
 
@@ -162,3 +164,41 @@ def auto_share(share: str, ledger: object, composition: str, delta: float,
     if composition != "gdp":
         return None
     return (0.0, delta * fraction)
+
+
+def reopened_budget(budget: Any, settings: Any, ledger: object) -> Any:
+    """``budget``, or (None) the budget stored in the ledger file being reopened
+    (``settings``: its :class:`~approxdp.accounting.budget.sqlite_files.LedgerSettings`)."""
+    if budget is None:  # reopen an existing ledger with the budget stored in it
+        if settings is None:
+            raise ParameterTypeError(
+                "budget=(epsilon, delta) is required unless ledger= names an existing "
+                f"ledger file (got ledger={ledger!r})"
+            )
+        budget = settings.budget
+    return budget
+
+
+def resolve_share(basic_share: Any, settings: Any, ledger: object, composition: str,
+                  budget: tuple[float, float], fraction: float,
+                  ) -> tuple[tuple[float, float] | None, tuple[float, float] | None]:
+    """The basic share (checked within ``budget``; a reopened file's stored one when none is
+    given) and the pending share of ``basic_share="auto"`` (:func:`auto_share`).
+
+    Raises:
+        InvalidParameterError: a share outside the budget, or a share under a rule other
+            than ``"gdp"``.
+    """
+    pending = None
+    if isinstance(basic_share, str):
+        pending = auto_share(basic_share, ledger, composition, budget[1], fraction)
+        basic_share = None
+    if basic_share is None and settings is not None:
+        basic_share = settings.basic_share
+    share = check_share(basic_share, budget)
+    if share is not None and composition != "gdp":
+        raise InvalidParameterError(
+            f"basic_share is a share of the 'gdp' filter's budget; composition="
+            f"{composition!r} has none (got basic_share={share})"
+        )
+    return share, pending

@@ -72,7 +72,6 @@ import json
 from collections.abc import Sequence
 from fractions import Fraction
 
-from approxdp.accounting.budget.costs import add_up
 from approxdp.accounting.budget.filter_charge import (
     Charge,
     _refusal,
@@ -89,7 +88,8 @@ from approxdp.accounting.budget.filter_rooms import (
     declared_room,
     gdp_equivalent,
 )
-from approxdp.accounting.budget.filter_state import (
+from approxdp.accounting.composition.costs import add_up
+from approxdp.accounting.composition.filter_state import (
     FILTERS,
     ZERO,
     Commitment,

@@ -14,7 +14,7 @@ from fractions import Fraction
 from approxdp.accounting.budget.filter_parts import PartCost
 from approxdp.accounting.budget.filter_rdp import rdp_left
 from approxdp.accounting.budget.filter_rooms import _gauss_fits, budget_rho
-from approxdp.accounting.budget.filter_state import (
+from approxdp.accounting.composition.filter_state import (
     ZERO,
     FilterKind,
     FilterState,

@@ -13,7 +13,6 @@ import math
 from collections.abc import Sequence
 from fractions import Fraction
 
-from approxdp.accounting.budget.costs import add_up
 from approxdp.accounting.budget.filter_charge import (
     Charge,
     _refusal,
@@ -30,7 +29,8 @@ from approxdp.accounting.budget.filter_declare import (
 from approxdp.accounting.budget.filter_parts import PartCost, _parts_of_key, part_costs
 from approxdp.accounting.budget.filter_rdp import charge_rdp, rdp_charged
 from approxdp.accounting.budget.filter_rooms import FilterRefusedError, declared_room
-from approxdp.accounting.budget.filter_state import ZERO, Commitment, FilterState
+from approxdp.accounting.composition.costs import add_up
+from approxdp.accounting.composition.filter_state import ZERO, Commitment, FilterState
 from approxdp.accounting.serialization import event_key
 from approxdp.errors import InvalidParameterError
 from approxdp.events import PrivacyEvent

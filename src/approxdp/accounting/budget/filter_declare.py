@@ -13,7 +13,6 @@ import dataclasses
 import math
 from collections.abc import Callable, Iterable, Sequence
 
-from approxdp.accounting.budget.costs import add_up
 from approxdp.accounting.budget.filter_charge import Charge, _room_fits
 from approxdp.accounting.budget.filter_parts import PartCost
 from approxdp.accounting.budget.filter_rooms import (
@@ -21,7 +20,8 @@ from approxdp.accounting.budget.filter_rooms import (
     budget_rho,
     declared_room,
 )
-from approxdp.accounting.budget.filter_state import FilterState
+from approxdp.accounting.composition.costs import add_up
+from approxdp.accounting.composition.filter_state import FilterState
 
 __all__: list[str] = []
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache, singledispatch
 
-from approxdp.accounting.budget.costs import contribution
-from approxdp.accounting.budget.filter_state import ZERO
 from approxdp.accounting.budget.gdp import laplace_mu, pure_dp_mu
+from approxdp.accounting.composition.costs import contribution
+from approxdp.accounting.composition.filter_state import ZERO
 from approxdp.accounting.serialization import event_from_json, event_key
 from approxdp.errors import ParameterTypeError
 from approxdp.events import (

@@ -62,7 +62,7 @@ from typing import Any
 
 import numpy as np
 
-from approxdp.accounting.budget.filter_state import FilterState, RdpShare
+from approxdp.accounting.composition.filter_state import FilterState, RdpShare
 from approxdp.accounting.serialization import event_from_json
 from approxdp.errors import InvalidParameterError, ParameterTypeError
 from approxdp.events import (

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from fractions import Fraction
 from functools import lru_cache
 
-from approxdp.accounting.budget.costs import add_up
 from approxdp.accounting.budget.filter_parts import part_costs
-from approxdp.accounting.budget.filter_state import (
+from approxdp.accounting.composition.costs import add_up
+from approxdp.accounting.composition.filter_state import (
     ZERO,
     FilterState,
 )

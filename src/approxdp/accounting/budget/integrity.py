@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from approxdp.accounting.budget.chain import commitment_hash, row_hash, seal_hash, spend_hash
-from approxdp.accounting.budget.costs import Contribution, LedgerState, contribution
 from approxdp.accounting.budget.sqlite_schema import chain_rows
+from approxdp.accounting.composition.costs import Contribution, LedgerState, contribution
 from approxdp.accounting.serialization import event_from_json
 
 __all__ = ["LedgerSnapshot", "check_rows"]

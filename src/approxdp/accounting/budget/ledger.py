@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from approxdp.accounting.budget.chain import Receipt
-from approxdp.accounting.budget.costs import Contribution, LedgerState
-from approxdp.accounting.budget.filter_state import FilterState
+from approxdp.accounting.composition.costs import Contribution, LedgerState
+from approxdp.accounting.composition.filter_state import FilterState
 from approxdp.events import PrivacyEvent
 
 __all__ = [

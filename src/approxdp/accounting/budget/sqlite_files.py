@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from approxdp.accounting.budget.filter_state import FilterKind
 from approxdp.accounting.budget.sqlite_schema import FILTER_VERSION, SCHEMA_VERSION
+from approxdp.accounting.composition.filter_state import FilterKind
 from approxdp.errors import LedgerError
 
 __all__ = [

@@ -25,7 +25,7 @@ Guarantees:
   a file of an older schema is read as it is, not upgraded.
 
 - **A privacy filter's state is stored with every spend** (schema 3): ``filter_state``, the
-  filter's state as JSON (:class:`~approxdp.accounting.budget.filter_state.FilterState`: every
+  filter's state as JSON (:class:`~approxdp.accounting.composition.filter_state.FilterState`: every
   number its certificate rests on, as decided; NULL for ``adaptivity="fixed"``), each spend's
   ``charge`` (how the filter charged it) and ``commitments``, every commit and close of a plan;
   :meth:`SQLiteLedger.verify` audits the filter's totals against the charges.
@@ -51,8 +51,6 @@ import time
 from typing import Any
 
 from approxdp.accounting.budget.chain import commitment_hash, spend_hash
-from approxdp.accounting.budget.costs import Contribution, LedgerState
-from approxdp.accounting.budget.filter_state import FilterState
 from approxdp.accounting.budget.integrity import LedgerSnapshot, check_rows
 from approxdp.accounting.budget.ledger import Check, FilterLogEntry, FilterUpdate, SpendRecord
 from approxdp.accounting.budget.sqlite_connection import LedgerFile
@@ -70,6 +68,8 @@ from approxdp.accounting.budget.sqlite_schema import (
     chain_head,
     genesis_of,
 )
+from approxdp.accounting.composition.costs import Contribution, LedgerState
+from approxdp.accounting.composition.filter_state import FilterState
 from approxdp.accounting.serialization import event_from_json, event_to_json
 from approxdp.errors import LedgerError
 from approxdp.events import PrivacyEvent

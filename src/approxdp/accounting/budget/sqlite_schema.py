@@ -43,7 +43,7 @@ import uuid
 from collections.abc import Callable, Mapping
 
 from approxdp.accounting.budget.chain import commitment_hash, genesis_hash, row_hash, seal_hash
-from approxdp.accounting.budget.costs import contribution
+from approxdp.accounting.composition.costs import contribution
 from approxdp.accounting.serialization import event_from_json
 
 __all__ = [

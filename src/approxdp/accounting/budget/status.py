@@ -6,7 +6,7 @@
 all-Gaussian history using the same room: the Gaussian's exact profile, Balle & Wang 2018,
 arXiv:1805.06530, Theorem 8) and the guarantee for what was released is the budget itself, at
 any time; under ``adaptivity="fixed"`` they are the declared sequence's (ε, δ) under the rule
-(:mod:`approxdp.accounting.budget.rules`).
+(:mod:`approxdp.accounting.composition.rules`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from approxdp.accounting.budget.costs import LedgerState
 from approxdp.accounting.budget.filter import (
     FilterKind,
     FilterState,
@@ -24,9 +23,10 @@ from approxdp.accounting.budget.filter import (
     gdp_equivalent,
 )
 from approxdp.accounting.budget.filter_rdp import rdp_left
-from approxdp.accounting.budget.filter_state import ZERO
-from approxdp.accounting.budget.rules import delta_at, epsilon_at
+from approxdp.accounting.composition.costs import LedgerState
+from approxdp.accounting.composition.filter_state import ZERO
 from approxdp.accounting.composition.gaussian import sigma_from_rho
+from approxdp.accounting.composition.rules import delta_at, epsilon_at
 from approxdp.accounting.registry import accounting_rule
 
 __all__ = ["BudgetStatus", "PlanResult", "explain_text", "filter_reading", "fixed_reading",

@@ -35,9 +35,14 @@ from typing import Any, Protocol, TypeVar
 from approxdp.accounting.budget.arguments import check_budget
 from approxdp.accounting.budget.sqlite_connection import LedgerFile
 from approxdp.accounting.budget.sqlite_files import SubLedgerRecord, claim_sub_file
-from approxdp.errors import InvalidParameterError, LedgerError, ParameterTypeError
+from approxdp.errors import (
+    InvalidParameterError,
+    LedgerError,
+    ParameterTypeError,
+    UnknownMethodError,
+)
 
-__all__ = ["SUB_BUDGET_KEYS", "open_sub_files", "sub_ledgers", "sub_records"]
+__all__ = ["SUB_BUDGET_KEYS", "open_sub_files", "sub_ledgers", "sub_named", "sub_records"]
 
 
 class SubLedger(Protocol):
@@ -225,3 +230,19 @@ def open_sub_files(parent: LedgerFile, read_only: bool, make: Callable[..., F]) 
             acc.close()
         raise
     return opened
+
+
+def sub_named(subs: Mapping[str, A], name: str) -> A:
+    """The sub-budget ``name``'s ledger in ``subs``.
+
+    Raises:
+        UnknownMethodError: no sub-budget of that name.
+    """
+    try:
+        return subs[name]
+    except (KeyError, TypeError):
+        raise UnknownMethodError(
+            f"this ledger has no sub-budget {name!r}; its sub-budgets: "
+            f"{sorted(subs)} (set them at creation: sub_budgets={{name: "
+            "(epsilon, delta)}})"
+        ) from None

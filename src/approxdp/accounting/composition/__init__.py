@@ -5,6 +5,11 @@
 - :mod:`.gaussian`: the exact composition of Gaussian releases (Zhao et al. 2019, Lemma 15).
 - :mod:`.conversions`: amplification by subsampling, group privacy, zCDP and pDP conversions.
 - :mod:`.splitting`: the per-step budget that composes to a total.
+- :mod:`.costs`: what an event costs, and the sufficient statistic of a history;
+  :mod:`.rules`: the privacy of a whole history under a rule (the accountant's ``auto``, ``pld``,
+  ``optimal``, ``advanced``, ``basic``); :mod:`.filter_state`: a privacy filter's stored state
+  (its rules: :mod:`approxdp.accounting.budget.filter`).
+- :mod:`.comparison`: the rules side by side for a list of steps (``approxdp compose``).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ show it; :mod:`approxdp.reports.composition` reads their release tokens).
 
 - ``exact-gaussian``: the Gaussian steps compose exactly into one Gaussian (Zhao et al. 2019,
   https://arxiv.org/abs/1805.06530, Lemma 15); other steps join by the accountant's best rule
-  (:mod:`approxdp.accounting.budget.rules`).
+  (:mod:`approxdp.accounting.composition.rules`).
 - ``optimal`` (Kairouz, Oh, Viswanath 2017, https://arxiv.org/abs/1311.0776), ``advanced``
   (Dwork & Roth 2014, Thm 3.20), ``basic`` (Thm 3.16): each Gaussian is first converted to
   (ε₀, δ₀)-DP at a per-step δ₀, and the steps compose as generic (ε, δ)-DP mechanisms (optimal
@@ -34,11 +34,11 @@ from typing import Any, Literal
 import numpy as np
 
 from approxdp._validation import check_parameter
-from approxdp.accounting.budget.costs import LedgerState, contribution
-from approxdp.accounting.budget.rules import epsilon_at
 from approxdp.accounting.composition.closed_form import advanced_composition
+from approxdp.accounting.composition.costs import LedgerState, contribution
 from approxdp.accounting.composition.gaussian import compose_gaussian
 from approxdp.accounting.composition.optimal import OPTIMAL_MAX_STEPS, optimal_composition
+from approxdp.accounting.composition.rules import epsilon_at
 from approxdp.accounting.registry import accounting_rule, rule_names
 from approxdp.errors import InvalidParameterError, ParameterTypeError
 from approxdp.events import EpsilonDeltaEvent, GaussianEvent, LaplaceEvent, PrivacyEvent

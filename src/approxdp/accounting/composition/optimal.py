@@ -19,7 +19,7 @@ Cost: every evaluation sums k + 1 terms, so time and memory grow linearly in k (
 tens of MB at k = 10⁶). :data:`OPTIMAL_MAX_STEPS` bounds k: above it
 :func:`optimal_composition` refuses with a typed error rather than run for minutes, and the
 accountant's rules fall back to bounds that cost O(1) in k
-(:mod:`approxdp.accounting.budget.rules`).
+(:mod:`approxdp.accounting.composition.rules`).
 
 See https://arxiv.org/abs/1311.0776 (Kairouz et al. 2017), Thm 3.3.
 """

@@ -30,7 +30,7 @@ from approxdp.accounting.pld.discretized import (
     discretized_all,
     rounded_all,
 )
-from approxdp.accounting.pld.window import Window, solve_tilt, support_of
+from approxdp.accounting.pld.window import Window, exact_planning, solve_tilt, support_of
 
 __all__ = ["lower_delta", "lower_epsilon"]
 
@@ -63,7 +63,8 @@ def _rounded_tails(
     # (as for the upper bound: the last composition is used once)
     ext = max(c for _, c in p_parts) >= EXTENDED_FROM
     try:
-        p_comp = compose(p_parts, tail=tail, tilt_at=tilt_at, below=below, extended=ext)
+        with exact_planning():  # (the tests lose what the window leaves out: planned exactly)
+            p_comp = compose(p_parts, tail=tail, tilt_at=tilt_at, below=below, extended=ext)
         if p_comp.size <= 1:
             return None
         win = Window(p_comp.lam, p_comp.offset, p_comp.size)

@@ -26,6 +26,8 @@ and the cache of supports, are in :mod:`approxdp.accounting.pld.supports`.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,6 +49,7 @@ __all__ = [
     "chernoff_at",
     "clear_supports",
     "composed_moments",
+    "exact_planning",
     "legendre_edge",
     "plan_window",
     "solve_tilt",
@@ -247,6 +250,37 @@ def _predicted_roundoff(
     return per_entry * math.exp(min(log_sum, 700.0))
 
 
+#: A schedule (more parts than this) is planned on merged supports (:meth:`Support.merged`):
+#: its stacked support is the whole of each phase's, and the planner evaluates it ~30 times.
+_PLAN_STACKED = 2
+#: entries merged into one for planning (see :meth:`Support.merged`)
+_PLAN_MERGE = 4
+
+
+#: whether windows of schedules may be planned on merged supports (see :func:`exact_planning`)
+_MERGING = [True]
+
+
+@contextmanager
+def exact_planning() -> Iterator[None]:
+    """Plan every window inside on the exact supports (the lower bound's tests: their
+    windows' left-out tails are lost mass, kept at the planned budget exactly)."""
+    _MERGING.append(False)
+    try:
+        yield
+    finally:
+        _MERGING.pop()
+
+
+def _planning(parts: Parts) -> Parts:
+    """The supports a window is planned on: the exact ones, or for a schedule of many phases
+    merged ones (the composer then bounds what its window leaves out on the exact ones:
+    the plan only places the window and starts those searches)."""
+    if len(parts) <= _PLAN_STACKED or not _MERGING[-1]:
+        return parts
+    return [(sup.merged(_PLAN_MERGE), c) for sup, c in parts]
+
+
 def plan_window(
     parts: Parts,
     *,
@@ -271,6 +305,7 @@ def plan_window(
     budget, for a block whose every part matters). ``lam``: use this tilt.
     """
     lo_idx, hi_idx = support
+    parts = _planning(parts)
     count = sum(c for _, c in parts)
     m0 = composed_moments(parts, 0.0)
     sd0 = math.sqrt(m0.var) if m0.var > 0.0 else h
