@@ -23,6 +23,7 @@ from collections.abc import Sequence
 
 from approxdp._validation import check_parameter
 from approxdp.accounting.guarantees import Guarantee
+from approxdp.accounting.pld.estimates import prefetch_estimates
 from approxdp.accounting.pld.event_losses import LossPair, event_losses
 from approxdp.accounting.pld.passes import (
     Parts,
@@ -31,7 +32,6 @@ from approxdp.accounting.pld.passes import (
     excess_model,
     lower_delta,
     lower_epsilon,
-    prefetch_coarse,
     quantize,
     saddle_delta,
     upper_epsilon,
@@ -103,7 +103,7 @@ def search_grid_epsilon(
     precision = check_precision(precision)
     delta = _check_delta(delta)
     plan = _plan(items)
-    prefetch_coarse([s for s, _ in (*plan.remove, *plan.add)])  # (one pass for all)
+    prefetch_estimates([s for s, _ in (*plan.remove, *plan.add)])  # (one pass for all)
     names = ("remove", "add") if _directions(plan) != (plan.remove,) else ("remove",)
     solved = []
     for name in names:
@@ -179,7 +179,7 @@ def pld_epsilon(
     delta = _check_delta(delta)
     fixed = _check_step(h)
     plan = _plan(items)
-    prefetch_coarse([s for s, _ in (*plan.remove, *plan.add)])  # (one pass for all)
+    prefetch_estimates([s for s, _ in (*plan.remove, *plan.add)])  # (one pass for all)
     if plan.steps == 0:
         return Guarantee(0.0, delta, "exact", "no privacy loss", bracket=(0.0, 0.0))
     if fixed is None:
@@ -317,7 +317,7 @@ def pld_delta(
     epsilon = float(check_parameter("epsilon", epsilon))
     fixed = _check_step(h)
     plan = _plan(items)
-    prefetch_coarse([s for s, _ in (*plan.remove, *plan.add)])  # (one pass for all)
+    prefetch_estimates([s for s, _ in (*plan.remove, *plan.add)])  # (one pass for all)
     if plan.steps == 0:
         return Guarantee(epsilon, 0.0, "exact", "no privacy loss", bracket=(0.0, 0.0))
     # every direction's certified δ — the likely dominant one first (a saddle-point estimate),

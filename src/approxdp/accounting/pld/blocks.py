@@ -60,11 +60,18 @@ _U = float(np.finfo(np.float64).eps) / 2
 Pieces = list[tuple[DiscretePLD, int]]
 
 
-def block_plan(count: int) -> tuple[int, int, int]:
-    """(B, k, r): ``count`` = k·B + r, B a power of 2 with about as many levels of blocks of
-    B as it takes to keep each below 4096 (r < B)."""
+def block_plan(count: int, divide: bool = True) -> tuple[int, int, int]:
+    """(B, k, r): ``count`` = k·B + r, with about as many levels of blocks of B as it takes
+    to keep each below 4096 (r < B): B the power of 2 that makes those levels even — or,
+    where ``count`` has a divisor up to √2 times larger, the least such divisor (r = 0: the
+    remainder's composition, as costly as the block's, is not needed; round step counts such
+    as 10^6 have one; never smaller: fewer blocks are fewer regriddings, so ε only tightens)."""
     levels = max(2, math.ceil(math.log2(count) / math.log2(_MAX_BLOCK)))
     block = 1 << max(1, round(math.log2(count) / levels))
+    if count % block and divide:
+        divisors = [b for b in range(block, math.floor(block * math.sqrt(2.0)) + 1)
+                    if count % b == 0]
+        block = divisors[0] if divisors else block
     return block, count // block, count % block
 
 
@@ -182,7 +189,7 @@ def _reduce(
     levels = max(1, math.ceil(math.log2(max(count, 2)) / math.log2(_MAX_BLOCK)) - 1)
     share = tail / (2.0 * levels)
     while copies >= BLOCK_FROM:
-        block, k, rem = block_plan(copies)
+        block, k, rem = block_plan(copies, divide=copies == count)
         mean = support_of(cur[0]).moments(lam)[1] if tilt_at is not None else 0.0
         factor = block_factor(block)
         made = []

@@ -102,6 +102,8 @@ _ROUNDED = _Cache(64)
 #: saddle-point estimates (:func:`~approxdp.accounting.pld.estimates.saddle_epsilon`), kept
 #: here so that :func:`clear_caches` forgets them too
 SADDLES = _Cache(64)
+#: each step's uncertified estimates (:func:`~approxdp.accounting.pld.estimates.estimate_moments`)
+ESTIMATES = _Cache(256)
 
 
 def _coarse(source: LossSource) -> tuple[DiscretePLD, float]:
@@ -186,6 +188,7 @@ def clear_caches() -> None:
     _DISCRETIZED.clear()
     _ROUNDED.clear()
     SADDLES.clear()
+    ESTIMATES.clear()
     clear_edges()
     clear_supports()
 

@@ -3,6 +3,10 @@
 - :func:`saddle_epsilon` / :func:`saddle_delta`: saddle-point estimates of ε(δ) and δ(ε)
   (Daniels 1954; Lugannani, Rice 1980, https://doi.org/10.2307/1426607) on coarse copies of
   the steps: where to tilt the first pass, and how large its tails may be.
+- :func:`estimate_moments` / :func:`estimate_support`: each step's loss mean, variance,
+  range and a support for exact log-MGFs — for the Gaussian and Poisson-subsampled Gaussian
+  losses by quadrature in the Gaussian coordinate (a few hundred nodes), for the others from
+  a coarse discretization.
 - :class:`ExcessModel`: how far the certified upper bound sits above the true ε as a function
   of the grid step, from the variance the connect-the-dots split adds (Doroshenko et al. 2022,
   https://arxiv.org/abs/2207.04380).
@@ -14,12 +18,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 from scipy import optimize, special
 
 from approxdp.accounting.pld.compose import ComposedPLD, DiscretePLD
 from approxdp.accounting.pld.discretized import (
+    ESTIMATES,
     SADDLES,
     Parts,
     _stable,
@@ -27,17 +33,139 @@ from approxdp.accounting.pld.discretized import (
     coarse_moments,
     coarse_support,
     discretized_all,
+    prefetch_coarse,
 )
-from approxdp.accounting.pld.privacy_loss import LossSource
-from approxdp.accounting.pld.window import composed_moments, solve_tilt, support_of
+from approxdp.accounting.pld.privacy_loss import GaussianLoss, LossSource, SubsampledLoss
+from approxdp.accounting.pld.window import Support, composed_moments, solve_tilt, support_of
 
 __all__ = [
     "ExcessModel",
     "calibrated",
+    "estimate_moments",
+    "estimate_support",
     "excess_model",
+    "prefetch_estimates",
     "saddle_delta",
     "saddle_epsilon",
 ]
+
+
+#: The P-mass each end of the quadrature's range leaves out (as the coarse discretization's).
+_QUAD_TAIL = 1e-14
+#: Node spacing in the Gaussian coordinate x. The trapezoid rule on a Gaussian weight times a
+#: smooth function errs by about e^(−2π²/dx²) relative (Trefethen, Weideman 2014,
+#: https://doi.org/10.1137/130932132, Sec. 5): nothing at dx = 1/8, also under the tilts the
+#: saddle point asks for (they shift the Gaussian, not its width, where the loss is linear).
+_QUAD_DX = 0.125
+
+
+class _Nodes:
+    """Quadrature nodes as :class:`Support` reads a measure: losses (ascending), masses."""
+
+    def __init__(self, losses: np.ndarray, logw: np.ndarray) -> None:
+        order = np.argsort(losses, kind="stable")
+        self.losses = losses[order]
+        self._logw = logw[order]
+        self.pmf = np.exp(self._logw)
+
+    def log_masses(self) -> np.ndarray:
+        return self._logw
+
+
+def _gaussian_form(source: LossSource) -> tuple[float, float, str] | None:
+    """(μ, q, direction) of a Gaussian loss (q = 1, "gaussian") or a Poisson-subsampled one;
+    None for every other source."""
+    if isinstance(source, GaussianLoss):
+        return source.mu, 1.0, "gaussian"
+    if (isinstance(source, SubsampledLoss) and isinstance(source.inner, GaussianLoss)
+            and source.direction in ("remove", "add") and 0.0 < source.q < 1.0):
+        return source.inner.mu, source.q, source.direction
+    return None
+
+
+def _quadrature(mu: float, q: float, direction: str) -> tuple[Support, float, float, float]:
+    """The loss of N(μ, 1) vs N(0, 1), Poisson-subsampled at rate q in ``direction``, on
+    trapezoid nodes in x (the Gaussian coordinate): (support, mean, variance, width).
+
+    Under P, x is a mixture of unit Gaussians — remove: (1 − q)·N(0, 1) + q·N(μ, 1) (Zhu,
+    Dong, Wang 2022, https://arxiv.org/abs/2106.08567, Thm 9); add: N(0, 1); Gaussian:
+    N(μ, 1) — and the loss is l = μx − μ²/2 (Gaussian), f(l) = log(1 − q + q e^l) (remove)
+    or −f(l) (add). Each component's nodes span its share of the 1e-14 P-mass left out at
+    each end (so that far-apart components at large μ cost no nodes in between); width: the
+    loss's range over them (as the coarse discretization's, between its 1e-14 tails)."""
+    if direction == "remove":
+        comps = [(math.log1p(-q), 0.0), (math.log(q), mu)]
+    else:
+        comps = [(0.0, mu if direction == "gaussian" else 0.0)]
+    spans = []
+    for logw, m in comps:  # each component's share of the tail mass (none if it is less)
+        share = _QUAD_TAIL * math.exp(-logw)
+        if share < 0.25:
+            c = -float(special.ndtri(share))
+            spans.append([m - c, m + c])
+    spans.sort()
+    merged = [spans[0]]
+    for lo, hi in spans[1:]:
+        if lo <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], hi)
+        else:
+            merged.append([lo, hi])
+    # f(l) is analytic in x within π/μ of the real axis: the rule needs dx ≲ 1/(2μ) there
+    # (at most 4096 nodes a span: beyond, a rough estimate is all a grid's choice needs)
+    dx = min(_QUAD_DX, 0.5 / mu) if direction != "gaussian" else _QUAD_DX
+    xs_list, dx_list = [], []
+    for lo, hi in merged:
+        n = min(max(3, math.ceil((hi - lo) / dx) + 1), 4097)
+        xs_list.append(np.linspace(lo, hi, n))
+        dx_list.append(np.full(n, (hi - lo) / (n - 1)))
+    xs, steps = np.concatenate(xs_list), np.concatenate(dx_list)
+    dens = [lw - 0.5 * (xs - m) ** 2 for lw, m in comps]
+    log_mass = np.logaddexp(dens[0], dens[1]) if len(dens) == 2 else dens[0]
+    log_mass += np.log(steps) - 0.5 * math.log(2.0 * math.pi)
+    inner = mu * xs - 0.5 * mu * mu
+    if direction == "gaussian":
+        losses = inner
+    else:
+        f = np.logaddexp(math.log1p(-q), math.log(q) + inner)
+        losses = f if direction == "remove" else -f
+    support = Support(cast(DiscretePLD, _Nodes(losses, log_mass)))
+    _, mean, var = support.moments(0.0)
+    width = max(float(losses.max() - losses.min()), 1e-12)
+    return support, mean, var, width
+
+
+def _estimate(source: LossSource) -> tuple[Support, float, float, float]:
+    """(support, mean, variance, width) of one step's loss under P (cached): by quadrature
+    where :func:`_gaussian_form` knows the source, else from the coarse discretization."""
+    key = ("estimate", source)
+    hit = ESTIMATES.get(key)
+    if hit is None:
+        form = _gaussian_form(source)
+        if form is not None:
+            hit = _quadrature(*form)
+        else:
+            hit = (coarse_support(source), *coarse_moments(source))
+        ESTIMATES.put(key, hit)
+    return hit  # type: ignore[return-value]
+
+
+def estimate_moments(source: LossSource) -> tuple[float, float, float]:
+    """(mean, variance, width) of one step's finite loss under P — width: the range between
+    its 1e-14 tails (uncertified: they only pick grids)."""
+    _, mean, var, width = _estimate(source)
+    return mean, var, width
+
+
+def estimate_support(source: LossSource) -> Support:
+    """A :class:`Support` of one step's loss (quadrature nodes or the coarse discretization's
+    points), for uncertified saddle-point estimates."""
+    return _estimate(source)[0]
+
+
+def prefetch_estimates(sources: list[LossSource]) -> None:
+    """The coarse discretizations of the sources that need one (those without a quadrature),
+    together in one vectorized pass (a schedule's phases)."""
+    prefetch_coarse([s for s in sources if _gaussian_form(s) is None])
 
 
 def _log_hockey(lam: float, sd: float) -> float:
@@ -63,7 +191,7 @@ def saddle_epsilon(parts: Parts, delta: float) -> tuple[float, float] | None:
 
 
 def _saddle_epsilon(parts: Parts, delta: float) -> tuple[float, float] | None:
-    coarse = [(coarse_support(s), c) for s, c in parts]
+    coarse = [(estimate_support(s), c) for s, c in parts]
     target = math.log(delta)
 
     def f(lam: float) -> tuple[float, float]:
@@ -98,7 +226,7 @@ def saddle_delta(parts: Parts, epsilon: float) -> float:
 
 
 def _saddle_delta(parts: Parts, epsilon: float) -> float:
-    coarse = [(coarse_support(s), c) for s, c in parts]
+    coarse = [(estimate_support(s), c) for s, c in parts]
     lam = solve_tilt(coarse, epsilon)
     if lam <= 0.0:
         return 1.0
@@ -112,8 +240,8 @@ def _guess(parts: Parts, delta: float) -> float:
     saddle = saddle_epsilon(parts, delta)
     if saddle is not None and math.isfinite(saddle[0]):
         return max(saddle[0], 0.0)
-    mean = sum(c * coarse_moments(s)[0] for s, c in parts)
-    var = sum(c * coarse_moments(s)[1] for s, c in parts)
+    mean = sum(c * estimate_moments(s)[0] for s, c in parts)
+    var = sum(c * estimate_moments(s)[1] for s, c in parts)
     return max(0.0, mean + math.sqrt(var) * -float(special.ndtri(delta)))
 
 

@@ -26,12 +26,11 @@ from dataclasses import dataclass
 
 from approxdp.accounting.pld.blocks import BLOCK_FROM
 from approxdp.accounting.pld.compose import ComposedPLD
+from approxdp.accounting.pld.estimates import estimate_moments, estimate_support
 from approxdp.accounting.pld.passes import (
     ExcessModel,
     Parts,
     calibrated,
-    coarse_moments,
-    coarse_support,
     excess_model,
     quantize,
     saddle_epsilon,
@@ -57,9 +56,9 @@ _STEP_POINTS = 1 << 15
 
 def _first_step(parts: Parts, precision: float, delta: float) -> float:
     """The first grid step of one direction (see the module docstring)."""
-    var = sum(c * coarse_moments(s)[1] for s, c in parts)
+    var = sum(c * estimate_moments(s)[1] for s, c in parts)
     n = sum(c for _, c in parts)
-    widest = max(coarse_moments(s)[2] for s, _ in parts)
+    widest = max(estimate_moments(s)[2] for s, _ in parts)
     z = math.sqrt(2.0 * -math.log(1e-4 * delta)) + 2.0
     step = 2.0 * math.sqrt(precision * var / n) if var > 0.0 else widest / 64.0
     # atoms (Laplace, (ε, δ) parts) make δ(ε) kinked: there the interpolation error is
@@ -115,7 +114,7 @@ def _coarse_step(parts: Parts, precision: float, delta: float) -> float:
     2^11th of one step's loss range, and — where ε is large and mean-dominated — as coarse as
     a near-Gaussian sum's excess T·(h²/6)·(1 + λ)/2 allows at 16 times the target, at the
     saddle-point estimate of ε and its tilt λ (up to a 16th of one step's range)."""
-    widest = max(coarse_moments(s)[2] for s, _ in parts)
+    widest = max(estimate_moments(s)[2] for s, _ in parts)
     step = max(4.0 * _first_step(parts, precision, delta), widest / 2048.0)
     saddle = saddle_epsilon(parts, delta)
     if saddle is not None:  # a large mean-dominated ε allows a much coarser grid
@@ -136,7 +135,7 @@ def _finer(cur: _Solved, target: float) -> float:
     assert cur.model is not None
     hi_h, hi_ex = cur.h, cur.excess  # too coarse
     best = (hi_ex, hi_h)
-    k = 1.5
+    k = _exponent(cur.model, hi_h, hi_ex)
     ok: tuple[float, float] | None = None
     for _ in range(5):
         if ok is None:
@@ -167,6 +166,23 @@ def _finer(cur: _Solved, target: float) -> float:
     return best[1] if best[1] < cur.h else quantize(cur.h * 0.5)
 
 
+def _exponent(model: ExcessModel, h: float, excess: float) -> float:
+    """The excess model's power of h, measured between h and a grid twice as coarse (whose
+    discretization costs half as much as this one's: the pass that made the model has it
+    cached), in [0.8, 2.5]; 1.5 where it cannot be measured."""
+    if model.stable:  # (the float guard, ∝ 1/h, is a visible part of the model there)
+        return 1.5
+    coarse = quantize(2.0 * h)
+    try:
+        up = model.at(coarse)
+    except InvalidParameterError:
+        return 1.5
+    if not (up > excess > 0.0 and coarse > h):
+        return 1.5
+    k = math.log(up / excess) / math.log(coarse / h)
+    return min(k, 2.5) if k >= 1.9 else 1.5
+
+
 def _atomic(source: LossSource) -> bool:
     inner = getattr(source, "inner", source)
     return isinstance(inner, EpsilonDeltaLoss | LaplaceLoss | DiscreteGaussianLoss)
@@ -192,7 +208,7 @@ def _window_estimate(parts: Parts, h: float, delta: float) -> float:
     if saddle is None:
         return math.inf
     eps, lam = saddle
-    mo = composed_moments([(coarse_support(s), c) for s, c in parts], lam)
+    mo = composed_moments([(estimate_support(s), c) for s, c in parts], lam)
     if not (math.isfinite(mo.var) and math.isfinite(eps)):
         return math.inf
     return (16.0 * math.sqrt(max(mo.var, 0.0)) + 0.1 * abs(eps)) / h
@@ -204,7 +220,7 @@ def _start_step(parts: Parts, precision: float, delta: float) -> float:
     fine = _first_step(parts, precision, delta)
     if _has_atoms(parts):
         return fine
-    widest = max(coarse_moments(s)[2] for s, _ in parts)  # one step's grid must be small too
+    widest = max(estimate_moments(s)[2] for s, _ in parts)  # one step's grid must be small too
     if widest / fine <= _SMALL_WINDOW and _window_estimate(parts, fine, delta) <= _SMALL_WINDOW:
         return fine
     return _coarse_step(parts, precision, delta)

@@ -1,0 +1,152 @@
+"""The uncertified estimates that pick the PLD accountant's grids (pld.estimates): the
+Gaussian-coordinate quadrature against numerical integration, and the grids it picks against
+those the coarse discretization picked (which it replaces for Gaussian losses)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import integrate
+
+from approxdp.accounting.pld import discretized, estimates, refine
+from approxdp.accounting.pld.plan import _plan
+from approxdp.accounting.pld.privacy_loss import GaussianLoss, LaplaceLoss, SubsampledLoss
+from approxdp.events import GaussianEvent, SubsampledEvent
+
+
+def _exact_log_mgf(mu: float, q: float, direction: str, lam: float) -> tuple[float, float]:
+    """log E_P[e^(λL)] and E_λ[L] (the tilted mean) by adaptive quadrature over x."""
+
+    def loss(x: float) -> float:
+        inner = mu * x - 0.5 * mu * mu
+        if direction == "gaussian":
+            return inner
+        f = float(np.logaddexp(math.log1p(-q), math.log(q) + inner))
+        return f if direction == "remove" else -f
+
+    def density(x: float) -> float:
+        phi0 = math.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
+        phimu = math.exp(-0.5 * (x - mu) ** 2) / math.sqrt(2.0 * math.pi)
+        if direction == "remove":
+            return (1.0 - q) * phi0 + q * phimu
+        return phimu if direction == "gaussian" else phi0
+
+    lo, hi = -9.0 + min(0.0, mu), 9.0 + max(0.0, mu)
+    pts = sorted({0.0, mu})
+    m0 = integrate.quad(lambda x: math.exp(lam * loss(x)) * density(x), lo, hi,
+                        points=pts, limit=400, epsabs=0.0, epsrel=1e-12)[0]
+    m1 = integrate.quad(lambda x: loss(x) * math.exp(lam * loss(x)) * density(x), lo, hi,
+                        points=pts, limit=400, epsabs=0.0, epsrel=1e-12)[0]
+    return math.log(m0), m1 / m0
+
+
+@pytest.mark.filterwarnings("ignore::scipy.integrate.IntegrationWarning")
+@pytest.mark.parametrize(
+    ("mu", "q", "direction"),
+    [(0.2, 1e-5, "remove"), (0.2, 1e-5, "add"), (2.0, 1e-4, "remove"), (2.0, 1e-4, "add"),
+     (1 / 1.1, 256 / 60000, "remove"), (2.5, 0.5, "add"), (1.0, 1.0, "gaussian")],
+)
+def test_quadrature_moments_match_numerical_integration(
+    mu: float, q: float, direction: str
+) -> None:
+    support, mean, var, _ = estimates._quadrature(mu, q, direction)
+    # (the nodes stop at the 1e-14 tails, as the coarse discretization did: the tiny means of
+    # small sampling rates, made partly by losses ~10 out there, move by ~1e-13 absolute, and
+    # tilts that carry the mass towards the ends lose some of it)
+    for lam in (0.0, 0.5, 1.0):
+        k, m = _exact_log_mgf(mu, q, direction, lam)
+        got_k, got_m, _ = support.moments(lam)
+        assert got_k == pytest.approx(k, rel=1e-8, abs=1e-10)
+        assert got_m == pytest.approx(m, rel=1e-4, abs=1e-15)
+    _, m0 = _exact_log_mgf(mu, q, direction, 0.0)
+    assert mean == pytest.approx(m0, rel=1e-4, abs=1e-15)
+    assert var > 0.0
+
+
+@pytest.mark.parametrize(
+    ("mu", "q", "direction"),
+    [(0.2, 1e-5, "remove"), (0.2, 1e-5, "add"), (2.0, 1e-4, "remove"), (1.0, 0.01, "add"),
+     (1.0, 1.0, "gaussian")],
+)
+def test_quadrature_width_is_the_coarse_discretizations_range(
+    mu: float, q: float, direction: str
+) -> None:
+    inner = GaussianLoss(mu)
+    source = inner if direction == "gaussian" else SubsampledLoss(inner, q, direction)
+    width = estimates._quadrature(mu, q, direction)[3]
+    assert width == pytest.approx(discretized.coarse_moments(source)[2], rel=0.03)
+
+
+def test_other_sources_keep_the_coarse_estimates() -> None:
+    discretized.clear_caches()
+    source = SubsampledLoss(LaplaceLoss(1.0), 0.1, "remove")
+    assert estimates._gaussian_form(source) is None
+    assert estimates.estimate_moments(source) == discretized.coarse_moments(source)
+    assert estimates.estimate_support(source) is discretized.coarse_support(source)
+
+
+#: (σ, q, T, δ) from benchmarks/dpsgd.py's sweep: the small-q ones where the coarse
+#: discretization's variance was 1.1-2.3x too large, and typical ones.
+_SETTINGS = [
+    (0.5, 1e-4, 100_000, 1e-5), (0.5, 1e-5, 1000, 1e-5), (0.4, 1e-5, 10_000, 1e-8),
+    (1.1, 256 / 60000, 14063, 1e-5), (0.45, 1e-4, 1_000_000, 1e-5),
+    (1.0, 1e-4, 10_000_000, 1e-5), (5.0, 1e-5, 1000, 1e-5), (3.0, 0.1, 10_000, 1e-5),
+    (1.3, 1e-5, 1_000_000, 1e-8), (0.8, 1e-4, 50, 1e-3),
+]
+
+
+@pytest.mark.parametrize(("sigma", "q", "steps", "delta"), _SETTINGS)
+def test_quadrature_picks_the_grids_the_coarse_estimates_picked(
+    sigma: float, q: float, steps: int, delta: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plan = _plan([(SubsampledEvent(GaussianEvent(sigma), q), steps)])
+
+    def grids() -> list[tuple[float, float]]:
+        discretized.clear_caches()
+        return [(refine._first_step(p, 1e-3, delta), refine._start_step(p, 1e-3, delta))
+                for p in (plan.remove, plan.add)]
+
+    new = grids()
+    monkeypatch.setattr(estimates, "_gaussian_form", lambda source: None)
+    old = grids()
+    assert new == old
+    discretized.clear_caches()
+
+
+def test_a_smooth_excess_model_is_not_probed_below_the_final_grid(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """σ = 1, q = 1e-4, T = 1e7 (issue 22's sweep #14): the excess falls as h² there; its
+    power, measured against a grid twice as coarse, takes _finer to the final grid at once,
+    where a first guess of h^1.5 probed a grid 2x finer than the final one (a 65k-point
+    discretization only the model used). The grids composed are those it always used."""
+    from approxdp.accounting.dpsgd.accountants import dpsgd_epsilon
+    from approxdp.accounting.pld import accounting
+
+    probed: list[float] = []
+    solved: list[float] = []
+    at = estimates.ExcessModel.at
+    solve = refine._solve
+
+    def spy_at(self: estimates.ExcessModel, h: float) -> float:
+        probed.append(h)
+        return at(self, h)
+
+    def spy_solve(*args: object, **kwargs: object) -> refine._Solved:
+        out = solve(*args, **kwargs)  # type: ignore[arg-type]
+        solved.append(out.h)
+        return out
+
+    monkeypatch.setattr(estimates.ExcessModel, "at", spy_at)
+    monkeypatch.setattr(refine, "_solve", spy_solve)
+    monkeypatch.setattr(accounting, "_solve", spy_solve)
+    discretized.clear_caches()
+    g = dpsgd_epsilon(noise_multiplier=1.0, sample_rate=1e-4, steps=10_000_000, delta=1e-5)
+    final = 2.0 ** -17.25
+    assert solved == pytest.approx([2.0 ** -14.25, 2.0 ** -14.25, final, 2.0 ** -15.75])
+    assert min(probed) == pytest.approx(final)
+    assert g.bracket is not None
+    assert g.epsilon <= g.bracket[0] * (1.0 + 5e-4)
+    discretized.clear_caches()
