@@ -286,7 +286,10 @@ def _delta_direction(
         if cur.model is None or cur.excess <= target or best <= enough:
             break
         h = _finer(cur, target)
-        d, nxt = _delta_pass(parts, epsilon, h, max(1e-4 * best, 1e-300))
+        try:
+            d, nxt = _delta_pass(parts, epsilon, h, max(1e-4 * best, 1e-300))
+        except InvalidParameterError:  # the finer grid would not fit: keep what is certified
+            break
         if nxt.model is not None and cur.model is not None:
             nxt = _Solved(nxt.comp, epsilon, h, nxt.model.with_scale(cur.model.scale))
         best = min(best, d)
