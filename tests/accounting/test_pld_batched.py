@@ -159,3 +159,26 @@ def test_a_batch_larger_than_the_caches_still_gets_every_measure(
         assert _same(r.p, grid.discretize_rounded(s, 1e-3, 1e-12).p)
         assert c.pmf.size > 1000
     discretized.clear_caches()
+
+
+def test_a_cached_discretization_with_a_smaller_tail_serves_a_larger_one() -> None:
+    """Same source, grid and split: the measure cached for a smaller tail (a wider range) is
+    returned for a larger one — a pessimistic discretization all the same, with less mass at
+    +∞ — and nothing is discretized for it; a smaller tail, another grid or another split
+    is discretized afresh."""
+    discretized.clear_caches()
+    parts = [(s, 100) for s in _sources("remove")]
+    wide = discretized.discretized_all(parts, 1e-3, 1e-16, False)
+    served = discretized.discretized_all(parts, 1e-3, 1e-12, False)
+    assert all(a is b for a, b in zip(wide, served, strict=True))
+    narrow = grid.discretize_many([s for s, _ in parts], 1e-3, 1e-12, False)
+    for w, n in zip(wide, narrow, strict=True):
+        assert w.offset <= n.offset and w.offset + w.pmf.size >= n.offset + n.pmf.size
+        assert w.infinity_mass <= n.infinity_mass
+    wider = discretized.discretized_all(parts, 1e-3, 1e-18, False)[0]
+    assert wider is not wide[0]
+    assert discretized.discretized_all(parts, 2e-3, 1e-12, False)[0] is not wide[0]
+    assert discretized.discretized_all(parts, 1e-3, 1e-12, True)[0] is not wide[0]
+    # of those that reach far enough, the one with the largest tail (the fewest points)
+    assert discretized.discretized_all(parts, 1e-3, 1e-17, False)[0] is wider
+    assert discretized.discretized_all(parts, 1e-3, 1e-15, False)[0] is wide[0]

@@ -213,7 +213,8 @@ def pld_epsilon(
             grids.insert(0, min(quantize(2.0 * top.h, up=True), first_h))
         for h_low in dict.fromkeys(grids):
             room = 4.0 * top.excess + 0.01 * near + 32.0 * h_low
-            low = lower_epsilon(top_parts, delta, h_low, near, room, top.comp.blocked)
+            low = lower_epsilon(top_parts, delta, h_low, near, room, top.comp.blocked,
+                                aim_h=top.h)
             eps_lo = min(max(eps_lo, low), eps_up)
             if eps_up <= eps_lo * (1.0 + precision):
                 break
@@ -364,7 +365,10 @@ def _delta_direction(
         if cur.model is None or cur.excess <= target or best <= enough:
             break
         h = _finer(cur, target)
-        d, nxt = _delta_pass(parts, epsilon, h, max(1e-4 * best, 1e-300))
+        try:
+            d, nxt = _delta_pass(parts, epsilon, h, max(1e-4 * best, 1e-300))
+        except InvalidParameterError:  # the finer grid would not fit: keep what is certified
+            break
         if nxt.model is not None and cur.model is not None:
             nxt = _Solved(nxt.comp, epsilon, h, nxt.model.with_scale(cur.model.scale))
         best = min(best, d)
@@ -407,8 +411,8 @@ def pld_delta(
     d, step, blocked, parts = solved[0]
     others = max((item[0] for item in solved[1:]), default=0.0)
 
-    def lower(h: float, in_blocks: bool, near: float) -> float:
-        return lower_delta(parts, epsilon, h, in_blocks, max(1e-4 * near, 1e-300))
+    def lower(h: float, in_blocks: bool, near: float, aim_h: float) -> float:
+        return lower_delta(parts, epsilon, h, in_blocks, max(1e-4 * near, 1e-300), aim_h)
 
     # the tests on a grid twice as coarse first (cheap; often as tight), then, where that
     # leaves δ's bracket wider than 2·precision, on the final one (each certified: the larger)
@@ -419,7 +423,7 @@ def pld_delta(
         if d <= 0.0 or d <= low * (1.0 + 2.0 * precision):
             break
         try:
-            low = max(low, lower(h_low, blocked, d))
+            low = max(low, lower(h_low, blocked, d, step))
         except InvalidParameterError:  # the grid would not fit: the next one
             continue
     # at a kink of δ (ε on an atom's loss) the grid's cost in ε says little; the bracket
@@ -430,7 +434,7 @@ def pld_delta(
         try:
             finer = quantize(step / 4.0)
             d = min(d, _delta_pass(parts, epsilon, finer, max(1e-4 * low, 1e-300))[0])
-            low = max(low, lower(finer, False, low))
+            low = max(low, lower(finer, False, low, finer))
         except InvalidParameterError:  # the grid would not fit: keep what is certified
             break
         step = finer

@@ -97,6 +97,14 @@ FloatArray = npt.NDArray[np.float64]
 
 _U = float(np.finfo(np.float64).eps) / 2  # unit round-off
 MAX_WINDOW = 1 << 22  # composed window (4M points: ~200 MB of work arrays)
+#: A frequency whose bound on the composed spectrum, e^(Σ c log(|y_j| + e_j)), is below
+#: e^_DROP is no longer followed by :func:`_fft_power`: the composed |Y| there is below
+#: _BELOW_DROP (the least positive float; e^_DROP is ~1e-330), which the round-off bound adds
+#: for it instead. In a sum of many steps |Y| falls fast away from frequency 0, so the polar
+#: power (five transcendental functions per frequency and part) is taken on a few per cent
+#: of the frequencies after the first parts.
+_DROP = -760.0
+_BELOW_DROP = math.ulp(0.0)
 
 
 class WindowTooLargeError(InvalidParameterError):
@@ -149,12 +157,8 @@ def _fft_power(
     log2n = math.log2(n)
     log_mgf = 0.0
     m = n // 2 + 1
-    log_abs = np.zeros(m)
-    arg = np.zeros(m)
-    log_env = np.zeros(m)
-    err_pow = np.zeros(m)  # Σ c (|Δℓ| + |Δarg|), then the products' and functions' share
-    sizes = np.zeros(m)  # Σ c (|ℓ| + |arg|)
-    fwd: list[tuple[FloatArray, float, int]] = []
+    # each part tilted first: its mass bounds its spectrum before it is transformed
+    tilts: list[tuple[Any, int, int, float]] = []
     for p, c in parts:
         if lam == p.tilt:  # stored tilted at this λ (a block): a rescaling only
             w: Any = np.maximum(p.pmf, 0.0).astype(dt)
@@ -176,16 +180,36 @@ def _fft_power(
         mass = float(weights.sum())
         shift = round(float((weights * np.arange(weights.size)).sum()) / mass) if mass > 0 else 0
         folds = -(-p.pmf.size // n)
+        # log of a bound on |y| + e_fwd at every frequency: |DFT| ≤ Σ|x| (the float sums'
+        # rounding, < 1e-9 of the mass, and the transform's error bound added)
+        cap = c * math.log(mass * (1.0 + 1e-9) * (1.0 + 1.001 * (4.0 * log2n + folds) * u_in)
+                           ) if mass > 0 else 0.0
+        tilts.append((tilted, shift, folds, cap))
+        del weights
+    # the bound of the parts not yet transformed, after each part (see _DROP)
+    caps_after = [*np.cumsum([cap for *_, cap in tilts][::-1])[::-1].tolist()[1:], 0.0]
+    keep = np.arange(m)  # the frequencies still followed (see _DROP)
+    dropped = 0
+    log_abs = np.zeros(m)
+    arg = np.zeros(m)
+    log_env = np.zeros(m)
+    err_pow = np.zeros(m)  # Σ c (|Δℓ| + |Δarg|), then the products' and functions' share
+    sizes = np.zeros(m)  # Σ c (|ℓ| + |arg|)
+    fwd: list[tuple[FloatArray, float, int, npt.NDArray[np.intp]]] = []
+    for (p, c), (tilted, shift, folds, _), cap_after in zip(parts, tilts, caps_after,
+                                                            strict=True):
         padded = np.zeros(folds * n, dtype=dt)
         padded[: p.pmf.size] = tilted
         folded = padded.reshape(folds, n).sum(axis=0)  # aliasing commutes with convolution
-        del padded, tilted, weights
+        del padded
         folded = np.roll(folded, -(shift % n))  # entry i: index offset + shift + i (mod n)
         base += c * (p.offset + shift)
         spec = sfft.rfft(folded)
         # pocketfft's componentwise bound c·log2(N)·u·‖x‖₁, and the folding sums
         e_fwd = (4.0 * log2n + folds) * u_in * float(np.sum(np.abs(folded)))
         del folded
+        if keep.size < m:
+            spec = spec[keep]
         re = np.asarray(spec.real, dtype=np.float64)
         im = np.asarray(spec.imag, dtype=np.float64)
         re_m1 = np.asarray(spec.real - 1.0, dtype=np.float64)
@@ -207,17 +231,29 @@ def _fft_power(
         log_env += c * env
         err_pow += np.where(finite, c * (d_la + 8.0 * u * np.abs(ph)), 0.0)
         sizes += np.where(finite, c * (np.abs(la) + np.abs(ph)), 0.0)
-        fwd.append((env, e_fwd, c))
+        fwd.append((env, e_fwd, c, keep))
         del re, im, re_m1, y2, big, s2, near, la, ab, ph, d_la, finite
-    abs_t = np.exp(log_abs)
-    spec_t = abs_t * (np.cos(arg) + 1j * np.sin(arg))
-    err_spec = np.zeros(m)
-    for env, e_fwd, c in fwd:
-        err_spec += c * e_fwd * np.exp(log_env - env)
+        alive = log_env + cap_after >= _DROP
+        if 8 * int(np.count_nonzero(alive)) < 7 * alive.size:  # a sizeable share: drop it
+            dropped += alive.size - int(np.count_nonzero(alive))
+            keep = keep[alive]
+            log_abs, arg, log_env = log_abs[alive], arg[alive], log_env[alive]
+            err_pow, sizes = err_pow[alive], sizes[alive]
+    abs_k = np.exp(log_abs)
+    err_k = np.zeros(keep.size)
+    for env, e_fwd, c, at in fwd:
+        env_k = env if at.size == keep.size else env[np.searchsorted(at, keep)]
+        err_k += c * e_fwd * np.exp(log_env - env_k)
     with np.errstate(over="ignore"):
         rel = np.expm1(err_pow + 8.0 * u * (1.0 + sizes)) + 8.0 * u
-    err_spec += np.where(abs_t > 0.0, abs_t * rel, 0.0)
-    del log_abs, arg, log_env, err_pow, sizes, rel, fwd
+    err_k += np.where(abs_k > 0.0, abs_k * rel, 0.0)
+    abs_t = np.zeros(m)
+    abs_t[keep] = abs_k
+    spec_t = np.zeros(m, dtype=np.complex128)
+    spec_t[keep] = abs_k * (np.cos(arg) + 1j * np.sin(arg))
+    err_spec = np.zeros(m)
+    err_spec[keep] = err_k
+    del log_abs, arg, log_env, err_pow, sizes, rel, fwd, abs_k, err_k
     # the inverse transform in the forward one's precision: in float64 its error (about
     # 64u·Σ|Y|/N per entry) would be the largest term left at T = 10^12
     comp_x = sfft.irfft(spec_t.astype(np.clongdouble) if extended else spec_t, n=n)
@@ -232,6 +268,7 @@ def _fft_power(
         + 4.0 * log2n * u_in * float((weight * abs_t).sum()) / n
         + u_in * float(np.max(np.abs(comp_x)))
         + (u * float(np.max(np.abs(comp))) if extended else 0.0)  # the cast to float64
+        + 2.0 * dropped * _BELOW_DROP / n  # |Y| at the frequencies left out (see _DROP)
     )
     # position k holds the index s ≡ base + k (mod n); put index a_idx + m at position m
     return np.roll(comp, -((a_idx - base) % n)), roundoff, log_mgf

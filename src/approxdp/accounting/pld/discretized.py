@@ -155,11 +155,27 @@ def discretized_all(
     parts: Parts, h: float, tail: float, stable: bool
 ) -> list[DiscretePLD]:
     """:func:`_discretized` of each part's source; those not cached discretized together
-    (:func:`~approxdp.accounting.pld.grid.discretize_many`)."""
-    return _DISCRETIZED.get_all(
-        [(s, h, tail, stable) for s, _ in parts],
-        lambda missing: discretize_many([k[0] for k in missing], h, tail, stable),  # type: ignore[misc]
-    )
+    (:func:`~approxdp.accounting.pld.grid.discretize_many`).
+
+    A cached discretization of the same source, grid and split whose tail is at most
+    ``tail`` serves too: its range reaches at least as far (the tail edges move out as the
+    tail shrinks), so it is the same pessimistic discretization with less mass sent to +∞
+    — as certified, and as close. (δ(ε)'s first pass uses a smaller tail than the excess
+    model that follows it on the same grid.)"""
+
+    def compute(missing: list[tuple[object, ...]]) -> list[DiscretePLD]:
+        wider: dict[object, tuple[float, DiscretePLD]] = {}  # the largest tail ≤ ``tail``
+        for key, value in _DISCRETIZED.data.items():
+            source, step, cut, split = key
+            if step == h and split == stable and isinstance(cut, float) and cut <= tail and (
+                source not in wider or wider[source][0] < cut
+            ):
+                wider[source] = (cut, value)  # type: ignore[assignment]
+        todo: list[LossSource] = [k[0] for k in missing if k[0] not in wider]  # type: ignore[misc]
+        fresh = iter(discretize_many(todo, h, tail, stable) if todo else [])
+        return [wider[k[0]][1] if k[0] in wider else next(fresh) for k in missing]
+
+    return _DISCRETIZED.get_all([(s, h, tail, stable) for s, _ in parts], compute)
 
 
 def _stable(parts: Parts) -> bool:
@@ -194,4 +210,11 @@ def clear_caches() -> None:
 
 
 def _step_tail(parts: Parts, tail: float) -> float:
-    return tail / max(sum(c for _, c in parts), 1)
+    """Each step's share of a history's left-out ``tail``, rounded down to a power of 2: a
+    smaller tail is as certified (the range reaches further, less mass goes to +∞; the
+    range grows by ~1 % at most), and a history that grows by a phase keeps its steps'
+    discretizations cached (a training run asked for ε after every phase)."""
+    share = tail / max(sum(c for _, c in parts), 1)
+    if not 0.0 < share < math.inf:
+        return share
+    return math.ldexp(0.5, math.frexp(share)[1])

@@ -37,11 +37,12 @@ __all__ = ["lower_delta", "lower_epsilon"]
 
 def _rounded_tails(
     parts: Parts, h: float, tail: float, tilt_at: float, below: float | None = None,
-    blocks: bool = False,
+    blocks: bool = False, aim_h: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """Certified (P-tail lower, Q-tail upper) of the rounded loss, composed tilted at
     ``tilt_at`` (λ for P, λ + 1 for Q: Q-masses are about P-masses times e^(−loss), so both
-    tilted measures have one shape and share one window)."""
+    tilted measures have one shape and share one window). ``aim_h``: the grid step of the
+    pessimistic pass that found ``tilt_at`` (default h)."""
     step_tail = _step_tail(parts, tail)
     stable = _stable(parts)
     precise = sum(c for _, c in parts) >= EXTENDED_FROM
@@ -49,8 +50,9 @@ def _rounded_tails(
                        strict=True))
     # rounding to the nearest grid point shifts each step's mean (by up to h/2: over 10^6
     # steps the rounded sum sits far from the loss's); its tests are as good shifted alike,
-    # so the window is aimed at the answer plus that shift
-    pess = discretized_all(parts, h, step_tail, stable)
+    # so the window is aimed at the answer plus that shift — from the pessimistic steps the
+    # answer was found on (cached: no discretization only to aim)
+    pess = discretized_all(parts, h if aim_h is None else aim_h, step_tail, stable)
     tilt_at = tilt_at + sum(
         c * (r.as_measures()[0].mean_var()[0] - d.mean_var()[0])
         for (r, c), d in zip(rounded, pess, strict=True)
@@ -87,24 +89,26 @@ def _rounded_in_blocks(
 
 def lower_epsilon(
     parts: Parts, delta: float, h: float, near: float, below: float | None = None,
-    blocks: bool = False,
+    blocks: bool = False, aim_h: float | None = None,
 ) -> float:
     """A certified lower bound on ε(δ) of one direction: the rounded-loss tests at grid step
-    h, composed tilted at ``near`` (the upper bound: the answer is at most ``below`` under
-    it), in blocks if ``blocks``."""
-    tails = _rounded_tails(parts, h, 1e-4 * delta, near, below, blocks)
+    h, composed tilted at ``near`` (the upper bound, found at grid step ``aim_h``, default h:
+    the answer is at most ``below`` under it), in blocks if ``blocks``."""
+    tails = _rounded_tails(parts, h, 1e-4 * delta, near, below, blocks, aim_h)
     if tails is None:
         return 0.0
     return test_epsilon(tails[0], tails[1], delta)
 
 
 def lower_delta(
-    parts: Parts, epsilon: float, h: float, blocks: bool = False, tail: float = 1e-30
+    parts: Parts, epsilon: float, h: float, blocks: bool = False, tail: float = 1e-30,
+    aim_h: float | None = None,
 ) -> float:
     """A certified lower bound on δ(ε) of one direction (the rounded-loss tests). ``tail``:
     the P-mass each side left out of the grids (any is certified: the tests only lose up to
-    about that much; 1e-4 of the δ found keeps the bound within 0.01 % of the best)."""
-    tails = _rounded_tails(parts, h, tail, epsilon, None, blocks)
+    about that much; 1e-4 of the δ found keeps the bound within 0.01 % of the best).
+    ``aim_h``: the grid step of the upper bound's pass (default h)."""
+    tails = _rounded_tails(parts, h, tail, epsilon, None, blocks, aim_h)
     if tails is None:
         return 0.0
     return test_delta(tails[0], tails[1], epsilon)

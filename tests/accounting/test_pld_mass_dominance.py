@@ -1,0 +1,151 @@
+"""The pessimistic discretization dominates the exact one at EVERY grid point, the bulk and
+the lowest point included (so its total mass is at least 1).
+
+The upper-tail check of ``test_pld_cdf_errors`` covers where δ(ε) lives for one step; over
+10^7 composed steps the bulk matters too: an interval whose computed mass falls short of
+its cell's exact mass by a few ulps loses that mass from every step, O(T·u) in all. The
+dominance needed by the composition (mass only moved up or added) is: for every grid point
+e_i, the discretized P-mass at or above e_i is at least the exact connect-the-dots one.
+Exact = 40-digit mpmath on the closed-form CDFs at the float grid edges.
+"""
+
+from __future__ import annotations
+
+import math
+
+import mpmath as mp
+import numpy as np
+import pytest
+
+from approxdp.accounting.pld.grid import discretize
+from approxdp.accounting.pld.privacy_loss import (
+    DiscreteGaussianLoss,
+    EpsilonDeltaLoss,
+    GaussianLoss,
+    LaplaceLoss,
+    LossSource,
+    SubsampledLoss,
+)
+
+CASES = [
+    (GaussianLoss(1.0), 0.05, 1e-30),
+    (GaussianLoss(0.3), 0.01, 1e-30),
+    (GaussianLoss(2.5), 0.1, 1e-40),
+    (SubsampledLoss(GaussianLoss(1.0), 0.01, "remove"), 0.002, 1e-30),
+    (SubsampledLoss(GaussianLoss(1.0), 0.01, "add"), 0.002, 1e-30),
+    (SubsampledLoss(GaussianLoss(0.5), 0.2, "remove"), 0.01, 1e-30),
+    (SubsampledLoss(GaussianLoss(2.0), 0.05, "add"), 0.01, 1e-30),
+    (LaplaceLoss(1.0), 0.01, 1e-30),
+    (LaplaceLoss(12.0), 0.05, 1e-30),  # exponents ~12: more than a flat 8u
+    (DiscreteGaussianLoss(2.0, 1), 0.01, 1e-30),
+    (DiscreteGaussianLoss(0.7, 2), 0.05, 1e-30),
+    (EpsilonDeltaLoss(1.0, 1e-6), 0.1, 1e-30),
+    (EpsilonDeltaLoss(40.0, 1e-9), 0.5, 1e-30),  # P-mass 4e-18 at −ε: (1 − δ) − hi is 0
+]
+
+
+_Tails = tuple[list[mp.mpf], list[mp.mpf], list[mp.mpf]]
+
+
+def _discrete_gaussian_tails(src: DiscreteGaussianLoss) -> _Tails:
+    """Atom losses and exact (40-digit) P- and Q-masses over k within 60σ + Δ."""
+    sig, d = mp.mpf(src.sigma), src.sensitivity
+    half = int(mp.ceil(60 * sig)) + 1
+    ks = range(-half, d + half + 1)
+    wq = [mp.exp(-mp.mpf(k) ** 2 / (2 * sig**2)) for k in ks]
+    wp = [mp.exp(-mp.mpf(k - d) ** 2 / (2 * sig**2)) for k in ks]
+    z = mp.fsum(wq)
+    return [(2 * mp.mpf(k) * d - d * d) / (2 * sig**2) for k in ks], [w / z for w in wp], \
+        [w / z for w in wq]
+
+
+_DG: dict[object, _Tails] = {}
+
+
+def _exact_tails(src: LossSource, e: float) -> tuple[mp.mpf, mp.mpf]:
+    """(P(L > e), Q(L > e)) at the float e, from the closed forms (40 digits)."""
+    if isinstance(src, LaplaceLoss):
+        e0, x = mp.mpf(src.epsilon), mp.mpf(e)
+        if x < -e0:
+            return mp.mpf(1), mp.mpf(1)
+        if x >= e0:
+            return mp.mpf(0), mp.mpf(0)
+        return 1 - mp.exp((x - e0) / 2) / 2, mp.exp(-(x + e0) / 2) / 2
+    if isinstance(src, EpsilonDeltaLoss):
+        eps, dl, x = mp.mpf(src.epsilon), mp.mpf(src.delta), mp.mpf(e)
+        hi, lo = (1 - dl) / (1 + mp.exp(-eps)), (1 - dl) / (1 + mp.exp(eps))
+        if x < -eps:
+            return mp.mpf(1), 1 - dl
+        if x < eps:
+            return hi + dl, lo
+        return dl, mp.mpf(0)
+    if isinstance(src, DiscreteGaussianLoss):
+        losses, wp, wq = _DG.setdefault(src.key, _discrete_gaussian_tails(src))
+        above = [i for i, l in enumerate(losses) if l > mp.mpf(e)]
+        return mp.fsum(wp[i] for i in above), mp.fsum(wq[i] for i in above)
+    if isinstance(src, GaussianLoss):
+        mu = mp.mpf(src.mu)
+        x = mp.mpf(e) / mu + mu / 2
+        return mp.ncdf(-(x - mu)), mp.ncdf(-x)
+    assert isinstance(src, SubsampledLoss) and isinstance(src.inner, GaussianLoss)
+    mu, q = mp.mpf(src.inner.mu), mp.mpf(src.q)
+    sign = 1 if src.direction == "remove" else -1
+    arg = mp.exp(sign * mp.mpf(e)) - 1 + q
+    if arg <= 0:  # beyond the support's end: remove, everything above; add, nothing
+        return (mp.mpf(1), mp.mpf(1)) if sign == 1 else (mp.mpf(0), mp.mpf(0))
+    x = mp.log(arg / q) / mu + mu / 2
+    if sign == 1:  # (qA + (1 − q)B, B), loss increasing in x
+        a_tail, b_tail = mp.ncdf(-(x - mu)), mp.ncdf(-x)
+        return q * a_tail + (1 - q) * b_tail, b_tail
+    a_low, b_low = mp.ncdf(x - mu), mp.ncdf(x)  # add: loss > e ⟺ x below the preimage of −e
+    return b_low, q * a_low + (1 - q) * b_low
+
+
+@pytest.mark.parametrize(("src", "h", "tail"), CASES)
+def test_discretized_mass_at_or_above_every_grid_point_dominates(
+    src: LossSource, h: float, tail: float
+) -> None:
+    mp.mp.dps = 40
+    d = discretize(src, h, tail)
+    edges = d.losses
+    tails = [_exact_tails(src, float(e)) for e in edges]
+    denom = 1 - mp.exp(-mp.mpf(h))
+    above = mp.mpf(d.infinity_mass)
+    for i in range(edges.size - 1, -1, -1):
+        above += mp.mpf(float(d.pmf[i]))
+        if i == 0:
+            exact = mp.mpf(1)  # everything below the grid is moved up to its lowest point
+        else:
+            p = tails[i - 1][0] - tails[i][0]
+            r = tails[i - 1][1] - tails[i][1]
+            a = (p - mp.exp(mp.mpf(float(edges[i - 1]))) * r) / denom
+            exact = tails[i][0] + min(max(a, mp.mpf(0)), p)
+        assert above >= exact, (i, float(edges[i]), float(above - exact))
+    # and the added mass is ulps, not a loosening: the total is 1 within a few 1e-13
+    assert math.fsum(d.pmf.tolist()) + d.infinity_mass - 1.0 < 1e-12
+
+
+def test_epsilon_delta_pair_keeps_the_small_atom_at_large_epsilon() -> None:
+    """P-mass (1 − δ)/(1 + e^ε) at −ε: written as (1 − δ) − (mass at +ε) it cancels to 0."""
+    mp.mp.dps = 40
+    for eps in (1.0, 20.0, 40.0, 300.0):
+        c = EpsilonDeltaLoss(eps, 1e-9).cdfs(np.array([0.0]))
+        exact = (1 - mp.mpf(1e-9)) / (1 + mp.exp(mp.mpf(eps)))
+        assert abs(mp.mpf(float(c.fp[0])) / exact - 1) < 8 * 2.0**-53
+        assert abs(mp.mpf(float(c.sq[0])) / exact - 1) < 8 * 2.0**-53
+
+
+@pytest.mark.parametrize("e0", [0.5, 8.0, 30.0, 200.0])
+def test_laplace_cdf_error_bounds_the_values(e0: float) -> None:
+    """Each of the four values within κ of the exact one (relative), κ from cdf_error."""
+    mp.mp.dps = 40
+    src = LaplaceLoss(e0)
+    edges = np.linspace(-e0, e0, 401)[:-1]
+    c, ce = src.cdfs(edges), src.cdf_error(edges)
+    for k in range(0, edges.size, 7):
+        exact = _exact_tails(src, float(edges[k]))
+        x = mp.mpf(float(edges[k]))
+        fp_exact = mp.exp((x - mp.mpf(e0)) / 2) / 2
+        for got, want in ((c.fp[k], fp_exact), (c.sp[k], exact[0]), (c.sq[k], exact[1]),
+                          (c.fq[k], 1 - exact[1])):
+            assert abs(mp.mpf(float(got)) - want) <= mp.mpf(float(ce.value[k])) * want
