@@ -16,12 +16,18 @@ the first ε and the first δ of each history in a fresh process (imports not ti
 of another checkout, e.g. ``git archive main src | tar -x -C /tmp/base``) the same calls run
 against that code in processes interleaved with ours, and the ratio baseline/ours of the
 medians is printed (a ratio on a shared machine is worth more than either time).
+
+``--loop N`` times the training-loop pattern instead: one fresh process per history replays the
+run chunk by chunk (a chunk is a phase; the one-phase run is cut into 10 epochs) and asks ε (or
+δ) after each of the last N chunks, as a loop that reports its privacy every epoch does (CPU
+ms per ask: what a run that has already answered earlier asks pays; ``--baseline`` as above).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -176,17 +182,79 @@ def fresh(repeat: int, baseline: str | None) -> None:
             print(line + f"   {', '.join(sorted(values))}", flush=True)
 
 
+def _chunks(history: str) -> list[tuple[float, float, int]]:
+    """The run as the loop records it between asks: its phases, or 10 epochs of one phase."""
+    phases = HISTORIES[history]
+    if len(phases) > 1:
+        return phases
+    sigma, q, steps = phases[0]
+    return [(sigma, q, steps // 10 + (1 if i < steps % 10 else 0)) for i in range(10)]
+
+
+def loop_worker(history: str, solve: str, asks: str) -> dict[str, Any]:
+    """Replay ``history`` chunk by chunk in this process, asking after each of the last
+    ``asks`` chunks: CPU milliseconds of each ask, and the last value."""
+    acct = TrainingAccountant()
+    chunks = _chunks(history)
+    times: list[float] = []
+    value = math.nan
+    for i, (sigma, q, steps) in enumerate(chunks):
+        acct.step(noise_multiplier=sigma, sample_rate=q, steps=steps)
+        if i >= len(chunks) - int(asks):
+            start = time.process_time()
+            value = (float(acct.epsilon(DELTA).epsilon) if solve == "epsilon"
+                     else float(acct.delta(2.0).delta))
+            times.append(1e3 * (time.process_time() - start))
+    return {"ms": times, "value": value}
+
+
+def loop(asks: int, baseline: str | None) -> None:
+    """Asks after each of the last ``asks`` chunks of each history (one process per history
+    and code; baseline first), per-ask CPU ms."""
+    print(f"asked after each of the last {asks} chunks of the run, CPU ms per ask "
+          "(median; max in brackets)")
+    print(f"  {'history':15s} {'ask':8s} {'ours':>16s}" + (f" {'baseline':>16s}  ratio"
+                                                           if baseline else ""))
+    for history in HISTORIES:
+        for solve in ("epsilon", "delta"):
+            line = f"  {history:15s} {solve:8s}"
+            runs = [(None, "ours")] + ([(baseline, "base")] if baseline else [])
+            got: dict[str, list[float]] = {}
+            for src, who in runs[::-1]:  # (the baseline first: it warms nothing for ours)
+                env = dict(os.environ)
+                if src is not None:
+                    env["PYTHONPATH"] = src
+                cmd = [sys.executable, str(Path(__file__).resolve()), "--loop-worker", history,
+                       solve, str(asks)]
+                done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
+                got[who] = json.loads(done.stdout.strip().splitlines()[-1])["ms"]
+            for who in ("ours", "base")[: len(runs)]:
+                line += f" {statistics.median(got[who]):8.1f} ({max(got[who]):5.1f})"
+            if baseline:
+                line += f"  x{statistics.median(got['base']) / statistics.median(got['ours']):.2f}"
+            print(line, flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
     parser.add_argument("--fresh", type=int, metavar="N",
                         help="only the first ε/δ of each history, N fresh processes each")
     parser.add_argument("--baseline", metavar="SRC",
-                        help="with --fresh: also time the src folder of another checkout")
+                        help="with --fresh or --loop: also time the src folder of another checkout")
+    parser.add_argument("--loop", type=int, metavar="N",
+                        help="asks after each of the last N chunks of each run (training loop)")
     parser.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--loop-worker", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         print(json.dumps(fresh_worker(*args.worker)))
+        return
+    if args.loop_worker:
+        print(json.dumps(loop_worker(*args.loop_worker)))
+        return
+    if args.loop:
+        loop(args.loop, args.baseline)
         return
     if args.fresh:
         fresh(args.fresh, args.baseline)
