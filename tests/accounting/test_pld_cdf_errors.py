@@ -22,6 +22,7 @@ from approxdp.accounting.pld.privacy_loss import (
     cdf_errors,
     sliver_guard,
 )
+from pld_exact import exact_tails
 
 _U = 2.0**-53
 
@@ -34,27 +35,6 @@ CASES = [
     (SubsampledLoss(GaussianLoss(1.0), 0.01, "add"), 0.01, 1e-60),
     (SubsampledLoss(GaussianLoss(0.5), 0.2, "remove"), 0.01, 1e-80),
 ]
-
-
-def _exact_tails(src: LossSource, e: float) -> tuple[mp.mpf, mp.mpf]:
-    """(P(L > e), Q(L > e)) at the float e, from the closed forms (40 digits)."""
-    if isinstance(src, GaussianLoss):
-        mu = mp.mpf(src.mu)
-        x = mp.mpf(e) / mu + mu / 2
-        return mp.ncdf(-(x - mu)), mp.ncdf(-x)
-    assert isinstance(src, SubsampledLoss) and isinstance(src.inner, GaussianLoss)
-    mu, q = mp.mpf(src.inner.mu), mp.mpf(src.q)
-    sign = 1 if src.direction == "remove" else -1
-    arg = mp.exp(sign * mp.mpf(e)) - 1 + q
-    if arg <= 0:  # beyond the support's end: remove, everything above; add, nothing
-        return (mp.mpf(1), mp.mpf(1)) if sign == 1 else (mp.mpf(0), mp.mpf(0))
-    x = mp.log(arg / q) / mu + mu / 2
-    a_tail, b_tail = mp.ncdf(-(x - mu)), mp.ncdf(-x)
-    if sign == 1:  # (qA + (1 − q)B, B), loss increasing in x
-        return q * a_tail + (1 - q) * b_tail, b_tail
-    # add: (B, qA + (1 − q)B), loss −f(l) > e ⟺ x below the preimage of −e
-    a_low, b_low = mp.ncdf(x - mu), mp.ncdf(x)
-    return b_low, q * a_low + (1 - q) * b_low
 
 
 @pytest.mark.parametrize(("src", "h", "tail"), CASES)
@@ -72,7 +52,7 @@ def test_discretization_dominates_the_exact_distribution_in_the_upper_tail(
 
     def tail_at(i: int) -> tuple[mp.mpf, mp.mpf]:  # the upper part only is ever asked
         if i not in memo:
-            memo[i] = _exact_tails(src, float(edges[i]))
+            memo[i] = exact_tails(src, float(edges[i]))
         return memo[i]
 
     h_mp = mp.mpf(h)
