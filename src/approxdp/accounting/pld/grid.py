@@ -353,10 +353,10 @@ def _dominance_lift(c: LossCDF, ce: CDFError) -> FloatArray:
     use_f = f[1:] <= s[:-1]  # as loss_interval: interval k (edges k−1, k) from the CDF
     # runs of CDF-taken intervals: [a, b] in edge indices (intervals a+1 .. b)
     flips = np.flatnonzero(np.diff(np.concatenate(([False], use_f, [False])).astype(np.int8)))
-    starts, ends = flips[0::2], flips[1::2]  # interval indices (0-based) of each run
+    # each run: edge a = its first interval's lower edge, b = its last interval's upper edge
+    run_a, run_b = flips[0::2], flips[1::2]
     d = kap * s + tau
-    if starts.size:
-        run_a, run_b = starts, ends  # edge a = first interval's lower edge, b = last's upper
+    if run_a.size:
         w = eta[run_a] + eta[run_b]  # a whole run above e_i: |η_b| + |η_a|
         # Σ over runs with a ≥ i: a reverse cumulative sum over the runs' lower edges
         above = np.zeros(n + 1)
@@ -373,7 +373,7 @@ def _dominance_lift(c: LossCDF, ce: CDFError) -> FloatArray:
     g = np.maximum.accumulate(d[::-1])[::-1]
     lift = g.copy()
     lift[:-1] -= g[1:]
-    return np.asarray(lift)
+    return lift
 
 
 @dataclass(frozen=True, slots=True)

@@ -214,8 +214,7 @@ class DiscreteGaussianLoss:
             self.sigma, self.sensitivity
         )
         idx = np.searchsorted(losses, edges, side="right")  # atoms with loss <= e
-        missing_p = max(0.0, 1.0 - float(cum_p[-1]))
-        return LossCDF(cum_p[idx], tail_p[idx] + missing_p, cum_q[idx], tail_q[idx])
+        return LossCDF(cum_p[idx], tail_p[idx] + _beyond_table(cum_p), cum_q[idx], tail_q[idx])
 
     def cdf_error(self, edges: FloatArray) -> CDFError:
         """The table's error bounds (flat over the edges): each weight e^(−(k − Δ)²/(2σ²) −
@@ -226,12 +225,17 @@ class DiscreteGaussianLoss:
         1 − (a sum ≈ 1), is up to ~N·u absolute: the absolute term τ."""
         losses, cum_p, _, _, _ = _discrete_gaussian_table(self.sigma, self.sensitivity)
         n = float(losses.size)
-        half = math.ceil(40.0 * self.sigma) + 1
+        # the table's k run over [−half, Δ + half]: the largest exponent is at its ends
+        half = (losses.size - self.sensitivity - 1) // 2
         expo = (half + self.sensitivity) ** 2 / (2.0 * self.sigma * self.sigma)
         kappa = _U * (2.0 * n + 3.0 * expo + 16.0) * (1.0 + 8.0 * _U)
-        missing_p = max(0.0, 1.0 - float(cum_p[-1]))
-        tiny = missing_p + 2.0 * n * _U + _TINY
+        tiny = _beyond_table(cum_p) + 2.0 * n * _U + _TINY
         return CDFError(np.full(edges.shape, kappa), tiny)
+
+
+def _beyond_table(cum_p: FloatArray) -> float:
+    """The P-mass the discrete-Gaussian table leaves out, as 1 − its total (placed at +∞)."""
+    return max(0.0, 1.0 - float(cum_p[-1]))
 
 
 @lru_cache(maxsize=32)
