@@ -171,6 +171,8 @@ def test_incremental_epsilon_plans_only_where_the_one_shot_route_costs_as_much()
     ticks = iter(range(10**6))
     inc = IncrementalEpsilon(DELTA, 1e-3, clock=lambda: float(next(ticks)))
     first = _plan(_items([(1.1, Q, 1000)]))
+    inc.note_oneshot(first.steps, 1e6, warm=False)  # a cold first ask: no cost to predict by
+    assert inc.epsilon(first) is None and inc.builds == 0
     inc.note_oneshot(first.steps, 1e6)  # a one-shot answer far dearer than any plan
     assert inc.epsilon(first) is not None and inc.builds == 1
     # the plan cost some clock ticks: a history that outgrows it, where the one-shot route

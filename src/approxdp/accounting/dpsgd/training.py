@@ -353,7 +353,7 @@ class TrainingAccountant:
         g = inc = None
         if key is not None and solve == "epsilon" and accountant == "pld":
             g = self._running_epsilon(phases, float(given), state)
-            inc = self._running.get(float(given), (None, None))[1]
+            inc, warm = self._running.get(float(given), (None, None, False))[1:]
         if g is not None:
             pass  # (the running composition answered)
         elif solve == "epsilon":
@@ -361,7 +361,8 @@ class TrainingAccountant:
             g = dpsgd_schedule_epsilon(phases, delta=given, sampling=self._sampling,
                                        accountant=accountant, precision=self._precision)
             if inc is not None:  # what the one-shot route cost: the running one's budget
-                inc.note_oneshot(sum(p.steps for p in phases), time.process_time() - start)
+                inc.note_oneshot(sum(p.steps for p in phases), time.process_time() - start,
+                                 warm=warm)
         else:
             g = dpsgd_schedule_delta(phases, epsilon=given, sampling=self._sampling,
                                      accountant=accountant, precision=self._precision)

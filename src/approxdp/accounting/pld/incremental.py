@@ -26,7 +26,7 @@ A plan (four compositions of every part, and their windows) costs about one one-
 of the same history; an ask that plans must not be slower than the one-shot route's asks,
 nor the plans cost more over the run than they save. So once the caller reports what its
 one-shot answers cost (:meth:`IncrementalEpsilon.note_oneshot`), a plan is made only where
-the ask making it is predicted (in one-shot answers, as the last plan cost) to cost no
+the ask making it is predicted (in one-shot answers, as the dearest plan cost) to cost no
 more than the one-shot route's costliest ask to its noise, and to pay for itself over as
 many asks as the last plan served; otherwise None (the one-shot route answers). Windows are
 planned, and their Chernoff points chosen, on the merged supports a schedule's one-shot
@@ -82,9 +82,8 @@ _MAX_POINTS = 1 << 20
 #: A first plan's cost, in one-shot answers of the same history (an ask that plans, measured
 #: 0.7–1.4 of the one-shot answer on the training accountant's benchmark histories, load ~2)
 _FIRST_BUILD = 1.2
-#: An ask that plans may cost this many times the costliest one-shot answer (seen, or
-#: predicted for the present history): the one-shot route's own spread from ask to ask
-#: (measured ±30 % on a shared machine)
+#: An ask that plans may cost this many times the costliest one-shot answer seen: the
+#: one-shot route's own spread from ask to ask (measured ±30 % on a shared machine)
 _SPIKE = 1.25
 
 
@@ -177,29 +176,33 @@ class IncrementalEpsilon:
         self._retry_from = 0  # after a failed plan: the steps from which to try again
         # the cost guard (see :meth:`note_oneshot`): off until the caller reports a cost
         self._clock = clock or time.process_time
+        self._costed = False  # whether the caller reports costs
         self._oneshot: tuple[int, float] | None = None  # (steps, seconds) of the last one
         self._worst = 0.0  # the costliest one-shot answer seen (seconds)
-        self._ratio = _FIRST_BUILD  # the last plan's cost in one-shot answers (predicted)
+        self._ratio = _FIRST_BUILD  # the dearest plan's cost in one-shot answers (predicted)
         self._ask_cost = math.nan  # the last ask the running route answered without a plan
         self._served = 0  # asks the present plan answered
         self._served_before = 3  # asks the previous plan answered (a guess before the first)
 
-    def note_oneshot(self, steps: int, seconds: float) -> None:
+    def note_oneshot(self, steps: int, seconds: float, warm: bool = True) -> None:
         """The caller answered the history of ``steps`` steps by the one-shot accountant at
         this cost. Once told, a plan is made only where the ask that makes it is predicted to
-        cost no more than the one-shot route's costliest ask (seen, or predicted for this
-        history; to its noise, :data:`_SPIKE`), and the plan to pay for itself over as many
-        asks as the last plan served."""
-        self._oneshot = (steps, seconds)
+        cost no more than the one-shot route's costliest ask seen (to its noise,
+        :data:`_SPIKE`), and the plan to pay for itself over as many asks as the last plan
+        served. Not ``warm`` (the first ask, whose caches were cold):
+        counted in the costliest ask only, not in predicting the next ones."""
+        self._costed = True
+        if warm:
+            self._oneshot = (steps, seconds)
         self._worst = max(self._worst, seconds)
 
     def _affordable(self, steps: int, spent: float) -> bool:
         """Whether a plan for a history of ``steps`` steps is worth making, ``spent``
         seconds into this ask: the one-shot's cost scaled linearly in the steps from its
         last measure (on a history at least 1/``growth`` as long), a plan's as many one-shot
-        answers as the last plan cost."""
+        answers as the dearest plan cost."""
         if self._oneshot is None:
-            return True  # no cost model: always (direct use, tests)
+            return not self._costed  # no cost model: always (direct use, tests)
         s_steps, s_cost = self._oneshot
         if s_steps * self.growth < steps:
             return False  # measured on a far shorter history: the one-shot route answers
@@ -208,8 +211,7 @@ class IncrementalEpsilon:
         build = self._ratio * oneshot
         ask = self._ask_cost if math.isfinite(self._ask_cost) else oneshot / 3.0
         saved = (self._served_before - 1) * max(oneshot - ask, 0.0)  # the asks after this
-        worst = _SPIKE * max(self._worst, oneshot)  # the one-shot route's, to noise
-        return spent + build <= worst and saved >= spent + build - oneshot
+        return spent + build <= _SPIKE * self._worst and saved >= spent + build - oneshot
 
     def epsilon(self, plan: _Plan) -> Guarantee | None:
         """The certified ε(δ) of ``plan``'s history with a bracket of relative width at most
@@ -248,8 +250,8 @@ class IncrementalEpsilon:
                     self._hint = _resized(state.h, width, self.precision, coarser=True)
                     if self._oneshot is not None:  # this plan's cost in one-shot answers
                         s_steps, s_cost = self._oneshot
-                        self._ratio = (self._clock() - start) / max(
-                            s_cost * plan.steps / max(s_steps, 1), 1e-9)
+                        self._ratio = max(self._ratio, (self._clock() - start) / max(
+                            s_cost * plan.steps / max(s_steps, 1), 1e-9))
                     if self.builds > 1:
                         self._served_before = self._served
                     self._served = 0
