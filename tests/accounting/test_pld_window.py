@@ -211,3 +211,34 @@ def test_exact_planning_applies_inside_only() -> None:
         assert window._planning(parts) is parts
         raise RuntimeError
     assert window._planning(parts)[0][0] is not parts[0][0]
+
+
+def test_a_large_support_is_planned_merged_even_alone() -> None:
+    """A fine grid over a heavy-tailed step (σ = 0.5, q = 1e-5: ~4·10^4 points at 2^-15) is
+    planned on its merged copy even as the only part (the planner's Newton searches sweep it
+    ~40 times per window); a small support stays exact, also beside a large one. The
+    composer bounds the tails on the exact supports: within a fraction of a nat of the
+    budget, the window about the exact plan's size."""
+    from approxdp.accounting.pld.compose import compose
+
+    pld = discretize(SubsampledLoss(GaussianLoss(2.0), 1e-5, "remove"), 2.0**-15, 1e-12)
+    big = Support(pld)
+    small = _schedule_supports()[0][0]
+    assert big.l.size > window._PLAN_LARGE >= small.l.size
+    assert window._planning([(big, 1000)])[0][0] is big.merged(window._PLAN_MERGE)
+    alone = [(small, 10)]
+    assert window._planning(alone) is alone
+    mixed = window._planning([(big, 1000), (small, 10)])
+    assert mixed[0][0] is big.merged(window._PLAN_MERGE) and mixed[1][0] is small
+    with window.exact_planning():
+        assert window._planning([(big, 1000)])[0][0] is big
+    tail = 1e-12
+    for tilt_at in (None, 0.02, 0.2):
+        comp = compose([(pld, 1000)], tail=tail, tilt_at=tilt_at)
+        with window.exact_planning():
+            exact = compose([(pld, 1000)], tail=tail, tilt_at=tilt_at)
+        assert exact.log_beyond <= math.log(tail) + 1e-9
+        assert comp.log_beyond <= math.log(tail) + 1.0
+        assert 0.8 * exact.size <= comp.size <= 1.25 * exact.size
+        if tilt_at is not None:  # (both certified, and as tight)
+            assert comp.epsilon(1e-5) == pytest.approx(exact.epsilon(1e-5), rel=1e-6)

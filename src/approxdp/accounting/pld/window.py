@@ -272,12 +272,24 @@ def exact_planning() -> Iterator[None]:
         _MERGING.pop()
 
 
+#: A support of more points than this is planned on its merged copy even in a history of
+#: one or two parts (a fine grid over a heavy-tailed step: ~10^5 points, which the planner's
+#: Newton searches sweep ~40 times per window, a fifth of a call)
+_PLAN_LARGE = 1 << 13
+
+
 def _planning(parts: Parts) -> Parts:
     """The supports a window is planned on: the exact ones, or for a schedule of many phases
-    merged ones (the composer then bounds what its window leaves out on the exact ones:
-    the plan only places the window and starts those searches)."""
-    if len(parts) <= _PLAN_STACKED or not _MERGING[-1]:
+    (and any support of more than :data:`_PLAN_LARGE` points) merged ones (the composer then
+    bounds what its window leaves out on the exact ones: the plan only places the window and
+    starts those searches)."""
+    if not _MERGING[-1]:
         return parts
+    if len(parts) <= _PLAN_STACKED:
+        if all(sup.l.size <= _PLAN_LARGE for sup, _ in parts):
+            return parts
+        return [(sup.merged(_PLAN_MERGE) if sup.l.size > _PLAN_LARGE else sup, c)
+                for sup, c in parts]
     return [(sup.merged(_PLAN_MERGE), c) for sup, c in parts]
 
 
