@@ -1,9 +1,11 @@
-"""Exact (40-digit mpmath) tails of the PLD accountant's loss sources at a float loss e, from
-their closed forms: what the discretization tests compare the float code against."""
+"""Exact references for the PLD tests: the loss sources' tails at a float loss e, from their
+closed forms (40-digit mpmath), and integer convolution powers (Python integers, no round-off):
+what the discretization and FFT-composition tests compare the float code against."""
 
 from __future__ import annotations
 
 import mpmath as mp
+import numpy as np
 
 from approxdp.accounting.pld.privacy_loss import (
     DiscreteGaussianLoss,
@@ -14,7 +16,7 @@ from approxdp.accounting.pld.privacy_loss import (
     SubsampledLoss,
 )
 
-__all__ = ["exact_tails"]
+__all__ = ["exact_tails", "integer_power"]
 
 _Tails = tuple[list[mp.mpf], list[mp.mpf], list[mp.mpf]]
 
@@ -71,3 +73,16 @@ def exact_tails(src: LossSource, e: float) -> tuple[mp.mpf, mp.mpf]:
         return q * a_tail + (1 - q) * b_tail, b_tail
     a_low, b_low = mp.ncdf(x - mu), mp.ncdf(x)  # add: loss > e ⟺ x below the preimage of −e
     return b_low, q * a_low + (1 - q) * b_low
+
+
+def integer_power(x: list[int], c: int) -> np.ndarray:
+    """The c-fold convolution power of the integer sequence x, exactly (object-dtype Python
+    integers, by repeated squaring)."""
+    out, sq = np.array([1], dtype=object), np.array(x, dtype=object)
+    while c:
+        if c & 1:
+            out = np.convolve(out, sq)
+        c >>= 1
+        if c:
+            sq = np.convolve(sq, sq)
+    return out

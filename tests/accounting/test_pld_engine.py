@@ -30,6 +30,7 @@ from approxdp.accounting.pld.privacy_loss import (
 from approxdp.accounting.pld.subsampled_gaussian import subsampled_gaussian_epsilon
 from approxdp.accounting.rdp.conversion import rdp_dpsgd_epsilon
 from approxdp.events import GaussianEvent, SubsampledEvent
+from pld_exact import integer_power
 
 #: The issue's cases (σ, q, T, δ) and dp_accounting's PLD at its default grid on them.
 ISSUE = [
@@ -138,18 +139,8 @@ def test_fft_power_is_within_its_roundoff_bound_of_the_exact_convolution(extende
     a = [int(x) for x in rng.integers(1, 1000, 40)]
     b = [int(x) for x in rng.integers(0, 50, 25)] + [7]
 
-    def power(x: list[int], c: int) -> np.ndarray:
-        out, sq = np.array([1], dtype=object), np.array(x, dtype=object)
-        while c:
-            if c & 1:
-                out = np.convolve(out, sq)
-            c >>= 1
-            if c:
-                sq = np.convolve(sq, sq)
-        return out
-
     ca, cb, n, pad = 40, 7, 4096, 100
-    exact = np.convolve(power(a, ca), power(b, cb))
+    exact = np.convolve(integer_power(a, ca), integer_power(b, cb))
     den = sum(a) ** ca * sum(b) ** cb
     truth = np.zeros(n)
     truth[pad : pad + exact.size] = [float(Fraction(int(v), den)) for v in exact]

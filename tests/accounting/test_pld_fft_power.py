@@ -17,17 +17,7 @@ from approxdp.accounting.pld import compose
 from approxdp.accounting.pld.compose import DiscretePLD, _fft_power
 from approxdp.accounting.pld.grid import discretize_many
 from approxdp.accounting.pld.privacy_loss import GaussianLoss, SubsampledLoss
-
-
-def _power(x: list[int], c: int) -> np.ndarray:
-    out, sq = np.array([1], dtype=object), np.array(x, dtype=object)
-    while c:
-        if c & 1:
-            out = np.convolve(out, sq)
-        c >>= 1
-        if c:
-            sq = np.convolve(sq, sq)
-    return out
+from pld_exact import integer_power
 
 
 def _dropped_share(parts: list[tuple[DiscretePLD, int]], n: int) -> float:
@@ -58,7 +48,7 @@ def test_many_parts_are_within_the_round_off_bound_of_the_exact_convolution() ->
     exact = np.array([math.comb(big, i) for i in range(big + 1)], dtype=object)
     den = 1
     for k, r, c in zip(ks, rs, counts, strict=True):
-        exact = np.convolve(exact, _power(r, c))
+        exact = np.convolve(exact, integer_power(r, c))
         den *= (2**k * sum(r)) ** c
     n, pad = 4096, 50
     truth = np.zeros(n)
