@@ -242,3 +242,31 @@ def test_a_large_support_is_planned_merged_even_alone() -> None:
         assert 0.8 * exact.size <= comp.size <= 1.25 * exact.size
         if tilt_at is not None:  # (both certified, and as tight)
             assert comp.epsilon(1e-5) == pytest.approx(exact.epsilon(1e-5), rel=1e-6)
+
+
+def test_steep_tilts_on_a_large_support_are_planned_exactly() -> None:
+    """δ at an ε beyond most of a direction's support (σ = 0.7, q = 0.01, T = 50: every add
+    loss is at most −log(1 − q)) tilts by thousands, where merged runs' tails are far too
+    light: that window is planned on the exact support (planned merged it came out vacuous,
+    δ = 1). The large support is merged where tilts are mild (the remove direction)."""
+    from approxdp.accounting.pld.accounting import pld_delta, pld_epsilon
+    from approxdp.events import GaussianEvent, SubsampledEvent
+
+    items = [(SubsampledEvent(GaussianEvent(sigma=0.7), 0.01), 50)]
+    g = pld_epsilon(items, 1e-6)
+    d = pld_delta(items, float(g.epsilon))
+    assert d.bracket is not None
+    assert 0.0 < float(d.bracket[0]) <= float(d.delta) <= 1.01e-6
+    pld = discretize(SubsampledLoss(GaussianLoss(1 / 0.7), 0.01, "add"), 0.001381, 1e-300)
+    sup = support_of(pld)
+    assert sup.l.size > window._PLAN_LARGE
+    hi_idx = pld.offset + pld.pmf.size - 1
+    plan = window.plan_window([(sup, 50)], h=pld.h, tilt_at=float(g.epsilon),
+                              log_tail=math.log(1e-10), support=(50 * pld.offset, 50 * hi_idx),
+                              below=None, delta_scale=1e-6)
+    with window.exact_planning():
+        exact = window.plan_window([(sup, 50)], h=pld.h, tilt_at=float(g.epsilon),
+                                   log_tail=math.log(1e-10), support=(50 * pld.offset,
+                                                                      50 * hi_idx),
+                                   below=None, delta_scale=1e-6)
+    assert plan == exact
