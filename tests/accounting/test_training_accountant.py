@@ -47,12 +47,16 @@ def test_one_phase_is_dpsgd_epsilon_and_many_are_the_pld_of_the_history() -> Non
     acct.step(noise_multiplier=0.8, sample_rate=0.01, steps=300)
     acct.step(noise_multiplier=1.1, sample_rate=Q, steps=1000)  # a third phase, same (σ, q)
     both = acct.epsilon(1e-5)
-    # composition commutes: the same steps in two phases give the same ε
+    # composition commutes: the same steps in two phases give the same ε — here a second ask
+    # at another history, answered by the running composition: another certified bracket of
+    # the same truth, as tight
     merged = pld_epsilon(
         [(SubsampledEvent(GaussianEvent(1.1), Q), 3000),
          (SubsampledEvent(GaussianEvent(0.8), 0.01), 300)], 1e-5)
-    assert both.epsilon == merged.epsilon
-    assert both.bracket is not None and both.bracket[0] <= both.epsilon
+    assert both.bracket is not None and merged.bracket is not None
+    assert both.bracket[0] <= merged.epsilon and merged.bracket[0] <= both.epsilon
+    assert both.epsilon <= both.bracket[0] * (1.0 + acct.precision)
+    assert both.epsilon <= merged.epsilon * (1.0 + 1e-4)
     assert both.epsilon > g.epsilon  # more steps, more loss
 
 
@@ -229,3 +233,24 @@ def test_bad_queries_and_settings() -> None:
         TrainingAccountant(phases=3)  # type: ignore[arg-type]
     acct.reset()
     assert acct.history == [] and acct.epsilon(1e-5).epsilon == 0.0
+
+
+def test_asks_every_phase_are_answered_by_a_running_composition_as_tight() -> None:
+    """A loop asking ε after every phase: from the second ask on a running composition
+    answers (each phase transformed once, replanned as the run outgrows it), with a bracket
+    around the same truth as the one-shot schedule accountant's, and as tight."""
+    acct = TrainingAccountant()
+    phases = [(1.5 - 0.05 * i, Q, 300) for i in range(8)]
+    for i, (sigma, q, steps) in enumerate(phases):
+        acct.step(noise_multiplier=sigma, sample_rate=q, steps=steps)
+        g = acct.epsilon(1e-5)
+        ref = acc.dpsgd_schedule_epsilon(phases[: i + 1], delta=1e-5)
+        assert g.bracket is not None and ref.bracket is not None
+        lo, up = g.bracket
+        assert lo <= ref.epsilon and ref.bracket[0] <= up == g.epsilon
+        assert up <= lo * (1.0 + acct.precision) and up <= ref.epsilon * (1.0 + 1e-4)
+        assert acct.epsilon(1e-5) is g  # asked again: the cache
+    running = acct._running[1e-5][1]
+    assert running is not None and 1 <= running.builds <= 4  # 7 asks, 8-fold growth
+    acct.reset()
+    assert not acct._running

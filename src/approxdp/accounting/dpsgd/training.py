@@ -13,6 +13,14 @@ distinct (σ, q) discretized once and raised to its number of steps by FFT; Kosk
 2021, https://arxiv.org/abs/2006.07134; Doroshenko et al. 2022,
 https://arxiv.org/abs/2207.04380). Answers for one target are cached until the next step.
 
+A loop that asks ε at the same δ as the run grows (every epoch or phase) is answered from the
+second such ask on by a running composition
+(:class:`~approxdp.accounting.pld.incremental.IncrementalEpsilon`): each phase is discretized
+and transformed once, an ask costs an inverse FFT per composition, and the windows are planned
+for four times the steps so far (planned again when the run outgrows them). Its answers are
+certified upper bounds whose own certified bracket is within ``precision`` (else the one-shot
+accountant answers): another bound on the same truth as the schedule functions', as tight.
+
 Sampling and neighbours are those of :func:`~approxdp.accounting.dpsgd_epsilon`:
 ``"poisson"`` (add/remove neighbours, as Opacus and dp_accounting) or
 ``"without-replacement"`` (substitution neighbours, sensitivity 2C: μ = 2/σ per step; Zhu,
@@ -33,7 +41,12 @@ import numpy as np
 
 from approxdp._validation import is_scalar
 from approxdp.accounting.dpsgd.accountants import dpsgd_schedule_delta, dpsgd_schedule_epsilon
-from approxdp.accounting.dpsgd.bounds import event_of
+from approxdp.accounting.dpsgd.bounds import (
+    RDP_TOO_FROM,
+    event_of,
+    live_phases,
+    total_variation,
+)
 from approxdp.accounting.dpsgd.phases import (
     MAX_STEPS,
     DPSGDPhase,
@@ -45,6 +58,8 @@ from approxdp.accounting.dpsgd.phases import (
 )
 from approxdp.accounting.guarantees import Guarantee
 from approxdp.accounting.pld.accounting import DEFAULT_PRECISION, check_precision
+from approxdp.accounting.pld.incremental import IncrementalEpsilon
+from approxdp.accounting.pld.plan import _plan
 from approxdp.errors import InvalidParameterError, ParameterTypeError
 from approxdp.events import PrivacyEvent
 
@@ -54,6 +69,8 @@ __all__ = ["STATE_FORMAT", "TrainingAccountant"]
 STATE_FORMAT: Final = "approxdp.training-accountant"
 _STATE_VERSION: Final = 1
 _CACHE_SIZE: Final = 64
+#: δ values whose ε is kept running (the most recently asked)
+_RUNNING: Final = 4
 #: Types whose equality with the last step's (σ, q) is an exact float comparison.
 _PLAIN: Final = (float, int, np.float64)
 
@@ -89,6 +106,7 @@ class TrainingAccountant:
         "_last_sigma",
         "_precision",
         "_rates",
+        "_running",
         "_sampling",
         "_sigmas",
     )
@@ -110,6 +128,9 @@ class TrainingAccountant:
         self._epoch = 0  # bumped when the run is replaced (reset, load_state_dict)
         self._cache: dict[tuple[Any, ...], Guarantee] = {}
         self._cache_state: tuple[int, int, int] = (-1, 0, 0)
+        # per δ: where it was last asked (the state key), and its running composition once
+        # it has been asked at two different histories (a training loop's pattern)
+        self._running: dict[float, tuple[tuple[int, int, int], IncrementalEpsilon | None]] = {}
         for item in _checked(phases):
             self._append(item.noise_multiplier, item.sample_rate, item.steps)
 
@@ -167,6 +188,7 @@ class TrainingAccountant:
         self._last_sigma = self._last_rate = math.nan
         self._epoch += 1
         self._cache.clear()
+        self._running.clear()
 
     # -- what was recorded ----------------------------------------------------------------
 
@@ -325,7 +347,12 @@ class TrainingAccountant:
         if key is not None and key in self._cache:
             return self._cache[key]
         phases = self.phases or (DPSGDPhase(math.inf, 1.0, 1),)  # no step: no privacy loss
-        if solve == "epsilon":
+        g = None
+        if key is not None and solve == "epsilon" and accountant == "pld":
+            g = self._running_epsilon(phases, float(given), state)
+        if g is not None:
+            pass  # (the running composition answered)
+        elif solve == "epsilon":
             g = dpsgd_schedule_epsilon(phases, delta=given, sampling=self._sampling,
                                        accountant=accountant, precision=self._precision)
         else:
@@ -336,6 +363,33 @@ class TrainingAccountant:
                 self._cache.clear()
             self._cache[key] = g
         return g
+
+    def _running_epsilon(
+        self, phases: tuple[DPSGDPhase, ...], delta: float, state: tuple[int, int, int]
+    ) -> Guarantee | None:
+        """ε at δ from the running composition kept for δ, once δ was asked at an earlier
+        history (a first ask takes the one-shot accountant: cheaper for a history seen once),
+        for subsampled steps under RDP_TOO_FROM whose total variation exceeds δ (else the
+        one-shot answer is exact or mixes in RDP). None: the one-shot accountant answers."""
+        if not 0.0 < delta < 1.0:
+            return None  # (the one-shot path raises the typed error)
+        before = self._running.get(delta)
+        inc = before[1] if before is not None else None
+        if before is None or (inc is None and before[0] == state):
+            if len(self._running) >= _RUNNING and before is None:
+                self._running.pop(next(iter(self._running)))
+            self._running[delta] = (state, None)
+            return None
+        if inc is None:
+            inc = IncrementalEpsilon(delta, self._precision)
+        self._running[delta] = (state, inc)
+        live = live_phases(phases)
+        steps = sum(p.steps for p in live)
+        if (not live or steps >= RDP_TOO_FROM or steps == 1
+                or all(p.sample_rate == 1.0 for p in live)
+                or total_variation(live, self._sampling) <= delta):
+            return None
+        return inc.epsilon(_plan([(event_of(p, self._sampling), p.steps) for p in live]))
 
 
 def _checked(phases: Any) -> tuple[DPSGDPhase, ...]:

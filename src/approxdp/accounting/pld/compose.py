@@ -138,7 +138,8 @@ def _fft_power(
       from log (|y|² < ½): |Δℓ| ≤ 4u(|ℓ| + 1);
     - arg y = atan2(Im y, Re y): |Δ arg| ≤ 8u|arg y| (the inputs' relative u errors move it
       by ≤ u|sin 2 arg y| ≤ 2u|arg y|, atan2 itself by ≤ 2 ulp);
-    - the products c·ℓ, c·arg, their sums, and e^x, cos, sin of them: ≤ 8u(1 + Σ c(|ℓ| +
+    - the products c·ℓ, c·arg (u each), their running sums over the k parts (a k-term float
+      sum errs by ≤ (k − 1)u Σ|terms|), and e^x, cos, sin of them: ≤ (8 + 2k)u(1 + Σ c(|ℓ| +
       |arg|)) more; the result is |Y|·(expm1(Σ c(|Δℓ| + |Δarg|) + that) + 8u) off.
 
     The forward transforms' own error (pocketfft's componentwise bound c·log2(N)·u_f·‖x‖₁,
@@ -245,7 +246,7 @@ def _fft_power(
         env_k = env if at.size == keep.size else env[np.searchsorted(at, keep)]
         err_k += c * e_fwd * np.exp(log_env - env_k)
     with np.errstate(over="ignore"):
-        rel = np.expm1(err_pow + 8.0 * u * (1.0 + sizes)) + 8.0 * u
+        rel = np.expm1(err_pow + (8.0 + 2.0 * len(parts)) * u * (1.0 + sizes)) + 8.0 * u
     err_k += np.where(abs_k > 0.0, abs_k * rel, 0.0)
     abs_t = np.zeros(m)
     abs_t[keep] = abs_k

@@ -1,0 +1,270 @@
+"""A composition kept running: parts added one at a time on a fixed grid, window and tilt.
+
+:func:`~approxdp.accounting.pld.compose.compose` composes a whole history at once: it plans a
+window from the composed distribution's Chernoff bounds, then transforms every part. A
+training run is asked for (ε, δ) after every epoch while its history grows a phase at a time;
+recomposing it all at every ask costs a planning and an FFT per phase each time. Here the
+window (its tilt λ, its first grid index and its FFT size) and the Chernoff exponents θ of
+its edges are fixed once — planned for a history larger than the present one, with headroom —
+and every quantity the composition needs is a *sum over the parts*, kept as it grows:
+
+- the composed spectrum in polar form, Σ_j c_j log y_j (modulus and phase), with the
+  per-frequency error terms of :func:`~approxdp.accounting.pld.compose._fft_power` (each a
+  sum over parts: the log-bound on |y_j| + e_j, the forward transforms' error share, the
+  polar power's relative error), so that an ask is one inverse FFT;
+- the exact log moment generating function of the composed discretized loss at the tilt and
+  at the three fixed Chernoff points (K(u) = Σ_j c_j log M_j(u)): Chernoff's bound
+  e^(K(θ) − θb) on the mass beyond an edge b holds for *any* θ ≥ 0 (Koskela et al. 2021,
+  https://arxiv.org/abs/2006.07134, Sec. 4), so a θ planned for another history is still
+  certified, only perhaps looser;
+- the mass at +∞ (Σ_j c_j log(1 − p∞_j)) and the support's extent.
+
+A part whose count grows (the last phase of a run, extended step by step) is added again
+with the extra count: y^(c₁) · y^(c₂) = y^(c₁+c₂), and every error term is a sum over what
+was added. The result is a :class:`~approxdp.accounting.pld.composed.ComposedPLD` with the
+same fields :func:`compose` fills, so the certified bounds read off it are the same code.
+
+The float error terms are those of ``_fft_power`` (float64 path; see there), except that the
+sums over parts are charged (8 + 2k)·u instead of 8u of the summed sizes, k the number of
+parts added: a sum of k terms in floating point errs by at most (k − 1)·u of the sum of their
+magnitudes (Higham 2002, *Accuracy and Stability of Numerical Algorithms*, Sec. 4.2).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+from scipy import fft as sfft
+
+from approxdp.accounting.pld.compose import (
+    MAX_WINDOW,
+    ComposedPLD,
+    DiscretePLD,
+    WindowTooLargeError,
+    _rebound,
+)
+from approxdp.accounting.pld.window import (
+    Window,
+    exact_planning,
+    plan_window,
+    support_of,
+)
+
+__all__ = ["RunningComposition", "plan_running"]
+
+FloatArray = npt.NDArray[np.float64]
+_U = float(np.finfo(np.float64).eps) / 2
+#: The least positive float: an absolute floor on each frequency's error bound, for the
+#: products of bounds that underflow to 0 (see :meth:`RunningComposition.composed`).
+_TINY = math.ulp(0.0)
+
+
+def _log_mgf(p: DiscretePLD, u: float) -> float:
+    """log Σ_i p_i e^(u·l_i) over the finite masses of a plain measure; +∞ where it overflows
+    (a Chernoff bound at such a point is then void: capped at 1 by its reader)."""
+    keep = p.pmf > 0.0
+    if not bool(keep.any()):
+        return -math.inf
+    with np.errstate(over="ignore", invalid="ignore"):
+        a = np.log(p.pmf[keep]) + u * p.losses[keep]
+        top = float(a.max())
+        if not math.isfinite(top):
+            return math.inf
+        out = top + math.log(float(np.exp(a - top).sum()))
+    return out if math.isfinite(out) else math.inf
+
+
+class RunningComposition:
+    """The composition of parts (plain discretized measures on the grid step ``h``, each with
+    a count) on a fixed FFT window: ``n`` points from grid index ``a_idx``, tilted by ``lam``,
+    its edges bounded at the fixed Chernoff points ``theta_beyond`` (the true mass above the
+    top, at u = θ), ``theta_alias`` (the tilted mass above it, at u = λ + θ) and
+    ``theta_below`` (the true mass below the bottom, at u = −θ). Parts are added with
+    :meth:`add`; :meth:`composed` gives the certified composition of all added so far."""
+
+    def __init__(
+        self, *, h: float, lam: float, a_idx: int, n: int, theta_beyond: float,
+        theta_alias: float, theta_below: float, lam_target: float | None = None,
+    ) -> None:
+        if n > MAX_WINDOW:
+            raise WindowTooLargeError(
+                f"the running window needs {n} points (at most {MAX_WINDOW})", needed=n
+            )
+        self.h = h
+        self.lam = lam
+        self.a_idx = a_idx
+        self.n = n
+        self.lam_target = lam_target
+        self._thetas = (theta_beyond, theta_alias, theta_below)
+        m = n // 2 + 1
+        self._log_abs = np.zeros(m)
+        self._arg = np.zeros(m)
+        self._log_env = np.zeros(m)
+        self._err_pow = np.zeros(m)
+        self._sizes = np.zeros(m)
+        self._fwd = np.zeros(m)  # Σ c_j e_j / (|y_j| + e_j): the forward errors' share
+        self._base = 0
+        self._log_mgf = 0.0
+        self._k = [0.0, 0.0, 0.0]  # K at θ_b, λ + θ_a, −θ_l
+        self._log_free = 0.0  # Σ c log(1 − p∞)
+        self._certain_infinity = False
+        self._empty = False  # a part with no finite loss at all
+        self._lo = 0
+        self._hi = 0
+        self.steps = 0
+        self.adds = 0
+
+    def add(self, p: DiscretePLD, count: int) -> None:
+        """Compose ``count`` more copies of the plain measure ``p`` (grid step ``h``)."""
+        if p.h != self.h or p.tilt != 0.0 or p.log_norm != 0.0:
+            raise ValueError("a running composition takes plain measures on its grid")
+        c = int(count)
+        self.steps += c
+        self.adds += 1
+        self._lo += c * p.offset
+        self._hi += c * (p.offset + p.pmf.size - 1)
+        if p.infinity_mass >= 1.0:
+            self._certain_infinity = True
+        else:
+            self._log_free += c * math.log1p(-p.infinity_mass)
+        if not bool((p.pmf > 0.0).any()):
+            self._empty = True
+            return
+        th_b, th_a, th_l = self._thetas
+        for i, u in enumerate((th_b, self.lam + th_a, -th_l)):
+            self._k[i] += c * _log_mgf(p, u)
+        self._add_spectrum(p, c)
+
+    def _add_spectrum(self, p: DiscretePLD, c: int) -> None:
+        """The part's tilted spectrum in polar form, with its error terms (as ``_fft_power``
+        forms them for one part, float64)."""
+        n, u = self.n, _U
+        log2n = math.log2(n)
+        losses = (p.offset + np.arange(p.pmf.size, dtype=np.float64)) * p.h
+        with np.errstate(divide="ignore"):
+            lt = np.log(np.maximum(p.pmf, 0.0))
+        lt += self.lam * losses
+        top = float(lt.max())
+        norm = top + math.log(float(np.exp(lt - top).sum()))
+        tilted = np.exp(lt - norm)
+        del lt, losses
+        self._log_mgf += c * norm
+        mass = float(tilted.sum())
+        shift = round(float((tilted * np.arange(tilted.size)).sum()) / mass)
+        folds = -(-p.pmf.size // n)
+        padded = np.zeros(folds * n)
+        padded[: p.pmf.size] = tilted
+        folded = np.roll(padded.reshape(folds, n).sum(axis=0), -(shift % n))
+        del padded, tilted
+        self._base += c * (p.offset + shift)
+        spec = sfft.rfft(folded)
+        e_fwd = (4.0 * log2n + folds) * u * float(np.sum(np.abs(folded)))
+        re = spec.real
+        im = spec.imag
+        re_m1 = spec.real - 1.0
+        y2 = re * re + im * im
+        big = re_m1 * (re_m1 + 2.0)
+        s2 = big + im * im
+        near = y2 >= 0.5
+        with np.errstate(divide="ignore", invalid="ignore"):
+            la = np.where(near, 0.5 * np.log1p(np.where(near, s2, 0.0)), 0.5 * np.log(y2))
+            env = np.log(np.sqrt(y2) + e_fwd)
+            ph = np.arctan2(im, re)
+            d_la = np.where(near, 8.0 * u * (np.abs(big) + im * im) / np.maximum(y2, 0.5),
+                            4.0 * u) + 4.0 * u * np.abs(la)
+        finite = np.isfinite(la)
+        self._log_abs += c * la
+        self._arg += c * ph
+        self._log_env += c * env
+        self._err_pow += np.where(finite, c * (d_la + 8.0 * u * np.abs(ph)), 0.0)
+        self._sizes += np.where(finite, c * (np.abs(la) + np.abs(ph)), 0.0)
+        self._fwd += c * e_fwd * np.exp(-env)
+
+    def composed(self) -> ComposedPLD:
+        """The certified composition of every part added (none added: no loss at all)."""
+        h, n = self.h, self.n
+        infinity = 1.0 if self._certain_infinity else -math.expm1(self._log_free)
+        if self._empty or self.adds == 0:
+            return ComposedPLD(
+                h=h, offset=0, tilted=np.zeros(1), lam=0.0,
+                log_mgf=-math.inf if self._empty else 0.0, infinity_mass=infinity,
+                roundoff=0.0, log_beyond=-math.inf, log_alias_up=-math.inf,
+                log_alias_low=-math.inf, log_below=-math.inf, steps=self.steps,
+            )
+        u = _U
+        log2n = math.log2(n)
+        abs_k = np.exp(self._log_abs)
+        # Σ_j c_j e_j Π_i (|y_i| + e_i)^c_i / (|y_j| + e_j); the floor covers its underflow
+        with np.errstate(over="ignore", under="ignore"):
+            err = np.exp(self._log_env) * self._fwd * (1.0 + 8.0 * u) + self.steps * _TINY
+            rel = np.expm1(self._err_pow + (8.0 + 2.0 * self.adds) * u * (1.0 + self._sizes))
+        err += np.where(abs_k > 0.0, abs_k * (rel + 8.0 * u), 0.0)
+        spec = abs_k * (np.cos(self._arg) + 1j * np.sin(self._arg))
+        comp = sfft.irfft(spec, n=n)
+        weight = np.full(abs_k.size, 2.0)
+        weight[0] = 1.0
+        if n % 2 == 0:
+            weight[-1] = 1.0
+        roundoff = 1.001 * (
+            float((weight * err).sum()) / n
+            + 4.0 * log2n * u * float((weight * abs_k).sum()) / n
+            + u * float(np.max(np.abs(comp)))
+        )
+        top = (self.a_idx + n) * h
+        th_b, th_a, th_l = self._thetas
+        k_b, k_a, k_l = self._k
+        if self.a_idx + n > self._hi:
+            log_beyond = log_alias_up = -math.inf
+        else:
+            log_beyond = min(0.0, k_b - th_b * top)
+            log_alias_up = k_a - th_a * top
+        if self.a_idx <= self._lo:
+            log_below = log_alias_low = -math.inf
+        else:
+            log_below = min(0.0, k_l + th_l * self.a_idx * h)
+            log_alias_low = log_below - self.lam * n * h
+        return ComposedPLD(
+            h=h, offset=self.a_idx, tilted=np.roll(comp, -((self.a_idx - self._base) % n)),
+            lam=self.lam, log_mgf=self._log_mgf, infinity_mass=infinity, roundoff=roundoff,
+            log_beyond=log_beyond, log_alias_up=log_alias_up, log_alias_low=log_alias_low,
+            log_below=log_below, steps=self.steps, lam_target=self.lam_target,
+            alias_theta=th_a,
+        )
+
+
+def plan_running(
+    parts: Sequence[tuple[DiscretePLD, int]], *, tail: float, tilt_at: float | None,
+    below: float | None, exact: bool = False, window: Window | None = None,
+    lam_shift: float = 0.0,
+) -> RunningComposition:
+    """An empty running composition whose window is planned as :func:`compose` plans one for
+    ``parts`` (e.g. a history with headroom: the parts with their counts scaled up), or on a
+    given ``window`` with its tilt moved by ``lam_shift`` (the Q-measure of a rounded loss on
+    its P-measure's window); ``exact``: planned on the exact supports (the lower bound's).
+    Nothing is added: the parts only size the window and its Chernoff points."""
+    h = parts[0][0].h
+    supports = [(support_of(p), c) for p, c in parts]
+    lo = sum(c * p.offset for p, c in parts)
+    hi = sum(c * (p.offset + p.pmf.size - 1) for p, c in parts)
+    if window is None:
+        if exact:
+            with exact_planning():
+                window = plan_window(supports, h=h, tilt_at=tilt_at, log_tail=math.log(tail),
+                                     support=(lo, hi), below=below, delta_scale=1e4 * tail)
+        else:
+            window = plan_window(supports, h=h, tilt_at=tilt_at, log_tail=math.log(tail),
+                                 support=(lo, hi), below=below, delta_scale=1e4 * tail)
+        n = int(sfft.next_fast_len(window.n, real=True))
+    else:
+        n = window.n
+    if n > MAX_WINDOW:
+        raise WindowTooLargeError(f"the running window needs {n} points", needed=n)
+    win = _rebound(supports, Window(window.lam, window.a_idx, n, window.beyond, window.alias,
+                                    window.below), lam_shift, h)
+    return RunningComposition(
+        h=h, lam=window.lam + lam_shift, a_idx=window.a_idx, n=n, theta_beyond=win.beyond[0],
+        theta_alias=win.alias[0], theta_below=win.below[0], lam_target=tilt_at,
+    )

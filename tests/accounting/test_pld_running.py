@@ -1,0 +1,163 @@
+"""Running compositions (parts added one at a time on a fixed window) and the incremental
+ε(δ) of a growing history: the same certified bounds as the one-shot composer, exact values
+from above, stale windows still certified, and brackets as tight as pld_epsilon's."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from approxdp.accounting.dpsgd.bounds import event_of
+from approxdp.accounting.dpsgd.phases import DPSGDPhase
+from approxdp.accounting.pld.accounting import pld_epsilon
+from approxdp.accounting.pld.compose import compose
+from approxdp.accounting.pld.discretized import _step_tail, discretized_all
+from approxdp.accounting.pld.event_losses import gaussian_source
+from approxdp.accounting.pld.incremental import IncrementalEpsilon
+from approxdp.accounting.pld.plan import _plan
+from approxdp.accounting.pld.running import plan_running
+from approxdp.accounting.pld.subsampled_gaussian import subsampled_gaussian_epsilon
+from approxdp.profiles.gaussian import gaussian_epsilon
+
+Q = 256 / 60000
+DELTA = 1e-5
+
+
+def _items(phases: list[tuple[float, float, int]]) -> list[tuple[object, int]]:
+    return [(event_of(DPSGDPhase(*p), "poisson"), p[2]) for p in phases]
+
+
+def _plds(phases: list[tuple[float, float, int]], h: float, direction: str = "remove"):
+    plan = _plan(_items(phases))
+    parts = plan.remove if direction == "remove" else plan.add
+    tail = _step_tail(parts, 1e-4 * DELTA)
+    return list(zip(discretized_all(parts, h, tail, False), (c for _, c in parts), strict=True))
+
+
+@pytest.mark.parametrize("direction", ["remove", "add"])
+def test_running_composition_is_the_composers_on_the_same_window(direction: str) -> None:
+    phases = [(1.5 - 0.1 * i, Q, 300) for i in range(5)]
+    plds = _plds(phases, 2.0**-11, direction)
+    whole = compose(plds, tail=1e-4 * DELTA, tilt_at=1.0)
+    run = plan_running(plds, tail=1e-4 * DELTA, tilt_at=1.0, below=None)
+    assert (run.lam, run.a_idx, run.n) == (whole.lam, whole.offset, whole.size)
+    for p, c in plds:
+        run.add(p, c)
+    comp = run.composed()
+    np.testing.assert_allclose(comp.tilted, whole.tilted, rtol=0, atol=1e-15)
+    for name in ("log_beyond", "log_alias_up", "log_alias_low", "log_below", "log_mgf"):
+        a, b = getattr(comp, name), getattr(whole, name)
+        assert a == b or abs(a - b) <= 1e-9 * (1.0 + abs(b)), name
+    assert comp.infinity_mass == pytest.approx(whole.infinity_mass, rel=1e-12)
+    # the sums over parts are charged more round-off, never less
+    assert whole.roundoff <= comp.roundoff <= 1.01 * whole.roundoff
+    assert comp.epsilon(DELTA) == pytest.approx(whole.epsilon(DELTA), rel=1e-12)
+
+
+def test_a_part_added_in_pieces_is_the_part_added_once() -> None:
+    plds = _plds([(1.1, Q, 3000)], 2.0**-11)
+    (p, c), = plds
+    once = plan_running(plds, tail=1e-4 * DELTA, tilt_at=1.5, below=None)
+    pieces = plan_running(plds, tail=1e-4 * DELTA, tilt_at=1.5, below=None)
+    once.add(p, c)
+    for part in (1000, 1500, 500):
+        pieces.add(p, part)
+    a, b = once.composed(), pieces.composed()
+    assert b.steps == a.steps == c
+    np.testing.assert_allclose(b.tilted, a.tilted, rtol=0, atol=1e-13 * float(a.tilted.max()))
+    assert b.roundoff >= a.roundoff  # (three adds are charged more)
+    assert b.epsilon(DELTA) == pytest.approx(a.epsilon(DELTA), rel=1e-9)
+
+
+@pytest.mark.parametrize(("mu", "steps"), [(0.05, 400), (0.2, 60)])
+def test_running_gaussian_composition_is_exact_from_above(mu: float, steps: int) -> None:
+    """T Gaussian steps compose to one Gaussian with μ√T (exact): the running composition,
+    fed in four pieces, is above the exact ε and within 0.1 % of it."""
+    source = gaussian_source(mu)
+    h = 2.0**-14
+    (p,) = discretized_all([(source, steps)], h, 1e-4 * DELTA / steps, False)
+    run = plan_running([(p, steps)], tail=1e-4 * DELTA, tilt_at=None, below=None)
+    for part in (steps // 4,) * 3 + (steps - 3 * (steps // 4),):
+        run.add(p, part)
+    exact = float(gaussian_epsilon(1.0 / (mu * math.sqrt(steps)), DELTA))
+    eps = run.composed().epsilon(DELTA)
+    assert exact <= eps <= exact * (1.0 + 1e-3)
+
+
+def test_one_subsampled_step_brackets_the_exact_profile() -> None:
+    plds = _plds([(1.1, Q, 1)], 2.0**-14)
+    run = plan_running(plds, tail=1e-4 * DELTA, tilt_at=None, below=None)
+    for p, c in plds:
+        run.add(p, c)
+    exact = subsampled_gaussian_epsilon(DELTA, 1 / 1.1, Q, "remove")
+    assert exact <= run.composed().epsilon(DELTA) <= exact * (1.0 + 1e-3)
+
+
+def test_a_window_planned_for_far_fewer_steps_stays_certified() -> None:
+    """Planned for 300 steps, fed 6000: the Chernoff points are stale, the bounds loose, but
+    the answer is never below the truth (above pld_epsilon's certified lower end)."""
+    small = _plds([(1.1, Q, 300)], 2.0**-11)
+    run = plan_running(small, tail=1e-4 * DELTA, tilt_at=0.5, below=None)
+    (p, _), = small
+    for _ in range(20):
+        run.add(p, 300)
+    comp = run.composed()
+    ref = pld_epsilon(_items([(1.1, Q, 6000)]), DELTA)
+    assert ref.bracket is not None
+    assert comp.epsilon(DELTA) >= ref.bracket[0]
+    assert comp.delta(ref.bracket[0]) >= DELTA  # δ at the lower end of ε: at least δ
+
+
+def _growing(phases: list[tuple[float, float, int]]):
+    """The incremental answers after each phase, with pld_epsilon's."""
+    inc = IncrementalEpsilon(DELTA, 1e-3)
+    for k in range(1, len(phases) + 1):
+        items = _items(phases[:k])
+        yield inc, inc.epsilon(_plan(items)), pld_epsilon(items, DELTA)
+
+
+def test_incremental_epsilon_brackets_agree_with_pld_epsilon_as_the_run_grows() -> None:
+    phases = [(2.0 - 0.12 * i, Q if i < 5 else 2 * Q, 700) for i in range(10)]
+    answered = 0
+    for _, g, ref in _growing(phases):
+        if g is None:
+            continue
+        answered += 1
+        assert g.bracket is not None and ref.bracket is not None
+        lo, up = g.bracket
+        assert up == g.epsilon and 0.0 < lo <= up <= lo * (1.0 + 1e-3)
+        # both certified around one truth; ours as tight as pld_epsilon's (up to 1e-4)
+        assert lo <= ref.epsilon and ref.bracket[0] <= up
+        assert up <= ref.epsilon * (1.0 + 1e-4)
+    assert answered == len(phases)
+
+
+def test_incremental_epsilon_replans_geometrically_and_extends_the_last_phase() -> None:
+    inc = IncrementalEpsilon(DELTA, 1e-3)
+    history: list[tuple[float, float, int]] = []
+    for epoch in range(16):
+        history = [(1.1, Q, 235 * (epoch + 1))]  # one phase, extended every epoch
+        g = inc.epsilon(_plan(_items(history)))
+        assert g is not None and g.bracket is not None
+        assert g.epsilon <= g.bracket[0] * (1.0 + 1e-3)
+    assert inc.builds <= 5  # 16 asks over a 16-fold growth: log₄ 16 plans and a few
+    ref = pld_epsilon(_items(history), DELTA)
+    assert ref.bracket is not None and ref.bracket[0] <= g.epsilon <= ref.epsilon * (1 + 1e-4)
+
+
+def test_incremental_epsilon_declines_what_it_does_not_cover() -> None:
+    inc = IncrementalEpsilon(DELTA, 1e-3)
+    from approxdp.events import GaussianEvent
+
+    assert inc.epsilon(_plan([(GaussianEvent(2.0), 10)])) is None  # merged Gaussians
+    assert inc.epsilon(_plan(_items([(1.1, Q, 10**8)]))) is None  # the stable split's range
+    # a shorter history than the one held: planned afresh, not subtracted
+    long, short = _items([(1.1, Q, 2000)]), _items([(1.1, Q, 1000)])
+    assert inc.epsilon(_plan(long)) is not None
+    builds = inc.builds
+    g = inc.epsilon(_plan(short))
+    assert g is not None and inc.builds == builds + 1
+    ref = pld_epsilon(short, DELTA)
+    assert ref.bracket is not None and ref.bracket[0] <= g.epsilon
