@@ -272,24 +272,12 @@ def exact_planning() -> Iterator[None]:
         _MERGING.pop()
 
 
-#: A support of more points than this is planned on its merged copy even in a history of
-#: one or two parts (a fine grid over a heavy-tailed step: ~10^5 points, which the planner's
-#: Newton searches sweep ~40 times per window, a fifth of a call)
-_PLAN_LARGE = 1 << 13
-
-
 def _planning(parts: Parts) -> Parts:
     """The supports a window is planned on: the exact ones, or for a schedule of many phases
-    (and any support of more than :data:`_PLAN_LARGE` points) merged ones (the composer then
-    bounds what its window leaves out on the exact ones: the plan only places the window and
-    starts those searches)."""
-    if not _MERGING[-1]:
+    merged ones (the composer then bounds what its window leaves out on the exact ones:
+    the plan only places the window and starts those searches)."""
+    if len(parts) <= _PLAN_STACKED or not _MERGING[-1]:
         return parts
-    if len(parts) <= _PLAN_STACKED:
-        if all(sup.l.size <= _PLAN_LARGE for sup, _ in parts):
-            return parts
-        return [(sup.merged(_PLAN_MERGE) if sup.l.size > _PLAN_LARGE else sup, c)
-                for sup, c in parts]
     return [(sup.merged(_PLAN_MERGE), c) for sup, c in parts]
 
 
@@ -316,28 +304,8 @@ def plan_window(
     tenth of ``tilt_at``; ``inf``: down to where the untilted mass below is within the
     budget, for a block whose every part matters). ``lam``: use this tilt.
     """
-    planned = _planning(parts)
-    args = (h, tilt_at, log_tail, support, below, delta_scale, lam)
-    win = _plan_window(planned, *args)
-    if planned is not parts and len(parts) <= _PLAN_STACKED and _merge_error(win, parts, h) > 0.5:
-        win = _plan_window(parts, *args)  # (tilts so steep that the merged runs' spread matters)
-    return win
-
-
-def _merge_error(win: Window, parts: Parts, h: float) -> float:
-    """About how far (nats) a plan on merged supports may misjudge K at its tilt: T·λ²·v/2,
-    v ≤ (k·h)²/12 the runs' spread (~1e-5 nat on the fine grids that have large supports; an
-    ε beyond most of the support asks for tilts of thousands, where the merged tail is far
-    too light and the window came out vacuous)."""
-    return sum(c for _, c in parts) * win.lam**2 * (_PLAN_MERGE * h) ** 2 / 24.0
-
-
-def _plan_window(
-    parts: Parts, h: float, tilt_at: float | None, log_tail: float, support: tuple[int, int],
-    below: float | None, delta_scale: float, lam: float | None,
-) -> Window:
-    """:func:`plan_window` on the supports given (exact or merged)."""
     lo_idx, hi_idx = support
+    parts = _planning(parts)
     count = sum(c for _, c in parts)
     m0 = composed_moments(parts, 0.0)
     sd0 = math.sqrt(m0.var) if m0.var > 0.0 else h
