@@ -142,7 +142,7 @@ def test_incremental_epsilon_replans_geometrically_and_extends_the_last_phase() 
         g = inc.epsilon(_plan(_items(history)))
         assert g is not None and g.bracket is not None
         assert g.epsilon <= g.bracket[0] * (1.0 + 1e-3)
-    assert inc.builds <= 5  # 16 asks over a 16-fold growth: log₄ 16 plans and a few
+    assert inc.builds <= 6  # 16 asks over a 16-fold growth: log₂ 16 plans and a couple
     ref = pld_epsilon(_items(history), DELTA)
     assert ref.bracket is not None and ref.bracket[0] <= g.epsilon <= ref.epsilon * (1 + 1e-4)
 
@@ -153,6 +153,7 @@ def test_incremental_epsilon_declines_what_it_does_not_cover() -> None:
 
     assert inc.epsilon(_plan([(GaussianEvent(2.0), 10)])) is None  # merged Gaussians
     assert inc.epsilon(_plan(_items([(1.1, Q, 10**8)]))) is None  # the stable split's range
+    assert inc.epsilon(_plan(_items([(1.1, Q, 1 << 15)]))) is None  # composed in blocks
     # a shorter history than the one held: planned afresh, not subtracted
     long, short = _items([(1.1, Q, 2000)]), _items([(1.1, Q, 1000)])
     assert inc.epsilon(_plan(long)) is not None

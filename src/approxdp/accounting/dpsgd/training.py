@@ -17,7 +17,7 @@ A loop that asks ε at the same δ as the run grows (every epoch or phase) is an
 second such ask on by a running composition
 (:class:`~approxdp.accounting.pld.incremental.IncrementalEpsilon`): each phase is discretized
 and transformed once, an ask costs an inverse FFT per composition, and the windows are planned
-for four times the steps so far (planned again when the run outgrows them). Its answers are
+for twice the steps so far (planned again when the run outgrows them). Its answers are
 certified upper bounds whose own certified bracket is within ``precision`` (else the one-shot
 accountant answers): another bound on the same truth as the schedule functions', as tight.
 

@@ -22,8 +22,9 @@ where even a fresh plan is not tight enough, :meth:`IncrementalEpsilon.epsilon` 
 (the caller answers by :func:`pld_epsilon`). Planning for ``growth`` times the steps makes a
 run that grows geometrically replan O(log T) times.
 
-Scope: histories of subsampled Gaussians (DP-SGD's steps) under 10^8 steps, each part's
-discretization in one piece (no blocks); anything else returns None.
+Scope: histories of subsampled Gaussians (DP-SGD's steps) under 10^8 steps, each part under
+:data:`~approxdp.accounting.pld.blocks.BLOCK_FROM` steps (a longer one the one-shot accountant
+composes in blocks, more cheaply); anything else returns None.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from approxdp.accounting.guarantees import Guarantee
+from approxdp.accounting.pld.blocks import BLOCK_FROM
 from approxdp.accounting.pld.compose import DiscretePLD, rounded_tails, test_epsilon
 from approxdp.accounting.pld.discretized import (
     STABLE_FROM,
@@ -100,9 +102,14 @@ class _State:
 
 
 def _supported(plan: _Plan) -> bool:
-    sources = [s for s, _ in (*plan.remove, *plan.add)]
-    return bool(sources) and plan.steps < STABLE_FROM and all(
-        type(s) is SubsampledLoss and type(s.inner) is GaussianLoss for s in sources
+    """Subsampled Gaussians only, each part under BLOCK_FROM steps: a longer part the
+    one-shot accountant composes in blocks (√B-fold coarser windows), cheaper than one
+    running window as wide as the whole sum (measured: one phase of 2·10^5 steps asked every
+    2·10^4, 29 ms one-shot against 50–90 ms running)."""
+    parts = [*plan.remove, *plan.add]
+    return bool(parts) and plan.steps < STABLE_FROM and all(
+        type(s) is SubsampledLoss and type(s.inner) is GaussianLoss and c < BLOCK_FROM
+        for s, c in parts
     )
 
 
@@ -134,7 +141,7 @@ class IncrementalEpsilon:
             are built on.
     """
 
-    def __init__(self, delta: float, precision: float, growth: float = 4.0) -> None:
+    def __init__(self, delta: float, precision: float, growth: float = 2.0) -> None:
         self.delta = delta
         self.precision = precision
         self.growth = growth
