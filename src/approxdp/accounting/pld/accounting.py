@@ -56,6 +56,7 @@ from approxdp.accounting.pld.refine import (
     _start_step,
     _target,
     grid_step,
+    lower_grids,
 )
 from approxdp.errors import InvalidParameterError
 from approxdp.events import PrivacyEvent
@@ -203,14 +204,8 @@ def pld_epsilon(
         eps_up = top.eps
     eps_lo = 0.0
     if bracket:
-        # the tests lose about as much as the pessimistic pass gains: first on a grid twice
-        # as coarse as the final one (never coarser than the first), then, where that leaves
-        # the bracket wider than ``precision`` (or its window did not fit), on the final grid;
-        # each is certified: the larger holds
         near = top.eps if math.isfinite(top.eps) else top.comp.lam_target or 0.0
-        grids = [top.h]
-        if fixed is None and not top.comp.blocked:  # (in blocks the final grid costs little)
-            grids.insert(0, min(quantize(2.0 * top.h, up=True), first_h))
+        grids = [top.h] if fixed is not None else lower_grids(top, first_h)
         for h_low in dict.fromkeys(grids):
             room = 4.0 * top.excess + 0.01 * near + 32.0 * h_low
             low = lower_epsilon(top_parts, delta, h_low, near, room, top.comp.blocked,

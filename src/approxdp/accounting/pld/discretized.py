@@ -104,6 +104,9 @@ _ROUNDED = _Cache(64)
 SADDLES = _Cache(64)
 #: each step's uncertified estimates (:func:`~approxdp.accounting.pld.estimates.estimate_moments`)
 ESTIMATES = _Cache(256)
+#: the excess model's summed split spreads and guards per grid step
+#: (:meth:`~approxdp.accounting.pld.estimates.ExcessModel.at`)
+SPREADS = _Cache(256)
 
 
 def _coarse(source: LossSource) -> tuple[DiscretePLD, float]:
@@ -205,6 +208,7 @@ def clear_caches() -> None:
     _ROUNDED.clear()
     SADDLES.clear()
     ESTIMATES.clear()
+    SPREADS.clear()
     clear_edges()
     clear_supports()
 

@@ -27,6 +27,7 @@ from approxdp.accounting.pld.compose import ComposedPLD, DiscretePLD
 from approxdp.accounting.pld.discretized import (
     ESTIMATES,
     SADDLES,
+    SPREADS,
     Parts,
     _stable,
     _step_tail,
@@ -297,11 +298,18 @@ class ExcessModel:
         """The estimated excess at grid step h (discretizes at h: cached)."""
         step_tail = (self.subset[0] if self.subset is not None
                      else _step_tail(self.parts, 1e-4 * self.delta))
-        plds = list(zip(discretized_all(self.parts, h, step_tail, self.stable),
-                        (c for _, c in self.parts), strict=True))
-        spread = sum(c * _tilted_spread(p, self.lam) for p, c in plds)
-        # the split's float guard shifts every step's mean up (∝ 1/h: it can win at huge T)
-        shift = sum(c * p.guard for p, c in plds)
+        # (memoized: a pass's excess is asked for several times, each a sweep of its steps)
+        key = (self.parts, step_tail, self.lam, self.stable, h)
+        hit = SPREADS.get(key)
+        if hit is None:
+            plds = list(zip(discretized_all(self.parts, h, step_tail, self.stable),
+                            (c for _, c in self.parts), strict=True))
+            hit = (sum(c * _tilted_spread(p, self.lam) for p, c in plds),
+                   # the split's float guard shifts every step's mean up (∝ 1/h: it can win
+                   # at huge T)
+                   sum(c * p.guard for p, c in plds))
+            SPREADS.put(key, hit)
+        spread, shift = cast(tuple[float, float], hit)
         if self.subset is not None:
             spread *= self.subset[1]
             shift *= self.subset[2]
