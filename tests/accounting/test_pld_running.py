@@ -173,6 +173,7 @@ def test_incremental_epsilon_plans_only_where_the_one_shot_route_costs_as_much()
     first = _plan(_items([(1.1, Q, 1000)]))
     inc.note_oneshot(first.steps, 1e6, warm=False)  # a cold first ask: no cost to predict by
     assert inc.epsilon(first) is None and inc.builds == 0
+    inc.note_oneshot(first.steps, 1e7, warm=False)  # a costly (cold) first ask: the budget
     inc.note_oneshot(first.steps, 1e6)  # a one-shot answer far dearer than any plan
     assert inc.epsilon(first) is not None and inc.builds == 1
     # the plan cost some clock ticks: a history that outgrows it, where the one-shot route
@@ -183,6 +184,7 @@ def test_incremental_epsilon_plans_only_where_the_one_shot_route_costs_as_much()
     assert inc.epsilon(grown) is None and inc.builds == 1
     # a dear one-shot route again: planned, and answered within the bracket
     inc.note_oneshot(grown.steps, 1e6)
+    inc._worst = 1e7
     g = inc.epsilon(grown)
     assert g is not None and inc.builds == 2 and g.bracket is not None
     ref = pld_epsilon(_items([(1.1, Q, 5000)]), DELTA)

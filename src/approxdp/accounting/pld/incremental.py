@@ -80,11 +80,12 @@ Parts = Sequence[tuple[LossSource, int]]
 #: long phases in blocks, is cheaper.
 _MAX_POINTS = 1 << 20
 #: A first plan's cost, in one-shot answers of the same history (an ask that plans, measured
-#: 0.7–1.4 of the one-shot answer on the training accountant's benchmark histories, load ~2)
-_FIRST_BUILD = 1.2
-#: An ask that plans may cost this many times the costliest one-shot answer seen: the
-#: one-shot route's own spread from ask to ask (measured ±30 % on a shared machine)
-_SPIKE = 1.25
+#: 0.7–2 of the one-shot answer on the training accountant's benchmark histories, load ~2)
+_FIRST_BUILD = 1.5
+#: An ask that plans may cost this many times the costliest one-shot answer seen (1: no
+#: ask predicted dearer than the one-shot route's worst; 1.25 gave 2-3x lower means at 50
+#: phases but worst asks up to 1.5x the one-shot route's under load)
+_SPIKE = 1.0
 
 
 @dataclass
