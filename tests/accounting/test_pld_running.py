@@ -162,3 +162,47 @@ def test_incremental_epsilon_declines_what_it_does_not_cover() -> None:
     assert g is not None and inc.builds == builds + 1
     ref = pld_epsilon(short, DELTA)
     assert ref.bracket is not None and ref.bracket[0] <= g.epsilon
+
+
+def test_incremental_epsilon_plans_only_where_the_one_shot_route_costs_as_much() -> None:
+    """The cost guard: once the caller reports what its one-shot answers cost, a plan is
+    made only where the ask making it is predicted to cost no more than the one-shot
+    route's costliest ask (to _SPIKE); otherwise None (the one-shot route answers)."""
+    ticks = iter(range(10**6))
+    inc = IncrementalEpsilon(DELTA, 1e-3, clock=lambda: float(next(ticks)))
+    first = _plan(_items([(1.1, Q, 1000)]))
+    inc.note_oneshot(first.steps, 1e6, warm=False)  # a cold first ask: no cost to predict by
+    assert inc.epsilon(first) is None and inc.builds == 0
+    inc.note_oneshot(first.steps, 1e6)  # a one-shot answer far dearer than any plan
+    assert inc.epsilon(first) is not None and inc.builds == 1
+    # the plan cost some clock ticks: a history that outgrows it, where the one-shot route
+    # is now nearly free, is left to the one-shot route (no plan made)
+    grown = _plan(_items([(1.1, Q, 5000)]))
+    inc.note_oneshot(grown.steps, 1e-6)
+    inc._worst = 1e-6
+    assert inc.epsilon(grown) is None and inc.builds == 1
+    # a dear one-shot route again: planned, and answered within the bracket
+    inc.note_oneshot(grown.steps, 1e6)
+    g = inc.epsilon(grown)
+    assert g is not None and inc.builds == 2 and g.bracket is not None
+    ref = pld_epsilon(_items([(1.1, Q, 5000)]), DELTA)
+    assert ref.bracket is not None and ref.bracket[0] <= g.epsilon <= ref.epsilon * (1 + 1e-4)
+
+
+def test_running_composition_drops_negligible_frequencies_and_stays_certified() -> None:
+    """Many parts on a wide window: most frequencies fall below e^_DROP and are no longer
+    followed; the masses still match the composer's on the same window, and the ε read off
+    is above the exact one-phase value."""
+    phases = [(1.0 + 0.02 * i, Q, 400) for i in range(12)]
+    h = 2e-4
+    plds = _plds(phases, h)
+    run = plan_running([(p, 4 * c) for p, c in plds], tail=1e-4 * DELTA, tilt_at=None,
+                       below=None)
+    for p, c in plds:
+        run.add(p, c)
+    assert run._dropped > 0
+    ours = run.composed()
+    ref = pld_epsilon(_items(phases), DELTA)
+    assert ref.bracket is not None
+    assert ref.bracket[0] <= ours.epsilon(DELTA)
+    assert ours.roundoff < 1e-12

@@ -17,7 +17,8 @@ A loop that asks ε at the same δ as the run grows (every epoch or phase) is an
 second such ask on by a running composition
 (:class:`~approxdp.accounting.pld.incremental.IncrementalEpsilon`): each phase is discretized
 and transformed once, an ask costs an inverse FFT per composition, and the windows are planned
-for twice the steps so far (planned again when the run outgrows them). Its answers are
+for twice the steps so far (planned again when the run outgrows them, where the plan is
+predicted to cost no more than the one-shot answers timed so far). Its answers are
 certified upper bounds whose own certified bracket is within ``precision`` (else the one-shot
 accountant answers): another bound on the same truth as the schedule functions', as tight.
 
@@ -34,6 +35,7 @@ numbers and strings (JSON- and ``torch.save``-able), and
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
@@ -130,7 +132,8 @@ class TrainingAccountant:
         self._cache_state: tuple[int, int, int] = (-1, 0, 0)
         # per δ: where it was last asked (the state key), and its running composition once
         # it has been asked at two different histories (a training loop's pattern)
-        self._running: dict[float, tuple[tuple[int, int, int], IncrementalEpsilon | None]] = {}
+        # (the running composition is made at the first ask, to learn the one-shot's cost)
+        self._running: dict[float, tuple[tuple[int, int, int], IncrementalEpsilon, bool]] = {}
         for item in _checked(phases):
             self._append(item.noise_multiplier, item.sample_rate, item.steps)
 
@@ -347,14 +350,19 @@ class TrainingAccountant:
         if key is not None and key in self._cache:
             return self._cache[key]
         phases = self.phases or (DPSGDPhase(math.inf, 1.0, 1),)  # no step: no privacy loss
-        g = None
+        g = inc = None
         if key is not None and solve == "epsilon" and accountant == "pld":
             g = self._running_epsilon(phases, float(given), state)
+            inc, warm = self._running.get(float(given), (None, None, False))[1:]
         if g is not None:
             pass  # (the running composition answered)
         elif solve == "epsilon":
+            start = time.process_time()
             g = dpsgd_schedule_epsilon(phases, delta=given, sampling=self._sampling,
                                        accountant=accountant, precision=self._precision)
+            if inc is not None:  # what the one-shot route cost: the running one's budget
+                inc.note_oneshot(sum(p.steps for p in phases), time.process_time() - start,
+                                 warm=warm)
         else:
             g = dpsgd_schedule_delta(phases, epsilon=given, sampling=self._sampling,
                                      accountant=accountant, precision=self._precision)
@@ -374,15 +382,15 @@ class TrainingAccountant:
         if not 0.0 < delta < 1.0:
             return None  # (the one-shot path raises the typed error)
         before = self._running.get(delta)
-        inc = before[1] if before is not None else None
-        if before is None or (inc is None and before[0] == state):
+        if before is None or (not before[2] and before[0] == state):
             if len(self._running) >= _RUNNING and before is None:
                 self._running.pop(next(iter(self._running)))
-            self._running[delta] = (state, None)
+            inc = before[1] if before is not None else IncrementalEpsilon(
+                delta, self._precision)
+            self._running[delta] = (state, inc, False)
             return None
-        if inc is None:
-            inc = IncrementalEpsilon(delta, self._precision)
-        self._running[delta] = (state, inc)
+        inc = before[1]
+        self._running[delta] = (state, inc, True)
         live = live_phases(phases)
         steps = sum(p.steps for p in live)
         if (not live or steps >= RDP_TOO_FROM or steps == 1

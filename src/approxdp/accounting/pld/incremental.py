@@ -22,6 +22,17 @@ where even a fresh plan is not tight enough, :meth:`IncrementalEpsilon.epsilon` 
 (the caller answers by :func:`pld_epsilon`). Planning for ``growth`` times the steps makes a
 run that grows geometrically replan O(log T) times.
 
+A plan (four compositions of every part, and their windows) costs about one one-shot answer
+of the same history; an ask that plans must not be slower than the one-shot route's asks,
+nor the plans cost more over the run than they save. So once the caller reports what its
+one-shot answers cost (:meth:`IncrementalEpsilon.note_oneshot`), a plan is made only where
+the ask making it is predicted (in one-shot answers, as the dearest plan cost) to cost no
+more than the one-shot route's costliest ask to its noise, and to pay for itself over as
+many asks as the last plan served; otherwise None (the one-shot route answers). Windows are
+planned, and their Chernoff points chosen, on the merged supports a schedule's one-shot
+windows are planned on (:func:`~approxdp.accounting.pld.window.planning_supports`): only
+tightness depends on them, and the bracket check guards it.
+
 Scope: histories of subsampled Gaussians (DP-SGD's steps) under 10^8 steps, each part under
 :data:`~approxdp.accounting.pld.blocks.BLOCK_FROM` steps (a longer one the one-shot accountant
 composes in blocks, more cheaply); anything else returns None.
@@ -30,7 +41,8 @@ composes in blocks, more cheaply); anything else returns None.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from approxdp.accounting.guarantees import Guarantee
@@ -47,7 +59,13 @@ from approxdp.accounting.pld.plan import _directions, _Plan
 from approxdp.accounting.pld.privacy_loss import GaussianLoss, LossSource, SubsampledLoss
 from approxdp.accounting.pld.refine import _first_step
 from approxdp.accounting.pld.running import RunningComposition, plan_running
-from approxdp.accounting.pld.window import Window, composed_moments, solve_tilt, support_of
+from approxdp.accounting.pld.window import (
+    Window,
+    composed_moments,
+    planning_supports,
+    solve_tilt,
+    support_of,
+)
 from approxdp.errors import InvalidParameterError
 
 __all__ = ["INCREMENTAL_RULE", "IncrementalEpsilon"]
@@ -61,6 +79,12 @@ Parts = Sequence[tuple[LossSource, int]]
 #: The largest running window (points): beyond it the one-shot accountant, which composes
 #: long phases in blocks, is cheaper.
 _MAX_POINTS = 1 << 20
+#: A first plan's cost, in one-shot answers of the same history (an ask that plans, measured
+#: 0.7–1.4 of the one-shot answer on the training accountant's benchmark histories, load ~2)
+_FIRST_BUILD = 1.2
+#: An ask that plans may cost this many times the costliest one-shot answer seen: the
+#: one-shot route's own spread from ask to ask (measured ±30 % on a shared machine)
+_SPIKE = 1.25
 
 
 @dataclass
@@ -141,7 +165,8 @@ class IncrementalEpsilon:
             are built on.
     """
 
-    def __init__(self, delta: float, precision: float, growth: float = 2.0) -> None:
+    def __init__(self, delta: float, precision: float, growth: float = 2.0,
+                 clock: Callable[[], float] | None = None) -> None:
         self.delta = delta
         self.precision = precision
         self.growth = growth
@@ -149,6 +174,44 @@ class IncrementalEpsilon:
         self._hint: float | None = None  # the grid step for the next plan
         self.builds = 0  # plans made (for tests and benchmarks)
         self._retry_from = 0  # after a failed plan: the steps from which to try again
+        # the cost guard (see :meth:`note_oneshot`): off until the caller reports a cost
+        self._clock = clock or time.process_time
+        self._costed = False  # whether the caller reports costs
+        self._oneshot: tuple[int, float] | None = None  # (steps, seconds) of the last one
+        self._worst = 0.0  # the costliest one-shot answer seen (seconds)
+        self._ratio = _FIRST_BUILD  # the dearest plan's cost in one-shot answers (predicted)
+        self._ask_cost = math.nan  # the last ask the running route answered without a plan
+        self._served = 0  # asks the present plan answered
+        self._served_before = 3  # asks the previous plan answered (a guess before the first)
+
+    def note_oneshot(self, steps: int, seconds: float, warm: bool = True) -> None:
+        """The caller answered the history of ``steps`` steps by the one-shot accountant at
+        this cost. Once told, a plan is made only where the ask that makes it is predicted to
+        cost no more than the one-shot route's costliest ask seen (to its noise,
+        :data:`_SPIKE`), and the plan to pay for itself over as many asks as the last plan
+        served. Not ``warm`` (the first ask, whose caches were cold):
+        counted in the costliest ask only, not in predicting the next ones."""
+        self._costed = True
+        if warm:
+            self._oneshot = (steps, seconds)
+        self._worst = max(self._worst, seconds)
+
+    def _affordable(self, steps: int, spent: float) -> bool:
+        """Whether a plan for a history of ``steps`` steps is worth making, ``spent``
+        seconds into this ask: the one-shot's cost scaled linearly in the steps from its
+        last measure (on a history at least 1/``growth`` as long), a plan's as many one-shot
+        answers as the dearest plan cost."""
+        if self._oneshot is None:
+            return not self._costed  # no cost model: always (direct use, tests)
+        s_steps, s_cost = self._oneshot
+        if s_steps * self.growth < steps:
+            return False  # measured on a far shorter history: the one-shot route answers
+            # this ask, and the next one is judged on its cost
+        oneshot = s_cost * steps / max(s_steps, 1)
+        build = self._ratio * oneshot
+        ask = self._ask_cost if math.isfinite(self._ask_cost) else oneshot / 3.0
+        saved = (self._served_before - 1) * max(oneshot - ask, 0.0)  # the asks after this
+        return spent + build <= _SPIKE * self._worst and saved >= spent + build - oneshot
 
     def epsilon(self, plan: _Plan) -> Guarantee | None:
         """The certified ε(δ) of ``plan``'s history with a bracket of relative width at most
@@ -163,10 +226,16 @@ class IncrementalEpsilon:
         # the windows, or a part changed their shape), on a grid sized from the bracket the
         # last plan gave (its width goes about as h²)
         h: float | None = None
+        start = self._clock()
         if state is not None and plan.steps > state.planned_steps:
             state = None  # outgrown: planned afresh on the hinted grid (no try on the old one)
         for attempt in range(3):
             if state is None or attempt > 0:
+                if not self._affordable(plan.steps, self._clock() - start):
+                    # the one-shot route answers (cheaper here); a plan is tried again at
+                    # the next ask, where the costs may have moved
+                    self._state = None
+                    return None
                 try:
                     state = self._build(plan, names, h)
                 except (InvalidParameterError, FloatingPointError):
@@ -179,6 +248,16 @@ class IncrementalEpsilon:
                 if fresh:  # the next plan's grid: coarser where this one is far tighter than
                     # needed (measured on a fresh plan: later, its windows widen the bracket)
                     self._hint = _resized(state.h, width, self.precision, coarser=True)
+                    if self._oneshot is not None:  # this plan's cost in one-shot answers
+                        s_steps, s_cost = self._oneshot
+                        self._ratio = max(self._ratio, (self._clock() - start) / max(
+                            s_cost * plan.steps / max(s_steps, 1), 1e-9))
+                    if self.builds > 1:
+                        self._served_before = self._served
+                    self._served = 0
+                else:
+                    self._ask_cost = self._clock() - start
+                self._served += 1
                 self._state = state
                 return got
             # a plan that served earlier asks failing: its windows (planned for the history
@@ -225,7 +304,7 @@ class IncrementalEpsilon:
             plds = list(zip(discretized_all(parts, step, step_tail, False),
                             (c for _, c in parts), strict=True))
             below = self._below(plds, later, now, step)
-            run = plan_running(plds, tail=tail, tilt_at=later, below=below)
+            run = plan_running(plds, tail=tail, tilt_at=later, below=below, merged=True)
             if run.n > _MAX_POINTS:
                 return None
             uppers[name] = _Running(run, -1)
@@ -240,7 +319,7 @@ class IncrementalEpsilon:
         """How far under the grown history's ε the window must reach: down past the present
         ε, with three tilted standard deviations, a tenth of ε and 16 grid steps to spare
         (what :func:`~approxdp.accounting.pld.window.plan_window` leaves by default)."""
-        sup = [(support_of(p), c) for p, c in plds]
+        sup = planning_supports([(support_of(p), c) for p, c in plds])  # (a size only)
         sd = math.sqrt(max(composed_moments(sup, solve_tilt(sup, now)).var, 0.0))
         return max(later - now, 0.0) + 3.0 * sd + 0.1 * abs(now) + 16.0 * h
 
@@ -256,10 +335,10 @@ class IncrementalEpsilon:
                    for (_, c), r, d in zip(parts, rounded, pess, strict=True))
         p_parts = [(r.as_measures()[0], c) for (_, c), r in zip(parts, rounded, strict=True)]
         q_parts = [(r.as_measures()[1], c) for (_, c), r in zip(parts, rounded, strict=True)]
-        p_run = plan_running(p_parts, tail=tail, tilt_at=aim, below=below, exact=True)
+        p_run = plan_running(p_parts, tail=tail, tilt_at=aim, below=below, merged=True)
         win = Window(p_run.lam, p_run.a_idx, p_run.n)
         q_run = plan_running(q_parts, tail=tail, tilt_at=None, below=None, window=win,
-                             lam_shift=1.0)
+                             lam_shift=1.0, merged=True)
         return _Running(p_run, 0), _Running(q_run, 1)
 
     # -- answering ------------------------------------------------------------------------

@@ -19,6 +19,11 @@ and every quantity the composition needs is a *sum over the parts*, kept as it g
   certified, only perhaps looser;
 - the mass at +∞ (Σ_j c_j log(1 − p∞_j)) and the support's extent.
 
+As in ``_fft_power``, a frequency whose bound on the composed |Y| (with the forward
+transforms' errors) has fallen below e^_DROP is no longer followed (|Y| there only shrinks
+as parts are added, to the parts' mass bounds): the round-off bound adds, for each dropped
+frequency, e^(its bound when dropped + the mass bounds' logs of the parts added since).
+
 A part whose count grows (the last phase of a run, extended step by step) is added again
 with the extra count: y^(c₁) · y^(c₂) = y^(c₁+c₂), and every error term is a sum over what
 was added. The result is a :class:`~approxdp.accounting.pld.composed.ComposedPLD` with the
@@ -40,6 +45,7 @@ import numpy.typing as npt
 from scipy import fft as sfft
 
 from approxdp.accounting.pld.compose import (
+    _DROP,
     MAX_WINDOW,
     ComposedPLD,
     DiscretePLD,
@@ -50,6 +56,7 @@ from approxdp.accounting.pld.window import (
     Window,
     exact_planning,
     plan_window,
+    planning_supports,
     support_of,
 )
 
@@ -100,6 +107,10 @@ class RunningComposition:
         self.lam_target = lam_target
         self._thetas = (theta_beyond, theta_alias, theta_below)
         m = n // 2 + 1
+        self._keep = np.arange(m)  # the frequencies still followed (see _add_spectrum)
+        self._dropped = 0
+        self._drop_excess = -math.inf  # max over dropped f of log_env_f − _cap then
+        self._cap = 0.0  # Σ c log(a bound on max |y| + e_fwd): what a later part can add
         self._log_abs = np.zeros(m)
         self._arg = np.zeros(m)
         self._log_env = np.zeros(m)
@@ -162,6 +173,10 @@ class RunningComposition:
         self._base += c * (p.offset + shift)
         spec = sfft.rfft(folded)
         e_fwd = (4.0 * log2n + folds) * u * float(np.sum(np.abs(folded)))
+        # |y| + e_fwd ≤ mass + e_fwd at every frequency (as _fft_power's cap)
+        self._cap += c * math.log(mass * (1.0 + 1e-9) * (1.0 + 1.001 * (4.0 * log2n + folds) * u))
+        if self._keep.size < spec.size:
+            spec = spec[self._keep]
         re = spec.real
         im = spec.imag
         re_m1 = spec.real - 1.0
@@ -182,6 +197,18 @@ class RunningComposition:
         self._err_pow += np.where(finite, c * (d_la + 8.0 * u * np.abs(ph)), 0.0)
         self._sizes += np.where(finite, c * (np.abs(la) + np.abs(ph)), 0.0)
         self._fwd += c * e_fwd * np.exp(-env)
+        # as _fft_power: a frequency whose bound e^log_env on the composed |Y| (with the
+        # forward errors) fell below e^_DROP is no longer followed: its |Y| is then at most
+        # e^(log_env + the caps of the parts added since), added to the round-off bound
+        alive = self._log_env >= _DROP
+        if 8 * int(np.count_nonzero(alive)) < 7 * alive.size:
+            gone = ~alive
+            self._drop_excess = max(self._drop_excess,
+                                    float(self._log_env[gone].max()) - self._cap)
+            self._dropped += int(np.count_nonzero(gone))
+            self._keep = self._keep[alive]
+            for name in ("_log_abs", "_arg", "_log_env", "_err_pow", "_sizes", "_fwd"):
+                setattr(self, name, getattr(self, name)[alive])
 
     def composed(self) -> ComposedPLD:
         """The certified composition of every part added (none added: no loss at all)."""
@@ -202,16 +229,23 @@ class RunningComposition:
             err = np.exp(self._log_env) * self._fwd * (1.0 + 8.0 * u) + self.steps * _TINY
             rel = np.expm1(self._err_pow + (8.0 + 2.0 * self.adds) * u * (1.0 + self._sizes))
         err += np.where(abs_k > 0.0, abs_k * (rel + 8.0 * u), 0.0)
-        spec = abs_k * (np.cos(self._arg) + 1j * np.sin(self._arg))
+        m = n // 2 + 1
+        spec = np.zeros(m, dtype=np.complex128)
+        spec[self._keep] = abs_k * (np.cos(self._arg) + 1j * np.sin(self._arg))
         comp = sfft.irfft(spec, n=n)
-        weight = np.full(abs_k.size, 2.0)
+        weight = np.full(m, 2.0)
         weight[0] = 1.0
         if n % 2 == 0:
             weight[-1] = 1.0
+        weight = weight[self._keep]
+        # the dropped frequencies' |Y| (the least positive float at the least, as _fft_power)
+        with np.errstate(over="ignore", under="ignore"):
+            dropped = max(math.exp(min(self._drop_excess + self._cap, 709.0)), _TINY)
         roundoff = 1.001 * (
             float((weight * err).sum()) / n
             + 4.0 * log2n * u * float((weight * abs_k).sum()) / n
             + u * float(np.max(np.abs(comp)))
+            + 2.0 * self._dropped * dropped / n
         )
         top = (self.a_idx + n) * h
         th_b, th_a, th_l = self._thetas
@@ -238,7 +272,7 @@ class RunningComposition:
 def plan_running(
     parts: Sequence[tuple[DiscretePLD, int]], *, tail: float, tilt_at: float | None,
     below: float | None, exact: bool = False, window: Window | None = None,
-    lam_shift: float = 0.0,
+    lam_shift: float = 0.0, merged: bool = False,
 ) -> RunningComposition:
     """An empty running composition whose window is planned as :func:`compose` plans one for
     ``parts`` (e.g. a history with headroom: the parts with their counts scaled up), or on a
@@ -262,8 +296,12 @@ def plan_running(
         n = window.n
     if n > MAX_WINDOW:
         raise WindowTooLargeError(f"the running window needs {n} points", needed=n)
-    win = _rebound(supports, Window(window.lam, window.a_idx, n, window.beyond, window.alias,
-                                    window.below), lam_shift, h)
+    # the θ's only choose where the Chernoff bounds are read (the composition sums K(θ)
+    # exactly over its parts): ``merged``, found on the merged supports a schedule is
+    # planned on (cheaper; else on the exact ones, as compose() finds them)
+    sup = planning_supports(supports) if merged else supports
+    win = _rebound(sup, Window(window.lam, window.a_idx, n, window.beyond, window.alias,
+                               window.below), lam_shift, h)
     return RunningComposition(
         h=h, lam=window.lam + lam_shift, a_idx=window.a_idx, n=n, theta_beyond=win.beyond[0],
         theta_alias=win.alias[0], theta_below=win.below[0], lam_target=tilt_at,

@@ -272,6 +272,12 @@ def exact_planning() -> Iterator[None]:
         _MERGING.pop()
 
 
+def planning_supports(parts: Parts) -> Parts:
+    """``parts`` as windows are planned on (see :func:`_planning`; for callers that only
+    choose Chernoff points or sizes with them, never certify with them)."""
+    return _planning(parts)
+
+
 def _planning(parts: Parts) -> Parts:
     """The supports a window is planned on: the exact ones, or for a schedule of many phases
     merged ones (the composer then bounds what its window leaves out on the exact ones:
