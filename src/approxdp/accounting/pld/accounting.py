@@ -327,6 +327,7 @@ def _delta_pass(parts: Parts, epsilon: float, h: float, tail: float) -> tuple[fl
     """δ(ε) of one direction at grid step h (its certified upper bound), and the pass as a
     :class:`_Solved` whose excess model says how far ε is from where the true δ equals it."""
     comp = composed(parts, h, tail, epsilon)
+    h = comp.step_h  # (coarser than asked where that grid would not fit in memory)
     d = comp.delta(epsilon)
     model = None
     if 0.0 < d < 1.0 and comp.slope(epsilon) > 0.0:
@@ -351,21 +352,26 @@ def _delta_direction(
             d, cur = _delta_pass(parts, epsilon, fixed, max(1e-4 * d, 1e-300))
         return d, fixed, cur.comp.blocked
     # δ at a given ε can sit on a kink (an atom's loss), where the grid's cost in ε says little:
-    # start no coarser than the atom-aware first step
+    # start no coarser than the atom-aware first step where there are atoms
     h = _first_step(parts, precision, max(first_tail * 1e4, 1e-300))
+    if not _has_atoms(parts):  # smooth: a coarse first pass (the composed loss's scale, not
+        # one step's) where the window is large, then the excess model's refinements
+        h = max(h, _start_step(parts, precision, max(first_tail * 1e4, 1e-300)))
     d, cur = _delta_pass(parts, epsilon, h, first_tail)
     best = d
     for _ in range(3):
         target = _target(epsilon, precision, 1e-3)
-        if cur.model is None or cur.excess <= target or best <= enough:
-            break
-        h = _finer(cur, target)
+        if cur.comp.error_terms(epsilon)[0] >= 0.5 * best:
+            break  # the FFT's round-off bounds δ here (far in the tail): no grid helps
         try:
+            if cur.model is None or cur.excess <= target or best <= enough:
+                break
+            h = _finer(cur, target)
             d, nxt = _delta_pass(parts, epsilon, h, max(1e-4 * best, 1e-300))
-        except InvalidParameterError:  # the finer grid would not fit: keep what is certified
-            break
+        except InvalidParameterError:  # the finer grid (or the excess model's sweep of it)
+            break  # would not fit: keep what is certified
         if nxt.model is not None and cur.model is not None:
-            nxt = _Solved(nxt.comp, epsilon, h, nxt.model.with_scale(cur.model.scale))
+            nxt = _Solved(nxt.comp, epsilon, nxt.h, nxt.model.with_scale(cur.model.scale))
         best = min(best, d)
         cur = nxt
     return best, cur.h, cur.comp.blocked

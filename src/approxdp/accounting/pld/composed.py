@@ -80,6 +80,7 @@ class ComposedPLD:
         self.tilted = tilted  # the whole window, tilted (for composing in blocks)
         self.block_spread = 0.0  # variance added by regridding blocks (under the tilt)
         self.blocked = False  # composed in blocks (passes.composed)
+        self.step_h = h  # the steps' grid (coarser than asked where it would not fit: passes)
         self.alias_theta = alias_theta  # the θ of log_alias_up (for per-entry alias bounds)
         l = (offset + np.arange(tilted.size)) * h
         keep = l >= 0.0  # only ε ≥ 0 is ever asked for: atoms at l ≤ 0 never count

@@ -56,6 +56,7 @@ from approxdp.accounting.pld.estimates import (
     saddle_delta,
     saddle_epsilon,
 )
+from approxdp.accounting.pld.grid import MAX_STEP_POINTS, GridTooLargeError
 from approxdp.accounting.pld.lower import lower_delta, lower_epsilon
 from approxdp.accounting.pld.window import plan_window, solve_tilt, support_of
 from approxdp.errors import InvalidParameterError
@@ -89,14 +90,20 @@ def composed(
     step_tail = _step_tail(parts, tail)
     stable = _stable(parts)
     for _ in range(6):
-        plds = list(zip(discretized_all(parts, h, step_tail, stable), (c for _, c in parts),
-                        strict=True))
         try:
+            plds = list(zip(discretized_all(parts, h, step_tail, stable),
+                            (c for _, c in parts), strict=True))
             if _blocks_pay(plds, tail, tilt_at):
-                return _in_blocks(plds, tail, tilt_at, below)
-            return compose(plds, tail=tail, tilt_at=tilt_at, below=below)
+                comp = _in_blocks(plds, tail, tilt_at, below)
+            else:
+                comp = compose(plds, tail=tail, tilt_at=tilt_at, below=below)
+            comp.step_h = h
+            return comp
         except WindowTooLargeError as exc:
             h = quantize(h * 1.1 * exc.needed / MAX_WINDOW, up=True)
+        except GridTooLargeError as exc:  # one step's grid (δ far out in the tail, where
+            # the steps' support reaches far): coarser, still certified, a little looser
+            h = quantize(h * 1.1 * exc.needed / MAX_STEP_POINTS, up=True)
     raise InvalidParameterError(  # pragma: no cover - the grid grows geometrically
         "the PLD window did not fit in memory; use a coarser precision"
     )
