@@ -354,8 +354,9 @@ def _delta_direction(
     # δ at a given ε can sit on a kink (an atom's loss), where the grid's cost in ε says little:
     # start no coarser than the atom-aware first step where there are atoms
     h = _first_step(parts, precision, max(first_tail * 1e4, 1e-300))
-    if not _has_atoms(parts):  # smooth: a coarse first pass (the composed loss's scale, not
-        # one step's) where the window is large, then the excess model's refinements
+    if not _has_atoms(parts) and first_tail < 1e-17:  # smooth, δ far in the tail (steps'
+        # supports wide against their bulk): a coarse first pass (the composed loss's scale,
+        # not one step's) where the window is large, then the excess model's refinements
         h = max(h, _start_step(parts, precision, max(first_tail * 1e4, 1e-300)))
     d, cur = _delta_pass(parts, epsilon, h, first_tail)
     best = d
