@@ -29,7 +29,6 @@ from approxdp.accounting.pld.privacy_loss import (
 from approxdp.errors import InvalidParameterError
 
 __all__ = [
-    "MAX_STEP_POINTS",
     "DiscretePLD",
     "GridTooLargeError",
     "RoundedPLD",
@@ -46,16 +45,17 @@ FloatArray = npt.NDArray[np.float64]
 # BLAS cost milliseconds of thread wake-ups on a busy machine (measured: 3.4 ms vs 0.05 ms).
 
 _U = float(np.finfo(np.float64).eps) / 2  # unit round-off
-MAX_STEP_POINTS = _MAX_STEP_POINTS = 1 << 22  # one step's grid
+_MAX_STEP_POINTS = 1 << 22  # one step's grid
 
 
 class GridTooLargeError(InvalidParameterError):
-    """One step's loss grid would exceed :data:`MAX_STEP_POINTS` points at this grid step
-    (``needed``: how many): a coarser step fits (every discretization is certified)."""
+    """One step's loss grid would need ``needed`` points at this grid step, more than its
+    ``limit``: a coarser step fits (every discretization is certified)."""
 
-    def __init__(self, message: str, needed: int) -> None:
+    def __init__(self, message: str, needed: int, limit: int) -> None:
         super().__init__(message)
         self.needed = needed
+        self.limit = limit
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +205,7 @@ def _grid_of(e_lo: float, e_hi: float, h: float) -> tuple[int, int, FloatArray]:
             f"the loss grid needs {n} points at step h={h:.3g} (at most {_MAX_STEP_POINTS}); "
             "use a coarser precision",
             needed=n,
+            limit=_MAX_STEP_POINTS,
         )
     return i_lo, n, (i_lo + np.arange(n, dtype=np.float64)) * h
 

@@ -56,7 +56,7 @@ from approxdp.accounting.pld.estimates import (
     saddle_delta,
     saddle_epsilon,
 )
-from approxdp.accounting.pld.grid import MAX_STEP_POINTS, GridTooLargeError
+from approxdp.accounting.pld.grid import GridTooLargeError
 from approxdp.accounting.pld.lower import lower_delta, lower_epsilon
 from approxdp.accounting.pld.window import plan_window, solve_tilt, support_of
 from approxdp.errors import InvalidParameterError
@@ -103,7 +103,7 @@ def composed(
             h = quantize(h * 1.1 * exc.needed / MAX_WINDOW, up=True)
         except GridTooLargeError as exc:  # one step's grid (δ far out in the tail, where
             # the steps' support reaches far): coarser, still certified, a little looser
-            h = quantize(h * 1.1 * exc.needed / MAX_STEP_POINTS, up=True)
+            h = quantize(h * 1.1 * exc.needed / exc.limit, up=True)
     raise InvalidParameterError(  # pragma: no cover - the grid grows geometrically
         "the PLD window did not fit in memory; use a coarser precision"
     )
