@@ -17,7 +17,7 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from approxdp.accounting.pld.grid import discretize
+from approxdp.accounting.pld.grid import _dots_of, _grid, discretize
 from approxdp.accounting.pld.privacy_loss import (
     DiscreteGaussianLoss,
     EpsilonDeltaLoss,
@@ -52,18 +52,28 @@ def test_discretized_mass_at_or_above_every_grid_point_dominates(
     mp.mp.dps = 40
     d = discretize(src, h, tail)
     edges = d.losses
-    tails = [exact_tails(src, float(e)) for e in edges]
-    denom = 1 - mp.exp(-mp.mpf(h))
+    # the dots connect-the-dots split between (every grid point, or fewer in the far tails):
+    # the exact measure on them has, at or above a grid point, what it has at the next dot
+    i_lo, n, _ = _grid(src, h, tail)
+    dots = _dots_of(src, h, tail, i_lo, n)
+    dots_list = list(range(n)) if dots is None else dots.tolist()
+    tails = {k: exact_tails(src, float(edges[k])) for k in dots_list}
     above = mp.mpf(d.infinity_mass)
+    nxt = len(dots_list) - 1
     for i in range(edges.size - 1, -1, -1):
         above += mp.mpf(float(d.pmf[i]))
-        if i == 0:
+        while nxt > 0 and dots_list[nxt - 1] >= i:
+            nxt -= 1
+        k = dots_list[nxt]
+        if nxt == 0:
             exact = mp.mpf(1)  # everything below the grid is moved up to its lowest point
         else:
-            p = tails[i - 1][0] - tails[i][0]
-            r = tails[i - 1][1] - tails[i][1]
-            a = (p - mp.exp(mp.mpf(float(edges[i - 1]))) * r) / denom
-            exact = tails[i][0] + min(max(a, mp.mpf(0)), p)
+            j = dots_list[nxt - 1]
+            p = tails[j][0] - tails[k][0]
+            r = tails[j][1] - tails[k][1]
+            denom = 1 - mp.exp(-mp.mpf(h) * (k - j))
+            a = (p - mp.exp(mp.mpf(float(edges[j]))) * r) / denom
+            exact = tails[k][0] + min(max(a, mp.mpf(0)), p)
         assert above >= exact, (i, float(edges[i]), float(above - exact))
     # and the added mass is ulps, not a loosening: the total is 1 within a few 1e-13
     assert math.fsum(d.pmf.tolist()) + d.infinity_mass - 1.0 < 1e-12
