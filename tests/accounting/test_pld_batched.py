@@ -9,12 +9,18 @@ import numpy as np
 import pytest
 
 from approxdp.accounting.pld import discretized, grid
-from approxdp.accounting.pld.batched import cdfs_many, tail_edges_many
+from approxdp.accounting.pld.batched import (
+    cdfs_and_errors_many,
+    cdfs_many,
+    tail_edges_many,
+    tail_edges_multi,
+)
 from approxdp.accounting.pld.privacy_loss import (
     GaussianLoss,
     LaplaceLoss,
     LossSource,
     SubsampledLoss,
+    cdfs_with_errors,
 )
 
 #: (σ, q) of DP-SGD phases: tiny, small and large sampling rates, small and large noise
@@ -54,6 +60,31 @@ def test_batched_tail_edges_are_the_sources_own(upper: bool, h: float, tail: flo
     srcs = [*_sources("remove"), *_sources("add"), LaplaceLoss(0.5)]
     got = tail_edges_many(srcs, h, tail, upper)
     assert got == [grid.tail_edge(s, h, tail, upper) for s in srcs]
+
+
+@pytest.mark.parametrize("direction", ["remove", "add"])
+def test_batched_cdfs_and_errors_are_the_sources_own_bit_for_bit(direction: str) -> None:
+    """The error bounds from the batch's own preimages (not evaluated twice) are the
+    per-source ones, every field."""
+    srcs: list[LossSource] = [*_sources(direction), GaussianLoss(0.7), LaplaceLoss(0.3)]
+    edges = [np.sort(np.concatenate((np.linspace(-0.5, 3.0, 400), [np.log1p(-0.004)])))
+             for _ in srcs]
+    for s, e, (c, ce) in zip(srcs, edges, cdfs_and_errors_many(srcs, edges), strict=True):
+        want, want_e = cdfs_with_errors(s, e)
+        for name in ("fp", "sp", "fq", "sq"):
+            assert _same(getattr(c, name), getattr(want, name)), (s, name)
+        for name in ("value", "near", "near_moved", "near_shift", "near_mass"):
+            a, b = getattr(ce, name), getattr(want_e, name)
+            assert (a is None and b is None) or _same(np.asarray(a), np.asarray(b)), (s, name)
+        assert (ce.tiny, ce.moved, ce.shift) == (want_e.tiny, want_e.moved, want_e.shift)
+
+
+@pytest.mark.parametrize("upper", [True, False])
+def test_tail_edges_at_several_tails_share_their_probes(upper: bool) -> None:
+    srcs = [*_sources("remove"), *_sources("add"), LaplaceLoss(0.5)]
+    tails = [1e-14, 4096e-14, 1e-6]
+    got = tail_edges_multi(srcs, 16.0**-8, tails, upper)
+    assert got == [tail_edges_many(srcs, 16.0**-8, t, upper) for t in tails]
 
 
 @pytest.mark.parametrize("stable", [False, True])

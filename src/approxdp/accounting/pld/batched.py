@@ -24,14 +24,17 @@ import numpy.typing as npt
 from scipy import special
 
 from approxdp.accounting.pld.privacy_loss import (
+    CDFError,
     GaussianLoss,
     LossCDF,
     LossSource,
     SubsampledLoss,
+    cdf_errors,
+    cdfs_with_errors,
     log_expm1_or_minus_inf,
 )
 
-__all__ = ["cdfs_many", "tail_edges_many"]
+__all__ = ["cdfs_and_errors_many", "cdfs_many", "tail_edges_many", "tail_edges_multi"]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -43,35 +46,60 @@ def _batchable(source: LossSource) -> bool:
 def cdfs_many(sources: Sequence[LossSource], edges: Sequence[FloatArray]) -> list[LossCDF]:
     """``[s.cdfs(e) for s, e in zip(sources, edges)]``, the subsampled Gaussians of each
     direction in one pass (the results are views into shared arrays)."""
-    out: list[LossCDF | None] = [None] * len(sources)
+    return [c for c, _ in _many(sources, edges, False)]
+
+
+def cdfs_and_errors_many(
+    sources: Sequence[LossSource], edges: Sequence[FloatArray]
+) -> list[tuple[LossCDF, CDFError]]:
+    """``[cdfs_with_errors(s, e) for s, e in zip(sources, edges)]``: :func:`cdfs_many`, and
+    each subsampled Gaussian's error bounds (:meth:`SubsampledLoss.cdf_error`) from the
+    preimages its CDFs were computed from (the same values: not evaluated twice)."""
+    return [(c, cdf_errors(s, e) if ce is None else ce)
+            for (c, ce), s, e in zip(_many(sources, edges, True), sources, edges, strict=True)]
+
+
+def _many(
+    sources: Sequence[LossSource], edges: Sequence[FloatArray], errors: bool
+) -> list[tuple[LossCDF, CDFError | None]]:
+    out: list[tuple[LossCDF, CDFError | None] | None] = [None] * len(sources)
     groups: dict[str, list[int]] = {}
     for i, s in enumerate(sources):
         if _batchable(s) and len(sources) > 1:
             groups.setdefault(s.direction, []).append(i)  # type: ignore[attr-defined]
+        elif errors:
+            out[i] = cdfs_with_errors(s, edges[i])
         else:
-            out[i] = s.cdfs(edges[i])
+            out[i] = (s.cdfs(edges[i]), None)
     for direction, idx in groups.items():
         if len(idx) == 1:
-            out[idx[0]] = sources[idx[0]].cdfs(edges[idx[0]])
+            i = idx[0]
+            out[i] = (cdfs_with_errors(sources[i], edges[i]) if errors
+                      else (sources[i].cdfs(edges[i]), None))
             continue
         subs: list[SubsampledLoss] = [sources[i] for i in idx]  # type: ignore[misc]
         sizes = [int(np.asarray(edges[i]).size) for i in idx]
         e = np.concatenate([np.asarray(edges[i], dtype=np.float64) for i in idx])
-        c = _subsampled_gaussian_cdfs(subs, sizes, direction, e)
+        c, g = _subsampled_gaussian_cdfs(subs, sizes, direction, e)
         start = 0
-        for i, n in zip(idx, sizes, strict=True):
+        for i, sub, n in zip(idx, subs, sizes, strict=True):
             part = slice(start, start + n)
-            out[i] = LossCDF(c.fp[part], c.sp[part], c.fq[part], c.sq[part])
+            ce = None
+            if errors:  # (SubsampledLoss.cdf_error, on the preimages computed above)
+                own = e[part] if direction == "remove" else -e[part]
+                ce = sub._inner_error(own, g[part], 4.0)
+            out[i] = (LossCDF(c.fp[part], c.sp[part], c.fq[part], c.sq[part]), ce)
             start += n
     return [c for c in out if c is not None]
 
 
 def _subsampled_gaussian_cdfs(
     subs: Sequence[SubsampledLoss], sizes: Sequence[int], direction: str, e: FloatArray
-) -> LossCDF:
+) -> tuple[LossCDF, FloatArray]:
     """:meth:`SubsampledLoss.cdfs` of each source on its segment of ``e`` (segment lengths
     ``sizes``): the same float operations, with q, μ and the scalars derived from them
-    (computed per source exactly as the method does) repeated over each segment."""
+    (computed per source exactly as the method does) repeated over each segment; and the
+    inner preimages g (:meth:`SubsampledLoss._inner_edges`, bit for bit)."""
     counts = np.asarray(sizes, dtype=np.intp)
 
     def rep(values: list[float]) -> FloatArray:
@@ -104,7 +132,7 @@ def _subsampled_gaussian_cdfs(
             np.where(below, 1.0, sp),
             np.where(below, 0.0, b_f),
             np.where(below, 1.0, b_s),
-        )
+        ), g
     fq = q * a_s + one_minus_q * b_s
     sq = q * a_f + one_minus_q * b_f
     above = e >= -lmq
@@ -113,7 +141,7 @@ def _subsampled_gaussian_cdfs(
         np.where(above, 0.0, b_f),
         np.where(above, 1.0, fq),
         np.where(above, 0.0, sq),
-    )
+    ), g
 
 
 def tail_edges_many(
@@ -122,38 +150,53 @@ def tail_edges_many(
     """``[tail_edge(s, h, tail, upper) for s in sources]``
     (:func:`~approxdp.accounting.pld.grid.tail_edge`: geometric probes, then a linear
     refinement), every source's probes evaluated in one :func:`cdfs_many` call per stage."""
+    return tail_edges_multi(sources, h, [tail], upper)[0]
+
+
+def tail_edges_multi(
+    sources: Sequence[LossSource], h: float, tails: Sequence[float], upper: bool
+) -> list[list[float]]:
+    """:func:`tail_edges_many` at each of several ``tails`` (one list per tail): the probes
+    are evaluated once for all of them, and every refinement in one more call (the same
+    values as one tail at a time)."""
     n = len(sources)
     if n == 0:
-        return []
+        return [[] for _ in tails]
     inf_mass = [float(c.sp[0]) for c in cdfs_many(sources, [np.array([np.inf])] * n)]
     k = np.arange(0, 90, dtype=np.float64)
     probes = np.concatenate((-h * 2.0 ** k[::-1], [0.0], h * 2.0**k))
 
-    def ok(values: Sequence[FloatArray]) -> list[npt.NDArray[np.bool_]]:
-        cs = cdfs_many(sources, values)
+    def ok(cs: Sequence[LossCDF], tail: float) -> list[npt.NDArray[np.bool_]]:
         if upper:
             return [np.asarray(c.sp - m <= tail) for c, m in zip(cs, inf_mass, strict=True)]
         return [np.asarray(c.fp <= tail) for c in cs]
 
-    goods = ok([probes] * n)
+    at_probes = cdfs_many(sources, [probes] * n)
     fines: list[FloatArray] = []
     fallback: list[float] = []
-    for good in goods:
-        if upper:
-            idx = int(np.argmax(good)) if bool(good.any()) else probes.size - 1
-            lo = probes[idx - 1] if idx > 0 else probes[idx] - h
-            fines.append(np.linspace(lo, probes[idx], 65))
-        else:
-            idx = int(np.nonzero(good)[0][-1]) if bool(good.any()) else 0
-            hi = probes[idx + 1] if idx + 1 < probes.size else probes[idx] + h
-            fines.append(np.linspace(probes[idx], hi, 65))
-        fallback.append(float(probes[idx]))
-    out = []
-    for fine, g, back in zip(fines, ok(fines), fallback, strict=True):
-        if not bool(g.any()):
-            out.append(back)
-        elif upper:
-            out.append(float(fine[int(np.argmax(g))]))
-        else:
-            out.append(float(fine[int(np.nonzero(g)[0][-1])]))
+    for tail in tails:
+        for good in ok(at_probes, tail):
+            if upper:
+                idx = int(np.argmax(good)) if bool(good.any()) else probes.size - 1
+                lo = probes[idx - 1] if idx > 0 else probes[idx] - h
+                fines.append(np.linspace(lo, probes[idx], 65))
+            else:
+                idx = int(np.nonzero(good)[0][-1]) if bool(good.any()) else 0
+                hi = probes[idx + 1] if idx + 1 < probes.size else probes[idx] + h
+                fines.append(np.linspace(probes[idx], hi, 65))
+            fallback.append(float(probes[idx]))
+    at_fines = cdfs_many(list(sources) * len(tails), fines)
+    out: list[list[float]] = []
+    for j, tail in enumerate(tails):
+        part = slice(j * n, (j + 1) * n)
+        edges = []
+        for fine, g, back in zip(fines[part], ok(at_fines[part], tail), fallback[part],
+                                 strict=True):
+            if not bool(g.any()):
+                edges.append(back)
+            elif upper:
+                edges.append(float(fine[int(np.argmax(g))]))
+            else:
+                edges.append(float(fine[int(np.nonzero(g)[0][-1])]))
+        out.append(edges)
     return out

@@ -16,12 +16,15 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from approxdp.accounting.pld.batched import cdfs_many, tail_edges_many
+from approxdp.accounting.pld.batched import (
+    cdfs_and_errors_many,
+    cdfs_many,
+    tail_edges_multi,
+)
 from approxdp.accounting.pld.privacy_loss import (
     CDFError,
     LossCDF,
     LossSource,
-    cdf_errors,
     cdfs_with_errors,
     loss_interval,
     sliver_guard,
@@ -158,25 +161,32 @@ def _edges(source: LossSource, scale: float, tail: float) -> tuple[float, float]
 
 
 def _edges_many(
-    sources: Sequence[LossSource], scale: float, tail: float
+    sources: Sequence[LossSource], scale: float, tail: float, also: float | None = None
 ) -> list[tuple[float, float]]:
     """:func:`_edges` of each source, those not cached probed together
-    (:func:`~approxdp.accounting.pld.batched.tail_edges_many`)."""
+    (:func:`~approxdp.accounting.pld.batched.tail_edges_multi`); with ``also``, the edges at
+    that tail are probed with them (from the same probes) and cached too."""
+    tails = [tail] if also is None or also == tail else [tail, also]
+    missing = [s for s in dict.fromkeys(sources)
+               if any((s, scale, t) not in _EDGES for t in tails)]
     found = {s: _EDGES[(s, scale, tail)] for s in sources if (s, scale, tail) in _EDGES}
-    missing = [s for s in dict.fromkeys(sources) if s not in found]
     if missing:
         finite = [1.0 - float(c.sp[0])
                   for c in cdfs_many(missing, [np.array([np.inf])] * len(missing))]
         # (nearly) all mass at loss +∞, e.g. the vacuous pair: a 2-point grid
-        live = [s for s, f in zip(missing, finite, strict=True) if f > tail]
-        his = tail_edges_many(live, scale, tail, upper=True)
-        los = tail_edges_many(live, scale, tail, upper=False)
-        new = {s: (min(lo, hi), hi) for s, lo, hi in zip(live, los, his, strict=True)}
-        for s in missing:
-            found[s] = new.get(s, (0.0, 0.0))
-            if len(_EDGES) >= _EDGES_KEEP:
-                _EDGES.pop(next(iter(_EDGES)))
-            _EDGES[(s, scale, tail)] = found[s]
+        live = [s for s, f in zip(missing, finite, strict=True) if f > min(tails)]
+        his = tail_edges_multi(live, scale, tails, upper=True)
+        los = tail_edges_multi(live, scale, tails, upper=False)
+        mass = dict(zip(missing, finite, strict=True))
+        for t, lo_t, hi_t in zip(tails, los, his, strict=True):
+            new = {s: (min(lo, hi), hi) for s, lo, hi in zip(live, lo_t, hi_t, strict=True)
+                   if mass[s] > t}
+            for s in missing:
+                if t == tail:  # (a batch larger than the cache evicts its own entries)
+                    found[s] = new.get(s, (0.0, 0.0))
+                if len(_EDGES) >= _EDGES_KEEP:
+                    _EDGES.pop(next(iter(_EDGES)))
+                _EDGES[(s, scale, t)] = new.get(s, (0.0, 0.0))
     return [found[s] for s in sources]
 
 
@@ -194,7 +204,7 @@ def _edge_scale(h: float) -> float:
 def _grid(source: LossSource, h: float, tail: float) -> tuple[int, int, FloatArray]:
     """(index of the first grid point, number of points, the losses i·h) covering ``source``
     up to ``tail`` of P-mass on each side."""
-    return _grid_of(*_edges(source, _edge_scale(h), tail), h)
+    return _grid_of(*_edges_many([source], _edge_scale(h), tail, _fine_tail(tail))[0], h)
 
 
 def _grid_of(e_lo: float, e_hi: float, h: float) -> tuple[int, int, FloatArray]:
@@ -249,26 +259,35 @@ def discretize_many(
     CDFs evaluated in one pass (:func:`~approxdp.accounting.pld.batched.cdfs_many`): the same
     measures."""
     hs = [float(h)] * len(sources) if isinstance(h, int | float) else [float(x) for x in h]
-    grids = [_grid_of(*e, step) for e, step in zip(_edges_at(sources, hs, tail), hs, strict=True)]
+    edges = _edges_at(sources, hs, tail, _fine_tail(tail))  # (the dots' edges with them)
+    grids = [_grid_of(*e, step) for e, step in zip(edges, hs, strict=True)]
     dots = _dots_many(sources, hs, tail, [(g[0], g[1]) for g in grids])
     kept = [g[2] if d is None else g[2][d] for g, d in zip(grids, dots, strict=True)]
-    cs = cdfs_many(sources, kept)
-    return [_split(s, step, i_lo, n, e, c, cdf_errors(s, e), stable, d)
-            for s, step, (i_lo, n, _), e, c, d in zip(sources, hs, grids, kept, cs, dots,
-                                                      strict=True)]
+    cs = cdfs_and_errors_many(sources, kept)
+    return [_split(s, step, i_lo, n, e, c, ce, stable, d)
+            for s, step, (i_lo, n, _), e, (c, ce), d in zip(sources, hs, grids, kept, cs, dots,
+                                                            strict=True)]
 
 
 def _edges_at(
-    sources: Sequence[LossSource], hs: Sequence[float], tail: float
+    sources: Sequence[LossSource], hs: Sequence[float], tail: float, also: float | None = None
 ) -> list[tuple[float, float]]:
-    """:func:`_edges` of each source at the probe scale of its grid step."""
+    """:func:`_edges` of each source at the probe scale of its grid step (and those at the
+    tail ``also`` probed with them: :func:`_edges_many`)."""
     scales = [_edge_scale(step) for step in hs]
     out: list[tuple[float, float]] = [(0.0, 0.0)] * len(sources)
     for scale in dict.fromkeys(scales):
         idx = [i for i, sc in enumerate(scales) if sc == scale]
-        for i, e in zip(idx, _edges_many([sources[i] for i in idx], scale, tail), strict=True):
+        for i, e in zip(idx, _edges_many([sources[i] for i in idx], scale, tail, also),
+                        strict=True):
             out[i] = e
     return out
+
+
+def _fine_tail(tail: float) -> float | None:
+    """The tail beyond which a grid's dots are thinned (:func:`_dots_many`); None: never."""
+    fine = _FINE_TAIL * tail
+    return fine if 0.0 < fine < 1e-3 else None
 
 
 #: Tails of P-mass below this many times the grid's own tail (each side) are split on
@@ -303,9 +322,9 @@ def _dots_many(
     evaluated on a fraction of the points: a subsampled Gaussian's loss reaches far above
     its bulk (at σ ≈ 1.3 and q ≈ 0.004, ~75 % of its grid carries < 1e-9 of the mass)."""
     out: list[IntArray | None] = [None] * len(sources)
-    fine_tail = _FINE_TAIL * tail
+    fine_tail = _fine_tail(tail)
     idx = [i for i, (_, n) in enumerate(grids) if n >= _THIN_FROM]
-    if not idx or not 0.0 < fine_tail < 1e-3:
+    if not idx or fine_tail is None:
         return out
     fine = _edges_at([sources[i] for i in idx], [hs[i] for i in idx], fine_tail)
     m = _COARSE_STEPS
@@ -529,9 +548,9 @@ def discretize_rounded_many(
     """:func:`discretize_rounded` of each source, their CDFs evaluated in one pass: the same
     measures."""
     grids = [_grid_of(lo, hi, h) for lo, hi in _edges_many(sources, _edge_scale(h), tail)]
-    cs = cdfs_many(sources, [g[2] + 0.5 * h for g in grids])  # the bins' upper edges
-    return [_rounded_bins(s, h, i_lo, grid, c, cdf_errors(s, grid + 0.5 * h), precise)
-            for s, (i_lo, _, grid), c in zip(sources, grids, cs, strict=True)]
+    cs = cdfs_and_errors_many(sources, [g[2] + 0.5 * h for g in grids])  # the bins' upper edges
+    return [_rounded_bins(s, h, i_lo, grid, c, ce, precise)
+            for s, (i_lo, _, grid), (c, ce) in zip(sources, grids, cs, strict=True)]
 
 
 def _rounded_bins(
