@@ -101,8 +101,11 @@ def _subsampled_gaussian_cdfs(
     (computed per source exactly as the method does) repeated over each segment; and the
     inner preimages g (:meth:`SubsampledLoss._inner_edges`, bit for bit)."""
     counts = np.asarray(sizes, dtype=np.intp)
+    total = int(counts.sum())
 
     def rep(values: list[float]) -> FloatArray:
+        if all(v == values[0] for v in values):  # (phases sharing q: no repeat needed)
+            return np.full(total, values[0])
         return np.repeat(np.asarray(values, dtype=np.float64), counts)
 
     qs = [s.q for s in subs]
@@ -114,8 +117,8 @@ def _subsampled_gaussian_cdfs(
     # SubsampledLoss._inner_edges: f⁻¹(e) = log((e^e − 1 + q)/q), −inf at and below log(1 − q)
     arg = e if direction == "remove" else -e
     t = np.asarray(arg - lmq, dtype=np.float64)
-    g, finite = log_expm1_or_minus_inf(t)
-    g[finite] += rep([a - math.log(v) for a, v in zip(log1mq, qs, strict=True)])[finite]
+    g, _ = log_expm1_or_minus_inf(t)
+    g += rep([a - math.log(v) for a, v in zip(log1mq, qs, strict=True)])  # (−∞ stays −∞)
     # GaussianLoss.cdfs of the inner edges
     mu = rep(mus)
     with np.errstate(invalid="ignore", over="ignore"):
@@ -127,6 +130,8 @@ def _subsampled_gaussian_cdfs(
         fp = q * a_f + one_minus_q * b_f
         sp = q * a_s + one_minus_q * b_s
         below = e < lmq
+        if not below.any():
+            return LossCDF(fp, sp, b_f, b_s), g
         return LossCDF(
             np.where(below, 0.0, fp),
             np.where(below, 1.0, sp),
@@ -136,6 +141,8 @@ def _subsampled_gaussian_cdfs(
     fq = q * a_s + one_minus_q * b_s
     sq = q * a_f + one_minus_q * b_f
     above = e >= -lmq
+    if not above.any():
+        return LossCDF(b_s, b_f, fq, sq), g
     return LossCDF(
         np.where(above, 1.0, b_s),
         np.where(above, 0.0, b_f),

@@ -132,12 +132,14 @@ def log_expm1_or_minus_inf(t: FloatArray) -> tuple[FloatArray, npt.NDArray[np.bo
     stable), −inf at and below 0; and the mask of the finite entries. The preimage
     f⁻¹(e) of a subsampled loss (:meth:`SubsampledLoss._inner_edges`, and the batched form in
     :mod:`approxdp.accounting.pld.batched`) is this plus log((1 − q)/q)."""
-    out = np.full(t.shape, -np.inf)
+    finite = t > 0.0
     big = t > 1.0
-    small = (t > 0.0) & ~big
-    out[big] = t[big] + np.log(-np.expm1(-t[big]))
-    out[small] = np.log(np.expm1(t[small]))
-    return out, big | small
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        out = np.log(np.expm1(t))  # (the direct form everywhere, then the others replaced)
+    out[~finite] = -np.inf
+    if big.any():
+        out[big] = t[big] + np.log(-np.expm1(-t[big]))
+    return out, finite
 
 
 @dataclass(frozen=True, slots=True)
