@@ -134,6 +134,8 @@ def _exp_floored(a: FloatArray) -> None:
 
 #: See :func:`_exp_floored`.
 _FLOOR = -600.0
+#: e^−100: a row of :class:`_Stacked` whose shifted sum is below this is recomputed exactly
+_OVERSHOT = math.exp(-100.0)
 
 Parts = Sequence[tuple[Support, int]]
 
@@ -217,11 +219,65 @@ class _Stacked:
             self.logp = np.concatenate([sup.logp for sup, _ in parts])
             self.sizes = np.array(sizes, dtype=np.intp)
         self.l2 = self.l * self.l
+        # each row's exponents u·l + log p, less a bound on their largest (its largest log p
+        # plus u times its largest loss for u ≥ 0, its smallest for u < 0), are
+        # (l − l_max)·u + (log p − max log p): both factors precomputed, no per-call maximum
+        # or repeat (:meth:`moments`)
+        with np.errstate(invalid="ignore"):
+            if self.padded:
+                live = np.isfinite(self.logp)
+                self.pmax = np.where(live, self.logp, -np.inf).max(axis=1, initial=-np.inf)
+                self.lmax = np.where(live, self.l, -np.inf).max(axis=1, initial=-np.inf)
+                self.lmin = np.where(live, self.l, np.inf).min(axis=1, initial=np.inf)
+                self.p_rel = self.logp - self.pmax[:, None]
+                self.l_hi = self.l - self.lmax[:, None]
+                self.l_lo = self.l - self.lmin[:, None]
+            else:
+                self.pmax = np.maximum.reduceat(self.logp, self.starts)
+                self.lmax = np.maximum.reduceat(self.l, self.starts)
+                self.lmin = np.minimum.reduceat(self.l, self.starts)
+                self.p_rel = self.logp - np.repeat(self.pmax, self.sizes)
+                self.l_hi = self.l - np.repeat(self.lmax, self.sizes)
+                self.l_lo = self.l - np.repeat(self.lmin, self.sizes)
+        self.fast = bool(np.all(np.isfinite(self.pmax)) and np.all(np.isfinite(self.lmax))
+                         and np.all(np.isfinite(self.lmin)))
 
     def moments(self, u: float) -> Moments:
         hit = self._memo.get(u)
         if hit is not None:
             return hit
+        out = self._shifted(u) if self.fast else None
+        if out is None:
+            out = self._exact(u)
+        if len(self._memo) < 256:
+            self._memo[u] = out
+        return out
+
+    def _shifted(self, u: float) -> Moments | None:
+        """:meth:`_exact`'s moments with each row's exponents shifted by a bound on their
+        largest instead of the largest itself (the sums and the log-MGF are the same but for
+        rounding); None where a row's bound overshoots by so much (> 100 nats) that its
+        terms could come near the floor of :func:`_exp_floored`."""
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            shift = self.l_hi if u >= 0.0 else self.l_lo
+            a = shift * u
+            a += self.p_rel
+            top = self.pmax + u * (self.lmax if u >= 0.0 else self.lmin)
+            _exp_floored(a)
+            if self.padded:
+                s0 = a.sum(axis=1)
+                s1 = np.einsum("ij,ij->i", a, self.l)
+                s2 = np.einsum("ij,ij->i", a, self.l2)
+            else:
+                s0 = np.add.reduceat(a, self.starts)
+                s1 = np.add.reduceat(a * self.l, self.starts)
+                s2 = np.add.reduceat(a * self.l2, self.starts)
+        if not (bool(np.all(s0 >= _OVERSHOT)) and bool(np.all(np.isfinite(top)))):
+            return None
+        return self._combine(u, top, s0, s1, s2)
+
+    def _exact(self, u: float) -> Moments:
+        """The moments with each row's exponents shifted by their largest."""
         with np.errstate(over="ignore", under="ignore", invalid="ignore"):
             a = self.l * u  # (the padding: −∞ + 0·u, floored below like any tiny term)
             a += self.logp
@@ -243,15 +299,17 @@ class _Stacked:
                 s0 = np.add.reduceat(a, self.starts)
                 s1 = np.add.reduceat(a * self.l, self.starts)
                 s2 = np.add.reduceat(a * self.l2, self.starts)
+        return self._combine(u, top, s0, s1, s2)
+
+    def _combine(
+        self, u: float, top: FloatArray, s0: FloatArray, s1: FloatArray, s2: FloatArray
+    ) -> Moments:
         m = s1 / s0
         var = np.maximum(s2 / s0 - m * m, 0.0)
         k = top + np.log(s0) + u * self.ref
         c = self.count
-        out = Moments(float((c * k).sum()), float((c * (m + self.ref)).sum()),
-                      float((c * var).sum()))
-        if len(self._memo) < 256:
-            self._memo[u] = out
-        return out
+        return Moments(float((c * k).sum()), float((c * (m + self.ref)).sum()),
+                       float((c * var).sum()))
 
 
 _STACKS: dict[tuple[tuple[int, int], ...], tuple[Parts, _Stacked]] = {}
