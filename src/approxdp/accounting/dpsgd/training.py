@@ -18,7 +18,9 @@ second such ask on by a running composition
 (:class:`~approxdp.accounting.pld.incremental.IncrementalEpsilon`): each phase is discretized
 and transformed once, an ask costs an inverse FFT per composition, and the windows are planned
 for twice the steps so far (planned again when the run outgrows them, where the plan is
-predicted to cost no more than the one-shot answers timed so far). Its answers are
+predicted by a cost model of counts — parts, parts new — to cost no more than the one-shot
+route's dearest ask; a clock is never read, so the route and the digits of every answer are
+the same on any machine, under any load). Its answers are
 certified upper bounds whose own certified bracket is within ``precision`` (else the one-shot
 accountant answers): another bound on the same truth as the schedule functions', as tight.
 
@@ -35,7 +37,6 @@ numbers and strings (JSON- and ``torch.save``-able), and
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
@@ -350,19 +351,14 @@ class TrainingAccountant:
         if key is not None and key in self._cache:
             return self._cache[key]
         phases = self.phases or (DPSGDPhase(math.inf, 1.0, 1),)  # no step: no privacy loss
-        g = inc = None
+        g = None
         if key is not None and solve == "epsilon" and accountant == "pld":
             g = self._running_epsilon(phases, float(given), state)
-            inc, warm = self._running.get(float(given), (None, None, False))[1:]
         if g is not None:
             pass  # (the running composition answered)
         elif solve == "epsilon":
-            start = time.process_time()
             g = dpsgd_schedule_epsilon(phases, delta=given, sampling=self._sampling,
                                        accountant=accountant, precision=self._precision)
-            if inc is not None:  # what the one-shot route cost: the running one's budget
-                inc.note_oneshot(sum(p.steps for p in phases), time.process_time() - start,
-                                 warm=warm)
         else:
             g = dpsgd_schedule_delta(phases, epsilon=given, sampling=self._sampling,
                                      accountant=accountant, precision=self._precision)
@@ -387,6 +383,10 @@ class TrainingAccountant:
                 self._running.pop(next(iter(self._running)))
             inc = before[1] if before is not None else IncrementalEpsilon(
                 delta, self._precision)
+            if before is None:  # the one-shot route answers this first ask (cold caches):
+                # the running route's budget for a plan made in one go (a cost model of
+                # counts, never a clock: the route is the same on any machine)
+                inc.note_oneshot(len(live_phases(phases)))
             self._running[delta] = (state, inc, False)
             return None
         inc = before[1]
