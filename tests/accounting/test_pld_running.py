@@ -11,11 +11,12 @@ import pytest
 
 from approxdp.accounting.dpsgd.bounds import event_of
 from approxdp.accounting.dpsgd.phases import DPSGDPhase
-from approxdp.accounting.pld.accounting import pld_epsilon
+from approxdp.accounting.pld.accounting import pld_delta, pld_epsilon
 from approxdp.accounting.pld.compose import compose
 from approxdp.accounting.pld.discretized import _step_tail, discretized_all
 from approxdp.accounting.pld.event_losses import gaussian_source
 from approxdp.accounting.pld.incremental import IncrementalEpsilon
+from approxdp.accounting.pld.incremental_delta import FAR_TAIL, IncrementalDelta
 from approxdp.accounting.pld.plan import _plan
 from approxdp.accounting.pld.running import plan_running
 from approxdp.accounting.pld.subsampled_gaussian import subsampled_gaussian_epsilon
@@ -224,3 +225,27 @@ def test_running_composition_drops_negligible_frequencies_and_stays_certified() 
     assert ref.bracket is not None
     assert ref.bracket[0] <= ours.epsilon(DELTA)
     assert ours.roundoff < 1e-12
+
+
+def test_incremental_delta_brackets_pld_delta_and_is_as_tight() -> None:
+    """δ(ε) asked as one phase grows: from the running compositions (tilted at ε), each
+    answer a certified upper bound above pld_delta's certified lower end, its own bracket
+    reaching below pld_delta's upper end, no looser than pld_delta's upper bound; far in the
+    tail (the last answer below FAR_TAIL) the one-shot route is left to answer."""
+    inc = IncrementalDelta(1.0, 1e-3)
+    first = _plan(_items([(1.1, Q, 1400)]))
+    assert inc.answer(first) is None and inc.builds == 0  # no answer seen yet: far in the tail
+    inc.last = float(pld_delta(_items([(1.1, Q, 1400)]), 1.0).delta)
+    assert inc.last >= FAR_TAIL
+    answered = 0
+    for steps in (2800, 4200, 5600, 7000):
+        items = _items([(1.1, Q, steps)])
+        g = inc.answer(_plan(items))
+        ref = pld_delta(items, 1.0)
+        assert g is not None and g.bracket is not None and ref.bracket is not None
+        lo, up = g.bracket
+        assert up == g.delta and g.epsilon == 1.0
+        assert ref.bracket[0] <= up <= float(ref.delta) * (1.0 + 2e-3)
+        assert lo <= float(ref.delta) and lo <= up
+        answered += 1
+    assert answered == 4 and 1 <= inc.builds <= 3

@@ -17,6 +17,7 @@ from approxdp.accounting import DPSGDPhase as Phase
 from approxdp.accounting import pld_epsilon
 from approxdp.accounting.dpsgd.training import STATE_FORMAT, TrainingAccountant
 from approxdp.accounting.pld.incremental import INCREMENTAL_RULE
+from approxdp.accounting.pld.incremental_delta import IncrementalDelta
 from approxdp.errors import InvalidParameterError, ParameterTypeError, UnknownMethodError
 from approxdp.events import GaussianEvent, SubsampledEvent
 
@@ -253,7 +254,7 @@ def test_asks_every_phase_are_answered_by_a_running_composition_as_tight() -> No
         assert lo <= ref.epsilon and ref.bracket[0] <= up == g.epsilon
         assert up <= lo * (1.0 + acct.precision) and up <= ref.epsilon * (1.0 + 1e-4)
         assert acct.epsilon(1e-5) is g  # asked again: the cache
-    running = acct._running[1e-5][1]
+    running = acct._running["epsilon", 1e-5][1]
     # 7 asks, 8-fold growth: plans made in one go, and next plans prepared over the asks
     assert running is not None and 1 <= running.builds <= 5
     assert g.rule == INCREMENTAL_RULE
@@ -273,7 +274,9 @@ def _loop_answers(monkeypatch: pytest.MonkeyPatch, tick: float) -> list[tuple[An
         acct.step(noise_multiplier=1.5 - 0.04 * i, sample_rate=Q, steps=300)
         g = acct.epsilon(1e-5)
         out.append((g.epsilon, g.bracket, g.rule))
-    out.append(tuple(acct.delta(1.0)))
+        if i % 3 == 2:
+            d = acct.delta(0.5)
+            out.append((d.delta, d.bracket, d.rule))
     monkeypatch.undo()
     return out
 
@@ -288,7 +291,7 @@ def test_the_route_and_every_digit_do_not_depend_on_the_clock(
     fast = _loop_answers(monkeypatch, 1e-9)
     slow = _loop_answers(monkeypatch, 10.0)
     assert here == fast == slow
-    assert any(rule == INCREMENTAL_RULE for _, _, rule in here[:-1])  # both routes ran
+    assert any(rule == INCREMENTAL_RULE for _, _, rule in here)  # both routes ran
     assert here[0][2] != INCREMENTAL_RULE
 
 
@@ -300,4 +303,26 @@ def test_schedules_of_several_sample_rates_stay_on_the_one_shot_route() -> None:
         acct.step(noise_multiplier=1.5, sample_rate=Q if i < 1 else 2 * Q, steps=300)
         g = acct.epsilon(1e-5)
         assert g.epsilon == acc.dpsgd_schedule_epsilon(acct.phases, delta=1e-5).epsilon
-    assert acct._running[1e-5][1].builds == 0
+    assert acct._running["epsilon", 1e-5][1].builds == 0
+
+
+def test_delta_asks_every_epoch_are_answered_by_a_running_composition_as_tight() -> None:
+    """δ at a fixed ε after every epoch: the first ask, and asks far in the tail, by the
+    one-shot schedule accountant; later ones by running compositions tilted at ε — each a
+    certified upper bound above the one-shot's certified lower end, no looser than its upper
+    bound, with a bracket reaching below it."""
+    acct = TrainingAccountant()
+    rules = []
+    for _ in range(5):
+        acct.step(noise_multiplier=1.1, sample_rate=Q, steps=1406)
+        g = acct.delta(1.0)
+        ref = acc.dpsgd_schedule_delta(acct.phases, epsilon=1.0)
+        assert g.bracket is not None and ref.bracket is not None
+        lo, up = g.bracket
+        assert up == g.delta and ref.bracket[0] <= up <= float(ref.delta) * (1.0 + 2e-3)
+        assert lo <= float(ref.delta)
+        assert acct.delta(1.0) is g  # asked again: the cache
+        rules.append(g.rule)
+    assert rules[0] != INCREMENTAL_RULE and rules[-1] == INCREMENTAL_RULE
+    running = acct._running["delta", 1.0][1]
+    assert isinstance(running, IncrementalDelta) and 1 <= running.builds <= 3

@@ -100,9 +100,10 @@ _PLAN_COST = (5.0, 4.5, 7.0)
 _PREPARE_FROM = 0.6
 
 
-def _oneshot_cost(parts: int, fresh: int) -> float:
+def _oneshot_cost(parts: int, fresh: int, model: tuple[float, float, float] = _ONESHOT_COST
+                  ) -> float:
     """The model's cost of a one-shot answer of ``parts`` parts, ``fresh`` of them new."""
-    fixed, per_part, per_fresh = _ONESHOT_COST
+    fixed, per_part, per_fresh = model
     return fixed + per_part * parts + per_fresh * fresh
 
 
@@ -190,10 +191,23 @@ class IncrementalEpsilon:
             are built on.
     """
 
+    #: the largest window a plan may have (points; a larger one: None, the one-shot answers)
+    max_points = _MAX_POINTS
+    #: whether the upper bounds' Chernoff points are found on merged supports (cheaper; a
+    #: merged support's extremes sit inside the true ones: only tightness depends on it)
+    merged = True
+    #: the next plan is prepared on a finer grid where the last answer's bracket was wider
+    #: than this share of the room (else on the present grid, its discretizations cached)
+    finer_from = math.inf
+    #: the cost model of the one-shot route's answers (see :data:`_ONESHOT_COST`)
+    oneshot_model = _ONESHOT_COST
+
     def __init__(self, delta: float, precision: float, growth: float = 2.0) -> None:
         self.delta = delta
         self.precision = precision
         self.growth = growth
+        self._room = precision  # the bracket's relative width an answer may have
+        self._width = math.nan  # the last answer's
         self._state: _State | None = None
         self._next: _State | None = None  # the plan that follows, filled a few parts per ask
         self._hint: float | None = None  # the grid step for the next fresh plan
@@ -207,12 +221,18 @@ class IncrementalEpsilon:
         """The caller answered a first ask (a history of ``parts`` parts) by the one-shot
         accountant, every part discretized afresh: what it cost (in the model) is the
         budget a plan made in one go may spend later (see :meth:`epsilon`)."""
-        self._worst = max(self._worst, _oneshot_cost(parts, parts))
+        self._worst = max(self._worst, _oneshot_cost(parts, parts, self.oneshot_model))
 
     def epsilon(self, plan: _Plan) -> Guarantee | None:
         """The certified ε(δ) of ``plan``'s history with a bracket of relative width at most
         ``precision``, or None where this route cannot give one (the caller then answers by
-        :func:`~approxdp.accounting.pld.pld_epsilon`).
+        :func:`~approxdp.accounting.pld.pld_epsilon`)."""
+        return self.answer(plan)
+
+    def answer(self, plan: _Plan) -> Guarantee | None:
+        """The certified answer for ``plan``'s history (what :meth:`_read` reads: ε(δ) here),
+        or None where this route cannot give one tight enough (the caller's one-shot route
+        answers).
 
         The route is chosen by a cost model of counts only (parts, parts new since the last
         ask, parts already discretized on the plan's grid), never by a clock: the same
@@ -222,8 +242,8 @@ class IncrementalEpsilon:
         new = sum(1 for s, c in now.items() if self._last.get(s) != c)
         grew = max(plan.steps - self._last_steps, 1)
         self._last, self._last_steps = now, plan.steps
-        oneshot = _oneshot_cost(parts, new)  # what the one-shot route costs at this ask
-        if not _supported(plan) or plan.steps < self._retry_from:
+        oneshot = _oneshot_cost(parts, new, self.oneshot_model)  # the one-shot route's cost
+        if not _supported(plan) or plan.steps < self._retry_from or self._declines():
             self._worst = max(self._worst, oneshot)
             return None
         ways = {"remove": plan.remove, "add": plan.add}
@@ -233,7 +253,7 @@ class IncrementalEpsilon:
         held = [st for st in (self._state, self._next)
                 if st is not None and plan.steps <= st.planned_steps]
         for state in held:
-            got, _ = self._answer(state, ways, names)
+            got, self._width = self._answer(state, ways, names)
             if got is not None:
                 if state is self._next:
                     self._state, self._next = state, None
@@ -264,11 +284,11 @@ class IncrementalEpsilon:
             if got is not None:
                 # the next fresh plan's grid: coarser where this one is far tighter than
                 # needed (measured on a fresh plan: later, its windows widen the bracket)
-                self._hint = _resized(built.h, width, self.precision, coarser=True)
+                self._hint = _resized(built.h, width, self._room, coarser=True)
                 self._state = built
                 return got
             last = built
-            h = _resized(built.h, width, self.precision, coarser=False)
+            h = _resized(built.h, width, self._room, coarser=False)
         # no plan is tight enough here: the one-shot accountant answers until the history
         # has grown ``growth``-fold (each failed ask would otherwise pay for two plans)
         self._retry_from = math.ceil(self.growth * plan.steps)
@@ -287,8 +307,10 @@ class IncrementalEpsilon:
         if nxt is None:
             if plan.steps < _PREPARE_FROM * state.planned_steps:
                 return
+            h = state.h if self._width <= self.finer_from * self._room else _resized(
+                state.h, self._width, self._room, coarser=False)
             try:
-                self._next = self._build(plan, names, state.h,
+                self._next = self._build(plan, names, h,
                                          self.growth * state.planned_steps / plan.steps)
             except (InvalidParameterError, FloatingPointError):
                 self._next = None
@@ -323,47 +345,67 @@ class IncrementalEpsilon:
         """Running compositions for ``plan`` grown ``scale``-fold on the grid ``h``: empty,
         windows planned."""
         self.builds += 1
-        delta = self.delta
-        tail = 1e-4 * delta
+        tail = self._tail(plan)
         ways = {name: (plan.remove if name == "remove" else plan.add) for name in names}
         grown = {name: _scaled(parts, scale) for name, parts in ways.items()}
         steps = max(sum(c for _, c in parts) for parts in grown.values())
         # each step's share of the left-out tail, at a power of 16 steps: a plan after the
         # history grew keeps its discretizations (cached) as long as it can
         step_tail = tail / 16.0 ** math.ceil(math.log(max(steps, 2), 16))
-        # the dominant direction (the larger saddle-point estimate of ε) on the grid h, the
-        # other one and the tests on a grid twice as coarse (pld_epsilon's first try for the
-        # tests too): where the other one comes out above, or the tests too low, the bracket
-        # shows it and the next plan is finer
-        est = {name: (saddle_epsilon(list(ways[name]), delta), saddle_epsilon(parts, delta))
-               for name, parts in grown.items()}
-        if any(now is None or later is None for now, later in est.values()):
+        # the dominant direction on the grid h, the other one and the tests on a grid twice
+        # as coarse (pld_epsilon's first try for the tests too): where the other one comes
+        # out above, or the tests too low, the bracket shows it and the next plan is finer
+        aims = self._aims(ways, grown)
+        if aims is None:
             return None
-        dominant = max(names, key=lambda name: est[name][0][0])  # type: ignore[index]
+        est, dominant = aims
         coarse = quantize(2.0 * h, up=True)
         uppers: dict[str, _Running] = {}
-        aims: dict[str, tuple[float, float]] = {}
+        aimed: dict[str, tuple[float, float]] = {}
         for name, parts in grown.items():
             step = h if name == dominant else coarse
-            (now, _), (later, _) = est[name]  # type: ignore[misc]
+            now, later = est[name]
             plds = list(zip(discretized_all(parts, step, step_tail, False),
                             (c for _, c in parts), strict=True))
-            below = self._below(plds, later, now, step)
-            run = plan_running(plds, tail=tail, tilt_at=later, below=below, merged=True)
-            if run.n > _MAX_POINTS:
+            below = self._below(plds, later, now, step, [c for _, c in ways[name]])
+            run = plan_running(plds, tail=tail, tilt_at=later, below=below,
+                               merged=self.merged)
+            if run.n > self.max_points:
                 return None
             uppers[name] = _Running(run, -1)
-            aims[name] = (later, below)
+            aimed[name] = (later, below)
         p_low, q_low = self._plan_lower(grown[dominant], coarse, step_tail, tail,
-                                        *aims[dominant], aim_h=h)
+                                        *aimed[dominant], aim_h=h)
         return _State(h, step_tail, steps, uppers, dominant, p_low, q_low)
 
-    @staticmethod
-    def _below(plds: Sequence[tuple[DiscretePLD, int]], later: float, now: float, h: float
-               ) -> float:
+    def _declines(self) -> bool:
+        """Whether to leave this ask to the one-shot route outright (never, here)."""
+        return False
+
+    def _tail(self, plan: _Plan) -> float:
+        """The mass the windows may leave out (as pld_epsilon's: 1e-4 of δ)."""
+        return 1e-4 * self.delta
+
+    def _aims(self, ways: Mapping[str, Parts], grown: Mapping[str, Parts]
+              ) -> tuple[dict[str, tuple[float, float]], str] | None:
+        """Per direction, where its windows are tilted for the present and the grown history
+        (the saddle-point estimates of ε at δ), and the dominant direction (the larger
+        present estimate); None where an estimate fails."""
+        est: dict[str, tuple[float, float]] = {}
+        for name, parts in grown.items():
+            now, later = saddle_epsilon(list(ways[name]), self.delta), saddle_epsilon(
+                list(parts), self.delta)
+            if now is None or later is None:
+                return None
+            est[name] = (now[0], later[0])
+        return est, max(est, key=lambda name: est[name][0])
+
+    def _below(self, plds: Sequence[tuple[DiscretePLD, int]], later: float, now: float,
+               h: float, counts: Sequence[int]) -> float:
         """How far under the grown history's ε the window must reach: down past the present
         ε, with three tilted standard deviations, a tenth of ε and 16 grid steps to spare
-        (what :func:`~approxdp.accounting.pld.window.plan_window` leaves by default)."""
+        (what :func:`~approxdp.accounting.pld.window.plan_window` leaves by default).
+        (``counts``: the present history's, of the same parts.)"""
         sup = planning_supports([(support_of(p), c) for p, c in plds])  # (a size only)
         sd = math.sqrt(max(composed_moments(sup, solve_tilt(sup, now)).var, 0.0))
         return max(later - now, 0.0) + 3.0 * sd + 0.1 * abs(now) + 16.0 * h
@@ -418,12 +460,17 @@ class IncrementalEpsilon:
         relative width (inf where there is none)."""
         if set(state.uppers) != set(names) or not self._sync(state, ways, names):
             return None, math.nan
+        return self._read(state)
+
+    def _read(self, state: _State) -> tuple[Guarantee | None, float]:
+        """ε at δ read off the compositions: the answer if its bracket is within ``precision``,
+        and the bracket's relative width."""
         delta = self.delta
         upper = max(held.run.composed().epsilon(delta) for held in state.uppers.values())
         tails = rounded_tails(state.p_low.run.composed(), state.q_low.run.composed())
         lower = test_epsilon(tails[0], tails[1], delta)
         width = (upper - lower) / lower if lower > 0.0 else math.inf
-        if not (math.isfinite(upper) and width <= self.precision):
+        if not (math.isfinite(upper) and width <= self._room):
             return None, width
         return Guarantee(upper, delta, "upper bound", INCREMENTAL_RULE,
                          bracket=(lower, upper)), width
