@@ -294,7 +294,8 @@ def _below(
             ladder = quantize(top.h * 2.0**0.25)
             while ladder <= 2.0 * own and near * (ladder / top.h) ** k <= 0.5 * room:
                 h = ladder
-                ladder = quantize(ladder * 2.0**0.25)
+                up = quantize(ladder * 2.0**0.25)  # (may round back to ladder: 2^(k/4) and
+                ladder = up if up > ladder else quantize(ladder * 2.0**0.25, up=True)  # log2 round)
     guess = top.eps - room
     below = room + 0.01 * abs(guess) + 32.0 * h
     for step in dict.fromkeys((h, min(own, h), top.h)):
