@@ -11,11 +11,12 @@ import pytest
 
 from approxdp.accounting.dpsgd.bounds import event_of
 from approxdp.accounting.dpsgd.phases import DPSGDPhase
-from approxdp.accounting.pld.accounting import pld_epsilon
+from approxdp.accounting.pld.accounting import pld_delta, pld_epsilon
 from approxdp.accounting.pld.compose import compose
 from approxdp.accounting.pld.discretized import _step_tail, discretized_all
 from approxdp.accounting.pld.event_losses import gaussian_source
 from approxdp.accounting.pld.incremental import IncrementalEpsilon
+from approxdp.accounting.pld.incremental_delta import FAR_TAIL, IncrementalDelta
 from approxdp.accounting.pld.plan import _plan
 from approxdp.accounting.pld.running import plan_running
 from approxdp.accounting.pld.subsampled_gaussian import subsampled_gaussian_epsilon
@@ -165,30 +166,46 @@ def test_incremental_epsilon_declines_what_it_does_not_cover() -> None:
 
 
 def test_incremental_epsilon_plans_only_where_the_one_shot_route_costs_as_much() -> None:
-    """The cost guard: once the caller reports what its one-shot answers cost, a plan is
-    made only where the ask making it is predicted to cost no more than the one-shot
-    route's costliest ask (to _SPIKE); otherwise None (the one-shot route answers)."""
-    ticks = iter(range(10**6))
-    inc = IncrementalEpsilon(DELTA, 1e-3, clock=lambda: float(next(ticks)))
-    first = _plan(_items([(1.1, Q, 1000)]))
-    inc.note_oneshot(first.steps, 1e6, warm=False)  # a cold first ask: no cost to predict by
-    assert inc.epsilon(first) is None and inc.builds == 0
-    inc.note_oneshot(first.steps, 1e7, warm=False)  # a costly (cold) first ask: the budget
-    inc.note_oneshot(first.steps, 1e6)  # a one-shot answer far dearer than any plan
-    assert inc.epsilon(first) is not None and inc.builds == 1
-    # the plan cost some clock ticks: a history that outgrows it, where the one-shot route
-    # is now nearly free, is left to the one-shot route (no plan made)
-    grown = _plan(_items([(1.1, Q, 5000)]))
-    inc.note_oneshot(grown.steps, 1e-6)
-    inc._worst = 1e-6
-    assert inc.epsilon(grown) is None and inc.builds == 1
-    # a dear one-shot route again: planned, and answered within the bracket
-    inc.note_oneshot(grown.steps, 1e6)
-    inc._worst = 1e7
+    """The cost guard, a model of counts: a plan made in one go (every part discretized
+    afresh on its grid) only where the model puts it at no more than the one-shot route's
+    dearest ask (this ask's, or a cold first ask noted by the caller); otherwise None (the
+    one-shot route answers) — whatever the clock says."""
+    phases = [(1.5 - 0.02 * i, Q, 200) for i in range(12)]
+    seen = _plan(_items(phases[:11]))
+    grown = _plan(_items(phases))
+    inc = IncrementalEpsilon(DELTA, 1e-3)
+    inc._last, inc._last_steps = dict(seen.remove), seen.steps  # asked, answered one-shot
+    # one part new since: the one-shot route re-discretizes one part, a plan all twelve
+    assert inc.epsilon(grown) is None and inc.builds == 0
+    inc._last, inc._last_steps = dict(seen.remove), seen.steps
+    inc.note_oneshot(12)  # a cold first ask of as many parts: the budget a plan may spend
     g = inc.epsilon(grown)
-    assert g is not None and inc.builds == 2 and g.bracket is not None
-    ref = pld_epsilon(_items([(1.1, Q, 5000)]), DELTA)
+    assert g is not None and inc.builds == 1 and g.bracket is not None
+    ref = pld_epsilon(_items(phases), DELTA)
     assert ref.bracket is not None and ref.bracket[0] <= g.epsilon <= ref.epsilon * (1 + 1e-4)
+
+
+def test_incremental_epsilon_prepares_the_next_plan_over_the_asks_before() -> None:
+    """Past _PREPARE_FROM of the steps its plan holds, the next plan's windows are planned
+    and its parts added a few per ask; the ask that outgrows the present plan is answered by
+    the next one (no plan made then), within the bracket."""
+    inc = IncrementalEpsilon(DELTA, 1e-3)
+    first = inc.epsilon(_plan(_items([(1.2, Q, 200)])))
+    assert first is not None and inc.builds == 1 and inc._state is not None
+    planned = inc._state.planned_steps
+    steps = 200
+    while steps + 100 <= planned:
+        steps += 100
+        assert inc.epsilon(_plan(_items([(1.2, Q, steps)]))) is not None
+    assert inc._next is not None and inc.builds == 2  # prepared, not yet serving
+    assert inc._next.planned_steps > planned
+    g = inc.epsilon(_plan(_items([(1.2, Q, steps + 100)])))  # outgrows the present plan
+    assert g is not None and inc.builds == 2 and inc._next is None
+    assert inc._state is not None and inc._state.planned_steps > planned
+    ref = pld_epsilon(_items([(1.2, Q, steps + 100)]), DELTA)
+    assert ref.bracket is not None and g.bracket is not None
+    assert ref.bracket[0] <= g.epsilon <= ref.epsilon * (1 + 1e-4)
+    assert g.bracket[0] <= ref.epsilon
 
 
 def test_running_composition_drops_negligible_frequencies_and_stays_certified() -> None:
@@ -208,3 +225,27 @@ def test_running_composition_drops_negligible_frequencies_and_stays_certified() 
     assert ref.bracket is not None
     assert ref.bracket[0] <= ours.epsilon(DELTA)
     assert ours.roundoff < 1e-12
+
+
+def test_incremental_delta_brackets_pld_delta_and_is_as_tight() -> None:
+    """δ(ε) asked as one phase grows: from the running compositions (tilted at ε), each
+    answer a certified upper bound above pld_delta's certified lower end, its own bracket
+    reaching below pld_delta's upper end, no looser than pld_delta's upper bound; far in the
+    tail (the last answer below FAR_TAIL) the one-shot route is left to answer."""
+    inc = IncrementalDelta(1.0, 1e-3)
+    first = _plan(_items([(1.1, Q, 1400)]))
+    assert inc.answer(first) is None and inc.builds == 0  # no answer seen yet: far in the tail
+    inc.last = float(pld_delta(_items([(1.1, Q, 1400)]), 1.0).delta)
+    assert inc.last >= FAR_TAIL
+    answered = 0
+    for steps in (2800, 4200, 5600, 7000):
+        items = _items([(1.1, Q, steps)])
+        g = inc.answer(_plan(items))
+        ref = pld_delta(items, 1.0)
+        assert g is not None and g.bracket is not None and ref.bracket is not None
+        lo, up = g.bracket
+        assert up == g.delta and g.epsilon == 1.0
+        assert ref.bracket[0] <= up <= float(ref.delta) * (1.0 + 2e-3)
+        assert lo <= float(ref.delta) and lo <= up
+        answered += 1
+    assert answered == 4 and 1 <= inc.builds <= 3

@@ -41,6 +41,19 @@ def test_one_step_swapped_bound_holds_the_exact_profile(read: str, epsilon: floa
     assert abs(own - exact) > 0.02 * exact  # (the directions differ: the test can tell)
 
 
+@pytest.mark.parametrize("epsilon", [0.2, 0.4, 0.55])
+def test_swapped_bound_counts_the_mass_between_minus_epsilon_and_zero(epsilon: float) -> None:
+    """q = 0.5: the remove direction's losses lie above log(1 − q) = −0.693, so read at −ε
+    the bound rests on the one-step mass between −ε and 0, which no ε ≥ 0 read looks at;
+    dropping or moving down any of it would put the bound below the add direction's exact δ
+    (zero from ε = log 2 on)."""
+    remove, _ = _directions(1.0, 0.5, 1)
+    comp = composed(remove, 2.0**-12, 1e-12, None)
+    exact = subsampled_gaussian_delta(epsilon, 1.0, 0.5, "add")
+    assert exact > 1e-3
+    assert exact <= swapped_delta(comp, epsilon) <= exact * 1.01
+
+
 def test_composed_swapped_bound_brackets_the_other_direction() -> None:
     """σ = 5, q = 1e-5, T = 1000 at ε = 4.1413e-5 (issue 22's setting #28): the remove
     direction's composition read at −ε is at least the add direction's certified lower bound

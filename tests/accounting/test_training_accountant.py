@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
+import time
 from typing import Any
 
 import numpy as np
@@ -14,7 +16,8 @@ import approxdp.accounting as acc
 from approxdp.accounting import DPSGDPhase as Phase
 from approxdp.accounting import pld_epsilon
 from approxdp.accounting.dpsgd.training import STATE_FORMAT, TrainingAccountant
-from approxdp.accounting.pld.incremental import IncrementalEpsilon
+from approxdp.accounting.pld.incremental import INCREMENTAL_RULE
+from approxdp.accounting.pld.incremental_delta import IncrementalDelta
 from approxdp.errors import InvalidParameterError, ParameterTypeError, UnknownMethodError
 from approxdp.events import GaussianEvent, SubsampledEvent
 
@@ -236,14 +239,10 @@ def test_bad_queries_and_settings() -> None:
     assert acct.history == [] and acct.epsilon(1e-5).epsilon == 0.0
 
 
-def test_asks_every_phase_are_answered_by_a_running_composition_as_tight(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_asks_every_phase_are_answered_by_a_running_composition_as_tight() -> None:
     """A loop asking ε after every phase: from the second ask on a running composition
     answers (each phase transformed once, replanned as the run outgrows it), with a bracket
-    around the same truth as the one-shot schedule accountant's, and as tight. (Its cost
-    guard, timing-dependent, is off here: tested in test_pld_running.)"""
-    monkeypatch.setattr(IncrementalEpsilon, "note_oneshot", lambda *a, **k: None)
+    around the same truth as the one-shot schedule accountant's, and as tight."""
     acct = TrainingAccountant()
     phases = [(1.5 - 0.05 * i, Q, 300) for i in range(8)]
     for i, (sigma, q, steps) in enumerate(phases):
@@ -255,10 +254,45 @@ def test_asks_every_phase_are_answered_by_a_running_composition_as_tight(
         assert lo <= ref.epsilon and ref.bracket[0] <= up == g.epsilon
         assert up <= lo * (1.0 + acct.precision) and up <= ref.epsilon * (1.0 + 1e-4)
         assert acct.epsilon(1e-5) is g  # asked again: the cache
-    running = acct._running[1e-5][1]
-    assert running is not None and 1 <= running.builds <= 4  # 7 asks, 8-fold growth
+    running = acct._running["epsilon", 1e-5][1]
+    # 7 asks, 8-fold growth: plans made in one go, and next plans prepared over the asks
+    assert running is not None and 1 <= running.builds <= 5
+    assert g.rule == INCREMENTAL_RULE
     acct.reset()
     assert not acct._running
+
+
+def _loop_answers(monkeypatch: pytest.MonkeyPatch, tick: float) -> list[tuple[Any, ...]]:
+    """Every answer of a training loop (ε after each phase, then δ once), every clock the
+    code could read advancing by ``tick`` seconds per read."""
+    reads = itertools.count()
+    for name in ("process_time", "perf_counter", "monotonic", "time", "thread_time"):
+        monkeypatch.setattr(time, name, lambda: tick * next(reads))
+    acct = TrainingAccountant()
+    out: list[tuple[Any, ...]] = []
+    for i in range(10):
+        acct.step(noise_multiplier=1.5 - 0.04 * i, sample_rate=Q, steps=300)
+        g = acct.epsilon(1e-5)
+        out.append((g.epsilon, g.bracket, g.rule))
+        if i % 3 == 2:
+            d = acct.delta(0.5)
+            out.append((d.delta, d.bracket, d.rule))
+    monkeypatch.undo()
+    return out
+
+
+def test_the_route_and_every_digit_do_not_depend_on_the_clock(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The same history and asks give the same answers, digit for digit, on a fast machine,
+    a slow or loaded one, and here: the running route is chosen by a cost model of counts,
+    never by timing (a user comparing a checkpointed run on two machines sees one ε)."""
+    here = _loop_answers(monkeypatch, 0.0)
+    fast = _loop_answers(monkeypatch, 1e-9)
+    slow = _loop_answers(monkeypatch, 10.0)
+    assert here == fast == slow
+    assert any(rule == INCREMENTAL_RULE for _, _, rule in here)  # both routes ran
+    assert here[0][2] != INCREMENTAL_RULE
 
 
 def test_schedules_of_several_sample_rates_stay_on_the_one_shot_route() -> None:
@@ -266,7 +300,29 @@ def test_schedules_of_several_sample_rates_stay_on_the_one_shot_route() -> None:
     schedules are answered by the one-shot accountant at every ask (no plan made)."""
     acct = TrainingAccountant()
     for i in range(4):
-        acct.step(noise_multiplier=1.5, sample_rate=Q if i < 2 else 2 * Q, steps=300)
+        acct.step(noise_multiplier=1.5, sample_rate=Q if i < 1 else 2 * Q, steps=300)
         g = acct.epsilon(1e-5)
         assert g.epsilon == acc.dpsgd_schedule_epsilon(acct.phases, delta=1e-5).epsilon
-    assert acct._running[1e-5][1].builds == 0
+    assert acct._running["epsilon", 1e-5][1].builds == 0
+
+
+def test_delta_asks_every_epoch_are_answered_by_a_running_composition_as_tight() -> None:
+    """δ at a fixed ε after every epoch: the first ask, and asks far in the tail, by the
+    one-shot schedule accountant; later ones by running compositions tilted at ε — each a
+    certified upper bound above the one-shot's certified lower end, no looser than its upper
+    bound, with a bracket reaching below it."""
+    acct = TrainingAccountant()
+    rules = []
+    for _ in range(5):
+        acct.step(noise_multiplier=1.1, sample_rate=Q, steps=1406)
+        g = acct.delta(1.0)
+        ref = acc.dpsgd_schedule_delta(acct.phases, epsilon=1.0)
+        assert g.bracket is not None and ref.bracket is not None
+        lo, up = g.bracket
+        assert up == g.delta and ref.bracket[0] <= up <= float(ref.delta) * (1.0 + 2e-3)
+        assert lo <= float(ref.delta)
+        assert acct.delta(1.0) is g  # asked again: the cache
+        rules.append(g.rule)
+    assert rules[0] != INCREMENTAL_RULE and rules[-1] == INCREMENTAL_RULE
+    running = acct._running["delta", 1.0][1]
+    assert isinstance(running, IncrementalDelta) and 1 <= running.builds <= 3

@@ -18,7 +18,9 @@ second such ask on by a running composition
 (:class:`~approxdp.accounting.pld.incremental.IncrementalEpsilon`): each phase is discretized
 and transformed once, an ask costs an inverse FFT per composition, and the windows are planned
 for twice the steps so far (planned again when the run outgrows them, where the plan is
-predicted to cost no more than the one-shot answers timed so far). Its answers are
+predicted by a cost model of counts — parts, parts new — to cost no more than the one-shot
+route's dearest ask; a clock is never read, so the route and the digits of every answer are
+the same on any machine, under any load). Its answers are
 certified upper bounds whose own certified bracket is within ``precision`` (else the one-shot
 accountant answers): another bound on the same truth as the schedule functions', as tight.
 
@@ -35,7 +37,6 @@ numbers and strings (JSON- and ``torch.save``-able), and
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
@@ -61,6 +62,7 @@ from approxdp.accounting.dpsgd.phases import (
 from approxdp.accounting.guarantees import Guarantee
 from approxdp.accounting.pld.accounting import DEFAULT_PRECISION, check_precision
 from approxdp.accounting.pld.incremental import IncrementalEpsilon
+from approxdp.accounting.pld.incremental_delta import IncrementalDelta
 from approxdp.accounting.pld.plan import _plan
 from approxdp.errors import InvalidParameterError, ParameterTypeError
 from approxdp.events import PrivacyEvent
@@ -71,7 +73,7 @@ __all__ = ["STATE_FORMAT", "TrainingAccountant"]
 STATE_FORMAT: Final = "approxdp.training-accountant"
 _STATE_VERSION: Final = 1
 _CACHE_SIZE: Final = 64
-#: δ values whose ε is kept running (the most recently asked)
+#: δ (or ε) values whose ε (or δ) is kept running (the most recently asked)
 _RUNNING: Final = 4
 #: Types whose equality with the last step's (σ, q) is an exact float comparison.
 _PLAIN: Final = (float, int, np.float64)
@@ -133,7 +135,8 @@ class TrainingAccountant:
         # per δ: where it was last asked (the state key), and its running composition once
         # it has been asked at two different histories (a training loop's pattern)
         # (the running composition is made at the first ask, to learn the one-shot's cost)
-        self._running: dict[float, tuple[tuple[int, int, int], IncrementalEpsilon, bool]] = {}
+        self._running: dict[tuple[str, float],
+                            tuple[tuple[int, int, int], IncrementalEpsilon, bool]] = {}
         for item in _checked(phases):
             self._append(item.noise_multiplier, item.sample_rate, item.steps)
 
@@ -350,57 +353,69 @@ class TrainingAccountant:
         if key is not None and key in self._cache:
             return self._cache[key]
         phases = self.phases or (DPSGDPhase(math.inf, 1.0, 1),)  # no step: no privacy loss
-        g = inc = None
-        if key is not None and solve == "epsilon" and accountant == "pld":
-            g = self._running_epsilon(phases, float(given), state)
-            inc, warm = self._running.get(float(given), (None, None, False))[1:]
+        g = None
+        if key is not None and accountant == "pld":
+            g = self._running_answer(phases, solve, float(given), state)
         if g is not None:
             pass  # (the running composition answered)
         elif solve == "epsilon":
-            start = time.process_time()
             g = dpsgd_schedule_epsilon(phases, delta=given, sampling=self._sampling,
                                        accountant=accountant, precision=self._precision)
-            if inc is not None:  # what the one-shot route cost: the running one's budget
-                inc.note_oneshot(sum(p.steps for p in phases), time.process_time() - start,
-                                 warm=warm)
         else:
             g = dpsgd_schedule_delta(phases, epsilon=given, sampling=self._sampling,
                                      accountant=accountant, precision=self._precision)
+            held = self._running.get(("delta", float(given))) if key is not None else None
+            if held is not None and isinstance(held[1], IncrementalDelta):
+                held[1].last = float(g.delta)  # (far in the tail, the one-shot answers next)
         if key is not None:
             if len(self._cache) >= _CACHE_SIZE:
                 self._cache.clear()
             self._cache[key] = g
         return g
 
-    def _running_epsilon(
-        self, phases: tuple[DPSGDPhase, ...], delta: float, state: tuple[int, int, int]
+    def _running_answer(
+        self, phases: tuple[DPSGDPhase, ...], solve: str, target: float,
+        state: tuple[int, int, int],
     ) -> Guarantee | None:
-        """ε at δ from the running composition kept for δ, once δ was asked at an earlier
-        history (a first ask takes the one-shot accountant: cheaper for a history seen once),
-        for subsampled steps under RDP_TOO_FROM whose total variation exceeds δ (else the
-        one-shot answer is exact or mixes in RDP). None: the one-shot accountant answers."""
-        if not 0.0 < delta < 1.0:
+        """ε at δ (``solve="epsilon"``) or δ at ε from the running composition kept for that
+        target, once it was asked at an earlier history (a first ask takes the one-shot
+        accountant: cheaper for a history seen once), for subsampled steps under
+        RDP_TOO_FROM of one sample rate whose total variation exceeds δ (else the one-shot
+        answer is exact, capped by it, or mixes in RDP). None: the one-shot accountant
+        answers."""
+        if not (0.0 < target < 1.0 if solve == "epsilon" else 0.0 <= target < math.inf):
             return None  # (the one-shot path raises the typed error)
-        before = self._running.get(delta)
+        key = (solve, target)
+        before = self._running.get(key)
         if before is None or (not before[2] and before[0] == state):
             if len(self._running) >= _RUNNING and before is None:
                 self._running.pop(next(iter(self._running)))
-            inc = before[1] if before is not None else IncrementalEpsilon(
-                delta, self._precision)
-            self._running[delta] = (state, inc, False)
+            inc = before[1] if before is not None else (
+                IncrementalEpsilon(target, self._precision) if solve == "epsilon"
+                else IncrementalDelta(target, self._precision))
+            if before is None:  # the one-shot route answers this first ask (cold caches):
+                # the running route's budget for a plan made in one go (a cost model of
+                # counts, never a clock: the route is the same on any machine)
+                inc.note_oneshot(len(live_phases(phases)))
+            self._running[key] = (state, inc, False)
             return None
         inc = before[1]
-        self._running[delta] = (state, inc, True)
+        self._running[key] = (state, inc, True)
         live = live_phases(phases)
         steps = sum(p.steps for p in live)
         if (not live or steps >= RDP_TOO_FROM or steps == 1
                 or all(p.sample_rate == 1.0 for p in live)
-                or len({p.sample_rate for p in live}) > 1  # (a plan scaled from the present
-                # phases is outgrown by one of larger q after 1-2 asks: measured on the
-                # 10-phase benchmark, plans 1.6-2x a one-shot answer, none paying for itself)
-                or total_variation(live, self._sampling) <= delta):
+                or len({p.sample_rate for p in live}) > 1):  # (a plan scaled from the present
+            # phases is outgrown by one of larger q after 1-2 asks: measured on the
+            # 10-phase benchmark, plans 1.6-2x a one-shot answer, none paying for itself)
             return None
-        return inc.epsilon(_plan([(event_of(p, self._sampling), p.steps) for p in live]))
+        tv = total_variation(live, self._sampling)
+        if solve == "epsilon" and tv <= target:
+            return None
+        g = inc.answer(_plan([(event_of(p, self._sampling), p.steps) for p in live]))
+        if g is not None and solve == "delta" and float(g.delta) > tv:
+            return None  # (the one-shot route answers with the total variation's bound)
+        return g
 
 
 def _checked(phases: Any) -> tuple[DPSGDPhase, ...]:

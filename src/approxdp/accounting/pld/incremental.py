@@ -23,12 +23,15 @@ where even a fresh plan is not tight enough, :meth:`IncrementalEpsilon.epsilon` 
 run that grows geometrically replan O(log T) times.
 
 A plan (four compositions of every part, and their windows) costs about one one-shot answer
-of the same history; an ask that plans must not be slower than the one-shot route's asks,
-nor the plans cost more over the run than they save. So once the caller reports what its
-one-shot answers cost (:meth:`IncrementalEpsilon.note_oneshot`), a plan is made only where
-the ask making it is predicted (in one-shot answers, as the dearest plan cost) to cost no
-more than the one-shot route's costliest ask to its noise, and to pay for itself over as
-many asks as the last plan served; otherwise None (the one-shot route answers). Windows are
+of the same history; no ask should pay for one where the one-shot route is cheaper. So the
+plan that follows is *prepared* while the present one still serves: past
+:data:`_PREPARE_FROM` of the steps it holds, the next windows are planned on the present
+grid (whose discretizations are cached) and its parts are added a few per ask, so that it is
+complete when the present plan is outgrown. A plan made in one go (the first, or after a plan
+failed) is made only where a cost model of counts — parts, and parts discretized afresh,
+calibrated once (:data:`_ONESHOT_COST`, :data:`_PLAN_COST`) — puts it at no more than the
+one-shot route's dearest ask; otherwise None (the one-shot route answers). No clock is read:
+the route, and so every digit of every answer, is the same on any machine. Windows are
 planned, and their Chernoff points chosen, on the merged supports a schedule's one-shot
 windows are planned on (:func:`~approxdp.accounting.pld.window.planning_supports`): only
 tightness depends on them, and the bracket check guards it.
@@ -41,8 +44,7 @@ composes in blocks, more cheaply); anything else returns None.
 from __future__ import annotations
 
 import math
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from approxdp.accounting.guarantees import Guarantee
@@ -79,13 +81,36 @@ Parts = Sequence[tuple[LossSource, int]]
 #: The largest running window (points): beyond it the one-shot accountant, which composes
 #: long phases in blocks, is cheaper.
 _MAX_POINTS = 1 << 20
-#: A first plan's cost, in one-shot answers of the same history (an ask that plans, measured
-#: 0.7–2 of the one-shot answer on the training accountant's benchmark histories, load ~2)
-_FIRST_BUILD = 1.5
-#: An ask that plans may cost this many times the costliest one-shot answer seen (1: no
-#: ask predicted dearer than the one-shot route's worst; 1.25 gave 2-3x lower means at 50
-#: phases but worst asks up to 1.5x the one-shot route's under load)
-_SPIKE = 1.0
+#: The route's cost model: CPU ms of each kind of ask, from counts only (parts, and parts
+#: discretized afresh), so that the route — and the digits of ε — never depend on the
+#: machine's speed or load. Measured once (dpguard, 2026-11-27 16:10 UTC, load ~1, 2 cores;
+#: the benchmark's histories, windows of 10^4-3·10^4 points; min of 2-3 runs):
+#: a one-shot answer, its discretizations cached but the newest part's: 47 ms at 4 parts,
+#: 106 at 16, 225 at 32, 251 at 48 (MNIST's one part: 15-24); cold (a first ask): 548-756 ms
+#: at 50 parts, 21-26 at one. A plan in one go, every part discretized afresh: 53 ms at 4
+#: parts, 181 at 16, 365 at 32 (one: 27); its parts' discretizations cached: 18, 60, 129
+#: (one: 12-15). Fitted: (fixed, per part, per part discretized afresh), in ms.
+_ONESHOT_COST = (20.0, 5.0, 10.0)
+_PLAN_COST = (5.0, 4.5, 7.0)
+
+
+#: The next plan is prepared from this share of the steps the present one was planned for
+#: (on the benchmark's 50-phase schedule, whose σ falls, a plan's bracket outgrew the
+#: precision at 72-94 % of its steps: prepared from 71 % the next was not ready in time)
+_PREPARE_FROM = 0.6
+
+
+def _oneshot_cost(parts: int, fresh: int, model: tuple[float, float, float] = _ONESHOT_COST
+                  ) -> float:
+    """The model's cost of a one-shot answer of ``parts`` parts, ``fresh`` of them new."""
+    fixed, per_part, per_fresh = model
+    return fixed + per_part * parts + per_fresh * fresh
+
+
+def _plan_cost(parts: int, fresh: int) -> float:
+    """The model's cost of a plan made in one go (an ask that plans)."""
+    fixed, per_part, per_fresh = _PLAN_COST
+    return fixed + per_part * parts + per_fresh * fresh
 
 
 @dataclass
@@ -166,172 +191,237 @@ class IncrementalEpsilon:
             are built on.
     """
 
-    def __init__(self, delta: float, precision: float, growth: float = 2.0,
-                 clock: Callable[[], float] | None = None) -> None:
+    #: the largest window a plan may have (points; a larger one: None, the one-shot answers)
+    max_points = _MAX_POINTS
+    #: whether the upper bounds' Chernoff points are found on merged supports (cheaper; a
+    #: merged support's extremes sit inside the true ones: only tightness depends on it)
+    merged = True
+    #: the next plan is prepared on a finer grid where the last answer's bracket was wider
+    #: than this share of the room (else on the present grid, its discretizations cached)
+    finer_from = math.inf
+    #: the cost model of the one-shot route's answers (see :data:`_ONESHOT_COST`)
+    oneshot_model = _ONESHOT_COST
+
+    def __init__(self, delta: float, precision: float, growth: float = 2.0) -> None:
         self.delta = delta
         self.precision = precision
         self.growth = growth
+        self._room = precision  # the bracket's relative width an answer may have
+        self._width = math.nan  # the last answer's
         self._state: _State | None = None
-        self._hint: float | None = None  # the grid step for the next plan
+        self._next: _State | None = None  # the plan that follows, filled a few parts per ask
+        self._hint: float | None = None  # the grid step for the next fresh plan
         self.builds = 0  # plans made (for tests and benchmarks)
         self._retry_from = 0  # after a failed plan: the steps from which to try again
-        # the cost guard (see :meth:`note_oneshot`): off until the caller reports a cost
-        self._clock = clock or time.process_time
-        self._costed = False  # whether the caller reports costs
-        self._oneshot: tuple[int, float] | None = None  # (steps, seconds) of the last one
-        self._worst = 0.0  # the costliest one-shot answer seen (seconds)
-        self._ratio = _FIRST_BUILD  # the dearest plan's cost in one-shot answers (predicted)
-        self._ask_cost = math.nan  # the last ask the running route answered without a plan
-        self._served = 0  # asks the present plan answered
-        self._served_before = 3  # asks the previous plan answered (a guess before the first)
+        self._worst = 0.0  # the dearest ask seen, in the cost model's units
+        self._last_steps = 0  # the history's steps at the last ask
+        self._last: dict[LossSource, int] = {}  # its parts (source -> count)
 
-    def note_oneshot(self, steps: int, seconds: float, warm: bool = True) -> None:
-        """The caller answered the history of ``steps`` steps by the one-shot accountant at
-        this cost. Once told, a plan is made only where the ask that makes it is predicted to
-        cost no more than the one-shot route's costliest ask seen (to its noise,
-        :data:`_SPIKE`), and the plan to pay for itself over as many asks as the last plan
-        served. Not ``warm`` (the first ask, whose caches were cold):
-        counted in the costliest ask only, not in predicting the next ones."""
-        self._costed = True
-        if warm:
-            self._oneshot = (steps, seconds)
-        self._worst = max(self._worst, seconds)
-
-    def _affordable(self, steps: int, spent: float) -> bool:
-        """Whether a plan for a history of ``steps`` steps is worth making, ``spent``
-        seconds into this ask: the one-shot's cost scaled linearly in the steps from its
-        last measure (on a history at least 1/``growth`` as long), a plan's as many one-shot
-        answers as the dearest plan cost."""
-        if self._oneshot is None:
-            return not self._costed  # no cost model: always (direct use, tests)
-        s_steps, s_cost = self._oneshot
-        if s_steps * self.growth < steps:
-            return False  # measured on a far shorter history: the one-shot route answers
-            # this ask, and the next one is judged on its cost
-        oneshot = s_cost * steps / max(s_steps, 1)
-        build = self._ratio * oneshot
-        ask = self._ask_cost if math.isfinite(self._ask_cost) else oneshot / 3.0
-        saved = (self._served_before - 1) * max(oneshot - ask, 0.0)  # the asks after this
-        return spent + build <= _SPIKE * self._worst and saved >= spent + build - oneshot
+    def note_oneshot(self, parts: int) -> None:
+        """The caller answered a first ask (a history of ``parts`` parts) by the one-shot
+        accountant, every part discretized afresh: what it cost (in the model) is the
+        budget a plan made in one go may spend later (see :meth:`epsilon`)."""
+        self._worst = max(self._worst, _oneshot_cost(parts, parts, self.oneshot_model))
 
     def epsilon(self, plan: _Plan) -> Guarantee | None:
         """The certified ε(δ) of ``plan``'s history with a bracket of relative width at most
         ``precision``, or None where this route cannot give one (the caller then answers by
         :func:`~approxdp.accounting.pld.pld_epsilon`)."""
-        if not _supported(plan) or plan.steps < self._retry_from:
+        return self.answer(plan)
+
+    def answer(self, plan: _Plan) -> Guarantee | None:
+        """The certified answer for ``plan``'s history (what :meth:`_read` reads: ε(δ) here),
+        or None where this route cannot give one tight enough (the caller's one-shot route
+        answers).
+
+        The route is chosen by a cost model of counts only (parts, parts new since the last
+        ask, parts already discretized on the plan's grid), never by a clock: the same
+        history and asks give the same answers, digit for digit, on any machine."""
+        parts = max(len(plan.remove), len(plan.add))
+        now = dict(plan.remove)
+        new = sum(1 for s, c in now.items() if self._last.get(s) != c)
+        grew = max(plan.steps - self._last_steps, 1)
+        self._last, self._last_steps = now, plan.steps
+        oneshot = _oneshot_cost(parts, new, self.oneshot_model)  # the one-shot route's cost
+        if not _supported(plan) or plan.steps < self._retry_from or self._declines():
+            self._worst = max(self._worst, oneshot)
             return None
         ways = {"remove": plan.remove, "add": plan.add}
         names = ("remove",) if len(_directions(plan)) == 1 else ("remove", "add")
-        state = self._state
-        # the present plan; where it is not tight enough, a fresh plan (the history outgrew
-        # the windows, or a part changed their shape), on a grid sized from the bracket the
-        # last plan gave (its width goes about as h²)
-        h: float | None = None
-        start = self._clock()
-        if state is not None and plan.steps > state.planned_steps:
-            state = None  # outgrown: planned afresh on the hinted grid (no try on the old one)
-        for attempt in range(3):
-            if state is None or attempt > 0:
-                if not self._affordable(plan.steps, self._clock() - start):
-                    # the one-shot route answers (cheaper here); a plan is tried again at
-                    # the next ask, where the costs may have moved
-                    self._state = None
-                    return None
-                try:
-                    state = self._build(plan, names, h)
-                except (InvalidParameterError, FloatingPointError):
-                    state = None
-                if state is None:
-                    break
-            fresh = state is not self._state
-            got, width = self._answer(state, ways, names)
+        # the present plan, then the next one (the rest of its parts added now): where
+        # neither holds the history or is tight enough, a fresh plan
+        held = [st for st in (self._state, self._next)
+                if st is not None and plan.steps <= st.planned_steps]
+        for state in held:
+            got, self._width = self._answer(state, ways, names)
             if got is not None:
-                if fresh:  # the next plan's grid: coarser where this one is far tighter than
-                    # needed (measured on a fresh plan: later, its windows widen the bracket)
-                    self._hint = _resized(state.h, width, self.precision, coarser=True)
-                    if self._oneshot is not None:  # this plan's cost in one-shot answers
-                        s_steps, s_cost = self._oneshot
-                        self._ratio = max(self._ratio, (self._clock() - start) / max(
-                            s_cost * plan.steps / max(s_steps, 1), 1e-9))
-                    if self.builds > 1:
-                        self._served_before = self._served
-                    self._served = 0
+                if state is self._next:
+                    self._state, self._next = state, None
                 else:
-                    self._ask_cost = self._clock() - start
-                self._served += 1
-                self._state = state
+                    self._prepare(plan, ways, names, state, grew)
                 return got
-            # a plan that served earlier asks failing: its windows (planned for the history
-            # then) are the likely cause, not its grid — a fresh plan on the hinted grid
-            h = None if attempt == 0 and state is self._state else _resized(
-                state.h, width, self.precision, coarser=False)
+        last, self._state, self._next = self._state, None, None
+        # a fresh plan, made in one go: on the grid of the plan that served (its parts'
+        # discretizations cached), else the hinted one; then on one sized from the bracket
+        # it gave (its width goes about as h²)
+        h = last.h if last is not None else self._hint
+        for _ in range(2):
+            grid = h if h is not None else self._first_grid(plan, names)
+            fresh = parts if last is None or grid != last.h else sum(
+                1 for s, c in plan.remove if s not in last.uppers[last.dominant].added)
+            if _plan_cost(parts, fresh) > max(self._worst, oneshot):
+                # dearer than the one-shot route's dearest ask: the one-shot route answers,
+                # and a plan is considered again at the next ask
+                self._worst = max(self._worst, oneshot)
+                return None
+            try:
+                built = self._build(plan, names, grid, self.growth)
+            except (InvalidParameterError, FloatingPointError):
+                built = None
+            if built is None:
+                break
+            got, width = self._answer(built, ways, names)
+            if got is not None:
+                # the next fresh plan's grid: coarser where this one is far tighter than
+                # needed (measured on a fresh plan: later, its windows widen the bracket)
+                self._hint = _resized(built.h, width, self._room, coarser=True)
+                self._state = built
+                return got
+            last = built
+            h = _resized(built.h, width, self._room, coarser=False)
         # no plan is tight enough here: the one-shot accountant answers until the history
-        # has grown ``growth``-fold (each failed ask would otherwise pay for three plans)
-        self._state = None
+        # has grown ``growth``-fold (each failed ask would otherwise pay for two plans)
         self._retry_from = math.ceil(self.growth * plan.steps)
+        self._worst = max(self._worst, oneshot)
         return None
+
+    def _prepare(self, plan: _Plan, ways: Mapping[str, Parts], names: tuple[str, ...],
+                 state: _State, grew: int) -> None:
+        """Spread the plan that follows ``state`` over the asks ``state`` still serves, so
+        that no ask pays for a whole plan: once the history is 1/√growth of what ``state``
+        was planned for, the next windows are planned (on ``state``'s grid, whose
+        discretizations are cached, for ``growth`` times ``state``'s steps), and from the
+        next ask on its parts are added, as many per ask as finish it by the time ``state``
+        is outgrown at the rate the history grew since the last ask."""
+        nxt = self._next
+        if nxt is None:
+            if plan.steps < _PREPARE_FROM * state.planned_steps:
+                return
+            h = state.h if self._width <= self.finer_from * self._room else _resized(
+                state.h, self._width, self._room, coarser=False)
+            try:
+                self._next = self._build(plan, names, h,
+                                         self.growth * state.planned_steps / plan.steps)
+            except (InvalidParameterError, FloatingPointError):
+                self._next = None
+            return
+        if set(nxt.uppers) != set(names):
+            self._next = None
+            return
+        jobs = self._jobs(nxt, ways, names)
+        todo = [[(s, c) for s, c in parts if c > run.added.get(s, 0)] for run, parts in jobs]
+        missing = sum(len(t) for t in todo)
+        asks = 1 + max(state.planned_steps - plan.steps, 0) // grew
+        budget = -(-missing // asks)
+        for (run, parts), t in zip(jobs, todo, strict=True):
+            if budget <= 0:
+                break
+            if any(parts_now < run.added.get(s, 0) for s, parts_now in parts):
+                self._next = None  # (a part shrank: a different history)
+                return
+            run.sync(t[:budget], nxt.step_tail)
+            budget -= len(t[:budget])
+
+    def _first_grid(self, plan: _Plan, names: tuple[str, ...]) -> float:
+        """The grid of a first plan: pld_epsilon's first grid for the grown history."""
+        ways = {"remove": plan.remove, "add": plan.add}
+        return min(quantize(_first_step(_scaled(ways[name], self.growth), self.precision,
+                                        self.delta)) for name in names)
 
     # -- building a plan ------------------------------------------------------------------
 
-    def _build(self, plan: _Plan, names: tuple[str, ...], h: float | None) -> _State | None:
-        """Running compositions for ``plan`` grown ``growth``-fold: empty, windows planned."""
+    def _build(self, plan: _Plan, names: tuple[str, ...], h: float, scale: float
+               ) -> _State | None:
+        """Running compositions for ``plan`` grown ``scale``-fold on the grid ``h``: empty,
+        windows planned."""
         self.builds += 1
-        delta = self.delta
-        tail = 1e-4 * delta
+        tail = self._tail(plan)
         ways = {name: (plan.remove if name == "remove" else plan.add) for name in names}
-        grown = {name: _scaled(parts, self.growth) for name, parts in ways.items()}
-        if h is None:
-            h = self._hint or min(quantize(_first_step(parts, self.precision, delta))
-                                  for parts in grown.values())
+        grown = {name: _scaled(parts, scale) for name, parts in ways.items()}
         steps = max(sum(c for _, c in parts) for parts in grown.values())
         # each step's share of the left-out tail, at a power of 16 steps: a plan after the
         # history grew keeps its discretizations (cached) as long as it can
         step_tail = tail / 16.0 ** math.ceil(math.log(max(steps, 2), 16))
-        # the dominant direction (the larger saddle-point estimate of ε) on the grid h, the
-        # other one and the tests on a grid twice as coarse (pld_epsilon's first try for the
-        # tests too): where the other one comes out above, or the tests too low, the bracket
-        # shows it and the next plan is finer
-        est = {name: (saddle_epsilon(list(ways[name]), delta), saddle_epsilon(parts, delta))
-               for name, parts in grown.items()}
-        if any(now is None or later is None for now, later in est.values()):
+        # the dominant direction on the grid h, the other one and the tests on a grid twice
+        # as coarse (pld_epsilon's first try for the tests too): where the other one comes
+        # out above, or the tests too low, the bracket shows it and the next plan is finer
+        aims = self._aims(ways, grown)
+        if aims is None:
             return None
-        dominant = max(names, key=lambda name: est[name][0][0])  # type: ignore[index]
+        est, dominant = aims
         coarse = quantize(2.0 * h, up=True)
         uppers: dict[str, _Running] = {}
-        aims: dict[str, tuple[float, float]] = {}
+        aimed: dict[str, tuple[float, float]] = {}
         for name, parts in grown.items():
             step = h if name == dominant else coarse
-            (now, _), (later, _) = est[name]  # type: ignore[misc]
+            now, later = est[name]
             plds = list(zip(discretized_all(parts, step, step_tail, False),
                             (c for _, c in parts), strict=True))
-            below = self._below(plds, later, now, step)
-            run = plan_running(plds, tail=tail, tilt_at=later, below=below, merged=True)
-            if run.n > _MAX_POINTS:
+            below = self._below(plds, later, now, step, [c for _, c in ways[name]])
+            run = plan_running(plds, tail=tail, tilt_at=later, below=below,
+                               merged=self.merged)
+            if run.n > self.max_points:
                 return None
             uppers[name] = _Running(run, -1)
-            aims[name] = (later, below)
+            aimed[name] = (later, below)
         p_low, q_low = self._plan_lower(grown[dominant], coarse, step_tail, tail,
-                                        *aims[dominant])
+                                        *aimed[dominant], aim_h=h)
         return _State(h, step_tail, steps, uppers, dominant, p_low, q_low)
 
-    @staticmethod
-    def _below(plds: Sequence[tuple[DiscretePLD, int]], later: float, now: float, h: float
-               ) -> float:
+    def _declines(self) -> bool:
+        """Whether to leave this ask to the one-shot route outright (never, here)."""
+        return False
+
+    def _tail(self, plan: _Plan) -> float:
+        """The mass the windows may leave out (as pld_epsilon's: 1e-4 of δ)."""
+        return 1e-4 * self.delta
+
+    def _aims(self, ways: Mapping[str, Parts], grown: Mapping[str, Parts]
+              ) -> tuple[dict[str, tuple[float, float]], str] | None:
+        """Per direction, where its windows are tilted for the present and the grown history
+        (the saddle-point estimates of ε at δ), and the dominant direction (the larger
+        present estimate); None where an estimate fails."""
+        est: dict[str, tuple[float, float]] = {}
+        for name, parts in grown.items():
+            now, later = saddle_epsilon(list(ways[name]), self.delta), saddle_epsilon(
+                list(parts), self.delta)
+            if now is None or later is None:
+                return None
+            est[name] = (now[0], later[0])
+        return est, max(est, key=lambda name: est[name][0])
+
+    def _below(self, plds: Sequence[tuple[DiscretePLD, int]], later: float, now: float,
+               h: float, counts: Sequence[int]) -> float:
         """How far under the grown history's ε the window must reach: down past the present
         ε, with three tilted standard deviations, a tenth of ε and 16 grid steps to spare
-        (what :func:`~approxdp.accounting.pld.window.plan_window` leaves by default)."""
+        (what :func:`~approxdp.accounting.pld.window.plan_window` leaves by default).
+        (``counts``: the present history's, of the same parts.)"""
         sup = planning_supports([(support_of(p), c) for p, c in plds])  # (a size only)
         sd = math.sqrt(max(composed_moments(sup, solve_tilt(sup, now)).var, 0.0))
         return max(later - now, 0.0) + 3.0 * sd + 0.1 * abs(now) + 16.0 * h
 
     def _plan_lower(
-        self, parts: Parts, h: float, step_tail: float, tail: float, aim: float, below: float
+        self, parts: Parts, h: float, step_tail: float, tail: float, aim: float, below: float,
+        aim_h: float,
     ) -> tuple[_Running, _Running]:
         """The rounded loss's P- and Q-compositions (Q on P's window, tilted λ + 1), aimed as
         :func:`~approxdp.accounting.pld.lower.lower_epsilon` aims them: at the answer plus the
-        mean shift of rounding to the nearest grid point instead of connecting the dots."""
+        mean shift of rounding to the nearest grid point instead of connecting the dots — the
+        latter from the pessimistic measures on ``aim_h``, the dominant direction's grid, which
+        its running composition holds already (as ``lower_epsilon``'s ``aim_h``: at the
+        tests' own grid they were 15-25 % of a re-plan, each part discretized only to aim)."""
         rounded = rounded_all(parts, h, step_tail, False)
-        pess = discretized_all(parts, h, step_tail, False)
+        pess = discretized_all(parts, aim_h, step_tail, False)
         aim += sum(c * (r.as_measures()[0].mean_var()[0] - d.mean_var()[0])
                    for (_, c), r, d in zip(parts, rounded, pess, strict=True))
         p_parts = [(r.as_measures()[0], c) for (_, c), r in zip(parts, rounded, strict=True)]
@@ -344,11 +434,17 @@ class IncrementalEpsilon:
 
     # -- answering ------------------------------------------------------------------------
 
+    @staticmethod
+    def _jobs(state: _State, ways: Mapping[str, Parts], names: tuple[str, ...]
+              ) -> list[tuple[_Running, Parts]]:
+        """Each composition of ``state`` with the parts it composes."""
+        jobs = [(state.uppers[name], ways[name]) for name in names]
+        return [*jobs, (state.p_low, ways[state.dominant]), (state.q_low, ways[state.dominant])]
+
     def _sync(self, state: _State, ways: Mapping[str, Parts], names: tuple[str, ...]) -> bool:
         """Add what is new to every composition; False where a part shrank or went away (a
         different history: the caller plans again)."""
-        jobs = [(state.uppers[name], ways[name]) for name in names]
-        jobs += [(state.p_low, ways[state.dominant]), (state.q_low, ways[state.dominant])]
+        jobs = self._jobs(state, ways, names)
         for held, parts in jobs:
             now = dict(parts)
             if any(now.get(s, 0) < c for s, c in held.added.items()):
@@ -364,12 +460,17 @@ class IncrementalEpsilon:
         relative width (inf where there is none)."""
         if set(state.uppers) != set(names) or not self._sync(state, ways, names):
             return None, math.nan
+        return self._read(state)
+
+    def _read(self, state: _State) -> tuple[Guarantee | None, float]:
+        """ε at δ read off the compositions: the answer if its bracket is within ``precision``,
+        and the bracket's relative width."""
         delta = self.delta
         upper = max(held.run.composed().epsilon(delta) for held in state.uppers.values())
         tails = rounded_tails(state.p_low.run.composed(), state.q_low.run.composed())
         lower = test_epsilon(tails[0], tails[1], delta)
         width = (upper - lower) / lower if lower > 0.0 else math.inf
-        if not (math.isfinite(upper) and width <= self.precision):
+        if not (math.isfinite(upper) and width <= self._room):
             return None, width
         return Guarantee(upper, delta, "upper bound", INCREMENTAL_RULE,
                          bracket=(lower, upper)), width

@@ -12,13 +12,23 @@ and a composition of swapped pairs is the swapped composition (the product measu
 factor by factor). So one direction's composed PLD, read at −ε, bounds the other's δ at ε:
 δ_other(ε) ≤ 1 − e^ε + e^ε · δ̃(−ε), with δ̃(x) = E_P̃[(1 − e^(x − L))₊] + P̃(L = ∞) of the
 composed pessimistic discretization. That reading is an upper bound at every x, not only at
-x ≥ 0: the connect-the-dots pair dominates the exact one as a post-processing (Doroshenko et
-al. 2022, https://arxiv.org/abs/2207.04380, Sec. 3), so at every order α = e^x of the
-hockey-stick divergence; mass moved up the grid splits an outcome into one of a larger
-likelihood ratio and one of ratio 0 (the exact pair is again their merge); and the mass added
-on top of that (the float guards, the rounded-up mass at +∞) only raises
-E[(1 − e^(x − L))₊], whose integrand is non-negative for every x. Composition keeps all of it
-(post-processing tensorizes; added mass stays added).
+x ≥ 0, because of two facts that hold at every real x:
+
+1. the integrand f_x(ℓ) = (1 − e^(x − ℓ))₊ is non-negative and non-decreasing in ℓ (and
+   f_x(+∞) = 1), so E_P̃[f_x(L)] ≥ E_P[f_x(L)] whenever P̃ dominates P to first order (mass at
+   or above every loss at least P's) and may carry extra mass;
+2. the discretized step does dominate the exact connect-the-dots one to first order at every
+   grid point, negative losses included: connect-the-dots keeps each interval's P- and
+   Q-mass (Doroshenko et al. 2022, https://arxiv.org/abs/2207.04380, Sec. 3; by Jensen on
+   y ↦ (1 − αy)₊, convex for every α > 0, it dominates the exact pair at every order α),
+   mass below the grid is moved up to its lowest point (never dropped), mass above it goes to
+   +∞, and the float guards and lifts only add mass or move it up. Convolution keeps
+   first-order dominance and added mass.
+
+So the read stays valid only while no step drops mass or moves it *down* anywhere, including
+at losses below 0, which the ε ≥ 0 reads never look at: a change that applies the guards or
+lifts at non-negative losses only would keep those reads right and break this one (the test
+``test_one_step_swapped_bound_holds_the_exact_profile`` reads mass between −ε and 0).
 
 The accountant uses this to certify the non-dominant direction below the dominant one's ε
 without composing it (:func:`swapped_delta`): it costs a sum over the window already composed.
@@ -93,6 +103,6 @@ def swapped_delta(comp: ComposedPLD, epsilon: float) -> float:
         return 1.0
     # δ̃(−ε) − (1 − e^(−ε)), each rounded to the safe side, then times e^ε
     gap = d - -math.expm1(-epsilon) * (1.0 - 4.0 * _U)
-    if gap <= 0.0:
-        return 0.0
+    if gap <= 0.0:  # (not reached while the bound holds: d carries its margins; decline)
+        return 1.0
     return min(1.0, gap * (1.0 + 4.0 * _U) * math.exp(epsilon) * (1.0 + 1e-12))

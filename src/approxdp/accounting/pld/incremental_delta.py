@@ -1,0 +1,149 @@
+"""δ(ε) of a growing history, asked again and again: the running route of δ asks.
+
+:class:`~approxdp.accounting.pld.incremental.IncrementalEpsilon` answers a training loop's
+repeated ε(δ) asks from running compositions planned with headroom. :class:`IncrementalDelta`
+is the same machinery for δ at a fixed ε: the pessimistic compositions of both neighbouring
+directions (Doroshenko et al. 2022, https://arxiv.org/abs/2207.04380) give the certified upper
+bound, the dominant direction's rounded-loss P- and Q-compositions the certified lower bound
+(their hypothesis tests at ε), every window tilted at ε itself — where δ(ε) is read — as
+:func:`~approxdp.accounting.pld.pld_delta`'s passes are, and planned for ``growth`` times the
+history's steps (Koskela et al. 2021, https://arxiv.org/abs/2006.07134, Sec. 4 for the tilt).
+
+The windows may leave out 1e-5 of the δ answered at the last ask (δ grows with the history:
+later asks lose less of theirs); far in the tail (that δ below :data:`FAR_TAIL`) the
+one-shot route answers. An answer is given only where its own
+certified bracket is as tight as :func:`pld_delta` makes its own: within 2·``precision`` of
+δ (what it accepts from its tests), or within what moves ε by at most ``precision``/2 of
+itself (the grid's cost it allows, in ε terms: far in the tail, where δ falls steeply with ε,
+a wider bracket in δ); otherwise the states are planned again, or None (the caller answers
+by :func:`pld_delta`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+from approxdp.accounting.guarantees import Guarantee
+from approxdp.accounting.pld.compose import DiscretePLD, rounded_tails, test_delta
+from approxdp.accounting.pld.discretized import quantize
+from approxdp.accounting.pld.estimates import saddle_delta
+from approxdp.accounting.pld.incremental import (
+    INCREMENTAL_RULE,
+    IncrementalEpsilon,
+    Parts,
+    _scaled,
+    _State,
+)
+from approxdp.accounting.pld.plan import _Plan
+from approxdp.accounting.pld.refine import _first_step
+from approxdp.accounting.pld.window import (
+    composed_moments,
+    planning_supports,
+    solve_tilt,
+    support_of,
+)
+
+__all__ = ["FAR_TAIL", "IncrementalDelta"]
+
+#: Below this δ the running route leaves asks to the one-shot route: the windows that hold δ
+#: to its bracket there are 3-7·10^5 points (the 50-phase benchmark's first phases, δ(2) ~
+#: 1e-27: asks of 130-690 ms against pld_delta's 130-600; MNIST's δ(2) of 1.5e-12 at its 2nd
+#: epoch: 150-235 ms against ~50), and the saddle-point estimate of δ there is off by up to
+#: 10^21 (9e-48 for 8e-27), so the caller's last answer decides
+FAR_TAIL = 1e-10
+
+
+class IncrementalDelta(IncrementalEpsilon):
+    """Certified δ at one ε of a history that grows between asks (see the module docstring).
+
+    :meth:`answer` gives the certified δ(``at``) of a history, or None (see
+    :meth:`IncrementalEpsilon.answer`).
+
+    Args:
+        epsilon: ε ≥ 0, finite (checked by the caller): kept as ``at``.
+        precision: as :func:`pld_delta`'s; an answer's bracket is within 2·``precision``.
+        growth: the windows are planned for this many times the steps of the history they
+            are built on.
+    """
+
+    #: far in the tail (δ ≲ 1e-10) the windows that hold δ to its bracket are wide (3-7·10^5
+    #: points at 1-5 of the 50-phase benchmark's phases: asks of 130-690 ms, above the
+    #: one-shot's 130-600): there the one-shot route, which refines its grid, answers
+    max_points = 1 << 17
+    #: (at a fixed grid δ's bracket widens with the steps: a plan at 0.84 of the room at 2
+    #: MNIST epochs failed at 5, its next one, on the same grid, at once)
+    finer_from = 0.7
+    #: pld_delta's answers (CPU ms, load ~2-4, 16:30 UTC): 26-50 at MNIST's one part, ~100
+    #: at 8 of the 10-phase schedule's, 464 / 706 / 569 at 28 / 40 / 48 of the 50-phase one
+    #: (where δ ≥ 1e-10; 350-2500 below)
+    oneshot_model = (20.0, 15.0, 20.0)
+
+    def __init__(self, epsilon: float, precision: float, growth: float = 2.0) -> None:
+        super().__init__(math.nan, precision, growth)  # (no δ: asked at ``at``)
+        self.at = epsilon
+        self._room = 2.0 * precision
+        self.last = 0.0  # δ answered at the last ask, by either route (set by the caller too)
+
+    def _declines(self) -> bool:
+        """Far in the tail (the last answer below :data:`FAR_TAIL`) the one-shot answers."""
+        return self.last < FAR_TAIL
+
+    def _estimate(self, parts: Parts) -> float:
+        return max(saddle_delta(list(parts), self.at), 1e-300)
+
+    def _tail(self, plan: _Plan) -> float:
+        """1e-5 of the last answer (δ only grows with the history; the saddle-point estimate
+        can be far below it)."""
+        return 1e-5 * self.last
+
+    def _aims(self, ways: Mapping[str, Parts], grown: Mapping[str, Parts]
+              ) -> tuple[dict[str, tuple[float, float]], str] | None:
+        """Every window tilted at ε; the dominant direction: the larger estimated δ."""
+        est = {name: (self.at, self.at) for name in grown}
+        return est, max(grown, key=lambda name: self._estimate(ways[name]))
+
+    def _below(self, plds: Sequence[tuple[DiscretePLD, int]], later: float, now: float,
+               h: float, counts: Sequence[int]) -> float:
+        """How far under ε the window must reach: down past the *present* history's bulk
+        under the tilt planned for the grown one (its tilted mean, less three tilted standard
+        deviations), with a tenth of ε and 16 grid steps to spare. (Measured: windows
+        reaching only three grown-history deviations down lost their bracket to the aliased
+        mass 5 phases after a plan at 28 of the 50-phase benchmark's.)"""
+        grown = planning_supports([(support_of(p), c) for p, c in plds])
+        lam = solve_tilt(grown, self.at)
+        present = planning_supports([(support_of(p), c)
+                                     for (p, _), c in zip(plds, counts, strict=True)])
+        mo = composed_moments(present, lam)
+        return (max(self.at - mo.mean, 0.0) + 3.0 * math.sqrt(max(mo.var, 0.0))
+                + 0.1 * abs(self.at) + 16.0 * h)
+
+    def _first_grid(self, plan: _Plan, names: tuple[str, ...]) -> float:
+        """The grown history's dominant direction's first grid (the others are composed twice
+        as coarse): half pld_epsilon's first step, its z from 1e-3 of the last answer (on
+        the 50-phase benchmark at 28 phases, δ(2) = 4.4e-10, the bracket came out at 1.5
+        room on that step, 0.38 room on half of it; at 2 MNIST epochs, δ(1) = 1.1e-5, at
+        0.84 room on 1/√2 of it; width goes as h²)."""
+        ways = {"remove": plan.remove, "add": plan.add}
+        name = max(names, key=lambda name: self._estimate(ways[name]))
+        grown, near = _scaled(ways[name], self.growth), 1e-3 * self.last
+        return quantize(_first_step(grown, self.precision, near) / 2.0)
+
+    def _read(self, state: _State) -> tuple[Guarantee | None, float]:
+        """δ at ε read off the compositions: the answer if its bracket is within
+        2·``precision``, and the bracket's relative width."""
+        eps = self.at
+        comps = {name: held.run.composed() for name, held in state.uppers.items()}
+        upper = max(comp.delta(eps) for comp in comps.values())
+        tails = rounded_tails(state.p_low.run.composed(), state.q_low.run.composed())
+        lower = min(test_delta(tails[0], tails[1], eps), upper)
+        # tight as pld_delta's: within 2·precision of δ, or within what costs ε no more
+        # than precision/2 of itself (δ' = −slope: far in the tail δ moves fast with ε)
+        allowed = max(2.0 * self.precision * lower,
+                      0.5 * self.precision * eps * comps[state.dominant].slope(eps))
+        width = (upper - lower) / allowed * self._room if allowed > 0.0 else math.inf
+        if not (0.0 < upper < 1.0 and width <= self._room):
+            return None, width
+        self.last = upper
+        return Guarantee(eps, upper, "upper bound", INCREMENTAL_RULE,
+                         bracket=(lower, upper)), width
