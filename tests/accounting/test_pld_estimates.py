@@ -274,3 +274,28 @@ def test_the_saddle_estimate_brackets_its_tilt_in_few_moments(
     est = estimates.saddle_epsilon(parts, 1e-5)
     assert est is not None and 3e-5 < est[0] < 6e-5
     assert calls[0] <= 13
+
+
+def test_the_calibration_pass_composes_at_the_first_pass_tilt(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # σ = 5, q = 1e-5, T = 1000 (issue 22 #28): the pass on the grid twice as fine is tilted
+    # as the first pass was, without planning its tilt again (the lower bound's rounded loss
+    # still plans its own); its ε is certified either way, and no looser than with a plan
+    from approxdp.accounting.pld import compose as compose_mod
+    from approxdp.accounting.pld.accounting import pld_epsilon
+
+    discretized.clear_caches()
+    events = [(SubsampledEvent(GaussianEvent(5.0), 1e-5), 1000)]
+    planned: list[float | None] = []
+    real = compose_mod.plan_window
+
+    def counted(*args: object, **kwargs: object) -> object:
+        planned.append(kwargs.get("lam"))  # type: ignore[arg-type]
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(compose_mod, "plan_window", counted)
+    g = pld_epsilon(events, 1e-5)
+    assert len(planned) == 3 and planned[1] is not None and planned[1] > 0.0
+    assert g.epsilon <= 4.141324721729236e-05  # (main's answer before this change)
+    assert g.bracket is not None and g.bracket[1] <= g.bracket[0] * 1.00055
