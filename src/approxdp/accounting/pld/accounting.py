@@ -58,6 +58,7 @@ from approxdp.accounting.pld.refine import (
     grid_step,
     lower_grids,
 )
+from approxdp.accounting.pld.swapped import is_swap, swapped_delta
 from approxdp.errors import InvalidParameterError
 from approxdp.events import PrivacyEvent
 
@@ -192,12 +193,13 @@ def pld_epsilon(
     known = None if fixed is not None else _dominant(plan, delta)
     if known is not None:
         top_parts, other_parts, gap = known
-        top = _solve(top_parts, delta, _start_step(top_parts, precision, delta), None)
-        first_h = top.h
-        top = _refine(top_parts, delta, top, precision)
-        own = _start_step(other_parts, precision, delta)
-        if not _below(other_parts, delta, top, first_h, gap, own):
-            known = None  # (above it even on the final grid: it may dominate)
+        first = _solve(top_parts, delta, _start_step(top_parts, precision, delta), None)
+        first_h = first.h
+        top = _refine(top_parts, delta, first, precision)
+        if not _swap_below(top_parts, other_parts, delta, top, first):
+            own = _start_step(other_parts, precision, delta)
+            if not _below(other_parts, delta, top, first_h, gap, own):
+                known = None  # (above it even on the final grid: it may dominate)
     if known is None:
         top_parts, top, first_h, eps_up = _both_ways(plan, delta, precision, fixed)
     else:
@@ -299,6 +301,18 @@ def _below(
         if _solve(parts, delta, step, guess, below).eps <= top.eps:
             return True
     return False
+
+
+def _swap_below(parts: Parts, other: Parts, delta: float, top: _Solved, first: _Solved) -> bool:
+    """Certify the non-dominant direction at most ``top.eps`` without composing it, where it
+    is the dominant one's swapped pair (Poisson subsampling): its δ at ``top.eps`` read off
+    the dominant direction's composed windows at −ε (:mod:`approxdp.accounting.pld.swapped`),
+    the final pass's and then the first pass's (any pass is a certified bound; the first one's
+    window reaches furthest below its tilt). False where neither puts it at most δ."""
+    if not (math.isfinite(top.eps) and is_swap(parts, other)):
+        return False
+    return any(swapped_delta(comp, top.eps) <= delta
+               for comp in dict.fromkeys((top.comp, first.comp)))
 
 
 def _other_step(other: _Solved, top: _Solved, eps_up: float) -> float:

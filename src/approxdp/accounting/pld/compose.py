@@ -216,30 +216,33 @@ def _fft_power(
         re_m1 = np.asarray(spec.real - 1.0, dtype=np.float64)
         del spec
         y2 = re * re + im * im
+        with np.errstate(divide="ignore", invalid="ignore"):
+            env = np.log(np.sqrt(y2) + e_fwd)
+        log_env += c * env
+        # the frequencies dropped after this part (see _DROP), left out before the polar
+        # power's transcendental functions: in a sum of many steps they are most of them
+        alive = log_env + cap_after >= _DROP
+        if 8 * int(np.count_nonzero(alive)) < 7 * alive.size:  # a sizeable share: drop it
+            dropped += alive.size - int(np.count_nonzero(alive))
+            keep = keep[alive]
+            re, im, re_m1, y2, env = re[alive], im[alive], re_m1[alive], y2[alive], env[alive]
+            log_abs, arg, log_env = log_abs[alive], arg[alive], log_env[alive]
+            err_pow, sizes = err_pow[alive], sizes[alive]
         big = re_m1 * (re_m1 + 2.0)
         s2 = big + im * im  # |y|² − 1, with relative error where |y| is near 1
         near = y2 >= 0.5
         with np.errstate(divide="ignore", invalid="ignore"):
             la = np.where(near, 0.5 * np.log1p(np.where(near, s2, 0.0)), 0.5 * np.log(y2))
-            ab = np.sqrt(y2)
-            env = np.log(ab + e_fwd)
             ph = np.arctan2(im, re)
             d_la = np.where(near, 8.0 * u * (np.abs(big) + im * im) / np.maximum(y2, 0.5),
                             4.0 * u) + 4.0 * u * np.abs(la)
         finite = np.isfinite(la)
         log_abs += c * la
         arg += c * ph
-        log_env += c * env
         err_pow += np.where(finite, c * (d_la + 8.0 * u * np.abs(ph)), 0.0)
         sizes += np.where(finite, c * (np.abs(la) + np.abs(ph)), 0.0)
         fwd.append((env, e_fwd, c, keep))
-        del re, im, re_m1, y2, big, s2, near, la, ab, ph, d_la, finite
-        alive = log_env + cap_after >= _DROP
-        if 8 * int(np.count_nonzero(alive)) < 7 * alive.size:  # a sizeable share: drop it
-            dropped += alive.size - int(np.count_nonzero(alive))
-            keep = keep[alive]
-            log_abs, arg, log_env = log_abs[alive], arg[alive], log_env[alive]
-            err_pow, sizes = err_pow[alive], sizes[alive]
+        del re, im, re_m1, y2, big, s2, near, la, ph, d_la, finite, alive
     abs_k = np.exp(log_abs)
     err_k = np.zeros(keep.size)
     for env, e_fwd, c, at in fwd:
