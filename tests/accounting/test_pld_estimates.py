@@ -229,3 +229,73 @@ def test_the_excess_model_sweeps_its_steps_once_per_grid(monkeypatch: pytest.Mon
     assert model.at(2.0**-10) == first
     assert swept == [3.0, 3.0, 3.0]
     discretized.clear_caches()
+
+
+@pytest.mark.parametrize("first", [0, 1, 2, 5, 13, 31, 32, 58, 59, 60])
+def test_the_saddle_bracket_gallops_to_the_scans_bracket(first: int) -> None:
+    # g falls in k and first drops below the target at ``first`` (never for 60): the
+    # galloping search gives the plain doubling scan's (lo, hi, g(hi)), in ~2·log₂(first) probes
+    probes: list[int] = []
+
+    def g(k: int) -> float:
+        probes.append(k)
+        return 1.0 - k if k < first else -1.0 - k
+
+    target = -0.5 - first if first < 60 else -1e9
+    got = estimates._bracket(g, target)
+    galloped = len(set(probes))
+    assert got == estimates._scan(g, target)
+    assert galloped <= 2 * math.ceil(math.log2(min(first, 59) + 2)) + 1  # (the scan: first + 1)
+
+
+def test_the_saddle_bracket_falls_back_to_the_scan_off_float_range() -> None:
+    # a NaN where the gallop probes (k = 3) but not where the scan stops (k = 2): the scan's
+    def g(k: int) -> float:
+        return math.nan if k == 3 else (1.0 if k < 2 else -1.0)
+
+    assert estimates._bracket(g, 0.0) == estimates._scan(g, 0.0) == (2.0, 4.0, -1.0)
+
+
+def test_the_saddle_estimate_brackets_its_tilt_in_few_moments(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # σ = 5, q = 1e-5, T = 1000 (issue 22 #28): λ ≈ 10^4 took 22 moments per direction
+    # (a doubling scan from 1 and brentq re-evaluating its ends); now at most 13
+    discretized.clear_caches()
+    parts = _plan([(SubsampledEvent(GaussianEvent(5.0), 1e-5), 1000)]).remove
+    calls = [0]
+    real = estimates.composed_moments
+
+    def counted(*args: object, **kwargs: object) -> object:
+        calls[0] += 1
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(estimates, "composed_moments", counted)
+    est = estimates.saddle_epsilon(parts, 1e-5)
+    assert est is not None and 3e-5 < est[0] < 6e-5
+    assert calls[0] <= 13
+
+
+def test_the_calibration_pass_composes_at_the_first_pass_tilt(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # σ = 5, q = 1e-5, T = 1000 (issue 22 #28): the pass on the grid twice as fine is tilted
+    # as the first pass was, without planning its tilt again (the lower bound's rounded loss
+    # still plans its own); its ε is certified either way, and no looser than with a plan
+    from approxdp.accounting.pld import compose as compose_mod
+    from approxdp.accounting.pld.accounting import pld_epsilon
+
+    discretized.clear_caches()
+    events = [(SubsampledEvent(GaussianEvent(5.0), 1e-5), 1000)]
+    planned: list[float | None] = []
+    real = compose_mod.plan_window
+
+    def counted(*args: object, **kwargs: object) -> object:
+        planned.append(kwargs.get("lam"))  # type: ignore[arg-type]
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(compose_mod, "plan_window", counted)
+    g = pld_epsilon(events, 1e-5)
+    assert len(planned) == 3 and planned[1] is not None and planned[1] > 0.0
+    assert g.epsilon <= 4.141324721729236e-05  # (main's answer before this change)
+    assert g.bracket is not None and g.bracket[1] <= g.bracket[0] * 1.00055

@@ -249,3 +249,23 @@ def test_incremental_delta_brackets_pld_delta_and_is_as_tight() -> None:
         assert lo <= float(ref.delta) and lo <= up
         answered += 1
     assert answered == 4 and 1 <= inc.builds <= 3
+
+
+def test_running_edges_hold_as_heavier_phases_are_added() -> None:
+    """δ at ε = 2 of a schedule whose σ falls (the benchmark's 50 phases, from the 28th):
+    the window's edges are bounded at shares of their planned Chernoff points too, so the
+    phases of lower σ added after the plan (heavier than the scaled ones it was planned
+    for) do not void the bounds above the window: the plan serves every ask until the next
+    one, prepared meanwhile, takes over (at the planned point alone the bound on the mass
+    above the window reached 1 five phases on, and every such ask re-planned)."""
+    phases = [(1.5 - 0.01 * i, Q, 300) for i in range(34)]
+    inc = IncrementalDelta(2.0, 1e-3)
+    inc.last = 1.89e-10  # δ(2) after 27 phases (pld_delta): sizes the tails and the grid
+    for k in range(28, 35):
+        assert inc.answer(_plan(_items(phases[:k]))) is not None
+    assert inc.builds == 2 and inc._next is not None  # the plan, and the next one prepared
+    g = inc.answer(_plan(_items(phases)))
+    ref = pld_delta(_items(phases), 2.0)
+    assert g is not None and ref.bracket is not None and g.bracket is not None
+    assert ref.bracket[0] <= g.delta <= float(ref.delta) * (1.0 + 2e-3)
+    assert g.bracket[0] <= float(ref.delta)

@@ -17,6 +17,7 @@ None of these is a bound: every number a caller reports comes from a certified p
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
 
@@ -195,23 +196,65 @@ def _saddle_epsilon(parts: Parts, delta: float) -> tuple[float, float] | None:
     coarse = [(estimate_support(s), c) for s, c in parts]
     target = math.log(delta)
 
+    seen: dict[float, tuple[float, float]] = {}  # (brentq starts on the bracket's ends)
+
     def f(lam: float) -> tuple[float, float]:
-        mo = composed_moments(coarse, lam)
-        return mo.k - lam * mo.mean + _log_hockey(lam, math.sqrt(mo.var)), mo.mean
+        hit = seen.get(lam)
+        if hit is None:
+            mo = composed_moments(coarse, lam)
+            hit = mo.k - lam * mo.mean + _log_hockey(lam, math.sqrt(mo.var)), mo.mean
+            seen[lam] = hit
+        return hit
 
     at0, _ = f(0.0)
     if target >= at0:
         return None
-    lo, hi = 0.0, 1.0
-    for _ in range(60):  # bracket: f falls as λ grows
-        val, _ = f(hi)
-        if val < target:
-            break
-        lo, hi = hi, 2.0 * hi
+    lo, hi, val = _bracket(lambda k: f(math.ldexp(1.0, k))[0], target)
     if not val < target:  # (f never fell that far, or left float range: the last λ good)
         return f(lo)[1], lo
     lam = float(optimize.brentq(lambda x: f(x)[0] - target, lo, hi, xtol=1e-12, rtol=1e-4))
     return f(lam)[1], lam
+
+
+def _bracket(g: Callable[[int], float], target: float) -> tuple[float, float, float]:
+    """(lo, hi, g at hi's exponent) with hi = 2^k for the least k in [0, 60) where
+    g(k) < target and lo = hi/2 (0 for k = 0) — where none is, (2^59, 2^60, g(59)): as a
+    scan doubling λ from 1 finds them, where ``g`` falls in k. Galloping (k = 0, 1, 3, 7,
+    15, ...), then bisecting the last gap: ~2·log₂k evaluations instead of k + 1. Where a
+    probe is not finite (f left float range), the plain scan, as before."""
+    last = -1  # the largest k known to have g(k) ≥ target
+    k = 0
+    while k < 60:
+        val = g(k)
+        if not math.isfinite(val):
+            return _scan(g, target)
+        if val < target:
+            break
+        last, k = k, min(2 * k + 1, 59) if k < 59 else 60
+    else:
+        return math.ldexp(1.0, 59), math.ldexp(1.0, 60), g(59)
+    first = k  # g(first) < target, g(last) ≥ target (or last = −1)
+    while first - last > 1:
+        mid = (first + last) // 2
+        val = g(mid)
+        if not math.isfinite(val):
+            return _scan(g, target)
+        if val < target:
+            first = mid
+        else:
+            last = mid
+    return (0.0 if first == 0 else math.ldexp(1.0, first - 1)), math.ldexp(1.0, first), g(first)
+
+
+def _scan(g: Callable[[int], float], target: float) -> tuple[float, float, float]:
+    """:func:`_bracket` by the plain scan: λ doubled from 1 until g falls below ``target``."""
+    lo, hi, val = 0.0, 1.0, math.nan
+    for k in range(60):
+        val = g(k)
+        if val < target:
+            break
+        lo, hi = hi, 2.0 * hi
+    return lo, hi, val
 
 
 def saddle_delta(parts: Parts, epsilon: float) -> float:

@@ -82,11 +82,13 @@ __all__ = [
 
 
 def composed(
-    parts: Parts, h: float, tail: float, tilt_at: float | None, below: float | None = None
+    parts: Parts, h: float, tail: float, tilt_at: float | None, below: float | None = None,
+    lam: float | None = None,
 ) -> ComposedPLD:
     """Discretize (cached) and compose — in blocks where a part has many steps
     (:mod:`approxdp.accounting.pld.blocks`); a window too large for memory coarsens the grid
-    (still certified, a little looser)."""
+    (still certified, a little looser). ``lam``: the tilt of a one-level composition (any
+    tilt is certified: the window's edges are bounded at it), else planned."""
     step_tail = _step_tail(parts, tail)
     stable = _stable(parts)
     for _ in range(6):
@@ -96,7 +98,7 @@ def composed(
             if _blocks_pay(plds, tail, tilt_at):
                 comp = _in_blocks(plds, tail, tilt_at, below)
             else:
-                comp = compose(plds, tail=tail, tilt_at=tilt_at, below=below)
+                comp = compose(plds, tail=tail, tilt_at=tilt_at, below=below, lam=lam)
             comp.step_h = h
             return comp
         except WindowTooLargeError as exc:
@@ -167,17 +169,19 @@ def _clean(comp: ComposedPLD, eps: float, delta: float) -> bool:
 
 
 def upper_epsilon(
-    parts: Parts, delta: float, h: float, guess: float | None = None, below: float | None = None
+    parts: Parts, delta: float, h: float, guess: float | None = None, below: float | None = None,
+    lam: float | None = None,
 ) -> tuple[ComposedPLD, float]:
     """The composed pessimistic PLD of one direction, good at its ε(δ), and that certified ε.
 
     Tilted at ``guess`` (default: the saddle-point estimate); if the error terms at the answer
     are not small against δ, composed again tilted at the answer (every pass is a valid upper
     bound: the best is kept). ``below``: how far under ``guess`` the answer may lie (default:
-    three tilted standard deviations and a tenth of it)."""
+    three tilted standard deviations and a tenth of it). ``lam``: the first composition's
+    tilt (default: planned for ``guess``)."""
     tail = 1e-4 * delta
     target = _guess(parts, delta) if guess is None else guess
-    first = composed(parts, h, tail, target, below)
+    first = composed(parts, h, tail, target, below, lam)
     eps = first.epsilon(delta)
     if _clean(first, eps, delta):
         return first, eps

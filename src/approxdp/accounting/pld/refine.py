@@ -101,9 +101,10 @@ class _Solved:
 
 
 def _solve(
-    parts: Parts, delta: float, h: float, guess: float | None, below: float | None = None
+    parts: Parts, delta: float, h: float, guess: float | None, below: float | None = None,
+    lam: float | None = None,
 ) -> _Solved:
-    comp, eps = upper_epsilon(parts, delta, h, guess, below)
+    comp, eps = upper_epsilon(parts, delta, h, guess, below, lam)
     model = excess_model(parts, h, comp, eps, delta) if math.isfinite(eps) else None
     return _Solved(comp, eps, h, model)
 
@@ -243,7 +244,10 @@ def _refine(parts: Parts, delta: float, first: _Solved, precision: float) -> _So
         return cur
     if not cur.model.gaussian:
         room = 2.0 * cur.excess + 0.02 * cur.eps + 32.0 * cur.h
-        half = _solve(parts, delta, quantize(cur.h / 2.0), cur.eps, room)
+        # tilted as the pass before (its tilt was planned for about this ε on this loss, a
+        # grid twice as coarse: the plan's five tilt searches would land within 0.2 % of it)
+        lam = None if cur.comp.blocked or cur.comp.lam <= 0.0 else cur.comp.lam
+        half = _solve(parts, delta, quantize(cur.h / 2.0), cur.eps, room, lam)
         cur = _step(cur, half)
     for _ in range(2):
         target = _target(cur.eps, precision)

@@ -16,7 +16,9 @@ and every quantity the composition needs is a *sum over the parts*, kept as it g
   at the three fixed Chernoff points (K(u) = Σ_j c_j log M_j(u)): Chernoff's bound
   e^(K(θ) − θb) on the mass beyond an edge b holds for *any* θ ≥ 0 (Koskela et al. 2021,
   https://arxiv.org/abs/2006.07134, Sec. 4), so a θ planned for another history is still
-  certified, only perhaps looser;
+  certified, only perhaps looser — and the edges above the window are also bounded at
+  :data:`_ALIAS_SHARES` of their planned points (the least bound kept): parts heavier than
+  those planned for (a phase of lower σ) can void the bound at the planned point only;
 - the mass at +∞ (Σ_j c_j log(1 − p∞_j)) and the support's extent.
 
 As in ``_fft_power``, a frequency whose bound on the composed |Y| (with the forward
@@ -67,6 +69,9 @@ _U = float(np.finfo(np.float64).eps) / 2
 #: The least positive float: an absolute floor on each frequency's error bound, for the
 #: products of bounds that underflow to 0 (see :meth:`RunningComposition.composed`).
 _TINY = math.ulp(0.0)
+#: shares of the planned θ_a at which K is also kept: a part heavier than those planned for
+#: (a phase of lower σ) can make the planned point's bound void, a smaller θ's not
+_ALIAS_SHARES = (0.5, 0.25)
 
 
 def _log_mgf(p: DiscretePLD, u: float) -> float:
@@ -120,6 +125,8 @@ class RunningComposition:
         self._base = 0
         self._log_mgf = 0.0
         self._k = [0.0, 0.0, 0.0]  # K at θ_b, λ + θ_a, −θ_l
+        self._k_alias = [0.0] * len(_ALIAS_SHARES)  # K at λ + f·θ_a
+        self._k_beyond = [0.0] * len(_ALIAS_SHARES)  # K at f·θ_b
         self._log_free = 0.0  # Σ c log(1 − p∞)
         self._certain_infinity = False
         self._empty = False  # a part with no finite loss at all
@@ -147,6 +154,9 @@ class RunningComposition:
         th_b, th_a, th_l = self._thetas
         for i, u in enumerate((th_b, self.lam + th_a, -th_l)):
             self._k[i] += c * _log_mgf(p, u)
+        for i, f in enumerate(_ALIAS_SHARES):
+            self._k_alias[i] += c * _log_mgf(p, self.lam + f * th_a)
+            self._k_beyond[i] += c * _log_mgf(p, f * th_b)
         self._add_spectrum(p, c)
 
     def _add_spectrum(self, p: DiscretePLD, c: int) -> None:
@@ -255,6 +265,10 @@ class RunningComposition:
         else:
             log_beyond = min(0.0, k_b - th_b * top)
             log_alias_up = k_a - th_a * top
+            for f, k_f, k_g in zip(_ALIAS_SHARES, self._k_alias, self._k_beyond, strict=True):
+                if k_f - f * th_a * top < log_alias_up:
+                    log_alias_up, th_a = k_f - f * th_a * top, f * th_a
+                log_beyond = min(log_beyond, k_g - f * th_b * top)
         if self.a_idx <= self._lo:
             log_below = log_alias_low = -math.inf
         else:
