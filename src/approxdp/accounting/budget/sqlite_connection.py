@@ -17,6 +17,7 @@ import contextlib
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,29 @@ __all__ = ["LedgerFile"]
 
 _INHERITED: list[sqlite3.Connection] = []  # connections inherited across fork, never touched
 
+
+
+def enter_wal(conn: sqlite3.Connection, timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
+    """``PRAGMA journal_mode = WAL``, retried while another connection holds a write lock.
+
+    Switching a rollback-journal file to WAL needs an exclusive lock. While another process
+    holds a RESERVED lock (e.g. a concurrent creator initialising the file), SQLite answers
+    SQLITE_BUSY at once *without* calling the busy handler (it would deadlock otherwise:
+    https://www.sqlite.org/c3ref/busy_handler.html), so ``busy_timeout`` does not help here.
+    The statement is retried with backoff up to ``timeout_ms``; each failure releases this
+    connection's shared lock, so the other writer can commit."""
+    deadline = time.monotonic() + timeout_ms / 1000
+    delay = 0.001
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            busy = "locked" in str(exc) or "busy" in str(exc)
+            if not busy or time.monotonic() + delay > deadline:
+                raise
+        time.sleep(delay)
+        delay = min(2 * delay, 0.05)
 
 class LedgerFile(LedgerSetup):
     """The file and connection under a :class:`~approxdp.accounting.budget.sqlite_ledger.
@@ -182,7 +206,7 @@ class LedgerFile(LedgerSetup):
                 version = self._validate(conn)
                 if version != SCHEMA_VERSION:
                     self._migrate(conn)
-            conn.execute("PRAGMA journal_mode = WAL")
+            enter_wal(conn)
             conn.execute(f"PRAGMA synchronous = {self._synchronous}")
             if not existed:
                 self._initialise(conn)
