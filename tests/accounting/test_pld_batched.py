@@ -22,6 +22,7 @@ from approxdp.accounting.pld.privacy_loss import (
     SubsampledLoss,
     cdfs_with_errors,
 )
+from approxdp.accounting.pld.rounded import discretize_rounded, discretize_rounded_many
 
 #: (σ, q) of DP-SGD phases: tiny, small and large sampling rates, small and large noise
 _PHASES = [(1.1, 256 / 60000), (0.5, 1e-5), (5.0, 1e-3), (0.8, 0.5), (2.0, 0.99), (1.3, 0.004)]
@@ -108,10 +109,10 @@ def test_discretize_many_gives_the_same_measures(stable: bool) -> None:
 @pytest.mark.parametrize("precise", [False, True])
 def test_discretize_rounded_many_gives_the_same_bins(precise: bool) -> None:
     srcs = [*_sources("remove"), *_sources("add"), LaplaceLoss(0.5)]
-    many = grid.discretize_rounded_many(srcs, 2e-3, 1e-12, precise)
+    many = discretize_rounded_many(srcs, 2e-3, 1e-12, precise)
     grid.clear_edges()
     for s, got in zip(srcs, many, strict=True):
-        want = grid.discretize_rounded(s, 2e-3, 1e-12, precise)
+        want = discretize_rounded(s, 2e-3, 1e-12, precise)
         assert (got.h, got.offset, got.p_inf, got.r_inf) == (
             want.h, want.offset, want.p_inf, want.r_inf)
         assert _same(got.p, want.p) and _same(got.r, want.r)
@@ -187,7 +188,7 @@ def test_a_batch_larger_than_the_caches_still_gets_every_measure(
     coarse = discretized._coarse_many(srcs)
     for s, pld, r, (c, _) in zip(srcs, got, rounded, coarse, strict=True):
         assert _same(pld.pmf, grid.discretize(s, 1e-3, 1e-12).pmf)
-        assert _same(r.p, grid.discretize_rounded(s, 1e-3, 1e-12).p)
+        assert _same(r.p, discretize_rounded(s, 1e-3, 1e-12).p)
         assert c.pmf.size > 1000
     discretized.clear_caches()
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy import special
 
-from approxdp.accounting.pld.grid import discretize, discretize_rounded
+from approxdp.accounting.pld.grid import discretize
 from approxdp.accounting.pld.loss_cdfs import _ndtr_error
 from approxdp.accounting.pld.privacy_loss import (
     GaussianLoss,
@@ -22,6 +22,7 @@ from approxdp.accounting.pld.privacy_loss import (
     cdf_errors,
     sliver_guard,
 )
+from approxdp.accounting.pld.rounded import discretize_rounded
 from pld_exact import exact_tails
 
 _U = 2.0**-53

@@ -292,7 +292,7 @@ def test_bin_bounds_bracket_the_exact_bins_tightly(direction: str) -> None:
     and are within a few ulps; the rounded loss built from them keeps nearly all P-mass."""
     import mpmath as mp
 
-    from approxdp.accounting.pld.grid import discretize_rounded
+    from approxdp.accounting.pld.rounded import discretize_rounded
 
     mp.mp.dps = 40
     mu, q = 1 / 40.0, 1e-3

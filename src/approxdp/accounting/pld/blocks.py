@@ -20,7 +20,7 @@ each step's loss, against a convolution of nonnegative measures):
   its two neighbours of the coarser grid keeping its Q-mass (Doroshenko et al. 2022,
   https://arxiv.org/abs/2207.04380), the upper share rounded up (more mass up is more loss).
 
-The lower bound's rounded loss (:func:`~approxdp.accounting.pld.grid.discretize_rounded`) is
+The lower bound's rounded loss (:func:`~approxdp.accounting.pld.rounded.discretize_rounded`) is
 composed the same way, its block sums rounded again to the coarser grid — still a test
 statistic — with every error term taken off its P-masses and added to its Q-masses.
 """

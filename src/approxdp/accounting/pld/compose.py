@@ -32,7 +32,7 @@ every step of which is on the private side:
 
 A lower bound comes with it (:func:`~approxdp.accounting.pld.composed.rounded_tails`): the loss
 rounded to the nearest grid point is a test statistic, so δ(ε) ≥ P(S̃ > t) − e^ε Q(S̃ > t) for
-the rounded sum S̃ and any t (:func:`~approxdp.accounting.pld.grid.discretize_rounded`). Its P-
+the rounded sum S̃ and any t (:func:`~approxdp.accounting.pld.rounded.discretize_rounded`). Its P-
 and Q-measures are composed the same way on the same window, their tails bounded from below and
 from above; the bound's error is second order in the rounding, so the two bracket the truth
 tightly (about 0.1 % wide in the DP-SGD example), also where the loss is concentrated far below
@@ -60,13 +60,8 @@ from approxdp.accounting.pld.composed import (
     test_delta,
     test_epsilon,
 )
-from approxdp.accounting.pld.grid import (
-    DiscretePLD,
-    RoundedPLD,
-    discretize,
-    discretize_rounded,
-    tail_edge,
-)
+from approxdp.accounting.pld.grid import DiscretePLD, discretize, tail_edge
+from approxdp.accounting.pld.rounded import RoundedPLD, discretize_rounded
 from approxdp.accounting.pld.window import (
     Support,
     Window,

@@ -9,7 +9,7 @@ https://arxiv.org/abs/2207.04380).
 
 A lower bound comes with it (:func:`rounded_tails`): the loss rounded to the nearest grid point
 is a test statistic, so δ(ε) ≥ P(S̃ > t) − e^ε Q(S̃ > t) for the rounded sum S̃ and any t
-(:func:`~approxdp.accounting.pld.grid.discretize_rounded`). Its P- and Q-measures are composed
+(:func:`~approxdp.accounting.pld.rounded.discretize_rounded`). Its P- and Q-measures are composed
 the same way on the same window, their tails bounded from below and from above
 (:func:`test_delta`, :func:`test_epsilon`).
 """

@@ -4,7 +4,7 @@ The grids of a history's passes are powers of 2^(1/4) (:func:`quantize`), so a s
 discretized once at a grid step is reused by every later pass, direction and call at that
 grid: the pessimistic connect-the-dots measure (Doroshenko et al. 2022,
 https://arxiv.org/abs/2207.04380; :func:`~approxdp.accounting.pld.grid.discretize`), the
-rounded loss of the lower bound (:func:`~approxdp.accounting.pld.grid.discretize_rounded`),
+rounded loss of the lower bound (:func:`~approxdp.accounting.pld.rounded.discretize_rounded`),
 and a coarse copy for uncertified estimates (its mean, variance and support).
 """
 
@@ -16,14 +16,9 @@ from functools import lru_cache
 from typing import Any
 
 from approxdp.accounting.pld.batched import tail_edges_many
-from approxdp.accounting.pld.grid import (
-    DiscretePLD,
-    RoundedPLD,
-    clear_edges,
-    discretize_many,
-    discretize_rounded_many,
-)
+from approxdp.accounting.pld.grid import DiscretePLD, clear_edges, discretize_many
 from approxdp.accounting.pld.privacy_loss import LossSource
+from approxdp.accounting.pld.rounded import RoundedPLD, discretize_rounded_many
 from approxdp.accounting.pld.window import Support, clear_supports
 
 __all__ = [
@@ -44,7 +39,7 @@ _COARSE_POINTS = 4096
 #: (:func:`~approxdp.accounting.pld.grid.discretize`'s ``stable``): below it the plain split's
 #: float guard shifts ε by < 3e-5 of itself (measured: 2.6e-5 at T = 10^8, 2e-7 at 10^7; 9e-4
 #: at 10^10), while the second form costs 20–35 % of a mid-size call. (The lower bound's
-#: long-double bin masses, :func:`~approxdp.accounting.pld.grid.discretize_rounded`'s
+#: long-double bin masses, :func:`~approxdp.accounting.pld.rounded.discretize_rounded`'s
 #: ``precise``, start at EXTENDED_FROM = 10^10 steps: below, the CDF differences' margin
 #: costs < 1e-4 of the P-mass — bracket 0.071 % at T = 10^9 — and the series ~50 ms.)
 STABLE_FROM = 10**8

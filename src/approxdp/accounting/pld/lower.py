@@ -1,7 +1,7 @@
 """The certified lower bound of one direction: the rounded loss used as a test.
 
 Every event E gives δ(ε) ≥ P(E) − e^ε Q(E). The events {S̃ ≥ t}, S̃ the composed loss
-rounded to the grid (:func:`~approxdp.accounting.pld.grid.discretize_rounded`), are nearly
+rounded to the grid (:func:`~approxdp.accounting.pld.rounded.discretize_rounded`), are nearly
 the optimal tests; a lower bound on their P-mass and an upper bound on their Q-mass
 (:func:`~approxdp.accounting.pld.composed.rounded_tails`) give certified lower bounds on
 δ(ε) and ε(δ). The FFT: Koskela et al. 2021 (https://arxiv.org/abs/2006.07134).

@@ -320,7 +320,7 @@ class SubsampledLoss:
         accuracy where a bin is narrow in the inner Gaussian's coordinate x
         (:func:`normal_interval`, in extended precision where the platform has it, the
         results rounded outwards to float64): for the rounded loss of the lower bound
-        (:func:`~approxdp.accounting.pld.grid.discretize_rounded`), whose CDF differences
+        (:func:`~approxdp.accounting.pld.rounded.discretize_rounded`), whose CDF differences
         near the centre would lose ~u/(bin mass) each — over 10^12 steps, percent of the
         mass; this loses ~2u (the final rounding). The bin is the set of x between the
         edges' preimages x = f⁻¹(±e)/μ + μ/2 exactly as :meth:`GaussianLoss.cdfs` forms them
