@@ -13,7 +13,7 @@ from approxdp.accounting.pld import compose
 from approxdp.accounting.pld.compose import _fft_power
 from approxdp.accounting.pld.grid import discretize_many
 from approxdp.accounting.pld.privacy_loss import GaussianLoss, SubsampledLoss
-from approxdp.accounting.pld.spectrum import fold_rolled, polar_terms, rolled
+from approxdp.accounting.pld.spectrum import fold_rolled, polar_terms, rolled, survivors
 
 _U = float(np.finfo(np.float64).eps) / 2
 
@@ -105,3 +105,11 @@ def test_the_first_parts_pre_filter_changes_nothing(
         assert seen == [None]
     else:
         assert seen and seen[0] is not None and 8 * seen[0] < 7 * (n // 2 + 1)
+
+
+def test_survivors_declines_where_no_bound_is_taken() -> None:
+    spec = sfft.rfft(np.concatenate(([1.0], np.zeros(99))))
+    assert survivors(spec, 1e-16, 0, 0.0, -760.0) is None  # (no steps)
+    assert survivors(spec, 1e-16, 1, float("nan"), -760.0) is None
+    assert survivors(spec, 1e-16, 1, -1e9, -760.0) is None  # (e^power would overflow)
+    assert survivors(spec, 1.0, 1000, 0.0, -760.0) is None  # (the forward error swamps it)

@@ -85,7 +85,12 @@ def survivors(
     float error of c·log(√(|y|²) + e_fwd) (a few u·c nats), and L taken 1e-9 lower still:
     the same frequencies survive, their values computed as before; only the others'
     envelopes (a logarithm and a square root per frequency) are not formed."""
-    root = math.exp((drop - cap_after - (1.0 + 1e-13 * c)) / c) - e_fwd
+    if c <= 0:
+        return None
+    power = (drop - cap_after - (1.0 + 1e-13 * c)) / c
+    if not power < 700.0:  # (NaN, or no bound worth taking)
+        return None
+    root = math.exp(power) - e_fwd
     if not 0.0 < root < math.inf:
         return None
     re = np.asarray(spec.real, dtype=np.float64)
