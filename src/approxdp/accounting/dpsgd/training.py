@@ -366,7 +366,7 @@ class TrainingAccountant:
                                      accountant=accountant, precision=self._precision)
             held = self._running.get(("delta", float(given))) if key is not None else None
             if held is not None and isinstance(held[1], IncrementalDelta):
-                held[1].last = float(g.delta)  # (far in the tail, the one-shot answers next)
+                held[1].last = float(g.delta)  # (it sizes the running windows)
         if key is not None:
             if len(self._cache) >= _CACHE_SIZE:
                 self._cache.clear()

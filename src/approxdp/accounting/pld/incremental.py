@@ -361,7 +361,7 @@ class IncrementalEpsilon:
         est, dominant = aims
         coarse = quantize(2.0 * h, up=True)
         uppers: dict[str, _Running] = {}
-        aimed: dict[str, tuple[float, float]] = {}
+        aimed: dict[str, tuple[float, float | None]] = {}
         for name, parts in grown.items():
             step = h if name == dominant else coarse
             now, later = est[name]
@@ -369,14 +369,22 @@ class IncrementalEpsilon:
                             (c for _, c in parts), strict=True))
             below = self._below(plds, later, now, step, [c for _, c in ways[name]])
             run = plan_running(plds, tail=tail, tilt_at=later, below=below,
-                               merged=self.merged)
+                               merged=self.merged,
+                               lam=self._tilt(plds, later, [c for _, c in ways[name]]))
             if run.n > self.max_points:
                 return None
             uppers[name] = _Running(run, -1)
             aimed[name] = (later, below)
         p_low, q_low = self._plan_lower(grown[dominant], coarse, step_tail, tail,
-                                        *aimed[dominant], aim_h=h)
+                                        *aimed[dominant], aim_h=h,
+                                        counts=[c for _, c in ways[dominant]])
         return _State(h, step_tail, steps, uppers, dominant, p_low, q_low)
+
+    def _tilt(self, plds: Sequence[tuple[DiscretePLD, int]], at: float,
+              counts: Sequence[int]) -> float | None:
+        """The tilt of a window aimed at ``at`` for the grown history ``plds`` (whose
+        present counts are ``counts``); None: plan_window's choice."""
+        return None
 
     def _declines(self) -> bool:
         """Whether to leave this ask to the one-shot route outright (never, here)."""
@@ -401,7 +409,7 @@ class IncrementalEpsilon:
         return est, max(est, key=lambda name: est[name][0])
 
     def _below(self, plds: Sequence[tuple[DiscretePLD, int]], later: float, now: float,
-               h: float, counts: Sequence[int]) -> float:
+               h: float, counts: Sequence[int]) -> float | None:
         """How far under the grown history's ε the window must reach: down past the present
         ε, with three tilted standard deviations, a tenth of ε and 16 grid steps to spare
         (what :func:`~approxdp.accounting.pld.window.plan_window` leaves by default).
@@ -411,8 +419,8 @@ class IncrementalEpsilon:
         return max(later - now, 0.0) + 3.0 * sd + 0.1 * abs(now) + 16.0 * h
 
     def _plan_lower(
-        self, parts: Parts, h: float, step_tail: float, tail: float, aim: float, below: float,
-        aim_h: float,
+        self, parts: Parts, h: float, step_tail: float, tail: float, aim: float,
+        below: float | None, aim_h: float, counts: Sequence[int],
     ) -> tuple[_Running, _Running]:
         """The rounded loss's P- and Q-compositions (Q on P's window, tilted λ + 1), aimed as
         :func:`~approxdp.accounting.pld.lower.lower_epsilon` aims them: at the answer plus the
@@ -426,7 +434,8 @@ class IncrementalEpsilon:
                    for (_, c), r, d in zip(parts, rounded, pess, strict=True))
         p_parts = [(r.as_measures()[0], c) for (_, c), r in zip(parts, rounded, strict=True)]
         q_parts = [(r.as_measures()[1], c) for (_, c), r in zip(parts, rounded, strict=True)]
-        p_run = plan_running(p_parts, tail=tail, tilt_at=aim, below=below, merged=True)
+        p_run = plan_running(p_parts, tail=tail, tilt_at=aim, below=below, merged=True,
+                             lam=self._tilt(p_parts, aim, counts))
         win = Window(p_run.lam, p_run.a_idx, p_run.n)
         q_run = plan_running(q_parts, tail=tail, tilt_at=None, below=None, window=win,
                              lam_shift=1.0, merged=True)

@@ -286,7 +286,7 @@ class RunningComposition:
 def plan_running(
     parts: Sequence[tuple[DiscretePLD, int]], *, tail: float, tilt_at: float | None,
     below: float | None, exact: bool = False, window: Window | None = None,
-    lam_shift: float = 0.0, merged: bool = False,
+    lam_shift: float = 0.0, merged: bool = False, lam: float | None = None,
 ) -> RunningComposition:
     """An empty running composition whose window is planned as :func:`compose` plans one for
     ``parts`` (e.g. a history with headroom: the parts with their counts scaled up), or on a
@@ -301,10 +301,12 @@ def plan_running(
         if exact:
             with exact_planning():
                 window = plan_window(supports, h=h, tilt_at=tilt_at, log_tail=math.log(tail),
-                                     support=(lo, hi), below=below, delta_scale=1e4 * tail)
+                                     support=(lo, hi), below=below, delta_scale=1e4 * tail,
+                                     lam=lam)
         else:
             window = plan_window(supports, h=h, tilt_at=tilt_at, log_tail=math.log(tail),
-                                 support=(lo, hi), below=below, delta_scale=1e4 * tail)
+                                 support=(lo, hi), below=below, delta_scale=1e4 * tail,
+                                 lam=lam)
         n = int(sfft.next_fast_len(window.n, real=True))
     else:
         n = window.n
