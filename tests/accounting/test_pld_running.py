@@ -18,7 +18,7 @@ from approxdp.accounting.pld.event_losses import gaussian_source
 from approxdp.accounting.pld.incremental import IncrementalEpsilon
 from approxdp.accounting.pld.incremental_delta import FAR_TAIL, IncrementalDelta
 from approxdp.accounting.pld.plan import _plan
-from approxdp.accounting.pld.running import plan_running
+from approxdp.accounting.pld.running import RunningComposition, plan_running
 from approxdp.accounting.pld.subsampled_gaussian import subsampled_gaussian_epsilon
 from approxdp.accounting.pld.window import planning_supports, solve_tilt, support_of
 from approxdp.profiles.gaussian import gaussian_epsilon
@@ -264,7 +264,8 @@ def test_running_edges_hold_as_heavier_phases_are_added() -> None:
     inc.last = 1.89e-10  # δ(2) after 27 phases (pld_delta): sizes the tails and the grid
     for k in range(28, 35):
         assert inc.answer(_plan(_items(phases[:k]))) is not None
-    assert inc.builds == 2 and inc._next is not None  # the plan, and the next one prepared
+    # the plan, and the next one prepared (its lower bound's windows planned at the next ask)
+    assert inc.builds == 2 and (inc._next is not None or inc._pending is not None)
     g = inc.answer(_plan(_items(phases)))
     ref = pld_delta(_items(phases), 2.0)
     assert g is not None and ref.bracket is not None and g.bracket is not None
@@ -298,10 +299,43 @@ def test_far_tail_delta_asks_are_answered_running_on_a_lesser_tilt() -> None:
     assert inc.builds <= 3
     # the tilt: below the one whose tilted mean is ε, for the grown history planned
     grown = _plds([(s, q, 2 * c) for s, q, c in phases[:2]], 2.4e-4)
-    present = [c for _, _, c in phases[:2]]
+    present = _plan(_items(phases[:2])).remove
     star = solve_tilt(planning_supports([(support_of(p), c) for p, c in grown]), 2.0)
     inc.last = 8e-27
-    lam = inc._tilt(grown, 2.0, present)
+    lam = inc._tilt(present, grown, 2.0)
     assert lam is not None and 0.5 * star <= lam < 0.97 * star
     inc.last = 1e-9  # not far in the tail: plan_window's tilt
-    assert inc._tilt(grown, 2.0, present) is None
+    assert inc._tilt(present, grown, 2.0) is None
+
+
+def test_the_next_plan_is_spread_over_the_asks_before_it_serves(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ε after each of the benchmark's 50 phases (σ falls): the next plan's windows are
+    planned in two stages (the upper bounds', then the lower bound's at the next ask) and
+    its parts added by 70 % of the present plan's steps, over 3 asks at least, so that no
+    ask adds more than ~a dozen parts to each composition (before: the ask that switched to
+    it added the 33 parts still missing to each of its 4 compositions, 130-260 ms)."""
+    added = [0]
+    add = RunningComposition.add
+
+    def counted(self: RunningComposition, p: object, count: int) -> None:
+        added[0] += 1
+        add(self, p, count)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(RunningComposition, "add", counted)
+    phases = [(1.5 - 0.01 * i, Q, 300) for i in range(50)]
+    inc = IncrementalEpsilon(DELTA, 1e-3)
+    inc.note_oneshot(1)
+    staged = 0
+    most = 0
+    for k in range(1, 51):
+        added[0] = 0
+        builds = inc.builds
+        assert inc.answer(_plan(_items(phases[:k]))) is not None
+        if inc.builds > builds and inc._pending is not None:
+            staged += 1
+            assert inc._next is None
+        if k > 2:
+            most = max(most, added[0])
+    assert staged >= 2 and most <= 60

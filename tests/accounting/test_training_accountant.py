@@ -299,15 +299,24 @@ def test_the_route_and_every_digit_do_not_depend_on_the_clock(
     assert here[0][2] != INCREMENTAL_RULE
 
 
-def test_schedules_of_several_sample_rates_stay_on_the_one_shot_route() -> None:
-    """A phase of larger q outgrows a running plan scaled from the present phases: such
-    schedules are answered by the one-shot accountant at every ask (no plan made)."""
+def test_schedules_of_several_sample_rates_take_the_running_route() -> None:
+    """A schedule whose sample rate changes (the 10-phase benchmark's batch doubles): from
+    the second ask on, ε comes from running compositions (before: the one-shot accountant
+    at every ask), each a certified upper bound above the one-shot's certified lower end
+    and within the precision of its ε, its bracket reaching below it."""
     acct = TrainingAccountant()
+    rules = []
     for i in range(4):
-        acct.step(noise_multiplier=1.5, sample_rate=Q if i < 1 else 2 * Q, steps=300)
+        acct.step(noise_multiplier=1.5 - 0.1 * i, sample_rate=Q if i < 2 else 2 * Q,
+                  steps=300)
         g = acct.epsilon(1e-5)
-        assert g.epsilon == acc.dpsgd_schedule_epsilon(acct.phases, delta=1e-5).epsilon
-    assert acct._running["epsilon", 1e-5][1].builds == 0
+        ref = acc.dpsgd_schedule_epsilon(acct.phases, delta=1e-5)
+        assert g.bracket is not None and ref.bracket is not None
+        assert ref.bracket[0] <= g.epsilon <= ref.epsilon * (1.0 + 1e-3)
+        assert g.bracket[0] <= ref.epsilon
+        rules.append(g.rule)
+    assert rules[0] != INCREMENTAL_RULE and rules[1:] == [INCREMENTAL_RULE] * 3
+    assert acct._running["epsilon", 1e-5][1].builds >= 1
 
 
 def test_delta_asks_every_epoch_are_answered_by_a_running_composition_as_tight() -> None:

@@ -98,8 +98,8 @@ class IncrementalDelta(IncrementalEpsilon):
         """Whether the last answer was far in the tail (below :data:`FAR_TAIL`)."""
         return self.last < FAR_TAIL
 
-    def _tilt(self, plds: Sequence[tuple[DiscretePLD, int]], at: float,
-              counts: Sequence[int]) -> float | None:
+    def _tilt(self, present: Parts, plds: Sequence[tuple[DiscretePLD, int]], at: float
+              ) -> float | None:
         """Far in the tail, the least tilt λ ≤ λ* (λ*: the one whose tilted mean is ``at``)
         whose modelled FFT round-off at ``at`` stays within ``precision`` of the last answer
         (the model, :func:`~approxdp.accounting.pld.window._predicted_roundoff`, is no bound:
@@ -120,13 +120,13 @@ class IncrementalDelta(IncrementalEpsilon):
             return None
         # the round-off is weighed at the present history (its untilting factor
         # e^(K(λ) − λε) against δ is largest there, the tilt being the grown one's)
-        present = planning_supports([(support_of(p), c)
-                                     for (p, _), c in zip(plds, counts, strict=True)])
-        count = sum(counts)
-        budget = self.precision * self.last
+        sups = [support_of(p) for p, _ in plds]
+        now = planning_supports([(sup, c) for sup, (_, c) in zip(sups, present, strict=True)])
+        count = sum(c for _, c in present)
+        budget = self.precision * self.last  # (δ only grows with the history)
 
         def fits(lam: float) -> bool:
-            mo = composed_moments(present, lam)
+            mo = composed_moments(now, lam)
             noise = _predicted_roundoff(count, lam=lam, eps_ref=at, h=plds[0][0].h,
                                         n=1 << 17, k_lam=mo.k, sd=math.sqrt(max(mo.var, 0.0)))
             return noise <= budget
