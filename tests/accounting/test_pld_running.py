@@ -18,7 +18,7 @@ from approxdp.accounting.pld.event_losses import gaussian_source
 from approxdp.accounting.pld.incremental import IncrementalEpsilon
 from approxdp.accounting.pld.incremental_delta import FAR_TAIL, IncrementalDelta
 from approxdp.accounting.pld.plan import _plan
-from approxdp.accounting.pld.running import RunningComposition, plan_running
+from approxdp.accounting.pld.running import RunningComposition, _log_mgfs, plan_running
 from approxdp.accounting.pld.subsampled_gaussian import subsampled_gaussian_epsilon
 from approxdp.accounting.pld.window import planning_supports, solve_tilt, support_of
 from approxdp.profiles.gaussian import gaussian_epsilon
@@ -339,3 +339,19 @@ def test_the_next_plan_is_spread_over_the_asks_before_it_serves(
         if k > 2:
             most = max(most, added[0])
     assert staged >= 2 and most <= 60
+
+
+def test_the_parts_log_mgfs_at_every_chernoff_point_in_one_pass() -> None:
+    """The log-MGFs a running composition keeps for each part (at its 7 Chernoff points, in
+    one pass over the part's masses) are each part's log Σ p e^(u·l) to the last bits, and
+    +∞ where the sum overflows (a void bound)."""
+    p = _plds([(1.2, Q, 300)], 2e-4)[0][0]
+    keep = p.pmf > 0.0
+    logs, losses = np.log(p.pmf[keep]), p.losses[keep]
+    us = [3.0, 25.0, -40.0, 12.5, 6.25, 1.5, 0.75, 1e308]
+    got = _log_mgfs(p, us)
+    for u, k in zip(us[:-1], got[:-1], strict=True):
+        a = logs + u * losses
+        assert k == pytest.approx(float(a.max() + np.log(np.exp(a - a.max()).sum())),
+                                  rel=1e-14)
+    assert got[-1] == math.inf
