@@ -348,7 +348,7 @@ def test_the_parts_log_mgfs_at_every_chernoff_point_in_one_pass() -> None:
     p = _plds([(1.2, Q, 300)], 2e-4)[0][0]
     keep = p.pmf > 0.0
     logs, losses = np.log(p.pmf[keep]), p.losses[keep]
-    us = [3.0, 25.0, -40.0, 12.5, 6.25, 1.5, 0.75, 1e308]
+    us = [3.0, 25.0, -40.0, 12.5, 6.25, 1.5, 0.75, math.inf]
     got = _log_mgfs(p, us)
     for u, k in zip(us[:-1], got[:-1], strict=True):
         a = logs + u * losses
