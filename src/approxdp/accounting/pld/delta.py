@@ -9,6 +9,7 @@ Doroshenko et al. 2022 (https://arxiv.org/abs/2207.04380).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from approxdp._validation import check_parameter
@@ -61,13 +62,20 @@ def _delta_pass(parts: Parts, epsilon: float, h: float, tail: float) -> tuple[fl
 
 
 def _delta_direction(
-    parts: Parts, epsilon: float, precision: float, fixed: float | None, enough: float = 0.0
-) -> tuple[float, float, bool]:
-    """(certified δ(ε), grid step, blocked) of one direction: a coarse pass (tilted at ε), then
-    finer ones — each with the left-out tails within 1e-4 of the δ found — until the excess
-    model puts the grid's cost in ε within ``precision``/2 (the grid pld_epsilon would use for
-    the δ it reports), or δ is at most ``enough`` (another direction's certified δ, which the
-    answer is at least: refining this one would not change it)."""
+    parts: Parts, epsilon: float, precision: float, fixed: float | None, enough: float = 0.0,
+    enough_at: tuple[float, float] = (0.0, math.inf),
+) -> tuple[float, float, bool, float]:
+    """(certified δ(ε), grid step, blocked, ≈ relative excess of that δ over the true one) of
+    one direction: a coarse pass (tilted at ε), then finer ones — each with the left-out tails
+    within 1e-4 of the δ found — until the excess model puts the grid's cost in ε within
+    ``precision``/2 (the grid pld_epsilon would use for the δ it reports), or δ is at most
+    ``enough`` (another direction's certified δ, which the answer is at least: refining this
+    one would not change it). ``enough_at``: (grid step, ≈ relative excess of δ) of the pass
+    that certified ``enough``. Where this direction's saddle-point estimate is under
+    ``_OTHER_ROOM`` times ``enough`` with that pass's excess grown 16-fold (as h², on a grid
+    4x as coarse) to spare, a first pass on a grid 4x as coarse as that one (a 4th to a 6th
+    of the cost) usually certifies it already; where it does not, the usual passes follow
+    (each pass is certified: the least δ is kept)."""
     # the first pass's tails within 1e-7 of a saddle-point estimate of δ (later ones: 1e-4 of
     # the δ found); a guess too high only loosens that pass, which the next one redoes
     first_tail = max(1e-7 * saddle_delta(parts, epsilon), 1e-300)
@@ -75,7 +83,7 @@ def _delta_direction(
         d, cur = _delta_pass(parts, epsilon, fixed, first_tail)
         if d < 1e3 * first_tail:  # the tails were not small against δ: again, with smaller
             d, cur = _delta_pass(parts, epsilon, fixed, max(1e-4 * d, 1e-300))
-        return d, fixed, cur.comp.blocked
+        return d, fixed, cur.comp.blocked, math.inf
     # δ at a given ε can sit on a kink (an atom's loss), where the grid's cost in ε says little:
     # start no coarser than the atom-aware first step where there are atoms
     h = _first_step(parts, precision, max(first_tail * 1e4, 1e-300))
@@ -83,8 +91,16 @@ def _delta_direction(
         # supports wide against their bulk): a coarse first pass (the composed loss's scale,
         # not one step's) where the window is large, then the excess model's refinements
         h = max(h, _start_step(parts, precision, max(first_tail * 1e4, 1e-300)))
+    best = math.inf
+    coarse = quantize(4.0 * min(h, enough_at[0])) if enough_at[0] > 0.0 else h
+    if coarse > h and not _has_atoms(parts) and saddle_delta(parts, epsilon) * (
+            1.0 + 16.0 * enough_at[1]) <= _OTHER_ROOM * enough:
+        d, cur = _delta_pass(parts, epsilon, coarse, first_tail)
+        if d <= enough:
+            return d, cur.h, cur.comp.blocked, math.inf
+        best = d
     d, cur = _delta_pass(parts, epsilon, h, first_tail)
-    best = d
+    best = min(best, d)
     for _ in range(3):
         target = _target(epsilon, precision, 1e-3)
         if cur.comp.error_terms(epsilon)[0] >= 0.5 * best:
@@ -100,7 +116,23 @@ def _delta_direction(
             nxt = _Solved(nxt.comp, epsilon, nxt.h, nxt.model.with_scale(cur.model.scale))
         best = min(best, d)
         cur = nxt
-    return best, cur.h, cur.comp.blocked
+    return best, cur.h, cur.comp.blocked, _delta_excess(cur, best)
+
+
+#: A non-dominant direction whose saddle-point estimate of δ is under this fraction of the
+#: dominant one's certified δ starts on a grid 4x coarser (it only has to come out below it)
+_OTHER_ROOM = 0.5
+
+
+def _delta_excess(cur: _Solved, d: float) -> float:
+    """≈ the relative excess of a pass's certified δ (``d``) over the true δ: its excess
+    model's excess in ε times the slope −d log δ/dε there; inf where there is no model."""
+    if cur.model is None or not d > 0.0:
+        return math.inf
+    try:
+        return cur.comp.slope(cur.eps) / d * cur.excess
+    except InvalidParameterError:
+        return math.inf
 
 
 def pld_delta(
@@ -130,23 +162,27 @@ def pld_delta(
     # every direction's certified δ — the likely dominant one first (a saddle-point estimate),
     # the others refined only while above what it certified — then the lower bound of the
     # largest only (it bounds the max over directions from below)
-    solved: list[tuple[float, float, bool, Parts]] = []
+    solved: list[tuple[float, float, bool, float, Parts]] = []
     for way in sorted(_directions(plan), key=lambda p: -saddle_delta(p, epsilon)):
-        enough = max((item[0] for item in solved), default=0.0)
-        solved.append((*_delta_direction(way, epsilon, precision, fixed, enough), way))
+        enough, at, _, ex, _ = max(solved, default=(0.0, 0.0, False, math.inf, way),
+                                   key=lambda item: item[0])
+        solved.append((*_delta_direction(way, epsilon, precision, fixed, enough, (at, ex)),
+                       way))
     solved.sort(key=lambda item: -item[0])
-    d, step, blocked, parts = solved[0]
+    d, step, blocked, excess, parts = solved[0]
     others = max((item[0] for item in solved[1:]), default=0.0)
 
     def lower(h: float, in_blocks: bool, near: float, aim_h: float) -> float:
         return lower_delta(parts, epsilon, h, in_blocks, max(1e-4 * near, 1e-300), aim_h)
 
     # the tests on a grid twice as coarse first (cheap; often as tight), then, where that
-    # leaves δ's bracket wider than 2·precision, on the final one (each certified: the larger)
+    # leaves δ's bracket wider than 2·precision, on the final one (each certified: the
+    # larger). Where the upper bound alone is estimated ``precision`` above the truth, the
+    # coarse tests (which lose about twice that) cannot close the bracket: the final grid's
+    # only (measured: the coarse tests' bracket 2.2-2.4x that estimate, or more)
+    coarse = fixed is None and not blocked and not excess > precision
     low = 0.0
-    for h_low in dict.fromkeys(
-        ([] if fixed is not None or blocked else [quantize(2.0 * step, up=True)]) + [step]
-    ):
+    for h_low in dict.fromkeys(([quantize(2.0 * step, up=True)] if coarse else []) + [step]):
         if d <= 0.0 or d <= low * (1.0 + 2.0 * precision):
             break
         try:
