@@ -285,8 +285,9 @@ def _below(
                 ladder = up if up > ladder else quantize(ladder * 2.0**0.25, up=True)  # log2 round)
     guess = top.eps - room
     below = room + 0.01 * abs(guess) + 32.0 * h
-    for step in dict.fromkeys((h, min(own, h), top.h)):
-        if _solve(parts, delta, step, guess, below).eps <= top.eps:
+    for step in dict.fromkeys((h, min(own, h), top.h)):  # (ε only: no excess model, and
+        # no second tilt once it is certified below)
+        if upper_epsilon(parts, delta, step, guess, below, enough=top.eps)[1] <= top.eps:
             return True
     return False
 
