@@ -49,14 +49,17 @@ PLD_RULE = (
 )
 
 
-def _delta_pass(parts: Parts, epsilon: float, h: float, tail: float) -> tuple[float, _Solved]:
+def _delta_pass(
+    parts: Parts, epsilon: float, h: float, tail: float, enough: float = 0.0
+) -> tuple[float, _Solved]:
     """δ(ε) of one direction at grid step h (its certified upper bound), and the pass as a
-    :class:`_Solved` whose excess model says how far ε is from where the true δ equals it."""
+    :class:`_Solved` whose excess model says how far ε is from where the true δ equals it
+    (none where δ is at most ``enough``: the caller stops there)."""
     comp = composed(parts, h, tail, epsilon)
     h = comp.step_h  # (coarser than asked where that grid would not fit in memory)
     d = comp.delta(epsilon)
     model = None
-    if 0.0 < d < 1.0 and comp.slope(epsilon) > 0.0:
+    if enough < d < 1.0 and d > 0.0 and comp.slope(epsilon) > 0.0:
         model = excess_model(parts, h, comp, epsilon, d)
     return d, _Solved(comp, epsilon, h, model)
 
@@ -95,11 +98,11 @@ def _delta_direction(
     coarse = quantize(4.0 * min(h, enough_at[0])) if enough_at[0] > 0.0 else h
     if coarse > h and not _has_atoms(parts) and saddle_delta(parts, epsilon) * (
             1.0 + 16.0 * enough_at[1]) <= _OTHER_ROOM * enough:
-        d, cur = _delta_pass(parts, epsilon, coarse, first_tail)
+        d, cur = _delta_pass(parts, epsilon, coarse, first_tail, math.inf)  # (no model)
         if d <= enough:
             return d, cur.h, cur.comp.blocked, math.inf
         best = d
-    d, cur = _delta_pass(parts, epsilon, h, first_tail)
+    d, cur = _delta_pass(parts, epsilon, h, first_tail, enough)
     best = min(best, d)
     for _ in range(3):
         target = _target(epsilon, precision, 1e-3)
