@@ -26,9 +26,9 @@ def _passes(monkeypatch: pytest.MonkeyPatch) -> tuple[list[float], list[float]]:
     lower: list[float] = []
     run_pass, run_test = delta_route._delta_pass, lower_delta
 
-    def pass_(parts, epsilon, h, tail):  # type: ignore[no-untyped-def]
+    def pass_(parts, epsilon, h, *args):  # type: ignore[no-untyped-def]
         upper.append(h)
-        return run_pass(parts, epsilon, h, tail)
+        return run_pass(parts, epsilon, h, *args)
 
     def test(parts, epsilon, h, *args, **kwargs):  # type: ignore[no-untyped-def]
         lower.append(h)
