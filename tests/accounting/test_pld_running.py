@@ -18,8 +18,9 @@ from approxdp.accounting.pld.event_losses import gaussian_source
 from approxdp.accounting.pld.incremental import IncrementalEpsilon
 from approxdp.accounting.pld.incremental_delta import FAR_TAIL, IncrementalDelta
 from approxdp.accounting.pld.plan import _plan
-from approxdp.accounting.pld.running import plan_running
+from approxdp.accounting.pld.running import RunningComposition, _log_mgfs, plan_running
 from approxdp.accounting.pld.subsampled_gaussian import subsampled_gaussian_epsilon
+from approxdp.accounting.pld.window import planning_supports, solve_tilt, support_of
 from approxdp.profiles.gaussian import gaussian_epsilon
 
 Q = 256 / 60000
@@ -230,11 +231,11 @@ def test_running_composition_drops_negligible_frequencies_and_stays_certified() 
 def test_incremental_delta_brackets_pld_delta_and_is_as_tight() -> None:
     """δ(ε) asked as one phase grows: from the running compositions (tilted at ε), each
     answer a certified upper bound above pld_delta's certified lower end, its own bracket
-    reaching below pld_delta's upper end, no looser than pld_delta's upper bound; far in the
-    tail (the last answer below FAR_TAIL) the one-shot route is left to answer."""
+    reaching below pld_delta's upper end, no looser than pld_delta's upper bound; before any
+    answer (no δ to size the windows by) the one-shot route is left to answer."""
     inc = IncrementalDelta(1.0, 1e-3)
     first = _plan(_items([(1.1, Q, 1400)]))
-    assert inc.answer(first) is None and inc.builds == 0  # no answer seen yet: far in the tail
+    assert inc.answer(first) is None and inc.builds == 0  # no answer seen yet
     inc.last = float(pld_delta(_items([(1.1, Q, 1400)]), 1.0).delta)
     assert inc.last >= FAR_TAIL
     answered = 0
@@ -263,9 +264,94 @@ def test_running_edges_hold_as_heavier_phases_are_added() -> None:
     inc.last = 1.89e-10  # δ(2) after 27 phases (pld_delta): sizes the tails and the grid
     for k in range(28, 35):
         assert inc.answer(_plan(_items(phases[:k]))) is not None
-    assert inc.builds == 2 and inc._next is not None  # the plan, and the next one prepared
+    # the plan, and the next one prepared (its lower bound's windows planned at the next ask)
+    assert inc.builds == 2 and (inc._next is not None or inc._pending is not None)
     g = inc.answer(_plan(_items(phases)))
     ref = pld_delta(_items(phases), 2.0)
     assert g is not None and ref.bracket is not None and g.bracket is not None
     assert ref.bracket[0] <= g.delta <= float(ref.delta) * (1.0 + 2e-3)
     assert g.bracket[0] <= float(ref.delta)
+
+
+def test_far_tail_delta_asks_are_answered_running_on_a_lesser_tilt() -> None:
+    """δ(2) of the benchmark's 50-phase schedule after 1-5 phases (1e-27 to 1e-24, far below
+    FAR_TAIL): answered by the running compositions (before: left to pld_delta, 300-500 ms
+    an ask), each a certified upper bound above pld_delta's certified lower end and within
+    2e-3 of its upper bound, its own bracket reaching below it. The dominant window is tilted
+    below λ* (whose tilted mean is ε: there each step's tilted upper tail carries a bump that
+    widens the window ~4-fold) and holds at most max_points points."""
+    phases = [(1.5 - 0.01 * i, Q, 300) for i in range(5)]
+    inc = IncrementalDelta(2.0, 1e-3)
+    inc.last = float(pld_delta(_items(phases[:1]), 2.0).delta)
+    assert inc.last < 1e-26 < FAR_TAIL
+    for k in range(2, 6):
+        items = _items(phases[:k])
+        g = inc.answer(_plan(items))
+        ref = pld_delta(items, 2.0)
+        assert g is not None and g.bracket is not None and ref.bracket is not None
+        lo, up = g.bracket
+        assert up == g.delta and ref.bracket[0] <= up <= float(ref.delta) * (1.0 + 2e-3)
+        assert lo <= float(ref.delta) and lo <= up
+        state = inc._state
+        assert state is not None
+        run = state.uppers[state.dominant].run
+        assert run.n <= inc.max_points and state.p_low.run.n <= inc.max_points
+    assert inc.builds <= 3
+    # the tilt: below the one whose tilted mean is ε, for the grown history planned
+    grown = _plds([(s, q, 2 * c) for s, q, c in phases[:2]], 2.4e-4)
+    present = _plan(_items(phases[:2])).remove
+    star = solve_tilt(planning_supports([(support_of(p), c) for p, c in grown]), 2.0)
+    inc.last = 8e-27
+    lam = inc._tilt(present, grown, 2.0)
+    assert lam is not None and 0.5 * star <= lam < 0.97 * star
+    inc.last = 1e-9  # not far in the tail: plan_window's tilt
+    assert inc._tilt(present, grown, 2.0) is None
+
+
+def test_the_next_plan_is_spread_over_the_asks_before_it_serves(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ε after each of the benchmark's 50 phases (σ falls): the next plan's windows are
+    planned in two stages (the upper bounds', then the lower bound's at the next ask) and
+    its parts added by 70 % of the present plan's steps, over 3 asks at least, so that no
+    ask adds more than ~a dozen parts to each composition (before: the ask that switched to
+    it added the 33 parts still missing to each of its 4 compositions, 130-260 ms)."""
+    added = [0]
+    add = RunningComposition.add
+
+    def counted(self: RunningComposition, p: object, count: int) -> None:
+        added[0] += 1
+        add(self, p, count)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(RunningComposition, "add", counted)
+    phases = [(1.5 - 0.01 * i, Q, 300) for i in range(50)]
+    inc = IncrementalEpsilon(DELTA, 1e-3)
+    inc.note_oneshot(1)
+    staged = 0
+    most = 0
+    for k in range(1, 51):
+        added[0] = 0
+        builds = inc.builds
+        assert inc.answer(_plan(_items(phases[:k]))) is not None
+        if inc.builds > builds and inc._pending is not None:
+            staged += 1
+            assert inc._next is None
+        if k > 2:
+            most = max(most, added[0])
+    assert staged >= 2 and most <= 60
+
+
+def test_the_parts_log_mgfs_at_every_chernoff_point_in_one_pass() -> None:
+    """The log-MGFs a running composition keeps for each part (at its 7 Chernoff points, in
+    one pass over the part's masses) are each part's log Σ p e^(u·l) to the last bits, and
+    +∞ where the sum overflows (a void bound)."""
+    p = _plds([(1.2, Q, 300)], 2e-4)[0][0]
+    keep = p.pmf > 0.0
+    logs, losses = np.log(p.pmf[keep]), p.losses[keep]
+    us = [3.0, 25.0, -40.0, 12.5, 6.25, 1.5, 0.75, math.inf]
+    got = _log_mgfs(p, us)
+    for u, k in zip(us[:-1], got[:-1], strict=True):
+        a = logs + u * losses
+        assert k == pytest.approx(float(a.max() + np.log(np.exp(a - a.max()).sum())),
+                                  rel=1e-14)
+    assert got[-1] == math.inf

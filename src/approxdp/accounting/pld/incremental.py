@@ -44,7 +44,7 @@ composes in blocks, more cheaply); anything else returns None.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from approxdp.accounting.guarantees import Guarantee
@@ -98,6 +98,12 @@ _PLAN_COST = (5.0, 4.5, 7.0)
 #: (on the benchmark's 50-phase schedule, whose σ falls, a plan's bracket outgrew the
 #: precision at 72-94 % of its steps: prepared from 71 % the next was not ready in time)
 _PREPARE_FROM = 0.6
+#: ... and its parts added, a few per ask, by the time the history reaches this share (the
+#: 50-phase schedule's plans lost their bracket at 72-94 % of their steps: filled by 100 %,
+#: the ask that switched added the rest, ~40 parts: 130-260 ms; by 70 %: 60-110)
+_PREPARE_BY = 0.7
+#: ... or over this many asks at least, where the present plan holds them all
+_PREPARE_ASKS = 3
 
 
 def _oneshot_cost(parts: int, fresh: int, model: tuple[float, float, float] = _ONESHOT_COST
@@ -210,6 +216,7 @@ class IncrementalEpsilon:
         self._width = math.nan  # the last answer's
         self._state: _State | None = None
         self._next: _State | None = None  # the plan that follows, filled a few parts per ask
+        self._pending: Callable[[], _State] | None = None  # (its lower bound, to plan)
         self._hint: float | None = None  # the grid step for the next fresh plan
         self.builds = 0  # plans made (for tests and benchmarks)
         self._retry_from = 0  # after a failed plan: the steps from which to try again
@@ -250,9 +257,17 @@ class IncrementalEpsilon:
         names = ("remove",) if len(_directions(plan)) == 1 else ("remove", "add")
         # the present plan, then the next one (the rest of its parts added now): where
         # neither holds the history or is tight enough, a fresh plan
-        held = [st for st in (self._state, self._next)
-                if st is not None and plan.steps <= st.planned_steps]
-        for state in held:
+        for i in range(2):
+            if i == 1 and self._pending is not None:  # the next one, its lower bound's
+                # windows still to plan: planned now
+                try:
+                    self._next = self._pending()
+                except (InvalidParameterError, FloatingPointError):
+                    self._next = None
+                self._pending = None
+            state = self._state if i == 0 else self._next
+            if state is None or plan.steps > state.planned_steps:
+                continue
             got, self._width = self._answer(state, ways, names)
             if got is not None:
                 if state is self._next:
@@ -260,7 +275,7 @@ class IncrementalEpsilon:
                 else:
                     self._prepare(plan, ways, names, state, grew)
                 return got
-        last, self._state, self._next = self._state, None, None
+        last, self._state, self._next, self._pending = self._state, None, None, None
         # a fresh plan, made in one go: on the grid of the plan that served (its parts'
         # discretizations cached), else the hinted one; then on one sized from the bracket
         # it gave (its width goes about as h²)
@@ -289,6 +304,9 @@ class IncrementalEpsilon:
                 return got
             last = built
             h = _resized(built.h, width, self._room, coarser=False)
+            widest = max(held.run.n for held, _ in self._jobs(built, ways, names))
+            if widest * built.h / h > self.max_points:
+                break  # (the finer plan's windows would be too wide: not worth building)
         # no plan is tight enough here: the one-shot accountant answers until the history
         # has grown ``growth``-fold (each failed ask would otherwise pay for two plans)
         self._retry_from = math.ceil(self.growth * plan.steps)
@@ -305,15 +323,19 @@ class IncrementalEpsilon:
         is outgrown at the rate the history grew since the last ask."""
         nxt = self._next
         if nxt is None:
-            if plan.steps < _PREPARE_FROM * state.planned_steps:
-                return
-            h = state.h if self._width <= self.finer_from * self._room else _resized(
-                state.h, self._width, self._room, coarser=False)
             try:
-                self._next = self._build(plan, names, h,
-                                         self.growth * state.planned_steps / plan.steps)
+                if self._pending is not None:  # the lower bound's windows, planned at the
+                    # ask before with the upper ones'
+                    self._next, self._pending = self._pending(), None
+                    return
+                if plan.steps < _PREPARE_FROM * state.planned_steps:
+                    return
+                h = state.h if self._width <= self.finer_from * self._room else _resized(
+                    state.h, self._width, self._room, coarser=False)
+                self._pending = self._build_staged(
+                    plan, names, h, self.growth * state.planned_steps / plan.steps)
             except (InvalidParameterError, FloatingPointError):
-                self._next = None
+                self._next = self._pending = None
             return
         if set(nxt.uppers) != set(names):
             self._next = None
@@ -321,7 +343,9 @@ class IncrementalEpsilon:
         jobs = self._jobs(nxt, ways, names)
         todo = [[(s, c) for s, c in parts if c > run.added.get(s, 0)] for run, parts in jobs]
         missing = sum(len(t) for t in todo)
-        asks = 1 + max(state.planned_steps - plan.steps, 0) // grew
+        room = state.planned_steps - plan.steps  # (steps until the present plan is outgrown)
+        asks = 1 + max(int(_PREPARE_BY * state.planned_steps) - plan.steps,
+                       min(room, _PREPARE_ASKS * grew), 0) // grew
         budget = -(-missing // asks)
         for (run, parts), t in zip(jobs, todo, strict=True):
             if budget <= 0:
@@ -344,6 +368,13 @@ class IncrementalEpsilon:
                ) -> _State | None:
         """Running compositions for ``plan`` grown ``scale``-fold on the grid ``h``: empty,
         windows planned."""
+        finish = self._build_staged(plan, names, h, scale)
+        return None if finish is None else finish()
+
+    def _build_staged(self, plan: _Plan, names: tuple[str, ...], h: float, scale: float
+                      ) -> Callable[[], _State] | None:
+        """:meth:`_build` in two stages: the upper bounds' windows now, the lower bound's
+        when the callable returned is called (what it plans is fixed now)."""
         self.builds += 1
         tail = self._tail(plan)
         ways = {name: (plan.remove if name == "remove" else plan.add) for name in names}
@@ -361,7 +392,7 @@ class IncrementalEpsilon:
         est, dominant = aims
         coarse = quantize(2.0 * h, up=True)
         uppers: dict[str, _Running] = {}
-        aimed: dict[str, tuple[float, float]] = {}
+        aimed: dict[str, tuple[float, float | None]] = {}
         for name, parts in grown.items():
             step = h if name == dominant else coarse
             now, later = est[name]
@@ -369,14 +400,24 @@ class IncrementalEpsilon:
                             (c for _, c in parts), strict=True))
             below = self._below(plds, later, now, step, [c for _, c in ways[name]])
             run = plan_running(plds, tail=tail, tilt_at=later, below=below,
-                               merged=self.merged)
+                               merged=self.merged,
+                               lam=self._tilt(ways[name], plds, later))
             if run.n > self.max_points:
                 return None
             uppers[name] = _Running(run, -1)
             aimed[name] = (later, below)
-        p_low, q_low = self._plan_lower(grown[dominant], coarse, step_tail, tail,
-                                        *aimed[dominant], aim_h=h)
-        return _State(h, step_tail, steps, uppers, dominant, p_low, q_low)
+        def finish() -> _State:
+            p_low, q_low = self._plan_lower(grown[dominant], coarse, step_tail, tail,
+                                            *aimed[dominant], aim_h=h, present=ways[dominant])
+            return _State(h, step_tail, steps, uppers, dominant, p_low, q_low)
+
+        return finish
+
+    def _tilt(self, present: Parts, plds: Sequence[tuple[DiscretePLD, int]], at: float
+              ) -> float | None:
+        """The tilt of a window aimed at ``at`` for the grown history ``plds`` (the
+        ``present`` parts, grown); None: plan_window's choice."""
+        return None
 
     def _declines(self) -> bool:
         """Whether to leave this ask to the one-shot route outright (never, here)."""
@@ -401,7 +442,7 @@ class IncrementalEpsilon:
         return est, max(est, key=lambda name: est[name][0])
 
     def _below(self, plds: Sequence[tuple[DiscretePLD, int]], later: float, now: float,
-               h: float, counts: Sequence[int]) -> float:
+               h: float, counts: Sequence[int]) -> float | None:
         """How far under the grown history's ε the window must reach: down past the present
         ε, with three tilted standard deviations, a tenth of ε and 16 grid steps to spare
         (what :func:`~approxdp.accounting.pld.window.plan_window` leaves by default).
@@ -411,8 +452,8 @@ class IncrementalEpsilon:
         return max(later - now, 0.0) + 3.0 * sd + 0.1 * abs(now) + 16.0 * h
 
     def _plan_lower(
-        self, parts: Parts, h: float, step_tail: float, tail: float, aim: float, below: float,
-        aim_h: float,
+        self, parts: Parts, h: float, step_tail: float, tail: float, aim: float,
+        below: float | None, aim_h: float, present: Parts,
     ) -> tuple[_Running, _Running]:
         """The rounded loss's P- and Q-compositions (Q on P's window, tilted λ + 1), aimed as
         :func:`~approxdp.accounting.pld.lower.lower_epsilon` aims them: at the answer plus the
@@ -426,7 +467,8 @@ class IncrementalEpsilon:
                    for (_, c), r, d in zip(parts, rounded, pess, strict=True))
         p_parts = [(r.as_measures()[0], c) for (_, c), r in zip(parts, rounded, strict=True)]
         q_parts = [(r.as_measures()[1], c) for (_, c), r in zip(parts, rounded, strict=True)]
-        p_run = plan_running(p_parts, tail=tail, tilt_at=aim, below=below, merged=True)
+        p_run = plan_running(p_parts, tail=tail, tilt_at=aim, below=below, merged=True,
+                             lam=self._tilt(present, p_parts, aim))
         win = Window(p_run.lam, p_run.a_idx, p_run.n)
         q_run = plan_running(q_parts, tail=tail, tilt_at=None, below=None, window=win,
                              lam_shift=1.0, merged=True)

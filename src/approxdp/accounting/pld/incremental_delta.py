@@ -10,8 +10,12 @@ bound, the dominant direction's rounded-loss P- and Q-compositions the certified
 history's steps (Koskela et al. 2021, https://arxiv.org/abs/2006.07134, Sec. 4 for the tilt).
 
 The windows may leave out 1e-5 of the δ answered at the last ask (δ grows with the history:
-later asks lose less of theirs); far in the tail (that δ below :data:`FAR_TAIL`) the
-one-shot route answers. An answer is given only where its own
+later asks lose less of theirs; before any answer the one-shot route answers). Far in the
+tail (that δ below :data:`FAR_TAIL`) the windows are tilted a little below ε's own tilt, as
+far as the modelled FFT round-off allows (a subsampled Gaussian tilted at ε's tilt carries
+a bump far up in each step's tail, which widens the window several-fold), on a grid three
+times as coarse (the bracket allowed there is wide in δ: δ falls steeply with ε). An answer
+is given only where its own
 certified bracket is as tight as :func:`pld_delta` makes its own: within 2·``precision`` of
 δ (what it accepts from its tests), or within what moves ε by at most ``precision``/2 of
 itself (the grid's cost it allows, in ε terms: far in the tail, where δ falls steeply with ε,
@@ -38,6 +42,7 @@ from approxdp.accounting.pld.incremental import (
 from approxdp.accounting.pld.plan import _Plan
 from approxdp.accounting.pld.refine import _first_step
 from approxdp.accounting.pld.window import (
+    _predicted_roundoff,
     composed_moments,
     planning_supports,
     solve_tilt,
@@ -46,11 +51,11 @@ from approxdp.accounting.pld.window import (
 
 __all__ = ["FAR_TAIL", "IncrementalDelta"]
 
-#: Below this δ the running route leaves asks to the one-shot route: the windows that hold δ
-#: to its bracket there are 3-7·10^5 points (the 50-phase benchmark's first phases, δ(2) ~
-#: 1e-27: asks of 130-690 ms against pld_delta's 130-600; MNIST's δ(2) of 1.5e-12 at its 2nd
-#: epoch: 150-235 ms against ~50), and the saddle-point estimate of δ there is off by up to
-#: 10^21 (9e-48 for 8e-27), so the caller's last answer decides
+#: Below this δ (the last answer's) the windows are planned far in the tail (see
+#: :meth:`IncrementalDelta._tilt`): at ε's own tilt, the windows that hold δ to its bracket
+#: there were 3-7·10^5 points (the 50-phase benchmark's first phases, δ(2) ~ 1e-27: asks of
+#: 130-690 ms, when this route left them to pld_delta's 300-2000), and the saddle-point
+#: estimate of δ there is off by up to 10^21 (9e-48 for 8e-27), so the last answer sizes them
 FAR_TAIL = 1e-10
 
 
@@ -67,9 +72,9 @@ class IncrementalDelta(IncrementalEpsilon):
             are built on.
     """
 
-    #: far in the tail (δ ≲ 1e-10) the windows that hold δ to its bracket are wide (3-7·10^5
-    #: points at 1-5 of the 50-phase benchmark's phases: asks of 130-690 ms, above the
-    #: one-shot's 130-600): there the one-shot route, which refines its grid, answers
+    #: (far in the tail, at ε's own tilt, the windows that hold δ to its bracket were
+    #: 3-7·10^5 points at 1-5 of the 50-phase benchmark's phases; on the lesser tilt of
+    #: :meth:`_tilt` and the far grid, 2-6·10^4)
     max_points = 1 << 17
     #: (at a fixed grid δ's bracket widens with the steps: a plan at 0.84 of the room at 2
     #: MNIST epochs failed at 5, its next one, on the same grid, at once)
@@ -86,8 +91,55 @@ class IncrementalDelta(IncrementalEpsilon):
         self.last = 0.0  # δ answered at the last ask, by either route (set by the caller too)
 
     def _declines(self) -> bool:
-        """Far in the tail (the last answer below :data:`FAR_TAIL`) the one-shot answers."""
+        """Before any answer (no δ to size the windows by) the one-shot answers."""
+        return not self.last > 0.0
+
+    def _far(self) -> bool:
+        """Whether the last answer was far in the tail (below :data:`FAR_TAIL`)."""
         return self.last < FAR_TAIL
+
+    def _tilt(self, present: Parts, plds: Sequence[tuple[DiscretePLD, int]], at: float
+              ) -> float | None:
+        """Far in the tail, the least tilt λ ≤ λ* (λ*: the one whose tilted mean is ``at``)
+        whose modelled FFT round-off at ``at`` stays within ``precision`` of the last answer
+        (the model, :func:`~approxdp.accounting.pld.window._predicted_roundoff`, is no bound:
+        the composition bounds the real round-off, and the bracket shows it); else None
+        (plan_window's choice).
+
+        Far in the tail a subsampled Gaussian's loss tilted at λ* carries rare large jumps
+        (each step's upper tail, tilted, is a bump near λ*/σ²) that widen the window several
+        fold; a slightly smaller tilt leaves them out. Measured on the 50-phase benchmark at 3
+        phases grown 2-fold (δ(2) = 3.7e-26): λ* = 24.9, window 38 nats (4.4·10^5 points at
+        h = 8.6e-5); 0.9·λ*: 9.9 nats (1.1·10^5), modelled round-off 4.7e-4·δ, certified
+        δ 2e-5 above λ*'s."""
+        if not self._far():
+            return None
+        sup = planning_supports([(support_of(p), c) for p, c in plds])
+        star = solve_tilt(sup, at)
+        if not star > 0.0:
+            return None
+        # the round-off is weighed at the present history (its untilting factor
+        # e^(K(λ) − λε) against δ is largest there, the tilt being the grown one's)
+        sups = [support_of(p) for p, _ in plds]
+        now = planning_supports([(sup, c) for sup, (_, c) in zip(sups, present, strict=True)])
+        count = sum(c for _, c in present)
+        budget = self.precision * self.last  # (δ only grows with the history)
+
+        def fits(lam: float) -> bool:
+            mo = composed_moments(now, lam)
+            noise = _predicted_roundoff(count, lam=lam, eps_ref=at, h=plds[0][0].h,
+                                        n=1 << 17, k_lam=mo.k, sd=math.sqrt(max(mo.var, 0.0)))
+            return noise <= budget
+
+        lo, hi = 0.5 * star, star  # the model's noise falls as λ grows to λ* (K convex)
+        if fits(lo):
+            return lo
+        if not fits(hi):
+            return None
+        for _ in range(6):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (lo, mid) if fits(mid) else (mid, hi)
+        return hi
 
     def _estimate(self, parts: Parts) -> float:
         return max(saddle_delta(list(parts), self.at), 1e-300)
@@ -104,12 +156,16 @@ class IncrementalDelta(IncrementalEpsilon):
         return est, max(grown, key=lambda name: self._estimate(ways[name]))
 
     def _below(self, plds: Sequence[tuple[DiscretePLD, int]], later: float, now: float,
-               h: float, counts: Sequence[int]) -> float:
+               h: float, counts: Sequence[int]) -> float | None:
         """How far under ε the window must reach: down past the *present* history's bulk
         under the tilt planned for the grown one (its tilted mean, less three tilted standard
         deviations), with a tenth of ε and 16 grid steps to spare. (Measured: windows
         reaching only three grown-history deviations down lost their bracket to the aliased
-        mass 5 phases after a plan at 28 of the 50-phase benchmark's.)"""
+        mass 5 phases after a plan at 28 of the 50-phase benchmark's.) Far in the tail:
+        plan_window's own (three tilted deviations of the grown history, a tenth of ε, 16
+        steps): the tilt there is large, so what lies below aliases up shrunk by e^(−λNh).)"""
+        if self._far():
+            return None
         grown = planning_supports([(support_of(p), c) for p, c in plds])
         lam = solve_tilt(grown, self.at)
         present = planning_supports([(support_of(p), c)
@@ -123,11 +179,13 @@ class IncrementalDelta(IncrementalEpsilon):
         as coarse): half pld_epsilon's first step, its z from 1e-3 of the last answer (on
         the 50-phase benchmark at 28 phases, δ(2) = 4.4e-10, the bracket came out at 1.5
         room on that step, 0.38 room on half of it; at 2 MNIST epochs, δ(1) = 1.1e-5, at
-        0.84 room on 1/√2 of it; width goes as h²)."""
+        0.84 room on 1/√2 of it; width goes as h²). Far in the tail 1.5 times that step:
+        the room there is in ε terms (δ(2) = 8.1e-27 at 2 of the 50 phases: the bracket at
+        0.02 room on half the step, 0.35 on twice it)."""
         ways = {"remove": plan.remove, "add": plan.add}
         name = max(names, key=lambda name: self._estimate(ways[name]))
         grown, near = _scaled(ways[name], self.growth), 1e-3 * self.last
-        return quantize(_first_step(grown, self.precision, near) / 2.0)
+        return quantize(_first_step(grown, self.precision, near) * (1.5 if self._far() else 0.5))
 
     def _read(self, state: _State) -> tuple[Guarantee | None, float]:
         """δ at ε read off the compositions: the answer if its bracket is within

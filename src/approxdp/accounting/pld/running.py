@@ -74,19 +74,22 @@ _TINY = math.ulp(0.0)
 _ALIAS_SHARES = (0.5, 0.25)
 
 
-def _log_mgf(p: DiscretePLD, u: float) -> float:
-    """log Σ_i p_i e^(u·l_i) over the finite masses of a plain measure; +∞ where it overflows
-    (a Chernoff bound at such a point is then void: capped at 1 by its reader)."""
+def _log_mgfs(p: DiscretePLD, us: Sequence[float]) -> list[float]:
+    """log Σ_i p_i e^(u·l_i) over the finite masses of a plain measure, at each u of ``us``
+    (one pass over the masses for all); +∞ where it overflows (a Chernoff bound at such a
+    point is then void: capped at 1 by its reader)."""
     keep = p.pmf > 0.0
     if not bool(keep.any()):
-        return -math.inf
+        return [-math.inf] * len(us)
     with np.errstate(over="ignore", invalid="ignore"):
-        a = np.log(p.pmf[keep]) + u * p.losses[keep]
-        top = float(a.max())
-        if not math.isfinite(top):
-            return math.inf
-        out = top + math.log(float(np.exp(a - top).sum()))
-    return out if math.isfinite(out) else math.inf
+        a = np.log(p.pmf[keep])[None, :] + np.asarray(us, dtype=np.float64)[:, None] * (
+            p.losses[keep][None, :])
+        top = a.max(axis=1)
+        ok = np.isfinite(top)
+        top = np.where(ok, top, 0.0)
+        out = top + np.log(np.exp(a - top[:, None]).sum(axis=1))
+    return [float(v) if good and math.isfinite(v) else math.inf
+            for v, good in zip(out, ok, strict=True)]
 
 
 class RunningComposition:
@@ -152,11 +155,15 @@ class RunningComposition:
             self._empty = True
             return
         th_b, th_a, th_l = self._thetas
-        for i, u in enumerate((th_b, self.lam + th_a, -th_l)):
-            self._k[i] += c * _log_mgf(p, u)
-        for i, f in enumerate(_ALIAS_SHARES):
-            self._k_alias[i] += c * _log_mgf(p, self.lam + f * th_a)
-            self._k_beyond[i] += c * _log_mgf(p, f * th_b)
+        shares = len(_ALIAS_SHARES)
+        ks = _log_mgfs(p, [th_b, self.lam + th_a, -th_l,
+                           *(self.lam + f * th_a for f in _ALIAS_SHARES),
+                           *(f * th_b for f in _ALIAS_SHARES)])
+        for i in range(3):
+            self._k[i] += c * ks[i]
+        for i in range(shares):
+            self._k_alias[i] += c * ks[3 + i]
+            self._k_beyond[i] += c * ks[3 + shares + i]
         self._add_spectrum(p, c)
 
     def _add_spectrum(self, p: DiscretePLD, c: int) -> None:
@@ -286,7 +293,7 @@ class RunningComposition:
 def plan_running(
     parts: Sequence[tuple[DiscretePLD, int]], *, tail: float, tilt_at: float | None,
     below: float | None, exact: bool = False, window: Window | None = None,
-    lam_shift: float = 0.0, merged: bool = False,
+    lam_shift: float = 0.0, merged: bool = False, lam: float | None = None,
 ) -> RunningComposition:
     """An empty running composition whose window is planned as :func:`compose` plans one for
     ``parts`` (e.g. a history with headroom: the parts with their counts scaled up), or on a
@@ -301,10 +308,12 @@ def plan_running(
         if exact:
             with exact_planning():
                 window = plan_window(supports, h=h, tilt_at=tilt_at, log_tail=math.log(tail),
-                                     support=(lo, hi), below=below, delta_scale=1e4 * tail)
+                                     support=(lo, hi), below=below, delta_scale=1e4 * tail,
+                                     lam=lam)
         else:
             window = plan_window(supports, h=h, tilt_at=tilt_at, log_tail=math.log(tail),
-                                 support=(lo, hi), below=below, delta_scale=1e4 * tail)
+                                 support=(lo, hi), below=below, delta_scale=1e4 * tail,
+                                 lam=lam)
         n = int(sfft.next_fast_len(window.n, real=True))
     else:
         n = window.n
