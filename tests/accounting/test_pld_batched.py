@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from approxdp.accounting.pld import discretized, grid
+from approxdp.accounting.pld import edges as grid_edges
 from approxdp.accounting.pld.batched import (
     cdfs_and_errors_many,
     cdfs_many,
@@ -60,7 +61,7 @@ def test_batched_cdfs_are_the_sources_own_bit_for_bit(direction: str) -> None:
 def test_batched_tail_edges_are_the_sources_own(upper: bool, h: float, tail: float) -> None:
     srcs = [*_sources("remove"), *_sources("add"), LaplaceLoss(0.5)]
     got = tail_edges_many(srcs, h, tail, upper)
-    assert got == [grid.tail_edge(s, h, tail, upper) for s in srcs]
+    assert got == [grid_edges.tail_edge(s, h, tail, upper) for s in srcs]
 
 
 @pytest.mark.parametrize("direction", ["remove", "add"])
@@ -91,11 +92,11 @@ def test_tail_edges_at_several_tails_share_their_probes(upper: bool) -> None:
 @pytest.mark.parametrize("stable", [False, True])
 def test_discretize_many_gives_the_same_measures(stable: bool) -> None:
     srcs = [*_sources("remove"), *_sources("add"), LaplaceLoss(0.5)]
-    grid.clear_edges()
+    grid_edges.clear_edges()
     hs = [1e-3 * (1.0 + 0.1 * i) for i in range(len(srcs))]
     for step in (1e-3, hs):
         many = grid.discretize_many(srcs, step, 1e-12, stable)
-        grid.clear_edges()  # (one by one from scratch: the edges too)
+        grid_edges.clear_edges()  # (one by one from scratch: the edges too)
         steps = [step] * len(srcs) if isinstance(step, float) else step
         for s, h, got in zip(srcs, steps, many, strict=True):
             want = grid.discretize(s, h, 1e-12, stable)
@@ -110,7 +111,7 @@ def test_discretize_many_gives_the_same_measures(stable: bool) -> None:
 def test_discretize_rounded_many_gives_the_same_bins(precise: bool) -> None:
     srcs = [*_sources("remove"), *_sources("add"), LaplaceLoss(0.5)]
     many = discretize_rounded_many(srcs, 2e-3, 1e-12, precise)
-    grid.clear_edges()
+    grid_edges.clear_edges()
     for s, got in zip(srcs, many, strict=True):
         want = discretize_rounded(s, 2e-3, 1e-12, precise)
         assert (got.h, got.offset, got.p_inf, got.r_inf) == (
@@ -176,7 +177,7 @@ def test_a_batch_larger_than_the_caches_still_gets_every_measure(
     """A schedule with more distinct phases than a cache holds: each batch is served whole
     (what it computed, not what is left in the cache after its own evictions)."""
     discretized.clear_caches()
-    monkeypatch.setattr(grid, "_EDGES_KEEP", 2)
+    monkeypatch.setattr(grid_edges, "_EDGES_KEEP", 2)
     monkeypatch.setattr(discretized, "_DISCRETIZED", discretized._Cache(3))
     monkeypatch.setattr(discretized, "_ROUNDED", discretized._Cache(3))
     monkeypatch.setattr(discretized, "_COARSE", discretized._Cache(3))

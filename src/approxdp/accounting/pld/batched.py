@@ -1,7 +1,7 @@
 """The CDFs of many loss sources in one vectorized pass (a schedule's phases).
 
 A schedule of many phases discretizes one loss source per phase and direction on each grid,
-and probes each one's tails first (:func:`~approxdp.accounting.pld.grid.tail_edge`): one
+and probes each one's tails first (:func:`~approxdp.accounting.pld.edges.tail_edge`): one
 :meth:`~approxdp.accounting.pld.privacy_loss.LossSource.cdfs` call per source and probe set,
 most on arrays of a few hundred points — the call overhead, not the arithmetic, is the cost.
 Here the sources' edges are concatenated and evaluated at once.
@@ -155,7 +155,7 @@ def tail_edges_many(
     sources: Sequence[LossSource], h: float, tail: float, upper: bool
 ) -> list[float]:
     """``[tail_edge(s, h, tail, upper) for s in sources]``
-    (:func:`~approxdp.accounting.pld.grid.tail_edge`: geometric probes, then a linear
+    (:func:`~approxdp.accounting.pld.edges.tail_edge`: geometric probes, then a linear
     refinement), every source's probes evaluated in one :func:`cdfs_many` call per stage."""
     return tail_edges_multi(sources, h, [tail], upper)[0]
 

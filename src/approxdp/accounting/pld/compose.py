@@ -60,7 +60,8 @@ from approxdp.accounting.pld.composed import (
     test_delta,
     test_epsilon,
 )
-from approxdp.accounting.pld.grid import DiscretePLD, discretize, tail_edge
+from approxdp.accounting.pld.edges import tail_edge
+from approxdp.accounting.pld.grid import DiscretePLD, discretize
 from approxdp.accounting.pld.rounded import RoundedPLD, discretize_rounded
 from approxdp.accounting.pld.window import (
     Support,

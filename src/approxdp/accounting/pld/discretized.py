@@ -16,7 +16,8 @@ from functools import lru_cache
 from typing import Any
 
 from approxdp.accounting.pld.batched import tail_edges_many
-from approxdp.accounting.pld.grid import DiscretePLD, clear_edges, discretize_many
+from approxdp.accounting.pld.edges import clear_edges
+from approxdp.accounting.pld.grid import DiscretePLD, discretize_many
 from approxdp.accounting.pld.privacy_loss import LossSource
 from approxdp.accounting.pld.rounded import RoundedPLD, discretize_rounded_many
 from approxdp.accounting.pld.window import Support, clear_supports

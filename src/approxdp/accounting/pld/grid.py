@@ -1,7 +1,8 @@
 """The grid of the PLD accountant: one mechanism's privacy-loss distribution, discretized on
 the points i·h pessimistically (a dominating pair, for the upper bound) or rounded to the
 nearest point under P and under Q (a test statistic, for the lower bound: its bins are in
-:mod:`approxdp.accounting.pld.rounded`).
+:mod:`approxdp.accounting.pld.rounded`). The tail edges the grids cover are probed and cached in
+:mod:`approxdp.accounting.pld.edges`.
 
 See :mod:`approxdp.accounting.pld.compose` for how they are composed and bounded; Doroshenko, Ghazi,
 Kamath, Kumar, Manurangsi 2022 (https://arxiv.org/abs/2207.04380) for connect-the-dots, and
@@ -17,11 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from approxdp.accounting.pld.batched import (
-    cdfs_and_errors_many,
-    cdfs_many,
-    tail_edges_multi,
-)
+from approxdp.accounting.pld.batched import cdfs_and_errors_many
+from approxdp.accounting.pld.edges import _edge_scale, _edges_at, _edges_many
 from approxdp.accounting.pld.privacy_loss import (
     CDFError,
     LossCDF,
@@ -35,10 +33,8 @@ from approxdp.errors import InvalidParameterError
 __all__ = [
     "DiscretePLD",
     "GridTooLargeError",
-    "clear_edges",
     "discretize",
     "discretize_many",
-    "tail_edge",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -120,85 +116,6 @@ class DiscretePLD:
         return mean, var
 
 
-def tail_edge(source: LossSource, h: float, tail: float, upper: bool) -> float:
-    """A loss e with P(e < L < ∞) ≤ tail (upper) or P(L ≤ e) ≤ tail (lower), near the least
-    such e (upper) or the greatest (lower): geometric probes, then a linear refinement."""
-    inf_mass = float(source.cdfs(np.array([np.inf])).sp[0])
-    k = np.arange(0, 90, dtype=np.float64)
-    probes = np.concatenate((-h * 2.0 ** k[::-1], [0.0], h * 2.0**k))
-
-    def ok(e: FloatArray) -> npt.NDArray[np.bool_]:
-        c = source.cdfs(e)
-        if upper:
-            return np.asarray(c.sp - inf_mass <= tail)
-        return np.asarray(c.fp <= tail)
-
-    good = ok(probes)
-    if upper:
-        idx = int(np.argmax(good)) if bool(good.any()) else probes.size - 1
-        lo = probes[idx - 1] if idx > 0 else probes[idx] - h
-        fine = np.linspace(lo, probes[idx], 65)
-        g = ok(fine)
-        return float(fine[int(np.argmax(g))]) if bool(g.any()) else float(probes[idx])
-    idx = int(np.nonzero(good)[0][-1]) if bool(good.any()) else 0
-    hi = probes[idx + 1] if idx + 1 < probes.size else probes[idx] + h
-    fine = np.linspace(probes[idx], hi, 65)
-    g = ok(fine)
-    return float(fine[int(np.nonzero(g)[0][-1])]) if bool(g.any()) else float(probes[idx])
-
-
-#: (source, scale, tail) → the source's (lower, upper) tail edges (see :func:`_edges`)
-_EDGES: dict[tuple[LossSource, float, float], tuple[float, float]] = {}
-_EDGES_KEEP = 1024
-
-
-def _edges(source: LossSource, scale: float, tail: float) -> tuple[float, float]:
-    """(lower, upper) tail edges of ``source``, probed from the step ``scale`` (cached: the
-    edges hardly depend on the grid, which then rounds them outwards)."""
-    return _edges_many([source], scale, tail)[0]
-
-
-def _edges_many(
-    sources: Sequence[LossSource], scale: float, tail: float, also: float | None = None
-) -> list[tuple[float, float]]:
-    """:func:`_edges` of each source, those not cached probed together
-    (:func:`~approxdp.accounting.pld.batched.tail_edges_multi`); with ``also``, the edges at
-    that tail are probed with them (from the same probes) and cached too."""
-    tails = [tail] if also is None or also == tail else [tail, also]
-    missing = [s for s in dict.fromkeys(sources)
-               if any((s, scale, t) not in _EDGES for t in tails)]
-    found = {s: _EDGES[(s, scale, tail)] for s in sources if (s, scale, tail) in _EDGES}
-    if missing:
-        finite = [1.0 - float(c.sp[0])
-                  for c in cdfs_many(missing, [np.array([np.inf])] * len(missing))]
-        # (nearly) all mass at loss +∞, e.g. the vacuous pair: a 2-point grid
-        live = [s for s, f in zip(missing, finite, strict=True) if f > min(tails)]
-        his = tail_edges_multi(live, scale, tails, upper=True)
-        los = tail_edges_multi(live, scale, tails, upper=False)
-        mass = dict(zip(missing, finite, strict=True))
-        for t, lo_t, hi_t in zip(tails, los, his, strict=True):
-            new = {s: (min(lo, hi), hi) for s, lo, hi in zip(live, lo_t, hi_t, strict=True)
-                   if mass[s] > t}
-            for s in missing:
-                if t == tail:  # (a batch larger than the cache evicts its own entries)
-                    found[s] = new.get(s, (0.0, 0.0))
-                if len(_EDGES) >= _EDGES_KEEP:
-                    _EDGES.pop(next(iter(_EDGES)))
-                _EDGES[(s, scale, t)] = new.get(s, (0.0, 0.0))
-    return [found[s] for s in sources]
-
-
-def clear_edges() -> None:
-    """Forget the cached tail edges."""
-    _EDGES.clear()
-
-
-def _edge_scale(h: float) -> float:
-    # the probes' first step: the edges come out to about 1/128 of themselves whatever it is,
-    # so one scale serves every grid from 16^-8 up (passes on several grids share the edges)
-    return float(16.0 ** min(math.floor(math.log(h, 16.0)), -8))
-
-
 def _grid(source: LossSource, h: float, tail: float) -> tuple[int, int, FloatArray]:
     """(index of the first grid point, number of points, the losses i·h) covering ``source``
     up to ``tail`` of P-mass on each side."""
@@ -266,20 +183,6 @@ def discretize_many(
             for s, step, (i_lo, n, _), e, (c, ce), d in zip(sources, hs, grids, kept, cs, dots,
                                                             strict=True)]
 
-
-def _edges_at(
-    sources: Sequence[LossSource], hs: Sequence[float], tail: float, also: float | None = None
-) -> list[tuple[float, float]]:
-    """:func:`_edges` of each source at the probe scale of its grid step (and those at the
-    tail ``also`` probed with them: :func:`_edges_many`)."""
-    scales = [_edge_scale(step) for step in hs]
-    out: list[tuple[float, float]] = [(0.0, 0.0)] * len(sources)
-    for scale in dict.fromkeys(scales):
-        idx = [i for i, sc in enumerate(scales) if sc == scale]
-        for i, e in zip(idx, _edges_many([sources[i] for i in idx], scale, tail, also),
-                        strict=True):
-            out[i] = e
-    return out
 
 
 def _fine_tail(tail: float) -> float | None:

@@ -10,12 +10,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from approxdp.accounting.pld.batched import cdfs_and_errors_many
+from approxdp.accounting.pld.edges import _edge_scale, _edges_many
 from approxdp.accounting.pld.grid import (
     _U,
     DiscretePLD,
     FloatArray,
-    _edge_scale,
-    _edges_many,
     _grid,
     _grid_of,
 )
