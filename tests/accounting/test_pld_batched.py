@@ -13,10 +13,12 @@ from approxdp.accounting.pld import edges as grid_edges
 from approxdp.accounting.pld.batched import (
     cdfs_and_errors_many,
     cdfs_many,
+    tail_edges_both,
     tail_edges_many,
     tail_edges_multi,
 )
 from approxdp.accounting.pld.privacy_loss import (
+    EpsilonDeltaLoss,
     GaussianLoss,
     LaplaceLoss,
     LossSource,
@@ -87,6 +89,23 @@ def test_tail_edges_at_several_tails_share_their_probes(upper: bool) -> None:
     tails = [1e-14, 4096e-14, 1e-6]
     got = tail_edges_multi(srcs, 16.0**-8, tails, upper)
     assert got == [tail_edges_many(srcs, 16.0**-8, t, upper) for t in tails]
+
+
+@pytest.mark.parametrize(("h", "tails"), [(16.0**-8, [1e-14, 4096e-14]), (1e-3, [1e-6]),
+                                          (1e-9, [1e-12, 0.3])])
+def test_both_sides_from_one_probe_pass_are_each_sides_own(h: float, tails: list[float]) -> None:
+    """tail_edges_both (probes and +∞ in one evaluation, every refinement in one more): each
+    side's edges are tail_edge's, source by source, and the mass at +∞ is the source's own; a
+    source with every mass at +∞ (the vacuous pair) among them."""
+    srcs: list[LossSource] = [*_sources("remove"), *_sources("add"), LaplaceLoss(0.5),
+                              EpsilonDeltaLoss(0.5, 1e-3), EpsilonDeltaLoss(1.0, 1.0)]
+    inf_mass, los, his = tail_edges_both(srcs, h, tails)
+    assert inf_mass == [float(s.cdfs(np.array([np.inf])).sp[0]) for s in srcs]
+    for j, t in enumerate(tails):
+        assert los[j] == [grid_edges.tail_edge(s, h, t, False) for s in srcs]
+        assert his[j] == [grid_edges.tail_edge(s, h, t, True) for s in srcs]
+    one = tail_edges_both(srcs[:1], h, tails)
+    assert one == ([inf_mass[0]], [[x[0]] for x in los], [[x[0]] for x in his])
 
 
 @pytest.mark.parametrize("stable", [False, True])

@@ -5,6 +5,7 @@ those the coarse discretization picked (which it replaces for Gaussian losses)."
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -140,8 +141,15 @@ def test_a_smooth_excess_model_is_not_probed_below_the_final_grid(
         return out
 
     monkeypatch.setattr(estimates.ExcessModel, "at", spy_at)
+    upper = accounting.upper_epsilon
+
+    def spy_upper(*args: Any, **kwargs: Any) -> Any:  # (the other direction's check)
+        solved.append(args[2])
+        return upper(*args, **kwargs)
+
     monkeypatch.setattr(refine, "_solve", spy_solve)
     monkeypatch.setattr(accounting, "_solve", spy_solve)
+    monkeypatch.setattr(accounting, "upper_epsilon", spy_upper)
     discretized.clear_caches()
     g = dpsgd_epsilon(noise_multiplier=1.0, sample_rate=1e-4, steps=10_000_000, delta=1e-5)
     final = 2.0 ** -17.25

@@ -21,19 +21,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from approxdp._validation import check_parameter
 from approxdp.accounting.guarantees import Guarantee
+from approxdp.accounting.pld.delta import PLD_RULE, pld_delta
 from approxdp.accounting.pld.estimates import prefetch_estimates
 from approxdp.accounting.pld.event_losses import LossPair, event_losses
 from approxdp.accounting.pld.passes import (
     Parts,
     clear_caches,
-    composed,
-    excess_model,
-    lower_delta,
     lower_epsilon,
     quantize,
-    saddle_delta,
     saddle_epsilon,
     upper_epsilon,
 )
@@ -47,14 +43,11 @@ from approxdp.accounting.pld.plan import (
     check_precision,
 )
 from approxdp.accounting.pld.refine import (
-    _finer,
-    _first_step,
     _has_atoms,
     _refine,
     _solve,
     _Solved,
     _start_step,
-    _target,
     grid_step,
     lower_grids,
 )
@@ -76,12 +69,6 @@ __all__ = [
     "search_grid",
     "search_grid_epsilon",
 ]
-
-PLD_RULE = (
-    "privacy loss distribution: connect-the-dots discretization, FFT composition "
-    "(Doroshenko et al. 2022, arXiv:2207.04380; Koskela et al. 2021, arXiv:2006.07134)"
-)
-
 
 def search_grid(
     items: Sequence[tuple[PrivacyEvent, int]], delta: float,
@@ -298,8 +285,9 @@ def _below(
                 ladder = up if up > ladder else quantize(ladder * 2.0**0.25, up=True)  # log2 round)
     guess = top.eps - room
     below = room + 0.01 * abs(guess) + 32.0 * h
-    for step in dict.fromkeys((h, min(own, h), top.h)):
-        if _solve(parts, delta, step, guess, below).eps <= top.eps:
+    for step in dict.fromkeys((h, min(own, h), top.h)):  # (ε only: no excess model, and
+        # no second tilt once it is certified below)
+        if upper_epsilon(parts, delta, step, guess, below, enough=top.eps)[1] <= top.eps:
             return True
     return False
 
@@ -336,124 +324,3 @@ def _other_step(other: _Solved, top: _Solved, eps_up: float) -> float:
     while h > top.h and excess * (h / other.h) ** 2 > 0.5 * room:
         h = quantize(h / 2.0**0.25)
     return max(h, top.h)
-
-
-def _delta_pass(parts: Parts, epsilon: float, h: float, tail: float) -> tuple[float, _Solved]:
-    """δ(ε) of one direction at grid step h (its certified upper bound), and the pass as a
-    :class:`_Solved` whose excess model says how far ε is from where the true δ equals it."""
-    comp = composed(parts, h, tail, epsilon)
-    h = comp.step_h  # (coarser than asked where that grid would not fit in memory)
-    d = comp.delta(epsilon)
-    model = None
-    if 0.0 < d < 1.0 and comp.slope(epsilon) > 0.0:
-        model = excess_model(parts, h, comp, epsilon, d)
-    return d, _Solved(comp, epsilon, h, model)
-
-
-def _delta_direction(
-    parts: Parts, epsilon: float, precision: float, fixed: float | None, enough: float = 0.0
-) -> tuple[float, float, bool]:
-    """(certified δ(ε), grid step, blocked) of one direction: a coarse pass (tilted at ε), then
-    finer ones — each with the left-out tails within 1e-4 of the δ found — until the excess
-    model puts the grid's cost in ε within ``precision``/2 (the grid pld_epsilon would use for
-    the δ it reports), or δ is at most ``enough`` (another direction's certified δ, which the
-    answer is at least: refining this one would not change it)."""
-    # the first pass's tails within 1e-7 of a saddle-point estimate of δ (later ones: 1e-4 of
-    # the δ found); a guess too high only loosens that pass, which the next one redoes
-    first_tail = max(1e-7 * saddle_delta(parts, epsilon), 1e-300)
-    if fixed is not None:
-        d, cur = _delta_pass(parts, epsilon, fixed, first_tail)
-        if d < 1e3 * first_tail:  # the tails were not small against δ: again, with smaller
-            d, cur = _delta_pass(parts, epsilon, fixed, max(1e-4 * d, 1e-300))
-        return d, fixed, cur.comp.blocked
-    # δ at a given ε can sit on a kink (an atom's loss), where the grid's cost in ε says little:
-    # start no coarser than the atom-aware first step where there are atoms
-    h = _first_step(parts, precision, max(first_tail * 1e4, 1e-300))
-    if not _has_atoms(parts) and first_tail < 1e-17:  # smooth, δ far in the tail (steps'
-        # supports wide against their bulk): a coarse first pass (the composed loss's scale,
-        # not one step's) where the window is large, then the excess model's refinements
-        h = max(h, _start_step(parts, precision, max(first_tail * 1e4, 1e-300)))
-    d, cur = _delta_pass(parts, epsilon, h, first_tail)
-    best = d
-    for _ in range(3):
-        target = _target(epsilon, precision, 1e-3)
-        if cur.comp.error_terms(epsilon)[0] >= 0.5 * best:
-            break  # the FFT's round-off bounds δ here (far in the tail): no grid helps
-        try:
-            if cur.model is None or cur.excess <= target or best <= enough:
-                break
-            h = _finer(cur, target)
-            d, nxt = _delta_pass(parts, epsilon, h, max(1e-4 * best, 1e-300))
-        except InvalidParameterError:  # the finer grid (or the excess model's sweep of it)
-            break  # would not fit: keep what is certified
-        if nxt.model is not None and cur.model is not None:
-            nxt = _Solved(nxt.comp, epsilon, nxt.h, nxt.model.with_scale(cur.model.scale))
-        best = min(best, d)
-        cur = nxt
-    return best, cur.h, cur.comp.blocked
-
-
-def pld_delta(
-    items: Sequence[tuple[PrivacyEvent, int]],
-    epsilon: float,
-    *,
-    precision: float = DEFAULT_PRECISION,
-    h: float | None = None,
-) -> Guarantee:
-    """Certified δ(ε) of a history of (event, count) pairs under add/remove neighbours, with a
-    certified (lower, upper) bracket around the true δ.
-
-    Args:
-        items: (event, count) pairs.
-        epsilon: ε ≥ 0 (finite).
-        precision: as in :func:`pld_epsilon`: the grid is refined until it costs at most
-            about ``precision``/2 of ε (so δ is that close to the truth in ε terms).
-        h: force the grid step.
-    """
-    precision = check_precision(precision)
-    epsilon = float(check_parameter("epsilon", epsilon))
-    fixed = _check_step(h)
-    plan = _plan(items)
-    prefetch_estimates([s for s, _ in (*plan.remove, *plan.add)])  # (one pass for all)
-    if plan.steps == 0:
-        return Guarantee(epsilon, 0.0, "exact", "no privacy loss", bracket=(0.0, 0.0))
-    # every direction's certified δ — the likely dominant one first (a saddle-point estimate),
-    # the others refined only while above what it certified — then the lower bound of the
-    # largest only (it bounds the max over directions from below)
-    solved: list[tuple[float, float, bool, Parts]] = []
-    for way in sorted(_directions(plan), key=lambda p: -saddle_delta(p, epsilon)):
-        enough = max((item[0] for item in solved), default=0.0)
-        solved.append((*_delta_direction(way, epsilon, precision, fixed, enough), way))
-    solved.sort(key=lambda item: -item[0])
-    d, step, blocked, parts = solved[0]
-    others = max((item[0] for item in solved[1:]), default=0.0)
-
-    def lower(h: float, in_blocks: bool, near: float, aim_h: float) -> float:
-        return lower_delta(parts, epsilon, h, in_blocks, max(1e-4 * near, 1e-300), aim_h)
-
-    # the tests on a grid twice as coarse first (cheap; often as tight), then, where that
-    # leaves δ's bracket wider than 2·precision, on the final one (each certified: the larger)
-    low = 0.0
-    for h_low in dict.fromkeys(
-        ([] if fixed is not None or blocked else [quantize(2.0 * step, up=True)]) + [step]
-    ):
-        if d <= 0.0 or d <= low * (1.0 + 2.0 * precision):
-            break
-        try:
-            low = max(low, lower(h_low, blocked, d, step))
-        except InvalidParameterError:  # the grid would not fit: the next one
-            continue
-    # at a kink of δ (ε on an atom's loss) the grid's cost in ε says little; the bracket
-    # does: a finer grid while it is wide
-    for _ in range(3 if fixed is None and low > 0.0 else 0):
-        if d <= low * (1.0 + 20.0 * precision) or d <= others:
-            break
-        try:
-            finer = quantize(step / 4.0)
-            d = min(d, _delta_pass(parts, epsilon, finer, max(1e-4 * low, 1e-300))[0])
-            low = max(low, lower(finer, False, low, finer))
-        except InvalidParameterError:  # the grid would not fit: keep what is certified
-            break
-        step = finer
-    d_up = max(d, others)
-    return Guarantee(epsilon, d_up, "upper bound", PLD_RULE, bracket=(min(low, d_up), d_up))

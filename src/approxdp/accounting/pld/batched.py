@@ -34,7 +34,9 @@ from approxdp.accounting.pld.privacy_loss import (
     log_expm1_or_minus_inf,
 )
 
-__all__ = ["cdfs_and_errors_many", "cdfs_many", "tail_edges_many", "tail_edges_multi"]
+__all__ = [
+    "cdfs_and_errors_many", "cdfs_many", "tail_edges_both", "tail_edges_many", "tail_edges_multi",
+]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -166,44 +168,75 @@ def tail_edges_multi(
     """:func:`tail_edges_many` at each of several ``tails`` (one list per tail): the probes
     are evaluated once for all of them, and every refinement in one more call (the same
     values as one tail at a time)."""
+    return _tail_edges(sources, h, tails, (upper,))[1][upper]
+
+
+def tail_edges_both(
+    sources: Sequence[LossSource], h: float, tails: Sequence[float]
+) -> tuple[list[float], list[list[float]], list[list[float]]]:
+    """(each source's P-mass at loss +∞, :func:`tail_edges_multi`'s lower edges, its upper
+    edges): both sides from one evaluation of the probes (+∞ among them) and one of every
+    refinement — the same values, the CDFs being evaluated point by point (two calls instead
+    of six: a cold call's tails are probed for one or two sources)."""
+    inf_mass, sides = _tail_edges(sources, h, tails, (False, True))
+    return inf_mass, sides[False], sides[True]
+
+
+def _tail_edges(
+    sources: Sequence[LossSource], h: float, tails: Sequence[float], sides: Sequence[bool]
+) -> tuple[list[float], dict[bool, list[list[float]]]]:
+    """The P-mass at +∞ of each source and, for each side in ``sides`` (True: upper), the
+    edges at each tail (see :func:`~approxdp.accounting.pld.edges.tail_edge`: the same
+    probes, refinements and choices, taken for all sources at once)."""
     n = len(sources)
     if n == 0:
-        return [[] for _ in tails]
-    inf_mass = [float(c.sp[0]) for c in cdfs_many(sources, [np.array([np.inf])] * n)]
+        return [], {upper: [[] for _ in tails] for upper in sides}
     k = np.arange(0, 90, dtype=np.float64)
     probes = np.concatenate((-h * 2.0 ** k[::-1], [0.0], h * 2.0**k))
-
-    def ok(cs: Sequence[LossCDF], tail: float) -> list[npt.NDArray[np.bool_]]:
-        if upper:
-            return [np.asarray(c.sp - m <= tail) for c, m in zip(cs, inf_mass, strict=True)]
-        return [np.asarray(c.fp <= tail) for c in cs]
-
-    at_probes = cdfs_many(sources, [probes] * n)
-    fines: list[FloatArray] = []
-    fallback: list[float] = []
-    for tail in tails:
-        for good in ok(at_probes, tail):
+    last = probes.size - 1
+    at = cdfs_many(sources, [np.concatenate((probes, [np.inf]))] * n)
+    inf_mass = np.array([c.sp[-1] for c in at])
+    sp = np.stack([c.sp[:-1] for c in at]) - inf_mass[:, None]
+    fp = np.stack([c.fp[:-1] for c in at])
+    rows = np.arange(n)
+    los: list[FloatArray] = []
+    his: list[FloatArray] = []
+    backs: list[FloatArray] = []
+    for upper in sides:
+        for tail in tails:
+            good = sp <= tail if upper else fp <= tail
+            found = good.any(axis=1)
+            if upper:  # the first probe inside the tail, refined between it and the one below
+                idx = np.where(found, good.argmax(axis=1), last)
+                hi = probes[idx]
+                lo = np.where(idx > 0, probes[np.maximum(idx - 1, 0)], hi - h)
+            else:  # the last one inside, refined up to the one above
+                idx = np.where(found, last - good[:, ::-1].argmax(axis=1), 0)
+                lo = probes[idx]
+                hi = np.where(idx < last, probes[np.minimum(idx + 1, last)], lo + h)
+            los.append(lo)
+            his.append(hi)
+            backs.append(lo if not upper else hi)
+    lo_all, hi_all = np.concatenate(los), np.concatenate(his)
+    if bool(np.any((hi_all - lo_all) / 64 == 0.0)):  # (np.linspace's denormal branch)
+        fines = np.stack([np.linspace(a, b, 65) for a, b in zip(lo_all, hi_all, strict=True)])
+    else:  # the same values as np.linspace(lo, hi, 65) row by row
+        fines = np.linspace(lo_all, hi_all, 65, axis=1)
+    at_fines = cdfs_many(list(sources) * (len(sides) * len(tails)), list(fines))
+    out: dict[bool, list[list[float]]] = {}
+    j = 0
+    for upper in sides:
+        out[upper] = []
+        for tail in tails:
+            part = slice(j * n, (j + 1) * n)
+            cs = at_fines[part]
             if upper:
-                idx = int(np.argmax(good)) if bool(good.any()) else probes.size - 1
-                lo = probes[idx - 1] if idx > 0 else probes[idx] - h
-                fines.append(np.linspace(lo, probes[idx], 65))
+                good = np.stack([c.sp for c in cs]) - inf_mass[:, None] <= tail
+                pick = good.argmax(axis=1)
             else:
-                idx = int(np.nonzero(good)[0][-1]) if bool(good.any()) else 0
-                hi = probes[idx + 1] if idx + 1 < probes.size else probes[idx] + h
-                fines.append(np.linspace(probes[idx], hi, 65))
-            fallback.append(float(probes[idx]))
-    at_fines = cdfs_many(list(sources) * len(tails), fines)
-    out: list[list[float]] = []
-    for j, tail in enumerate(tails):
-        part = slice(j * n, (j + 1) * n)
-        edges = []
-        for fine, g, back in zip(fines[part], ok(at_fines[part], tail), fallback[part],
-                                 strict=True):
-            if not bool(g.any()):
-                edges.append(back)
-            elif upper:
-                edges.append(float(fine[int(np.argmax(g))]))
-            else:
-                edges.append(float(fine[int(np.nonzero(g)[0][-1])]))
-        out.append(edges)
-    return out
+                good = np.stack([c.fp for c in cs]) <= tail
+                pick = 64 - good[:, ::-1].argmax(axis=1)
+            edge = np.where(good.any(axis=1), fines[part][rows, pick], backs[j])
+            out[upper].append([float(x) for x in edge])
+            j += 1
+    return inf_mass.tolist(), out

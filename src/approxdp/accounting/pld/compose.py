@@ -63,6 +63,8 @@ from approxdp.accounting.pld.composed import (
 from approxdp.accounting.pld.edges import tail_edge
 from approxdp.accounting.pld.grid import DiscretePLD, discretize
 from approxdp.accounting.pld.rounded import RoundedPLD, discretize_rounded
+from approxdp.accounting.pld.spectrum import fold_rolled, polar_terms, rolled
+from approxdp.accounting.pld.spectrum import survivors as _few_left
 from approxdp.accounting.pld.window import (
     Support,
     Window,
@@ -193,20 +195,22 @@ def _fft_power(
     err_pow = np.zeros(m)  # Σ c (|Δℓ| + |Δarg|), then the products' and functions' share
     sizes = np.zeros(m)  # Σ c (|ℓ| + |arg|)
     fwd: list[tuple[FloatArray, float, int, npt.NDArray[np.intp]]] = []
-    for (p, c), (tilted, shift, folds, _), cap_after in zip(parts, tilts, caps_after,
-                                                            strict=True):
-        padded = np.zeros(folds * n, dtype=dt)
-        padded[: p.pmf.size] = tilted
-        folded = padded.reshape(folds, n).sum(axis=0)  # aliasing commutes with convolution
-        del padded
-        folded = np.roll(folded, -(shift % n))  # entry i: index offset + shift + i (mod n)
+    for i, ((p, c), (tilted, shift, folds, _), cap_after) in enumerate(
+        zip(parts, tilts, caps_after, strict=True)
+    ):
+        # aliasing commutes with convolution; entry i: index offset + shift + i (mod n)
+        folded = fold_rolled(tilted, n, shift, dt)
         base += c * (p.offset + shift)
         spec = sfft.rfft(folded)
         # pocketfft's componentwise bound c·log2(N)·u·‖x‖₁, and the folding sums
         e_fwd = (4.0 * log2n + folds) * u_in * float(np.sum(np.abs(folded)))
         del folded
+        pre = 0  # frequencies surely dropped after this part, left out before its envelope
         if keep.size < m:
             spec = spec[keep]
+        elif i == 0 and (few := _few_left(spec, e_fwd, c, cap_after, _DROP)) is not None:
+            spec, keep, pre = spec[few], few, m - few.size
+            log_abs, arg, log_env, err_pow, sizes = (np.zeros(few.size) for _ in range(5))
         re = np.asarray(spec.real, dtype=np.float64)
         im = np.asarray(spec.imag, dtype=np.float64)
         re_m1 = np.asarray(spec.real - 1.0, dtype=np.float64)
@@ -218,27 +222,20 @@ def _fft_power(
         # the frequencies dropped after this part (see _DROP), left out before the polar
         # power's transcendental functions: in a sum of many steps they are most of them
         alive = log_env + cap_after >= _DROP
-        if 8 * int(np.count_nonzero(alive)) < 7 * alive.size:  # a sizeable share: drop it
-            dropped += alive.size - int(np.count_nonzero(alive))
+        live = int(np.count_nonzero(alive))
+        if pre or 8 * live < 7 * alive.size:  # a sizeable share: drop it
+            dropped += pre + alive.size - live
             keep = keep[alive]
             re, im, re_m1, y2, env = re[alive], im[alive], re_m1[alive], y2[alive], env[alive]
             log_abs, arg, log_env = log_abs[alive], arg[alive], log_env[alive]
             err_pow, sizes = err_pow[alive], sizes[alive]
-        big = re_m1 * (re_m1 + 2.0)
-        s2 = big + im * im  # |y|² − 1, with relative error where |y| is near 1
-        near = y2 >= 0.5
-        with np.errstate(divide="ignore", invalid="ignore"):
-            la = np.where(near, 0.5 * np.log1p(np.where(near, s2, 0.0)), 0.5 * np.log(y2))
-            ph = np.arctan2(im, re)
-            d_la = np.where(near, 8.0 * u * (np.abs(big) + im * im) / np.maximum(y2, 0.5),
-                            4.0 * u) + 4.0 * u * np.abs(la)
-        finite = np.isfinite(la)
+        la, ph, err_c, size_c = polar_terms(re, im, re_m1, y2, c, u)
         log_abs += c * la
         arg += c * ph
-        err_pow += np.where(finite, c * (d_la + 8.0 * u * np.abs(ph)), 0.0)
-        sizes += np.where(finite, c * (np.abs(la) + np.abs(ph)), 0.0)
+        err_pow += err_c
+        sizes += size_c
         fwd.append((env, e_fwd, c, keep))
-        del re, im, re_m1, y2, big, s2, near, la, ph, d_la, finite, alive
+        del re, im, re_m1, y2, la, ph, err_c, size_c, alive
     abs_k = np.exp(log_abs)
     err_k = np.zeros(keep.size)
     for env, e_fwd, c, at in fwd:
@@ -271,7 +268,7 @@ def _fft_power(
         + 2.0 * dropped * _BELOW_DROP / n  # |Y| at the frequencies left out (see _DROP)
     )
     # position k holds the index s ≡ base + k (mod n); put index a_idx + m at position m
-    return np.roll(comp, -((a_idx - base) % n)), roundoff, log_mgf
+    return rolled(comp, a_idx - base), roundoff, log_mgf
 
 
 def _infinity(parts: Sequence[tuple[DiscretePLD, int]]) -> float:

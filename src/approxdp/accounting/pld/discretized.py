@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any
 
-from approxdp.accounting.pld.batched import tail_edges_many
+from approxdp.accounting.pld.batched import tail_edges_both
 from approxdp.accounting.pld.edges import clear_edges
 from approxdp.accounting.pld.grid import DiscretePLD, discretize_many
 from approxdp.accounting.pld.privacy_loss import LossSource
@@ -116,8 +116,7 @@ def _coarse_many(sources: Sequence[LossSource]) -> list[tuple[DiscretePLD, float
 
     def compute(keys: list[tuple[object, ...]]) -> list[tuple[DiscretePLD, float]]:
         missing: list[LossSource] = [k[0] for k in keys]  # type: ignore[misc]
-        los = tail_edges_many(missing, 1e-9, 1e-14, upper=False)
-        his = tail_edges_many(missing, 1e-9, 1e-14, upper=True)
+        _, (los,), (his,) = tail_edges_both(missing, 1e-9, [1e-14])
         widths = [max(hi - lo, 1e-12) for lo, hi in zip(los, his, strict=True)]
         plds = discretize_many(missing, [w / _COARSE_POINTS for w in widths], 1e-14)
         return list(zip(plds, widths, strict=True))

@@ -2,7 +2,7 @@
 (:mod:`approxdp.accounting.pld.grid`): :func:`tail_edge`, a loss beyond which at most a given
 P-mass lies (geometric probes, then a linear refinement), and the cached, batched edges of
 many sources at the probe scale of their grid step (:func:`_edges_many`, :func:`_edges_at`;
-probed together by :func:`~approxdp.accounting.pld.batched.tail_edges_multi`).
+probed together by :func:`~approxdp.accounting.pld.batched.tail_edges_both`).
 
 Doroshenko, Ghazi, Kamath, Kumar, Manurangsi 2022 (https://arxiv.org/abs/2207.04380) for the
 connect-the-dots discretization these grids serve.
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from approxdp.accounting.pld.batched import cdfs_many, tail_edges_multi
+from approxdp.accounting.pld.batched import tail_edges_both
 from approxdp.accounting.pld.privacy_loss import LossSource
 
 __all__ = ["clear_edges", "tail_edge"]
@@ -66,22 +66,18 @@ def _edges_many(
     sources: Sequence[LossSource], scale: float, tail: float, also: float | None = None
 ) -> list[tuple[float, float]]:
     """:func:`_edges` of each source, those not cached probed together
-    (:func:`~approxdp.accounting.pld.batched.tail_edges_multi`); with ``also``, the edges at
+    (:func:`~approxdp.accounting.pld.batched.tail_edges_both`); with ``also``, the edges at
     that tail are probed with them (from the same probes) and cached too."""
     tails = [tail] if also is None or also == tail else [tail, also]
     missing = [s for s in dict.fromkeys(sources)
                if any((s, scale, t) not in _EDGES for t in tails)]
     found = {s: _EDGES[(s, scale, tail)] for s in sources if (s, scale, tail) in _EDGES}
     if missing:
-        finite = [1.0 - float(c.sp[0])
-                  for c in cdfs_many(missing, [np.array([np.inf])] * len(missing))]
+        inf_mass, los, his = tail_edges_both(missing, scale, tails)
         # (nearly) all mass at loss +∞, e.g. the vacuous pair: a 2-point grid
-        live = [s for s, f in zip(missing, finite, strict=True) if f > min(tails)]
-        his = tail_edges_multi(live, scale, tails, upper=True)
-        los = tail_edges_multi(live, scale, tails, upper=False)
-        mass = dict(zip(missing, finite, strict=True))
+        mass = {s: 1.0 - m for s, m in zip(missing, inf_mass, strict=True)}
         for t, lo_t, hi_t in zip(tails, los, his, strict=True):
-            new = {s: (min(lo, hi), hi) for s, lo, hi in zip(live, lo_t, hi_t, strict=True)
+            new = {s: (min(lo, hi), hi) for s, lo, hi in zip(missing, lo_t, hi_t, strict=True)
                    if mass[s] > t}
             for s in missing:
                 if t == tail:  # (a batch larger than the cache evicts its own entries)

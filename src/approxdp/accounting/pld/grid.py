@@ -327,7 +327,11 @@ def _place_up(pmf: FloatArray, lift: FloatArray) -> float:
     the support — which the window planning and the tilts read — stays what it was); what
     has no such point above goes to +∞: returned."""
     n = pmf.size
-    idx = np.where(pmf > 0.0, np.arange(n), n)
+    held = pmf > 0.0
+    if bool(held.all()):  # every point holds mass: each lift at its own point
+        pmf += lift
+        return 0.0
+    idx = np.where(held, np.arange(n), n)
     nxt = np.minimum.accumulate(idx[::-1])[::-1]  # the first point ≥ i holding mass
     inside = nxt < n
     np.add.at(pmf, nxt[inside], lift[inside])
@@ -376,8 +380,7 @@ def _dominance_lift(c: LossCDF, ce: CDFError) -> FloatArray:
         for a, b in zip(run_a.tolist(), run_b.tolist(), strict=True):
             # inside a run (a ≤ i < b): the telescoped sum ends on f̃_i and η_b, plus the
             # runs above b
-            idx = np.arange(a, b)
-            d[idx] = kap[idx] * f[idx] + tau + eta[b] + above[b + 1]
+            d[a:b] = kap[a:b] * f[a:b] + tau + eta[b] + above[b + 1]
     d = d + 2.0 * _U * np.minimum(s, 1.0)
     d[0] += kap[0] * f[0] + tau  # the lowest point also holds the mass below the grid
     g = np.maximum.accumulate(d[::-1])[::-1]

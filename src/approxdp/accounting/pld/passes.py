@@ -170,7 +170,7 @@ def _clean(comp: ComposedPLD, eps: float, delta: float) -> bool:
 
 def upper_epsilon(
     parts: Parts, delta: float, h: float, guess: float | None = None, below: float | None = None,
-    lam: float | None = None,
+    lam: float | None = None, enough: float | None = None,
 ) -> tuple[ComposedPLD, float]:
     """The composed pessimistic PLD of one direction, good at its ε(δ), and that certified ε.
 
@@ -178,12 +178,13 @@ def upper_epsilon(
     are not small against δ, composed again tilted at the answer (every pass is a valid upper
     bound: the best is kept). ``below``: how far under ``guess`` the answer may lie (default:
     three tilted standard deviations and a tenth of it). ``lam``: the first composition's
-    tilt (default: planned for ``guess``)."""
+    tilt (default: planned for ``guess``). ``enough``: a caller that only needs ε at most
+    this takes the first pass that certifies it (no second tilt to tighten it)."""
     tail = 1e-4 * delta
     target = _guess(parts, delta) if guess is None else guess
     first = composed(parts, h, tail, target, below, lam)
     eps = first.epsilon(delta)
-    if _clean(first, eps, delta):
+    if _clean(first, eps, delta) or (enough is not None and eps <= enough):
         return first, eps
     passes = [(eps, first)]
     tried = [target]

@@ -54,6 +54,7 @@ from approxdp.accounting.pld.compose import (
     WindowTooLargeError,
     _rebound,
 )
+from approxdp.accounting.pld.spectrum import fold_rolled, polar_terms, rolled
 from approxdp.accounting.pld.window import (
     Window,
     exact_planning,
@@ -183,10 +184,8 @@ class RunningComposition:
         mass = float(tilted.sum())
         shift = round(float((tilted * np.arange(tilted.size)).sum()) / mass)
         folds = -(-p.pmf.size // n)
-        padded = np.zeros(folds * n)
-        padded[: p.pmf.size] = tilted
-        folded = np.roll(padded.reshape(folds, n).sum(axis=0), -(shift % n))
-        del padded, tilted
+        folded = fold_rolled(tilted, n, shift, np.float64)
+        del tilted
         self._base += c * (p.offset + shift)
         spec = sfft.rfft(folded)
         e_fwd = (4.0 * log2n + folds) * u * float(np.sum(np.abs(folded)))
@@ -198,21 +197,14 @@ class RunningComposition:
         im = spec.imag
         re_m1 = spec.real - 1.0
         y2 = re * re + im * im
-        big = re_m1 * (re_m1 + 2.0)
-        s2 = big + im * im
-        near = y2 >= 0.5
+        la, ph, err_c, size_c = polar_terms(re, im, re_m1, y2, c, u)
         with np.errstate(divide="ignore", invalid="ignore"):
-            la = np.where(near, 0.5 * np.log1p(np.where(near, s2, 0.0)), 0.5 * np.log(y2))
             env = np.log(np.sqrt(y2) + e_fwd)
-            ph = np.arctan2(im, re)
-            d_la = np.where(near, 8.0 * u * (np.abs(big) + im * im) / np.maximum(y2, 0.5),
-                            4.0 * u) + 4.0 * u * np.abs(la)
-        finite = np.isfinite(la)
         self._log_abs += c * la
         self._arg += c * ph
         self._log_env += c * env
-        self._err_pow += np.where(finite, c * (d_la + 8.0 * u * np.abs(ph)), 0.0)
-        self._sizes += np.where(finite, c * (np.abs(la) + np.abs(ph)), 0.0)
+        self._err_pow += err_c
+        self._sizes += size_c
         self._fwd += c * e_fwd * np.exp(-env)
         # as _fft_power: a frequency whose bound e^log_env on the composed |Y| (with the
         # forward errors) fell below e^_DROP is no longer followed: its |Y| is then at most
@@ -282,7 +274,7 @@ class RunningComposition:
             log_below = min(0.0, k_l + th_l * self.a_idx * h)
             log_alias_low = log_below - self.lam * n * h
         return ComposedPLD(
-            h=h, offset=self.a_idx, tilted=np.roll(comp, -((self.a_idx - self._base) % n)),
+            h=h, offset=self.a_idx, tilted=rolled(comp, self.a_idx - self._base),
             lam=self.lam, log_mgf=self._log_mgf, infinity_mass=infinity, roundoff=roundoff,
             log_beyond=log_beyond, log_alias_up=log_alias_up, log_alias_low=log_alias_low,
             log_below=log_below, steps=self.steps, lam_target=self.lam_target,

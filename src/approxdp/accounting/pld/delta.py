@@ -1,0 +1,208 @@
+"""δ(ε) of a history: the PLD accountant's other question (:func:`pld_delta`).
+
+Each direction's certified δ at ε from the pessimistic discretization (refined until the grid
+costs at most ``precision``/2 of ε), the likely dominant direction first; then a certified
+lower bound from the rounded loss's tests (:mod:`approxdp.accounting.pld.lower`). The
+composition: Koskela et al. 2021 (https://arxiv.org/abs/2006.07134); connect-the-dots:
+Doroshenko et al. 2022 (https://arxiv.org/abs/2207.04380).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from approxdp._validation import check_parameter
+from approxdp.accounting.guarantees import Guarantee
+from approxdp.accounting.pld.estimates import prefetch_estimates
+from approxdp.accounting.pld.passes import (
+    Parts,
+    composed,
+    excess_model,
+    lower_delta,
+    quantize,
+    saddle_delta,
+)
+from approxdp.accounting.pld.plan import (
+    DEFAULT_PRECISION,
+    _check_step,
+    _directions,
+    _plan,
+    check_precision,
+)
+from approxdp.accounting.pld.refine import (
+    _finer,
+    _first_step,
+    _has_atoms,
+    _Solved,
+    _start_step,
+    _target,
+)
+from approxdp.errors import InvalidParameterError
+from approxdp.events import PrivacyEvent
+
+__all__ = ["PLD_RULE", "pld_delta"]
+
+PLD_RULE = (
+    "privacy loss distribution: connect-the-dots discretization, FFT composition "
+    "(Doroshenko et al. 2022, arXiv:2207.04380; Koskela et al. 2021, arXiv:2006.07134)"
+)
+
+
+def _delta_pass(
+    parts: Parts, epsilon: float, h: float, tail: float, enough: float = 0.0
+) -> tuple[float, _Solved]:
+    """δ(ε) of one direction at grid step h (its certified upper bound), and the pass as a
+    :class:`_Solved` whose excess model says how far ε is from where the true δ equals it
+    (none where δ is at most ``enough``: the caller stops there)."""
+    comp = composed(parts, h, tail, epsilon)
+    h = comp.step_h  # (coarser than asked where that grid would not fit in memory)
+    d = comp.delta(epsilon)
+    model = None
+    if enough < d < 1.0 and d > 0.0 and comp.slope(epsilon) > 0.0:
+        model = excess_model(parts, h, comp, epsilon, d)
+    return d, _Solved(comp, epsilon, h, model)
+
+
+def _delta_direction(
+    parts: Parts, epsilon: float, precision: float, fixed: float | None, enough: float = 0.0,
+    enough_at: tuple[float, float] = (0.0, math.inf),
+) -> tuple[float, float, bool, float]:
+    """(certified δ(ε), grid step, blocked, ≈ relative excess of that δ over the true one) of
+    one direction: a coarse pass (tilted at ε), then finer ones — each with the left-out tails
+    within 1e-4 of the δ found — until the excess model puts the grid's cost in ε within
+    ``precision``/2 (the grid pld_epsilon would use for the δ it reports), or δ is at most
+    ``enough`` (another direction's certified δ, which the answer is at least: refining this
+    one would not change it). ``enough_at``: (grid step, ≈ relative excess of δ) of the pass
+    that certified ``enough``. Where this direction's saddle-point estimate is under
+    ``_OTHER_ROOM`` times ``enough`` with that pass's excess grown 16-fold (as h², on a grid
+    4x as coarse) to spare, a first pass on a grid 4x as coarse as that one (a 4th to a 6th
+    of the cost) usually certifies it already; where it does not, the usual passes follow
+    (each pass is certified: the least δ is kept)."""
+    # the first pass's tails within 1e-7 of a saddle-point estimate of δ (later ones: 1e-4 of
+    # the δ found); a guess too high only loosens that pass, which the next one redoes
+    first_tail = max(1e-7 * saddle_delta(parts, epsilon), 1e-300)
+    if fixed is not None:
+        d, cur = _delta_pass(parts, epsilon, fixed, first_tail)
+        if d < 1e3 * first_tail:  # the tails were not small against δ: again, with smaller
+            d, cur = _delta_pass(parts, epsilon, fixed, max(1e-4 * d, 1e-300))
+        return d, fixed, cur.comp.blocked, math.inf
+    # δ at a given ε can sit on a kink (an atom's loss), where the grid's cost in ε says little:
+    # start no coarser than the atom-aware first step where there are atoms
+    h = _first_step(parts, precision, max(first_tail * 1e4, 1e-300))
+    if not _has_atoms(parts) and first_tail < 1e-17:  # smooth, δ far in the tail (steps'
+        # supports wide against their bulk): a coarse first pass (the composed loss's scale,
+        # not one step's) where the window is large, then the excess model's refinements
+        h = max(h, _start_step(parts, precision, max(first_tail * 1e4, 1e-300)))
+    best = math.inf
+    coarse = quantize(4.0 * min(h, enough_at[0])) if enough_at[0] > 0.0 else h
+    if coarse > h and not _has_atoms(parts) and saddle_delta(parts, epsilon) * (
+            1.0 + 16.0 * enough_at[1]) <= _OTHER_ROOM * enough:
+        d, cur = _delta_pass(parts, epsilon, coarse, first_tail, math.inf)  # (no model)
+        if d <= enough:
+            return d, cur.h, cur.comp.blocked, math.inf
+        best = d
+    d, cur = _delta_pass(parts, epsilon, h, first_tail, enough)
+    best = min(best, d)
+    for _ in range(3):
+        target = _target(epsilon, precision, 1e-3)
+        if cur.comp.error_terms(epsilon)[0] >= 0.5 * best:
+            break  # the FFT's round-off bounds δ here (far in the tail): no grid helps
+        try:
+            if cur.model is None or cur.excess <= target or best <= enough:
+                break
+            h = _finer(cur, target)
+            d, nxt = _delta_pass(parts, epsilon, h, max(1e-4 * best, 1e-300))
+        except InvalidParameterError:  # the finer grid (or the excess model's sweep of it)
+            break  # would not fit: keep what is certified
+        if nxt.model is not None and cur.model is not None:
+            nxt = _Solved(nxt.comp, epsilon, nxt.h, nxt.model.with_scale(cur.model.scale))
+        best = min(best, d)
+        cur = nxt
+    return best, cur.h, cur.comp.blocked, _delta_excess(cur, best)
+
+
+#: A non-dominant direction whose saddle-point estimate of δ is under this fraction of the
+#: dominant one's certified δ starts on a grid 4x coarser (it only has to come out below it)
+_OTHER_ROOM = 0.5
+
+
+def _delta_excess(cur: _Solved, d: float) -> float:
+    """≈ the relative excess of a pass's certified δ (``d``) over the true δ: its excess
+    model's excess in ε times the slope −d log δ/dε there; inf where there is no model."""
+    if cur.model is None or not d > 0.0:
+        return math.inf
+    try:
+        return cur.comp.slope(cur.eps) / d * cur.excess
+    except InvalidParameterError:
+        return math.inf
+
+
+def pld_delta(
+    items: Sequence[tuple[PrivacyEvent, int]],
+    epsilon: float,
+    *,
+    precision: float = DEFAULT_PRECISION,
+    h: float | None = None,
+) -> Guarantee:
+    """Certified δ(ε) of a history of (event, count) pairs under add/remove neighbours, with a
+    certified (lower, upper) bracket around the true δ.
+
+    Args:
+        items: (event, count) pairs.
+        epsilon: ε ≥ 0 (finite).
+        precision: as in :func:`pld_epsilon`: the grid is refined until it costs at most
+            about ``precision``/2 of ε (so δ is that close to the truth in ε terms).
+        h: force the grid step.
+    """
+    precision = check_precision(precision)
+    epsilon = float(check_parameter("epsilon", epsilon))
+    fixed = _check_step(h)
+    plan = _plan(items)
+    prefetch_estimates([s for s, _ in (*plan.remove, *plan.add)])  # (one pass for all)
+    if plan.steps == 0:
+        return Guarantee(epsilon, 0.0, "exact", "no privacy loss", bracket=(0.0, 0.0))
+    # every direction's certified δ — the likely dominant one first (a saddle-point estimate),
+    # the others refined only while above what it certified — then the lower bound of the
+    # largest only (it bounds the max over directions from below)
+    solved: list[tuple[float, float, bool, float, Parts]] = []
+    for way in sorted(_directions(plan), key=lambda p: -saddle_delta(p, epsilon)):
+        enough, at, _, ex, _ = max(solved, default=(0.0, 0.0, False, math.inf, way),
+                                   key=lambda item: item[0])
+        solved.append((*_delta_direction(way, epsilon, precision, fixed, enough, (at, ex)),
+                       way))
+    solved.sort(key=lambda item: -item[0])
+    d, step, blocked, excess, parts = solved[0]
+    others = max((item[0] for item in solved[1:]), default=0.0)
+
+    def lower(h: float, in_blocks: bool, near: float, aim_h: float) -> float:
+        return lower_delta(parts, epsilon, h, in_blocks, max(1e-4 * near, 1e-300), aim_h)
+
+    # the tests on a grid twice as coarse first (cheap; often as tight), then, where that
+    # leaves δ's bracket wider than 2·precision, on the final one (each certified: the
+    # larger). Where the upper bound alone is estimated ``precision`` above the truth, the
+    # coarse tests (which lose about twice that) cannot close the bracket: the final grid's
+    # only (measured: the coarse tests' bracket 2.2-2.4x that estimate, or more)
+    coarse = fixed is None and not blocked and not excess > precision
+    low = 0.0
+    for h_low in dict.fromkeys(([quantize(2.0 * step, up=True)] if coarse else []) + [step]):
+        if d <= 0.0 or d <= low * (1.0 + 2.0 * precision):
+            break
+        try:
+            low = max(low, lower(h_low, blocked, d, step))
+        except InvalidParameterError:  # the grid would not fit: the next one
+            continue
+    # at a kink of δ (ε on an atom's loss) the grid's cost in ε says little; the bracket
+    # does: a finer grid while it is wide
+    for _ in range(3 if fixed is None and low > 0.0 else 0):
+        if d <= low * (1.0 + 20.0 * precision) or d <= others:
+            break
+        try:
+            finer = quantize(step / 4.0)
+            d = min(d, _delta_pass(parts, epsilon, finer, max(1e-4 * low, 1e-300))[0])
+            low = max(low, lower(finer, False, low, finer))
+        except InvalidParameterError:  # the grid would not fit: keep what is certified
+            break
+        step = finer
+    d_up = max(d, others)
+    return Guarantee(epsilon, d_up, "upper bound", PLD_RULE, bracket=(min(low, d_up), d_up))
