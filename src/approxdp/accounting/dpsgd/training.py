@@ -19,8 +19,9 @@ second such ask on by a running composition
 and transformed once, an ask costs an inverse FFT per composition, and the windows are planned
 for twice the steps so far (planned again when the run outgrows them, where the plan is
 predicted by a cost model of counts — parts, parts new — to cost no more than the one-shot
-route's dearest ask; a clock is never read, so the route and the digits of every answer are
-the same on any machine, under any load). Its answers are
+route's dearest ask; a clock is never read, so the route and the digits of every answer do not
+depend on the machine or its load — only on the history, the asks, and what the process has
+already computed: its caches of discretizations can move the last digits). Its answers are
 certified upper bounds whose own certified bracket is within ``precision`` (else the one-shot
 accountant answers): another bound on the same truth as the schedule functions', as tight.
 

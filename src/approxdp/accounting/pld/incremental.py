@@ -31,7 +31,9 @@ complete when the present plan is outgrown. A plan made in one go (the first, or
 failed) is made only where a cost model of counts — parts, and parts discretized afresh,
 calibrated once (:mod:`~approxdp.accounting.pld.incremental_state`) — puts it at no more than the
 one-shot route's dearest ask; otherwise None (the one-shot route answers). No clock is read:
-the route, and so every digit of every answer, is the same on any machine. Windows are
+the route, and so every digit of every answer, is the same on any machine and under any load
+(what the process has computed before — cached discretizations and tail edges — can still
+move the last digits, each answer certified either way). Windows are
 planned, and their Chernoff points chosen, on the merged supports a schedule's one-shot
 windows are planned on (:func:`~approxdp.accounting.pld.window.planning_supports`): only
 tightness depends on them, and the bracket check guards it.
@@ -145,7 +147,10 @@ class IncrementalEpsilon:
 
         The route is chosen by a cost model of counts only (parts, parts new since the last
         ask, parts already discretized on the plan's grid), never by a clock: the same
-        history and asks give the same answers, digit for digit, on any machine."""
+        history and asks, in a process that computed the same before, give the same answers,
+        digit for digit, on any machine. (Cached discretizations from earlier calls can move
+        the last digits — by 3e-5 relative at a 50-phase δ far in the tail — never the
+        certificate.)"""
         parts = max(len(plan.remove), len(plan.add))
         now = dict(plan.remove)
         new = sum(1 for s, c in now.items() if self._last.get(s) != c)
