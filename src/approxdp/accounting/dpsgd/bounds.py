@@ -245,9 +245,11 @@ def _pld_delta(
         )
     if exact is not None:
         log_d, rule = exact
-        # up by the profile's own relative error (1e-12, as its ε inverse allows for)
+        # up by the profile's own relative error (1e-12, as its ε inverse allows for), and the
+        # bracket's lower end down by as much (a certified lower end, not the rounded-up value)
         d = min(1.0, math.exp(log_d + 1e-12)) if log_d > -math.inf else 0.0
-        return Guarantee(epsilon, d, "exact", rule, bracket=(d, d))
+        low = min(1.0, math.exp(log_d - 1e-12)) if log_d > -math.inf else 0.0
+        return Guarantee(epsilon, d, "exact", rule, bracket=(low, d))
     items = [(event_of(p, sampling), p.steps) for p in phases]
     return pld_delta(items, epsilon, precision=precision)
 

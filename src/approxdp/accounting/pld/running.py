@@ -264,9 +264,10 @@ class RunningComposition:
         else:
             log_beyond = min(0.0, k_b - th_b * top)
             log_alias_up = k_a - th_a * top
+            planned = th_a  # (each share is of the planned θ, whichever share won before)
             for f, k_f, k_g in zip(_ALIAS_SHARES, self._k_alias, self._k_beyond, strict=True):
-                if k_f - f * th_a * top < log_alias_up:
-                    log_alias_up, th_a = k_f - f * th_a * top, f * th_a
+                if k_f - f * planned * top < log_alias_up:
+                    log_alias_up, th_a = k_f - f * planned * top, f * planned
                 log_beyond = min(log_beyond, k_g - f * th_b * top)
         if self.a_idx <= self._lo:
             log_below = log_alias_low = -math.inf
