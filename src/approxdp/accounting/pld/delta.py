@@ -16,7 +16,8 @@ import numpy as np
 
 from approxdp._validation import check_parameter
 from approxdp.accounting.guarantees import Guarantee
-from approxdp.accounting.pld.discretized import _coarse_many
+from approxdp.accounting.pld.compose import _infinity
+from approxdp.accounting.pld.discretized import COARSE_TAIL, _coarse_many
 from approxdp.accounting.pld.estimates import estimate_support, prefetch_estimates
 from approxdp.accounting.pld.grid import DiscretePLD, discretize_many
 from approxdp.accounting.pld.passes import (
@@ -156,30 +157,26 @@ def _bounded_delta(parts: Parts, epsilon: float) -> float | None:
     # dots included) can take the sum past ε — once more on grids fine enough to leave it room
     h = quantize((epsilon - estimate) / (8.0 * steps)) if epsilon > estimate else 0.0
     if found is None and h > 0.0 and sum(w for _, w in coarse) / h <= _BOUNDED_POINTS:
-        found = _infinity_only(discretize_many(sources, h, _COARSE_TAIL), parts, epsilon)
+        found = _infinity_only(discretize_many(sources, h, COARSE_TAIL), parts, epsilon)
     return found
 
 
 def _infinity_only(plds: Sequence[DiscretePLD], parts: Parts, epsilon: float) -> float | None:
-    """1 − Π(1 − p_∞)^count (rounded up) where the steps' largest finite losses sum to ≤ ε."""
+    """The composition's mass at +∞ (:func:`~approxdp.accounting.pld.compose._infinity`,
+    rounded up) where the steps' largest finite losses sum to ≤ ε; else None."""
     top = 0.0
-    log_keep = 0.0
     for pld, (_, count) in zip(plds, parts, strict=True):
         finite = np.flatnonzero(pld.pmf > 0.0)
         if finite.size:
             top += count * float(pld.offset + finite[-1]) * pld.h
-        if not pld.infinity_mass < 1.0:
-            return None  # (all mass at +∞: nothing to gain here)
-        log_keep += count * math.log1p(-pld.infinity_mass)
     if not top * (1.0 + 1e-12) <= epsilon:  # (the sum's round-off, toward more loss)
         return None
-    return min(1.0, -math.expm1(log_keep) * (1.0 + 1e-12)) if log_keep < 0.0 else 0.0
+    return min(1.0, _infinity([(p, c) for p, (_, c) in zip(plds, parts, strict=True)])
+               * (1.0 + 1e-12))
 
 
 #: the finer check's grids hold at most about this many points (all steps together)
 _BOUNDED_POINTS = 1 << 21
-#: its tails (as the coarse discretizations')
-_COARSE_TAIL = 1e-14
 
 
 #: A non-dominant direction whose saddle-point estimate of δ is under this fraction of the

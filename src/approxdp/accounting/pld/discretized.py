@@ -23,6 +23,7 @@ from approxdp.accounting.pld.rounded import RoundedPLD, discretize_rounded_many
 from approxdp.accounting.pld.window import Support, clear_supports
 
 __all__ = [
+    "COARSE_TAIL",
     "STABLE_FROM",
     "Parts",
     "clear_caches",
@@ -36,6 +37,8 @@ __all__ = [
 
 Parts = Sequence[tuple[LossSource, int]]
 _COARSE_POINTS = 4096
+#: The coarse discretizations' tails (each side's P-mass left beyond their edges).
+COARSE_TAIL = 1e-14
 #: From this many composed steps the split is also formed without cancellation
 #: (:func:`~approxdp.accounting.pld.grid.discretize`'s ``stable``): below it the plain split's
 #: float guard shifts ε by < 3e-5 of itself (measured: 2.6e-5 at T = 10^8, 2e-7 at 10^7; 9e-4
@@ -116,9 +119,9 @@ def _coarse_many(sources: Sequence[LossSource]) -> list[tuple[DiscretePLD, float
 
     def compute(keys: list[tuple[object, ...]]) -> list[tuple[DiscretePLD, float]]:
         missing: list[LossSource] = [k[0] for k in keys]  # type: ignore[misc]
-        _, (los,), (his,) = tail_edges_both(missing, 1e-9, [1e-14])
+        _, (los,), (his,) = tail_edges_both(missing, 1e-9, [COARSE_TAIL])
         widths = [max(hi - lo, 1e-12) for lo, hi in zip(los, his, strict=True)]
-        plds = discretize_many(missing, [w / _COARSE_POINTS for w in widths], 1e-14)
+        plds = discretize_many(missing, [w / _COARSE_POINTS for w in widths], COARSE_TAIL)
         return list(zip(plds, widths, strict=True))
 
     return _COARSE.get_all([(s,) for s in sources], compute)
