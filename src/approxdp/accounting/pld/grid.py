@@ -21,7 +21,7 @@ from approxdp.accounting.pld.batched import cdfs_and_errors_many
 from approxdp.accounting.pld.discrete import DiscretePLD
 from approxdp.accounting.pld.edges import _edge_scale, _edges_at, _edges_many
 from approxdp.accounting.pld.privacy_loss import LossSource, cdfs_with_errors
-from approxdp.accounting.pld.split import _split
+from approxdp.accounting.pld.split import _split, split_many
 from approxdp.errors import InvalidParameterError
 
 __all__ = [
@@ -102,17 +102,17 @@ def discretize_many(
     sources: Sequence[LossSource], h: float | Sequence[float], tail: float, stable: bool = False
 ) -> list[DiscretePLD]:
     """:func:`discretize` of each source (at ``h``, or at its own step from a sequence), their
-    CDFs evaluated in one pass (:func:`~approxdp.accounting.pld.batched.cdfs_many`): the same
-    measures."""
+    CDFs evaluated in one pass (:func:`~approxdp.accounting.pld.batched.cdfs_many`) and split
+    in one (:func:`~approxdp.accounting.pld.split.split_many`): the same measures."""
     hs = [float(h)] * len(sources) if isinstance(h, int | float) else [float(x) for x in h]
     edges = _edges_at(sources, hs, tail, _fine_tail(tail))  # (the dots' edges with them)
     grids = [_grid_of(*e, step) for e, step in zip(edges, hs, strict=True)]
     dots = _dots_many(sources, hs, tail, [(g[0], g[1]) for g in grids])
     kept = [g[2] if d is None else g[2][d] for g, d in zip(grids, dots, strict=True)]
     cs = cdfs_and_errors_many(sources, kept)
-    return [_split(s, step, i_lo, n, e, c, ce, stable, d)
-            for s, step, (i_lo, n, _), e, (c, ce), d in zip(sources, hs, grids, kept, cs, dots,
-                                                            strict=True)]
+    return split_many([(s, step, i_lo, n, e, c, ce, d)
+                       for s, step, (i_lo, n, _), e, (c, ce), d in zip(sources, hs, grids, kept, cs,
+                                                                       dots, strict=True)], stable)
 
 
 

@@ -8,6 +8,7 @@ dominating (Zhu, Dong, Wang 2022, https://arxiv.org/abs/2106.08567).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -166,4 +167,212 @@ def _dominance_lift(c: LossCDF, ce: CDFError) -> FloatArray:
     g = np.maximum.accumulate(d[::-1])[::-1]
     lift = g.copy()
     lift[:-1] -= g[1:]
+    return lift
+
+
+#: (source, h, first grid index, grid points, edges, CDFs, their errors, dots) of one split
+SplitInput = tuple[LossSource, float, int, int, FloatArray, LossCDF, CDFError, "IntArray | None"]
+#: :func:`split_many` splits sources together up to this many edges (its temporaries stay in
+#: the cache: larger ones, through fresh pages, made it slower than one by one)
+_CHUNK = 1 << 13
+
+
+def split_many(items: Sequence[SplitInput], stable: bool) -> list[DiscretePLD]:
+    """``[_split(*item[:7], stable, item[7]) for item in items]`` — the same measures, bit for
+    bit — with the arithmetic of up to :data:`_CHUNK` edges of consecutive sources done at
+    once on their concatenated edges (a schedule's phases: a few hundred points each, where
+    the ~60 array operations' call overhead, not the arithmetic, was the cost). ``stable``
+    splits (rare: see :func:`~approxdp.accounting.pld.grid.discretize`) and sources with
+    near-edge sliver bounds are split one by one."""
+    out: list[DiscretePLD | None] = [None] * len(items)
+    batch: list[int] = []
+    held = 0
+    for k, item in enumerate(items):
+        ce, size = item[6], item[4].size
+        if stable or ce.near is not None or size < 2:
+            out[k] = _split(*item[:7], stable, item[7])
+            continue
+        if batch and held + size > _CHUNK:
+            _flush(items, batch, out)
+            batch, held = [], 0
+        batch.append(k)
+        held += size
+    if batch:
+        _flush(items, batch, out)
+    return [o for o in out if o is not None]
+
+
+def _flush(items: Sequence[SplitInput], batch: list[int], out: list[DiscretePLD | None]) -> None:
+    if len(batch) == 1:
+        k = batch[0]
+        out[k] = _split(*items[k][:7], False, items[k][7])
+        return
+    for k, pld in zip(batch, _split_together([items[k] for k in batch]), strict=True):
+        out[k] = pld
+
+
+def _split_together(items: Sequence[SplitInput]) -> list[DiscretePLD]:
+    """:func:`_split` of each source (none stable, none with near-edge slivers), elementwise
+    on the concatenation: interval k lies between concatenated edges k and k + 1 (the one
+    straddling two sources is computed and never read); every per-source scalar is repeated
+    over its entries and each operation is _split's own, in its order (so each entry is the
+    same float); the sums stay per source."""
+    sizes = [it[4].size for it in items]
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.intp)
+    total = sum(sizes)
+    ends = starts + np.asarray(sizes, dtype=np.intp) - 1
+    cut = ends[:-1]  # the straddling intervals
+    fp = np.concatenate([it[5].fp for it in items])
+    sp = np.concatenate([it[5].sp for it in items])
+    fq = np.concatenate([it[5].fq for it in items])
+    sq = np.concatenate([it[5].sq for it in items])
+    kv = np.concatenate([it[6].value for it in items])
+    edges = np.concatenate([it[4] for it in items])
+    # per interval: the step width, 1 − e^(−width) (math.expm1 for a scalar step, as _split)
+    width = np.ones(total - 1)  # (1 at the straddling intervals)
+    denom = np.ones(total - 1)
+    for (_, h, _, _, e, _, _, dots), at in zip(items, starts.tolist(), strict=True):
+        part = slice(at, at + e.size - 1)
+        if dots is None:
+            width[part] = h
+            denom[part] = -math.expm1(-h)
+        else:
+            w = np.diff(dots) * h
+            width[part] = w
+            denom[part] = -np.expm1(-w)
+    counts = np.asarray(sizes, dtype=np.intp)
+    tiny_src = np.array([it[6].tiny for it in items])
+    tiny = np.repeat(tiny_src, counts)  # per edge
+    p, p_scale = loss_interval(fp, sp)
+    r, r_scale = loss_interval(fq, sq)
+    with np.errstate(over="ignore"):
+        grow = np.exp(edges[:-1])
+    kap = 2.0 * np.maximum(kv[1:], kv[:-1])
+    across, lost = _slivers(items, np.minimum(fp, sp), kv, starts, counts)
+    with np.errstate(invalid="ignore", over="ignore"):
+        a = (p - grow * r) / denom
+        err = ((8.0 * _U + kap) * (p_scale + grow * r_scale) + (2.0 * tiny[:-1]) * (1.0 + grow))
+        err /= denom
+        a = np.where(np.isfinite(a), a, p)
+        err = np.where(np.isfinite(err), err, np.inf)
+        err = err + across
+        exact = np.clip(a, 0.0, p)
+        a = np.clip(a + err, 0.0, p)
+    lift = _lifts(fp, sp, kv, tiny, starts, ends, cut)
+    finite = np.isfinite(lift)
+    unbounded = ~np.logical_and.reduceat(finite, starts)
+    low = p - a
+    a_in = a.copy()
+    a_in[cut] = 0.0
+    low[cut] = 0.0
+    pmf = np.zeros(total)
+    pmf[1:] += a_in
+    pmf[:-1] += low
+    pmf[starts] += fp[starts]  # everything at or below each grid's lowest point
+    lift = np.where(finite, lift, 0.0)
+    full = np.logical_and.reduceat(pmf > 0.0, starts)  # _place_up's usual case: at each point
+    np.add(pmf, lift, out=pmf, where=np.repeat(full, counts))
+    lift_top = [0.0 if full[k] else _place_up(pmf[at : at + m], lift[at : at + m])
+                for k, (at, m) in enumerate(zip(starts.tolist(), sizes, strict=True))]
+    pmf *= 1.0 + 8.0 * _U
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        spread = np.where(p > 0.0, (width * width) * a * (p - a) / p, 0.0)
+        shifted = (a - exact) * width  # (the straddling intervals' may be NaN: never read)
+    out: list[DiscretePLD] = []
+    for k, ((_, h, i_lo, n, _, _, ce, dots), at, m) in enumerate(
+        zip(items, starts.tolist(), sizes, strict=True)
+    ):
+        guard = float(shifted[at : at + m - 1].sum())
+        if dots is None:
+            pmf_k = pmf[at : at + m].copy()
+            spread_k = spread[at : at + m - 1].copy()
+        else:
+            pmf_k = np.zeros(n)
+            pmf_k[dots] = pmf[at : at + m]
+            spread_k = np.zeros(n - 1)
+            spread_k[dots[:-1]] = spread[at : at + m - 1]
+        top = float(sp[at + m - 1]) * (1.0 + 4.0 * _U + float(kv[at + m - 1])) + ce.tiny
+        inf_mass = 1.0 if unbounded[k] else min(1.0, top + lost[k] + 2.0 * lift_top[k])
+        out.append(DiscretePLD(h=h, offset=i_lo, pmf=pmf_k, infinity_mass=inf_mass,
+                               spread=spread_k, guard=guard))
+    return out
+
+
+def _slivers(
+    items: Sequence[SplitInput], small: FloatArray, kv: FloatArray, starts: IntArray,
+    counts: IntArray,
+) -> tuple[FloatArray, list[float]]:
+    """:func:`~approxdp.accounting.pld.privacy_loss.sliver_guard` of each source (none with
+    near-edge bounds) on the concatenation: the guard per interval, and each source's mass
+    sent to +∞."""
+    grow_src = 1.0 + np.maximum.reduceat(kv, starts)  # (κ ≥ 0: max(initial=0) is the max)
+    coef_src = np.zeros(len(items))
+    lost: list[float] = []
+    for k, ((_, h, _, _, _, _, ce, _), at, m) in enumerate(
+        zip(items, starts.tolist(), counts.tolist(), strict=True)
+    ):
+        grow = float(grow_src[k])
+        lost.append(ce.moved * float(small[at + m - 1]) * grow + ce.tiny)
+        if ce.moved > 0.0:
+            if ce.shift >= 0.5 * h:
+                coef_src[k] = math.inf
+                lost[k] = 1.0
+            else:
+                coef_src[k] = ce.moved * math.expm1(ce.shift) / -math.expm1(-h)
+    tiny = np.repeat(np.array([it[6].tiny for it in items]), counts)[:-1]
+    coef = np.repeat(coef_src, counts)[:-1]
+    with np.errstate(invalid="ignore", over="ignore"):
+        guard = coef * (small[:-1] * np.repeat(grow_src, counts)[:-1] + tiny)
+    # a source without slivers adds 0.0 (as _split's err + 0.0); one whose slivers may reach
+    # past a step adds +∞
+    return np.where(np.repeat(coef_src == 0.0, counts)[:-1], 0.0,
+                    np.where(np.isinf(coef), np.inf, guard)), lost
+
+
+def _lifts(
+    f: FloatArray, s: FloatArray, kap: FloatArray, tau: FloatArray, starts: IntArray,
+    ends: IntArray, cut: IntArray,
+) -> FloatArray:
+    """:func:`_dominance_lift` of each source on the concatenation (``tau`` per edge): the
+    same floats. The reverse sums over runs restart at each source (folded in Python, in
+    np.cumsum's order), the reverse running maximum likewise (exact: any order)."""
+    eta = kap * (f + s) + (2.0 * tau) + 2.0 * _U
+    use_f = f[1:] <= s[:-1]
+    use_f[cut] = False  # (runs never straddle two sources)
+    flips = np.flatnonzero(np.diff(np.concatenate(([False], use_f, [False])).astype(np.int8)))
+    run_a, run_b = flips[0::2], flips[1::2]
+    d = kap * s + tau
+    if run_a.size:
+        w = (eta[run_a] + eta[run_b]).tolist()
+        src = (np.searchsorted(starts, run_a, side="right") - 1).tolist()
+        runs = len(w)
+        fold = [0.0] * runs  # Σ w over the source's runs from this one up (its cumsum order)
+        after = [0.0] * runs  # the same from the next run up (0 for its last run)
+        for j in range(runs - 1, -1, -1):
+            if j + 1 < runs and src[j + 1] == src[j]:
+                after[j] = fold[j + 1]
+                fold[j] = fold[j + 1] + w[j]
+            else:
+                fold[j] = w[j]
+        # above each edge: the fold of the first run of its source starting at or above it
+        first = np.searchsorted(run_a, np.arange(f.size), side="left")
+        edge_src = np.repeat(np.arange(starts.size), np.diff(np.append(starts, f.size)))
+        ok = first < runs
+        first_c = np.minimum(first, runs - 1)
+        ok &= np.asarray(src)[first_c] == edge_src
+        d = d + np.where(ok, np.asarray(fold)[first_c], 0.0)
+        # inside a run (a ≤ i < b): kap·f + tau + eta[b] + above[b + 1]
+        lens = run_b - run_a
+        inside = np.repeat(run_a - np.cumsum(np.append(0, lens[:-1])), lens) + np.arange(
+            int(lens.sum()))
+        d[inside] = (kap[inside] * f[inside] + tau[inside] + np.repeat(eta[run_b], lens)
+                     ) + np.repeat(np.asarray(after), lens)
+    d = d + 2.0 * _U * np.minimum(s, 1.0)
+    d[starts] += kap[starts] * f[starts] + tau[starts]
+    g = np.empty_like(d)
+    for at, end in zip(starts.tolist(), ends.tolist(), strict=True):
+        g[at : end + 1] = np.maximum.accumulate(d[at : end + 1][::-1])[::-1]
+    lift = g.copy()
+    lift[:-1] -= g[1:]
+    lift[ends] = g[ends]
     return lift
