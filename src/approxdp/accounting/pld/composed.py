@@ -167,8 +167,14 @@ class ComposedPLD:
         n = self._l.size
         rounding = self.roundoff * self._r3[:n]
         if lower:
+            # Mass aliased down from above the window's top was read at its landing loss l,
+            # untilted there by e^(−λl) instead of at its true loss ≥ l + N·h: in these
+            # (untilted) units its bound e^(log_alias_up − λl) is NOT a probability and may
+            # exceed 1, so it is never capped (a cap at 1 let a window whose top sits in the
+            # tilted bulk certify a tail above the truth). Overflow gives −∞: no test there.
+            # Mass aliased up from below the bottom is a probability shrunk by untilting: ≤ 1.
             with np.errstate(over="ignore"):
-                alias = np.exp(np.minimum(self.log_alias_up - self.lam * self._l, 0.0))
+                alias = np.exp(self.log_alias_up - self.lam * self._l)
             alias = alias + math.exp(min(self.log_alias_low, 0.0))
             inf = self.infinity_mass * (1.0 - 1e-12) if infinite else 0.0
             return np.asarray(self._r1[:n] - rounding - alias + inf)
