@@ -52,7 +52,7 @@ def test_the_dominant_direction_is_composed_once_on_the_planned_grid(
     assert g.bracket is not None
     assert g.epsilon <= MAIN_EPS  # the same grid, its own tilt: no looser
     assert g.epsilon <= g.bracket[0] * (1.0 + 1e-3)  # (bracket within precision)
-    assert g.bracket[0] == pytest.approx(MAIN_LOW, rel=1e-8)
+    assert g.bracket[0] >= MAIN_LOW  # (its tests on the pass's window: test_pld_lower_window)
     discretized.clear_caches()
 
 

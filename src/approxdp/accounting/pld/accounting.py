@@ -235,7 +235,7 @@ def _lower(
     for h_low in dict.fromkeys(grids):
         room = 4.0 * top.excess + 0.01 * near + 32.0 * h_low
         out.append(lower_epsilon(parts, delta, h_low, near, room, top.comp.blocked,
-                                 aim_h=top.h))
+                                 aim_h=top.h, like=top.comp))
         if eps_up <= min(max(out), eps_up) * (1.0 + precision):
             break
     return out
