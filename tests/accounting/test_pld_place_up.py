@@ -1,4 +1,4 @@
-"""grid._place_up adds each lift at its own point when every point holds mass (the split's
+"""split._place_up adds each lift at its own point when every point holds mass (the split's
 usual case) by one vectorized add: the same floats as the general path (np.add.at at the
 next point holding mass), which other measures still take."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from approxdp.accounting.pld import grid
+from approxdp.accounting.pld import split
 
 
 def _reference(pmf: np.ndarray, lift: np.ndarray) -> float:
@@ -28,7 +28,7 @@ def test_place_up_is_the_general_rule_bit_for_bit(zeros: int) -> None:
         pmf[-1] = 0.0  # some lift has no point above: it goes to +inf
     lift = rng.random(500) * 1e-16
     got, want = pmf.copy(), pmf.copy()
-    top = grid._place_up(got, lift)
+    top = split._place_up(got, lift)
     assert top == _reference(want, lift)
     assert np.array_equal(got, want)
     assert (top > 0.0) == bool(zeros)

@@ -12,12 +12,12 @@ import numpy as np
 from approxdp.accounting.pld.batched import cdfs_and_errors_many
 from approxdp.accounting.pld.edges import _edge_scale, _edges_many
 from approxdp.accounting.pld.grid import (
-    _U,
     DiscretePLD,
     FloatArray,
     _grid,
     _grid_of,
 )
+from approxdp.accounting.pld.loss_cdfs import _U
 from approxdp.accounting.pld.privacy_loss import CDFError, LossCDF, LossSource, cdfs_with_errors
 
 __all__ = ["RoundedPLD", "discretize_rounded", "discretize_rounded_many"]

@@ -11,8 +11,9 @@ the supports of recently composed measures.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -96,24 +97,26 @@ class Support:
         # (the planner's inner loop: hundreds of calls per ε over the whole support; on a
         # small one the call's overhead is most of it: no error-state switch where u·l
         # cannot overflow)
+        # (ufuncs and their reductions called directly, c_einsum for np.einsum: the same
+        # operations without numpy's Python-level wrappers, a quarter of a call here)
         if abs(u) * self.reach < 1e300:
-            a = self.l * u
-            a += self.logp
-            top = float(a.max())
+            a = _MUL(self.l, u)
+            _ADD(a, self.logp, out=a)
+            top = float(_MAX(a))
         else:
             with np.errstate(over="ignore", invalid="ignore"):
-                a = self.l * u
-                a += self.logp
-            top = float(a.max())
+                a = _MUL(self.l, u)
+                _ADD(a, self.logp, out=a)
+            top = float(_MAX(a))
             if not math.isfinite(top):  # u beyond float range: callers read NaN as too far
                 return math.nan, math.nan, math.nan
-        a -= top
+        _SUB(a, top, out=a)
         _exp_floored(a)
-        s0 = float(a.sum())
-        m = float(np.einsum("i,i", a, self.l)) / s0
-        var = float(np.einsum("i,i", a, self.l2)) / s0 - m * m
+        s0 = float(_SUM(a))
+        m = float(_DOT("i,i", a, self.l)) / s0
+        var = float(_DOT("i,i", a, self.l2)) / s0 - m * m
         if var <= 1e-8 * m * m:  # cancelled: the centred sum instead
-            var = float(np.einsum("i,i", a, (self.l - m) ** 2)) / s0
+            var = float(_DOT("i,i", a, (self.l - m) ** 2)) / s0
         out = (top + math.log(s0) + u * self.ref, m + self.ref, max(var, 0.0))
         if len(self._memo) < 256:
             self._memo[u] = out
@@ -128,9 +131,17 @@ def _exp_floored(a: FloatArray) -> None:
     far below its rounding — and only upward, the side every Chernoff bound built on it may
     err on — while subnormal results (below e^−708) make the exponential and the sums of
     products after it 5–20 times slower on x86."""
-    np.maximum(a, _FLOOR, out=a)
-    np.exp(a, out=a)
+    _MAXIMUM(a, _FLOOR, out=a)
+    _EXP(a, out=a)
 
+
+_MUL, _ADD, _SUB, _MAXIMUM, _EXP = np.multiply, np.add, np.subtract, np.maximum, np.exp
+#: ndarray.max / .sum without their Python wrappers (numpy's _methods call these)
+_MAX, _SUM, _ALL = np.maximum.reduce, np.add.reduce, np.logical_and.reduce
+#: np.einsum without optimize is this C function (numpy ≥ 1.26 keeps it in multiarray)
+_DOT: Callable[..., Any] = getattr(
+    getattr(getattr(np, "_core", getattr(np, "core", None)), "multiarray", None),
+    "c_einsum", np.einsum)
 
 #: See :func:`_exp_floored`.
 _FLOOR = -600.0
@@ -266,13 +277,13 @@ class _Stacked:
             _exp_floored(a)
             if self.padded:
                 s0 = a.sum(axis=1)
-                s1 = np.einsum("ij,ij->i", a, self.l)
-                s2 = np.einsum("ij,ij->i", a, self.l2)
+                s1 = _DOT("ij,ij->i", a, self.l)
+                s2 = _DOT("ij,ij->i", a, self.l2)
             else:
                 s0 = np.add.reduceat(a, self.starts)
                 s1 = np.add.reduceat(a * self.l, self.starts)
                 s2 = np.add.reduceat(a * self.l2, self.starts)
-        if not (bool(np.all(s0 >= _OVERSHOT)) and bool(np.all(np.isfinite(top)))):
+        if not (bool(_ALL(s0 >= _OVERSHOT)) and bool(_ALL(np.isfinite(top)))):
             return None
         return self._combine(u, top, s0, s1, s2)
 
@@ -288,8 +299,8 @@ class _Stacked:
                 a -= top[:, None]
                 _exp_floored(a)
                 s0 = a.sum(axis=1)
-                s1 = np.einsum("ij,ij->i", a, self.l)
-                s2 = np.einsum("ij,ij->i", a, self.l2)
+                s1 = _DOT("ij,ij->i", a, self.l)
+                s2 = _DOT("ij,ij->i", a, self.l2)
             else:
                 top = np.maximum.reduceat(a, self.starts)
                 if not bool(np.all(np.isfinite(top))):
@@ -308,8 +319,7 @@ class _Stacked:
         var = np.maximum(s2 / s0 - m * m, 0.0)
         k = top + np.log(s0) + u * self.ref
         c = self.count
-        return Moments(float((c * k).sum()), float((c * (m + self.ref)).sum()),
-                       float((c * var).sum()))
+        return Moments(float(_SUM(c * k)), float(_SUM(c * (m + self.ref))), float(_SUM(c * var)))
 
 
 _STACKS: dict[tuple[tuple[int, int], ...], tuple[Parts, _Stacked]] = {}
