@@ -1,6 +1,7 @@
 """δ(ε) where one direction's losses stay below ε (the add direction of Poisson subsampling at
-ε ≥ Σ −log(1 − q)): that direction's δ is the mass at +∞ only, certified on the steps'
-pessimistic discretizations — not the 1.0 that a window tilted past the top certified."""
+ε ≥ Σ −log(1 − q)): that direction's δ is the mass at +∞ only — not the 1.0 that a window
+tilted past the top certified (its tilt is now solved below the planning supports' top, see
+test_pld_near_top.py)."""
 
 from __future__ import annotations
 
@@ -34,12 +35,12 @@ def test_delta_above_the_add_directions_top_is_bracketed(epsilon: float) -> None
     assert up <= low * 1.01
 
 
-def test_bounded_delta_only_where_every_loss_is_below_epsilon() -> None:
-    from approxdp.accounting.pld.delta import _bounded_delta
+def test_direction_whose_losses_stay_below_epsilon_has_only_its_infinite_mass() -> None:
+    from approxdp.accounting.pld.delta import _delta_direction
 
     clear_caches()
     plan = _plan(_items())
-    assert _bounded_delta(plan.add, TOP * 0.999) is None  # a loss above ε: not this route
-    assert _bounded_delta(plan.remove, 12.0) is None  # unbounded losses
-    far = _bounded_delta(plan.add, 12.0)
-    assert far is not None and 0.0 <= far <= 1e-300  # only the truncated tails' mass
+    far = _delta_direction(plan.add, 12.0, 1e-3, None)[0]
+    assert 0.0 <= far <= 1e-300  # only the truncated tails' mass (it was 1.0 on 6809edb)
+    near = _delta_direction(plan.add, TOP * 0.999, 1e-3, None)[0]
+    assert 0.0 < near <= 1e-20  # true ≈ 1e-110 (it was 1.0 on 2877e1a: the tilt ran away)

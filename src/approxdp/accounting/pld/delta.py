@@ -12,14 +12,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-import numpy as np
-
 from approxdp._validation import check_parameter
 from approxdp.accounting.guarantees import Guarantee
-from approxdp.accounting.pld.compose import _infinity
-from approxdp.accounting.pld.discretized import COARSE_TAIL, _coarse_many
-from approxdp.accounting.pld.estimates import estimate_support, prefetch_estimates
-from approxdp.accounting.pld.grid import DiscretePLD, discretize_many
+from approxdp.accounting.pld.estimates import prefetch_estimates
 from approxdp.accounting.pld.passes import (
     Parts,
     composed,
@@ -84,10 +79,6 @@ def _delta_direction(
     4x as coarse) to spare, a first pass on a grid 4x as coarse as that one (a 4th to a 6th
     of the cost) usually certifies it already; where it does not, the usual passes follow
     (each pass is certified: the least δ is kept)."""
-    if enough > 0.0:  # a direction whose losses stay below ε (the add one at large ε)
-        bounded = _bounded_delta(parts, epsilon)
-        if bounded is not None and bounded <= enough:
-            return bounded, enough_at[0], False, math.inf
     # the first pass's tails within 1e-7 of a saddle-point estimate of δ (later ones: 1e-4 of
     # the δ found); a guess too high only loosens that pass, which the next one redoes
     first_tail = max(1e-7 * saddle_delta(parts, epsilon), 1e-300)
@@ -129,54 +120,6 @@ def _delta_direction(
         best = min(best, d)
         cur = nxt
     return best, cur.h, cur.comp.blocked, _delta_excess(cur, best)
-
-
-def _bounded_delta(parts: Parts, epsilon: float) -> float | None:
-    """Certified δ(ε) of a direction whose every finite loss is at most ε (else None).
-
-    δ(ε) = E_P[(1 − e^(ε−L))₊] + P(L = ∞): where no finite loss exceeds ε only the mass at
-    +∞ is left. On each step's coarse pessimistic (connect-the-dots) discretization, which
-    dominates the step (Doroshenko, Ghazi, Kamath, Kumar, Manurangsi 2022,
-    https://arxiv.org/abs/2207.04380) — a dominance that composition keeps (Zhu, Dong, Wang
-    2022, https://arxiv.org/abs/2106.08567) — the composed finite losses are at most the sum
-    of the steps' largest ones; where that sum is ≤ ε, δ(ε) of the composition is
-    1 − Π(1 − p_∞)^count, p_∞ each step's mass at +∞ (the truncated tail included), an upper
-    bound on the true δ. (The add direction of Poisson subsampling: its loss is at most
-    −log(1 − q) a step, so at ε ≥ Σ −log(1 − q) its δ is 0, where a tilted window finds
-    nothing to bound and its Chernoff edge certifies only δ ≤ 1.) An uncertified estimate of
-    the largest losses screens first, so the usual case costs nothing new."""
-    estimate = sum(c * estimate_support(s).hi for s, c in parts)
-    if estimate > epsilon:
-        return None
-    sources = [s for s, _ in parts]
-    coarse = _coarse_many(sources)
-    plds = [pld for pld, _ in coarse]
-    found = _infinity_only(plds, parts, epsilon)
-    steps = sum(c for _, c in parts)
-    # ε just above the top: the coarse grids' rounding (≤ a few steps each, thinned tail
-    # dots included) can take the sum past ε — once more on grids fine enough to leave it room
-    h = quantize((epsilon - estimate) / (8.0 * steps)) if epsilon > estimate else 0.0
-    if found is None and h > 0.0 and sum(w for _, w in coarse) / h <= _BOUNDED_POINTS:
-        found = _infinity_only(discretize_many(sources, h, COARSE_TAIL), parts, epsilon)
-    return found
-
-
-def _infinity_only(plds: Sequence[DiscretePLD], parts: Parts, epsilon: float) -> float | None:
-    """The composition's mass at +∞ (:func:`~approxdp.accounting.pld.compose._infinity`,
-    rounded up) where the steps' largest finite losses sum to ≤ ε; else None."""
-    top = 0.0
-    for pld, (_, count) in zip(plds, parts, strict=True):
-        finite = np.flatnonzero(pld.pmf > 0.0)
-        if finite.size:
-            top += count * float(pld.offset + finite[-1]) * pld.h
-    if not top * (1.0 + 1e-12) <= epsilon:  # (the sum's round-off, toward more loss)
-        return None
-    return min(1.0, _infinity([(p, c) for p, (_, c) in zip(plds, parts, strict=True)])
-               * (1.0 + 1e-12))
-
-
-#: the finer check's grids hold at most about this many points (all steps together)
-_BOUNDED_POINTS = 1 << 21
 
 
 #: A non-dominant direction whose saddle-point estimate of δ is under this fraction of the

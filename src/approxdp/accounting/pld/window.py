@@ -325,8 +325,11 @@ def plan_window(
         a = b_low if math.isinf(room) else min(eps_ref - room, b_low)
         top = min(max(b_top, eps_ref + h), (hi_idx + 1) * h)
         return _window(0.0, a, top, h, lo_idx, hi_idx, (th_b, k_b), (th_b, k_b), (th_l, k_l))
-    # a tilted mean can only sit below the top of the support
-    top_support = sum(c * sup.hi for sup, c in parts)
+    # a tilted mean can only sit below the top of the support it is solved on: the planning
+    # supports' largest entries (a merged support's sit below the true top; a target between
+    # the two sends the tilt off towards infinity, and untilting the FFT's round-off by
+    # e^(K(λ) − λε) then swamps δ: 1.0 just below a direction's top, issue 22)
+    top_support = _reach_top(parts)
     eps_ref = max(min(tilt_at, m0.mean + 0.95 * (top_support - m0.mean)), 0.0)
     star = solve_tilt(parts, eps_ref) if lam is None else lam
     fracs = (1.0, 0.7, 0.5, 0.35, 0.25) if lam is None else (1.0,)
@@ -358,6 +361,11 @@ def plan_window(
             break
     assert best is not None
     return best
+
+
+def _reach_top(parts: Parts) -> float:
+    """The largest loss a sum of the supports' entries takes (their losses ascend)."""
+    return sum(c * (sup.ref + float(sup.l[-1]) if sup.l.size else sup.hi) for sup, c in parts)
 
 
 def _window(
