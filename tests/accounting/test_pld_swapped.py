@@ -108,7 +108,8 @@ def test_the_accountant_certifies_the_other_direction_without_composing_it(
     assert seen == ["remove"]
     assert g.epsilon == pytest.approx(4.141324721729236e-05, rel=1e-12)
     assert g.bracket is not None
-    assert g.bracket[0] == pytest.approx(4.139129526974682e-05, rel=1e-12)
+    # (main 2877e1a's lower end; its tests now reuse the upper bound's window: no looser)
+    assert g.bracket[0] >= 4.139129526974682e-05 * (1.0 - 1e-12)
     _, add = _directions(5.0, 1e-5, 1000)
     assert composed(add, 2.0**-26, 1e-10, g.epsilon).delta(g.epsilon) <= 1e-5
     discretized.clear_caches()

@@ -44,9 +44,11 @@ from approxdp.accounting.pld.plan import (
 )
 from approxdp.accounting.pld.refine import (
     _has_atoms,
+    _planned_start,
     _refine,
     _solve,
     _Solved,
+    _Start,
     _start_step,
     grid_step,
     lower_grids,
@@ -178,55 +180,86 @@ def pld_epsilon(
     # direction has atoms, the estimates cannot tell, or the prediction misses: both
     # directions' first passes, the larger refined (each pass certified either way)
     known = None if fixed is not None else _dominant(plan, delta)
+    lows: list[float] = []
     if known is not None:
         top_parts, other_parts, gap = known
-        first = _solve(top_parts, delta, _start_step(top_parts, precision, delta), None)
-        first_h = first.h
-        top = _refine(top_parts, delta, first, precision)
+        start = _planned_start(top_parts, precision, delta)
+        first = _solve(top_parts, delta, start.h, start.aim, start.below)
+        trusted, first_h = start.trusted, start.first_h
+        top, lows = _top(top_parts, delta, first, precision, trusted, first_h, bracket)
         if not _swap_below(top_parts, other_parts, delta, top, first):
             own = _start_step(other_parts, precision, delta)
             if not _below(other_parts, delta, top, first_h, gap, own):
                 known = None  # (above it even on the final grid: it may dominate)
     if known is None:
-        top_parts, top, first_h, eps_up = _both_ways(plan, delta, precision, fixed)
+        top_parts, top, first_h, eps_up, lows = _both_ways(plan, delta, precision, fixed,
+                                                           bracket)
     else:
         eps_up = top.eps
     eps_lo = 0.0
     if bracket:
-        near = top.eps if math.isfinite(top.eps) else top.comp.lam_target or 0.0
-        grids = [top.h] if fixed is not None else lower_grids(top, first_h)
-        for h_low in dict.fromkeys(grids):
-            room = 4.0 * top.excess + 0.01 * near + 32.0 * h_low
-            low = lower_epsilon(top_parts, delta, h_low, near, room, top.comp.blocked,
-                                aim_h=top.h)
+        for low in lows or _lower(top_parts, delta, top, first_h, fixed, precision, eps_up):
             eps_lo = min(max(eps_lo, low), eps_up)
-            if eps_up <= eps_lo * (1.0 + precision):
-                break
     return Guarantee(
         eps_up, delta, "upper bound", PLD_RULE, bracket=(eps_lo, eps_up) if bracket else None
     )
 
 
+def _top(
+    parts: Parts, delta: float, first: _Solved, precision: float, trusted: bool,
+    first_h: float, bracket: bool,
+) -> tuple[_Solved, list[float]]:
+    """The dominant direction refined from its first pass (:func:`_refine`), and — where that
+    first pass was trusted (:func:`_planned_start`) and is the answer — its lower bounds: the
+    check of the trust. Where the bracket is wider than ``precision`` the model was not to be
+    trusted after all: refined as an untrusted pass would be (calibration pass first)."""
+    top = _refine(parts, delta, first, precision, trusted)
+    if not (trusted and top is first and bracket):
+        return top, []
+    lows = _lower(parts, delta, top, first_h, None, precision)
+    if top.eps > max(lows) * (1.0 + precision):
+        return _refine(parts, delta, first, precision), []
+    return top, lows
+
+
+def _lower(
+    parts: Parts, delta: float, top: _Solved, first_h: float, fixed: float | None,
+    precision: float, eps_up: float | None = None,
+) -> list[float]:
+    """The certified lower bounds of the dominant direction's tests (:func:`lower_grids`),
+    coarsest first, until one is within ``precision`` of ``eps_up`` (default ``top.eps``)."""
+    eps_up = top.eps if eps_up is None else eps_up
+    near = top.eps if math.isfinite(top.eps) else top.comp.lam_target or 0.0
+    grids = [top.h] if fixed is not None else lower_grids(top, first_h)
+    out = [0.0]
+    for h_low in dict.fromkeys(grids):
+        room = 4.0 * top.excess + 0.01 * near + 32.0 * h_low
+        out.append(lower_epsilon(parts, delta, h_low, near, room, top.comp.blocked,
+                                 aim_h=top.h, like=top.comp))
+        if eps_up <= min(max(out), eps_up) * (1.0 + precision):
+            break
+    return out
+
+
 def _both_ways(
-    plan: _Plan, delta: float, precision: float, fixed: float | None
-) -> tuple[Parts, _Solved, float, float]:
+    plan: _Plan, delta: float, precision: float, fixed: float | None, bracket: bool
+) -> tuple[Parts, _Solved, float, float, list[float]]:
     """Every direction's first pass; the largest refined, the others certified at their first
     grid or, where that is above it, on a finer one: (dominant parts, its final pass, its
-    first grid, the certified ε of all)."""
+    first grid, the certified ε of all, its lower bounds where :func:`_top` made them)."""
     if fixed is None:
-        first = [
-            (parts, _solve(parts, delta, _start_step(parts, precision, delta), None))
-            for parts in _directions(plan)
-        ]
+        starts = [(parts, _planned_start(parts, precision, delta)) for parts in _directions(plan)]
     else:
-        first = [(parts, _solve(parts, delta, fixed, None)) for parts in _directions(plan)]
+        starts = [(parts, _Start(fixed, False, fixed)) for parts in _directions(plan)]
+    first = [(parts, _solve(parts, delta, st.h, st.aim, st.below), st.trusted, st.first_h)
+             for parts, st in starts]
     first.sort(key=lambda item: -item[1].eps)
-    top_parts, top = first[0]
-    first_h = top.h
+    top_parts, top, trusted, first_h = first[0]
+    lows: list[float] = []
     if fixed is None and not _has_atoms(top_parts):
-        top = _refine(top_parts, delta, top, precision)
+        top, lows = _top(top_parts, delta, top, precision, trusted, first_h, bracket)
     eps_up = top.eps
-    for parts, other in first[1:]:  # certified at its first grid; if it matters, on the
+    for parts, other, _, _ in first[1:]:  # certified at its first grid; if it matters, on the
         if other.eps > eps_up and fixed is None:  # dominant one's final grid
             room = 2.0 * (other.eps - eps_up) + 0.01 * other.eps + 32.0 * other.h
             h_other = _other_step(other, top, eps_up)
@@ -236,7 +269,7 @@ def _both_ways(
                 finer = again if again.eps < finer.eps else finer
             other = finer if finer.eps < other.eps else other
         eps_up = max(eps_up, other.eps)
-    return top_parts, top, first_h, eps_up
+    return top_parts, top, first_h, eps_up, lows if eps_up == top.eps else []
 
 
 def _dominant(plan: _Plan, delta: float) -> tuple[Parts, Parts, float] | None:

@@ -17,6 +17,7 @@ the same way on the same window, their tails bounded from below and from above
 from __future__ import annotations
 
 import math
+from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
@@ -83,18 +84,29 @@ class ComposedPLD:
         self.step_h = h  # the steps' grid (coarser than asked where it would not fit: passes)
         self.alias_theta = alias_theta  # the θ of log_alias_up (for per-entry alias bounds)
         l = (offset + np.arange(tilted.size)) * h
-        keep = l >= 0.0  # only ε ≥ 0 is ever asked for: atoms at l ≤ 0 never count
-        self._l = l[keep]
+        # only ε ≥ 0 is ever asked for: atoms at l < 0 never count (the losses increase:
+        # those ≥ 0 are a suffix)
+        keep = int(np.searchsorted(l, 0.0, side="left"))
+        self._l = l[keep:]
         with np.errstate(over="ignore"):
-            untilt = np.exp(np.minimum(log_mgf - lam * self._l, 700.0))
-        self._m = tilted[keep] * untilt  # untilted masses
-        ref = float(self._l[0]) if self._l.size else 0.0
-        self._ref = ref
-        # suffix sums from index j on: m, m·e^(ref − l), untilt factors
-        self._r1 = _suffix(self._m)
+            self._untilt = np.exp(np.minimum(log_mgf - lam * self._l, 700.0))
+        self._m = tilted[keep:] * self._untilt  # untilted masses
+        self._ref = float(self._l[0]) if self._l.size else 0.0
+
+    # suffix sums from index j on: m, m·e^(ref − l), untilt factors (each formed when first
+    # read: a test composition reads two of them, an ε read all three)
+    @cached_property
+    def _r1(self) -> FloatArray:
+        return _suffix(self._m)
+
+    @cached_property
+    def _r2(self) -> FloatArray:
         with np.errstate(over="ignore", under="ignore"):
-            self._r2 = _suffix(self._m * np.exp(np.maximum(ref - self._l, -745.0)))
-        self._r3 = _suffix(untilt)  # (only the untilt factors' suffix sums are kept)
+            return _suffix(self._m * np.exp(np.maximum(self._ref - self._l, -745.0)))
+
+    @cached_property
+    def _r3(self) -> FloatArray:
+        return _suffix(self._untilt)
 
     def alias_bounds(self) -> FloatArray:
         """Per entry of the window, a bound on the tilted mass that aliasing put there (from

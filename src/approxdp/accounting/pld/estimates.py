@@ -47,6 +47,7 @@ __all__ = [
     "estimate_support",
     "excess_model",
     "prefetch_estimates",
+    "prior_model",
     "saddle_delta",
     "saddle_epsilon",
 ]
@@ -379,6 +380,24 @@ def excess_model(
                     strict=True))
     lam = solve_tilt([(support_of(p), c) for p, c in plds], eps, start=comp.lam)
     slope = comp.slope(eps) / delta if delta > 0.0 else lam
+    return _model(parts, plds, delta, lam, slope, (comp.block_spread, h), step_tail, stable)
+
+
+def prior_model(parts: Parts, h: float, lam: float, slope: float, delta: float) -> ExcessModel:
+    """The excess model before any pass: at the saddle point's tilt λ and slope −d log δ/dε
+    (:func:`saddle_epsilon`), on the steps' discretizations at grid step h (those the pass
+    there needs; one level: no blocks)."""
+    step_tail = _step_tail(parts, 1e-4 * delta)
+    stable = _stable(parts)
+    plds = list(zip(discretized_all(parts, h, step_tail, stable), (c for _, c in parts),
+                    strict=True))
+    return _model(parts, plds, delta, lam, slope, (0.0, h), step_tail, stable)
+
+
+def _model(
+    parts: Parts, plds: list[tuple[DiscretePLD, int]], delta: float, lam: float, slope: float,
+    blocks: tuple[float, float], step_tail: float, stable: bool,
+) -> ExcessModel:
     ratio = max(1.0, lam / slope) if slope > 0.0 else 1.0 + lam
     gaussian = slope > 0.0 and 0.8 <= lam / slope <= 1.25 and lam >= 0.5
     kept, subset = tuple(parts), None
@@ -393,7 +412,7 @@ def excess_model(
             subset = (step_tail, spread / part_spread,
                       shift / part_shift if part_shift > 0.0 else 1.0)
     return ExcessModel(kept, delta, lam, (1.0 + lam) / 2.0 * ratio, 1.0, gaussian,
-                       (comp.block_spread, h), subset, stable)
+                       blocks, subset, stable)
 
 
 def calibrated(model: ExcessModel, coarse: tuple[float, float], fine: tuple[float, float]) -> (

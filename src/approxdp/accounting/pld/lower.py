@@ -9,12 +9,14 @@ the optimal tests; a lower bound on their P-mass and an upper bound on their Q-m
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
 
 from approxdp.accounting.pld.blocks import EXTENDED_FROM, rounded_pieces
 from approxdp.accounting.pld.compose import (
+    ComposedPLD,
     DiscretePLD,
     RoundedPLD,
     WindowTooLargeError,
@@ -37,7 +39,7 @@ __all__ = ["lower_delta", "lower_epsilon"]
 
 def _rounded_tails(
     parts: Parts, h: float, tail: float, tilt_at: float, below: float | None = None,
-    blocks: bool = False, aim_h: float | None = None,
+    blocks: bool = False, aim_h: float | None = None, like: ComposedPLD | None = None,
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """Certified (P-tail lower, Q-tail upper) of the rounded loss, composed tilted at
     ``tilt_at`` (λ for P, λ + 1 for Q: Q-masses are about P-masses times e^(−loss), so both
@@ -53,10 +55,11 @@ def _rounded_tails(
     # so the window is aimed at the answer plus that shift — from the pessimistic steps the
     # answer was found on (cached: no discretization only to aim)
     pess = discretized_all(parts, h if aim_h is None else aim_h, step_tail, stable)
-    tilt_at = tilt_at + sum(
+    shift = sum(
         c * (r.as_measures()[0].mean_var()[0] - d.mean_var()[0])
         for (r, c), d in zip(rounded, pess, strict=True)
     )
+    tilt_at = tilt_at + shift
     if blocks:
         p_parts, q_parts = _rounded_in_blocks(rounded, tail, tilt_at)
     else:
@@ -65,8 +68,19 @@ def _rounded_tails(
     # (as for the upper bound: the last composition is used once)
     ext = max(c for _, c in p_parts) >= EXTENDED_FROM
     try:
-        with exact_planning():  # (the tests lose what the window leaves out: planned exactly)
-            p_comp = compose(p_parts, tail=tail, tilt_at=tilt_at, below=below, extended=ext)
+        if like is not None and not blocks and not like.blocked and like.size > 1:
+            # the upper bound's window and tilt, moved by the rounding's shift onto this grid
+            lo = like.offset * like.h + shift
+            hi = (like.offset + like.size) * like.h + shift
+            if below is not None:  # (reaching as far under the answer as a plan would)
+                lo = min(lo, tilt_at - below)
+            a_idx = math.floor(lo / h)
+            win0 = Window(like.lam, a_idx, math.ceil(hi / h) - a_idx)
+            p_comp = compose(p_parts, tail=tail, tilt_at=tilt_at, window=win0, extended=ext)
+        else:
+            with exact_planning():  # (the tests lose what the window leaves out: planned
+                p_comp = compose(p_parts, tail=tail, tilt_at=tilt_at, below=below,  # exactly)
+                                 extended=ext)
         if p_comp.size <= 1:
             return None
         win = Window(p_comp.lam, p_comp.offset, p_comp.size)
@@ -89,12 +103,13 @@ def _rounded_in_blocks(
 
 def lower_epsilon(
     parts: Parts, delta: float, h: float, near: float, below: float | None = None,
-    blocks: bool = False, aim_h: float | None = None,
+    blocks: bool = False, aim_h: float | None = None, like: ComposedPLD | None = None,
 ) -> float:
     """A certified lower bound on ε(δ) of one direction: the rounded-loss tests at grid step
     h, composed tilted at ``near`` (the upper bound, found at grid step ``aim_h``, default h:
-    the answer is at most ``below`` under it), in blocks if ``blocks``."""
-    tails = _rounded_tails(parts, h, 1e-4 * delta, near, below, blocks, aim_h)
+    the answer is at most ``below`` under it), in blocks if ``blocks``. ``like``: the upper
+    bound's composition, whose window and tilt the tests reuse (no plan of their own)."""
+    tails = _rounded_tails(parts, h, 1e-4 * delta, near, below, blocks, aim_h, like)
     if tails is None:
         return 0.0
     return test_epsilon(tails[0], tails[1], delta)
