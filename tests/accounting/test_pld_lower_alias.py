@@ -27,7 +27,7 @@ def _suffix_at(offset: int, pmf: np.ndarray, idx: np.ndarray) -> np.ndarray:
     return tails[np.clip(idx - offset, 0, pmf.size)]
 
 
-@pytest.mark.parametrize("lam", [3.130659290511211, 1.5, 0.67])
+@pytest.mark.parametrize("lam", [3.130659290511211, 1.5, 0.67, -0.5])
 def test_lower_tails_below_brute_force_on_any_window(lam: float) -> None:
     sigma, q, delta, h = 0.5, 0.01, 1e-3, 2.0**-8
     acc = TrainingAccountant()

@@ -179,6 +179,8 @@ class ComposedPLD:
         n = self._l.size
         rounding = self.roundoff * self._r3[:n]
         if lower:
+            if self.lam < 0.0:  # untilting grows what was aliased up from below: no bound
+                return np.full(n, -math.inf)  # is derived for it, so nothing is certified
             # Mass aliased down from above the window's top was read at its landing loss l,
             # untilted there by e^(−λl) instead of at its true loss ≥ l + N·h: in these
             # (untilted) units its bound e^(log_alias_up − λl) is NOT a probability and may

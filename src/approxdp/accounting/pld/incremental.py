@@ -418,6 +418,8 @@ class IncrementalEpsilon:
         upper = max(held.run.composed().epsilon(delta) for held in state.uppers.values())
         tails = rounded_tails(state.p_low.run.composed(), state.q_low.run.composed())
         lower = test_epsilon(tails[0], tails[1], delta)
+        if lower > upper:  # both are certified: one of them is not; never answer from it
+            return None, math.inf
         width = (upper - lower) / lower if lower > 0.0 else math.inf
         if not (math.isfinite(upper) and width <= self._room):
             return None, width
