@@ -18,7 +18,7 @@ Q = 256 / 60000
 PHASES = [(2.0 - 0.12 * i, Q if i < 5 else 2 * Q, 1400) for i in range(10)]
 # the answer, to 10 digits: the route changes how the other direction is certified, never
 # the answer (main 9b2c666 had 3.7164349284378844, 3.713191899388684; since
-# refine._planned_start the dominant direction's one pass is tilted at the saddle point's
+# grid_steps._planned_start the dominant direction's one pass is tilted at the saddle point's
 # estimate: 2.8e-7 tighter; its lower end, on that pass's window, 6.1e-7 higher)
 EPS, LOW = 3.7164338703389035, 3.713194168301843
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import integrate
 
-from approxdp.accounting.pld import discretized, estimates, refine
+from approxdp.accounting.pld import discretized, estimates, grid_steps, refine
 from approxdp.accounting.pld.plan import _plan
 from approxdp.accounting.pld.privacy_loss import GaussianLoss, LaplaceLoss, SubsampledLoss
 from approxdp.events import GaussianEvent, SubsampledEvent
@@ -106,7 +106,7 @@ def test_quadrature_picks_the_grids_the_coarse_estimates_picked(
 
     def grids() -> list[tuple[float, float]]:
         discretized.clear_caches()
-        return [(refine._first_step(p, 1e-3, delta), refine._start_step(p, 1e-3, delta))
+        return [(grid_steps._first_step(p, 1e-3, delta), grid_steps._start_step(p, 1e-3, delta))
                 for p in (plan.remove, plan.add)]
 
     new = grids()
@@ -305,10 +305,10 @@ def test_the_calibration_pass_composes_at_the_first_pass_tilt(
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(compose_mod, "plan_window", counted)
-    # (the route before refine._planned_start: a first pass on the first guess, then the
+    # (the route before grid_steps._planned_start: a first pass on the first guess, then the
     # calibration pass; test_pld_planned_start.py covers the one trusted pass #28 takes now)
     monkeypatch.setattr(accounting, "_planned_start",
-                        lambda p, prec, d: refine._Start(refine._start_step(p, prec, d)))
+                        lambda p, prec, d: grid_steps._Start(grid_steps._start_step(p, prec, d)))
     g = pld_epsilon(events, 1e-5)
     assert len(planned) == 2 and planned[1] is not None and planned[1] > 0.0
     assert g.epsilon <= 4.141324721729236e-05  # (main's answer before this change)

@@ -1,4 +1,4 @@
-"""The first pass planned from the saddle point (refine._planned_start), checked by the lower
+"""The first pass planned from the saddle point (grid_steps._planned_start), checked by the lower
 bound's bracket:
 
 - not near-Gaussian, with a window small enough that the first pass is on the final grid's
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from approxdp.accounting.pld import accounting, discretized, refine
+from approxdp.accounting.pld import accounting, discretized, grid_steps, refine
 from approxdp.accounting.pld.accounting import pld_epsilon
 from approxdp.accounting.pld.plan import _plan
 from approxdp.events import GaussianEvent, SubsampledEvent
@@ -47,7 +47,7 @@ def test_the_dominant_direction_is_composed_once_on_the_planned_grid(
     g = pld_epsilon(EVENTS, 1e-5)
     parts = accounting._dominant(_plan(EVENTS), 1e-5)
     assert parts is not None
-    guess = refine._first_step(parts[0], 1e-3, 1e-5)
+    guess = grid_steps._first_step(parts[0], 1e-3, 1e-5)
     assert grids == [pytest.approx(guess / 2.0)]  # (main: guess, then guess / 2)
     assert g.bracket is not None
     assert g.epsilon <= MAIN_EPS  # the same grid, its own tilt: no looser
@@ -87,8 +87,9 @@ def test_near_gaussian_and_large_windows_keep_the_first_guess() -> None:
         plan = _plan([(SubsampledEvent(GaussianEvent(sigma), q), steps)])
         known = accounting._dominant(plan, delta)
         parts = known[0] if known is not None else plan.remove
-        start = refine._start_step(parts, 1e-3, delta)
-        assert refine._planned_start(parts, 1e-3, delta) == refine._Start(start, False, start)
+        start = grid_steps._start_step(parts, 1e-3, delta)
+        planned = grid_steps._planned_start(parts, 1e-3, delta)
+        assert planned == grid_steps._Start(start, False, start)
 
 
 def test_a_schedule_is_composed_once_on_the_grid_its_prior_model_picks(
@@ -109,7 +110,7 @@ def test_a_schedule_is_composed_once_on_the_grid_its_prior_model_picks(
     g = pld_epsilon(items, 1e-5)
     known = accounting._dominant(_plan(items), 1e-5)
     assert known is not None
-    coarse = refine._start_step(known[0], 1e-3, 1e-5)
+    coarse = grid_steps._start_step(known[0], 1e-3, 1e-5)
     assert grids == [pytest.approx(2.0 ** -11.25)]  # (main: [coarse, this one])
     assert coarse > 4.0 * grids[0]
     assert g.bracket is not None
@@ -125,9 +126,9 @@ def test_a_skewed_sum_keeps_its_coarse_first_pass() -> None:
     plan = _plan([(SubsampledEvent(GaussianEvent(0.595), 2.3e-4), 130)])
     known = accounting._dominant(plan, 1e-5)
     parts = known[0] if known is not None else plan.remove
-    saddle = refine.saddle_epsilon(parts, 1e-5)
+    saddle = grid_steps.saddle_epsilon(parts, 1e-5)
     assert saddle is not None
-    slope, skew = refine._saddle_shape(parts, saddle[1])
-    assert 0.8 <= saddle[1] / slope <= 1.25 and skew > refine._SKEW
-    start = refine._start_step(parts, 1e-3, 1e-5)
-    assert refine._planned_start(parts, 1e-3, 1e-5) == refine._Start(start, False, start)
+    slope, skew = grid_steps._saddle_shape(parts, saddle[1])
+    assert 0.8 <= saddle[1] / slope <= 1.25 and skew > grid_steps._SKEW
+    start = grid_steps._start_step(parts, 1e-3, 1e-5)
+    assert grid_steps._planned_start(parts, 1e-3, 1e-5) == grid_steps._Start(start, False, start)

@@ -7,9 +7,9 @@ https://arxiv.org/abs/2106.08567, Sec. 5). A history composes each direction sep
 merged first into one Gaussian with μ = (Σ Δᵢ²/σᵢ²)^(1/2), which is exact (Zhao et al. 2019,
 https://arxiv.org/abs/1911.12060, Lemma 15).
 
-The grid step is chosen from the history, then checked and refined
-(:mod:`approxdp.accounting.pld.refine`); the history is planned per direction in
-:mod:`approxdp.accounting.pld.plan`.
+The grid step is chosen from the history (:mod:`approxdp.accounting.pld.grid_steps`), then
+checked and refined (:mod:`approxdp.accounting.pld.refine`); the history is planned per
+direction in :mod:`approxdp.accounting.pld.plan`.
 
 Only the direction that dominates is refined and bracketed: the other is certified at the
 first grid, whose bound is valid whatever the grid; if it is not below the dominant one, it is
@@ -25,6 +25,13 @@ from approxdp.accounting.guarantees import Guarantee
 from approxdp.accounting.pld.delta import PLD_RULE, pld_delta
 from approxdp.accounting.pld.estimates import prefetch_estimates
 from approxdp.accounting.pld.event_losses import LossPair, event_losses
+from approxdp.accounting.pld.grid_steps import (
+    _has_atoms,
+    _planned_start,
+    _Start,
+    _start_step,
+    grid_step,
+)
 from approxdp.accounting.pld.passes import (
     Parts,
     clear_caches,
@@ -42,17 +49,7 @@ from approxdp.accounting.pld.plan import (
     _plan,
     check_precision,
 )
-from approxdp.accounting.pld.refine import (
-    _has_atoms,
-    _planned_start,
-    _refine,
-    _solve,
-    _Solved,
-    _Start,
-    _start_step,
-    grid_step,
-    lower_grids,
-)
+from approxdp.accounting.pld.refine import _refine, _solve, _Solved, lower_grids
 from approxdp.accounting.pld.swapped import is_swap, swapped_delta
 from approxdp.errors import InvalidParameterError
 from approxdp.events import PrivacyEvent

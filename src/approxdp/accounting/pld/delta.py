@@ -18,6 +18,7 @@ from approxdp._validation import check_parameter
 from approxdp.accounting.guarantees import Guarantee
 from approxdp.accounting.pld.estimates import estimate_moments, prefetch_estimates
 from approxdp.accounting.pld.grid import discretize_many
+from approxdp.accounting.pld.grid_steps import _first_step, _has_atoms, _start_step, _target
 from approxdp.accounting.pld.passes import (
     Parts,
     composed,
@@ -33,14 +34,7 @@ from approxdp.accounting.pld.plan import (
     _plan,
     check_precision,
 )
-from approxdp.accounting.pld.refine import (
-    _finer,
-    _first_step,
-    _has_atoms,
-    _Solved,
-    _start_step,
-    _target,
-)
+from approxdp.accounting.pld.refine import _finer, _Solved
 from approxdp.errors import InvalidParameterError
 from approxdp.events import PrivacyEvent
 

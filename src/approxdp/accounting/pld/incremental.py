@@ -56,6 +56,7 @@ from approxdp.accounting.pld.discretized import (
     rounded_all,
 )
 from approxdp.accounting.pld.estimates import saddle_epsilon
+from approxdp.accounting.pld.grid_steps import _first_step
 from approxdp.accounting.pld.incremental_state import (
     _MAX_POINTS,
     _ONESHOT_COST,
@@ -73,7 +74,6 @@ from approxdp.accounting.pld.incremental_state import (
 )
 from approxdp.accounting.pld.plan import _directions, _Plan
 from approxdp.accounting.pld.privacy_loss import LossSource
-from approxdp.accounting.pld.refine import _first_step
 from approxdp.accounting.pld.running import plan_running
 from approxdp.accounting.pld.window import (
     Window,

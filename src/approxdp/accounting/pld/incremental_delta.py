@@ -32,10 +32,10 @@ from approxdp.accounting.guarantees import Guarantee
 from approxdp.accounting.pld.compose import DiscretePLD, rounded_tails, test_delta
 from approxdp.accounting.pld.discretized import quantize
 from approxdp.accounting.pld.estimates import saddle_delta
+from approxdp.accounting.pld.grid_steps import _first_step
 from approxdp.accounting.pld.incremental import INCREMENTAL_RULE, IncrementalEpsilon
 from approxdp.accounting.pld.incremental_state import Parts, _scaled, _State
 from approxdp.accounting.pld.plan import _Plan
-from approxdp.accounting.pld.refine import _first_step
 from approxdp.accounting.pld.window import (
     _predicted_roundoff,
     composed_moments,
