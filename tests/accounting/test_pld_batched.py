@@ -14,8 +14,6 @@ from approxdp.accounting.pld.batched import (
     cdfs_and_errors_many,
     cdfs_many,
     tail_edges_both,
-    tail_edges_many,
-    tail_edges_multi,
 )
 from approxdp.accounting.pld.privacy_loss import (
     EpsilonDeltaLoss,
@@ -62,7 +60,7 @@ def test_batched_cdfs_are_the_sources_own_bit_for_bit(direction: str) -> None:
 @pytest.mark.parametrize(("h", "tail"), [(1e-9, 1e-14), (16.0**-8, 1e-12), (1e-3, 1e-6)])
 def test_batched_tail_edges_are_the_sources_own(upper: bool, h: float, tail: float) -> None:
     srcs = [*_sources("remove"), *_sources("add"), LaplaceLoss(0.5)]
-    got = tail_edges_many(srcs, h, tail, upper)
+    got = tail_edges_both(srcs, h, [tail])[2 if upper else 1][0]
     assert got == [grid_edges.tail_edge(s, h, tail, upper) for s in srcs]
 
 
@@ -87,8 +85,9 @@ def test_batched_cdfs_and_errors_are_the_sources_own_bit_for_bit(direction: str)
 def test_tail_edges_at_several_tails_share_their_probes(upper: bool) -> None:
     srcs = [*_sources("remove"), *_sources("add"), LaplaceLoss(0.5)]
     tails = [1e-14, 4096e-14, 1e-6]
-    got = tail_edges_multi(srcs, 16.0**-8, tails, upper)
-    assert got == [tail_edges_many(srcs, 16.0**-8, t, upper) for t in tails]
+    side = 2 if upper else 1
+    got = tail_edges_both(srcs, 16.0**-8, tails)[side]
+    assert got == [tail_edges_both(srcs, 16.0**-8, [t])[side][0] for t in tails]
 
 
 @pytest.mark.parametrize(("h", "tails"), [(16.0**-8, [1e-14, 4096e-14]), (1e-3, [1e-6]),

@@ -34,9 +34,7 @@ from approxdp.accounting.pld.privacy_loss import (
     log_expm1_or_minus_inf,
 )
 
-__all__ = [
-    "cdfs_and_errors_many", "cdfs_many", "tail_edges_both", "tail_edges_many", "tail_edges_multi",
-]
+__all__ = ["cdfs_and_errors_many", "cdfs_many", "tail_edges_both"]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -153,41 +151,26 @@ def _subsampled_gaussian_cdfs(
     ), g
 
 
-def tail_edges_many(
-    sources: Sequence[LossSource], h: float, tail: float, upper: bool
-) -> list[float]:
-    """``[tail_edge(s, h, tail, upper) for s in sources]``
-    (:func:`~approxdp.accounting.pld.edges.tail_edge`: geometric probes, then a linear
-    refinement), every source's probes evaluated in one :func:`cdfs_many` call per stage."""
-    return tail_edges_multi(sources, h, [tail], upper)[0]
-
-
-def tail_edges_multi(
-    sources: Sequence[LossSource], h: float, tails: Sequence[float], upper: bool
-) -> list[list[float]]:
-    """:func:`tail_edges_many` at each of several ``tails`` (one list per tail): the probes
-    are evaluated once for all of them, and every refinement in one more call (the same
-    values as one tail at a time)."""
-    return _tail_edges(sources, h, tails, (upper,))[1][upper]
-
-
 def tail_edges_both(
     sources: Sequence[LossSource], h: float, tails: Sequence[float]
 ) -> tuple[list[float], list[list[float]], list[list[float]]]:
-    """(each source's P-mass at loss +∞, :func:`tail_edges_multi`'s lower edges, its upper
-    edges): both sides from one evaluation of the probes (+∞ among them) and one of every
-    refinement — the same values, the CDFs being evaluated point by point (two calls instead
-    of six: a cold call's tails are probed for one or two sources)."""
-    inf_mass, sides = _tail_edges(sources, h, tails, (False, True))
+    """(each source's P-mass at loss +∞, its lower edges, its upper edges; the edges one list
+    per tail, each ``[tail_edge(s, h, tail, upper) for s in sources]``
+    (:func:`~approxdp.accounting.pld.edges.tail_edge`: geometric probes, then a linear
+    refinement)): both sides at every tail from one evaluation of the probes (+∞ among them)
+    and one of every refinement — the same values, the CDFs being evaluated point by point
+    (two calls instead of six: a cold call's tails are probed for one or two sources)."""
+    inf_mass, sides = _tail_edges(sources, h, tails)
     return inf_mass, sides[False], sides[True]
 
 
 def _tail_edges(
-    sources: Sequence[LossSource], h: float, tails: Sequence[float], sides: Sequence[bool]
+    sources: Sequence[LossSource], h: float, tails: Sequence[float]
 ) -> tuple[list[float], dict[bool, list[list[float]]]]:
-    """The P-mass at +∞ of each source and, for each side in ``sides`` (True: upper), the
-    edges at each tail (see :func:`~approxdp.accounting.pld.edges.tail_edge`: the same
-    probes, refinements and choices, taken for all sources at once)."""
+    """The P-mass at +∞ of each source and, for each side (True: upper), the edges at each
+    tail (see :func:`~approxdp.accounting.pld.edges.tail_edge`: the same probes, refinements
+    and choices, taken for all sources at once)."""
+    sides = (False, True)
     n = len(sources)
     if n == 0:
         return [], {upper: [[] for _ in tails] for upper in sides}
