@@ -394,12 +394,18 @@ def prior_model(parts: Parts, h: float, lam: float, slope: float, delta: float) 
     return _model(parts, plds, delta, lam, slope, (0.0, h), step_tail, stable)
 
 
+def _near_gaussian(lam: float, slope: float) -> bool:
+    """Whether a sum tilted at λ whose δ falls with slope −d log δ/dε = ``slope`` there is
+    taken to be near-Gaussian (for a Gaussian sum the two agree): the excess model's flag."""
+    return slope > 0.0 and 0.8 <= lam / slope <= 1.25 and lam >= 0.5
+
+
 def _model(
     parts: Parts, plds: list[tuple[DiscretePLD, int]], delta: float, lam: float, slope: float,
     blocks: tuple[float, float], step_tail: float, stable: bool,
 ) -> ExcessModel:
     ratio = max(1.0, lam / slope) if slope > 0.0 else 1.0 + lam
-    gaussian = slope > 0.0 and 0.8 <= lam / slope <= 1.25 and lam >= 0.5
+    gaussian = _near_gaussian(lam, slope)
     kept, subset = tuple(parts), None
     if len(parts) > _MODEL_PARTS:  # a schedule: follow the parts that make most of the spread
         each = [(c * _tilted_spread(p, lam), c * p.guard) for p, c in plds]

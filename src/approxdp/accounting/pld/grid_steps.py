@@ -32,6 +32,7 @@ from approxdp.accounting.pld.blocks import BLOCK_FROM
 from approxdp.accounting.pld.estimates import (
     _MODEL_PARTS,
     _log_hockey,
+    _near_gaussian,
     estimate_moments,
     estimate_support,
     prior_model,
@@ -266,7 +267,7 @@ def _planned_start(parts: Parts, precision: float, delta: float) -> _Start:
     target = _target(eps, precision)
     try:
         if h != _first_step(parts, precision, delta):  # a coarse first pass
-            if not (0.8 <= lam / slope <= 1.25 and skew <= _SKEW):
+            if not (_near_gaussian(lam, slope) and skew <= _SKEW):
                 return _Start(h, False, h)
             model = prior_model(parts, h, lam, slope, delta)
             if model.at(h) <= target:  # (the first pass is the answer: as before)
