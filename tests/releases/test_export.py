@@ -53,6 +53,8 @@ def test_nothing_exact_leaves_in_an_export(tmp_path: Path) -> None:
     used = mean.diagnostics.rows["used"]  # rows with an amount
     for result in (count, mean):
         for text in _texts(tmp_path, result):
+            # random hex ids and hashes (public, blind to the data) may spell a number by chance
+            text = re.sub(r"(?<![0-9A-Za-z])[0-9a-f]{32,}(?![0-9A-Za-z])", "<hex id>", text)
             for exact in (N_ROWS, N_BAD, used):
                 assert not re.search(rf"(?<![\d.]){exact}(?![\d])", text), (result.label, exact)
             assert "not numbers" not in text and "rows" not in text
