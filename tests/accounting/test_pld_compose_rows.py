@@ -12,9 +12,9 @@ import pytest
 
 from approxdp.accounting.pld import compose as compose_module
 from approxdp.accounting.pld.compose import ComposedPLD, compose, compose_rows, fft_size
-from approxdp.accounting.pld.passes import clear_caches
 from approxdp.accounting.pld.fft_power import _fft_power, _fft_powers
 from approxdp.accounting.pld.grid import discretize
+from approxdp.accounting.pld.passes import clear_caches
 from approxdp.accounting.pld.privacy_loss import GaussianLoss, SubsampledLoss
 from approxdp.accounting.pld.rounded import discretize_rounded
 from approxdp.accounting.pld.window import Window

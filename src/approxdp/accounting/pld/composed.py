@@ -176,11 +176,16 @@ class ComposedPLD:
         """Certified bounds on the finite mass at or above each loss of the window (losses
         ≥ 0), plus the mass at +∞ if ``infinite``: from below (``lower``; every term that may
         have added mass taken off) or from above (every left-out mass added)."""
+        return self._tails(lower)[1 if infinite else 0]
+
+    def _tails(self, lower: bool) -> tuple[FloatArray, FloatArray]:
+        """:meth:`tails` without and with the mass at +∞ (the finite part formed once)."""
         n = self._l.size
         rounding = self.roundoff * self._r3[:n]
         if lower:
             if self.lam < 0.0:  # untilting grows what was aliased up from below: no bound
-                return np.full(n, -math.inf)  # is derived for it, so nothing is certified
+                none = np.full(n, -math.inf)  # is derived for it, so nothing is certified
+                return none, none.copy()
             # Mass aliased down from above the window's top was read at its landing loss l,
             # untilted there by e^(−λl) instead of at its true loss ≥ l + N·h: in these
             # (untilted) units its bound e^(log_alias_up − λl) is NOT a probability and may
@@ -190,11 +195,11 @@ class ComposedPLD:
             with np.errstate(over="ignore"):
                 alias = np.exp(self.log_alias_up - self.lam * self._l)
             alias = alias + math.exp(min(self.log_alias_low, 0.0))
-            inf = self.infinity_mass * (1.0 - 1e-12) if infinite else 0.0
-            return np.asarray(self._r1[:n] - rounding - alias + inf)
+            finite = self._r1[:n] - rounding - alias
+            return np.asarray(finite + 0.0), np.asarray(finite + self.infinity_mass * (1.0 - 1e-12))
         beyond = math.exp(min(self.log_beyond, 0.0))
-        inf = self.infinity_mass * (1.0 + 1e-12) if infinite else 0.0
-        return np.asarray(self._r1[:n] + rounding + beyond + inf)
+        finite = self._r1[:n] + rounding + beyond
+        return np.asarray(finite + 0.0), np.asarray(finite + self.infinity_mass * (1.0 + 1e-12))
 
     def _core_epsilon(self, target: float, with_rounding: bool) -> float:
         """Least ε ≥ 0 with core(ε) [+ rounding(ε)] ≤ target, from the suffix sums (a fast
@@ -249,8 +254,8 @@ def rounded_tails(p_comp: ComposedPLD, q_comp: ComposedPLD) -> tuple[FloatArray,
     tests of P-mass − e^ε Q-mass."""
     if p_comp.offset != q_comp.offset or p_comp.size != q_comp.size:
         raise ValueError("the P- and Q-compositions must share their window")  # pragma: no cover
-    a = np.concatenate((p_comp.tails(True, False), p_comp.tails(True, True)))
-    b = np.concatenate((q_comp.tails(False, False), q_comp.tails(False, True)))
+    a = np.concatenate(p_comp._tails(True))
+    b = np.concatenate(q_comp._tails(False))
     return a, b
 
 
