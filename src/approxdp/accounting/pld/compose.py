@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -62,7 +61,7 @@ from approxdp.accounting.pld.composed import (
 )
 from approxdp.accounting.pld.edges import tail_edge
 from approxdp.accounting.pld.fft_power import _DROP as _DROP  # (running.py imports it here)
-from approxdp.accounting.pld.fft_power import _fft_power, _fft_powers
+from approxdp.accounting.pld.fft_power import _fft_power
 from approxdp.accounting.pld.grid import DiscretePLD, discretize
 from approxdp.accounting.pld.rounded import RoundedPLD, discretize_rounded
 from approxdp.accounting.pld.window import (
@@ -81,10 +80,8 @@ __all__ = [
     "RoundedPLD",
     "WindowTooLargeError",
     "compose",
-    "compose_rows",
     "discretize",
     "discretize_rounded",
-    "fft_size",
     "rounded_tails",
     "tail_edge",
     "test_delta",
@@ -104,11 +101,6 @@ class WindowTooLargeError(InvalidParameterError):
     def __init__(self, message: str, needed: int) -> None:
         super().__init__(message)
         self.needed = needed
-
-
-def fft_size(points: int) -> int:
-    """The FFT length a window of ``points`` points is rounded up to."""
-    return int(sfft.next_fast_len(points, real=True))
 
 
 def _infinity(parts: Sequence[tuple[DiscretePLD, int]]) -> float:
@@ -166,88 +158,6 @@ def compose(
     Raises:
         WindowTooLargeError: the window would need more than :data:`MAX_WINDOW` points.
     """
-    ready = _prepared(parts, tail, tilt_at, below, window, lam_shift, lam)
-    if isinstance(ready, ComposedPLD):
-        return ready
-    return ready.composed(_fft_power(parts, ready.lam, ready.a_idx, ready.n, extended))
-
-
-def compose_rows(
-    rows: Sequence[tuple[Sequence[tuple[DiscretePLD, int]], Window, float, float | None]],
-    *,
-    tail: float,
-    extended: bool = False,
-) -> list[ComposedPLD]:
-    """:func:`compose` of several measures, each on a given window: rows of (parts, window,
-    lam_shift, tilt_at), as ``compose(parts, tail=tail, tilt_at=tilt_at, window=window,
-    lam_shift=lam_shift, extended=extended)`` row by row — the same floats — with the
-    transforms of the rows whose windows come to one FFT length and that have as many parts
-    batched (one 2-d r2c per part and one 2-d c2r: :func:`_fft_powers`), as the lower
-    bound's P- and Q-measures on their shared window.
-
-    Raises:
-        WindowTooLargeError: a window would need more than :data:`MAX_WINDOW` points.
-    """
-    ready = [_prepared(parts, tail, tilt_at, None, window, shift, None)
-             for parts, window, shift, tilt_at in rows]
-    out: list[ComposedPLD | None] = [r if isinstance(r, ComposedPLD) else None for r in ready]
-    groups: dict[tuple[int, int], list[int]] = {}
-    for i, r in enumerate(ready):
-        if not isinstance(r, ComposedPLD):
-            groups.setdefault((r.n, len(rows[i][0])), []).append(i)
-    for (n, _), idx in groups.items():
-        batch = _fft_powers([(rows[i][0], ready[i].lam, ready[i].a_idx) for i in idx],  # type: ignore[union-attr]
-                            n, extended)
-        for i, done in zip(idx, batch, strict=True):
-            out[i] = ready[i].composed(done)  # type: ignore[union-attr]
-    return [c for c in out if c is not None]
-
-
-@dataclass(frozen=True, slots=True)
-class _Ready:
-    """A composition planned and bounded, waiting for its transforms (:func:`_prepared`)."""
-
-    h: float
-    a_idx: int
-    n: int
-    lam: float
-    infinity: float
-    log_beyond: float
-    log_alias_up: float
-    log_alias_low: float
-    log_below: float
-    steps: int
-    tilt_at: float | None
-    alias_theta: float
-
-    def composed(self, done: tuple[FloatArray, float, float]) -> ComposedPLD:
-        """The :class:`ComposedPLD` from :func:`_fft_power`'s (masses, round-off, log-MGF)."""
-        comp, roundoff, log_mgf = done
-        return ComposedPLD(
-            h=self.h,
-            offset=self.a_idx,
-            tilted=comp,
-            lam=self.lam,
-            log_mgf=log_mgf,
-            infinity_mass=self.infinity,
-            roundoff=roundoff,
-            log_beyond=self.log_beyond,
-            log_alias_up=self.log_alias_up,
-            log_alias_low=self.log_alias_low,
-            log_below=self.log_below,
-            steps=self.steps,
-            lam_target=self.tilt_at,
-            alias_theta=self.alias_theta,
-        )
-
-
-def _prepared(
-    parts: Sequence[tuple[DiscretePLD, int]], tail: float, tilt_at: float | None,
-    below: float | None, window: Window | None, lam_shift: float, lam: float | None,
-) -> _Ready | ComposedPLD:
-    """:func:`compose` up to its transforms: the window (planned where not given), rounded up
-    to an FFT size, and every left-out term bounded at its edges; a composition with no
-    finite loss at all is returned as it is."""
     h = parts[0][0].h
     steps = sum(c for _, c in parts)
     infinity = _infinity(parts)
@@ -268,7 +178,7 @@ def _prepared(
         )
     lam = window.lam + lam_shift
     a_idx = window.a_idx
-    n = fft_size(window.n)
+    n = int(sfft.next_fast_len(window.n, real=True))
     if n > MAX_WINDOW:
         raise WindowTooLargeError(
             f"the composed loss window needs {window.n} points at step h={h:.3g} "
@@ -294,5 +204,20 @@ def _prepared(
         th, k = window.below
         log_below = min(0.0, k + th * a_idx * h)
         log_alias_low = log_below - lam * n * h  # lands ≥ n·h higher: untilting shrinks it
-    return _Ready(h, a_idx, n, lam, infinity, log_beyond, log_alias_up, log_alias_low,
-                  log_below, steps, tilt_at, window.alias[0])
+    comp, roundoff, log_mgf = _fft_power(parts, lam, a_idx, n, extended)
+    return ComposedPLD(
+        h=h,
+        offset=a_idx,
+        tilted=comp,
+        lam=lam,
+        log_mgf=log_mgf,
+        infinity_mass=infinity,
+        roundoff=roundoff,
+        log_beyond=log_beyond,
+        log_alias_up=log_alias_up,
+        log_alias_low=log_alias_low,
+        log_below=log_below,
+        steps=steps,
+        lam_target=tilt_at,
+        alias_theta=window.alias[0],
+    )

@@ -1,12 +1,11 @@
 """The FFT composition's kernel: irfft(∏ rfft(tilted p_j)^c_j) with its round-off bound
-(:func:`_fft_power`, moved here from :mod:`approxdp.accounting.pld.compose`), and the same for
-several measures on one window in one pair of batched transforms (:func:`_fft_powers`: the
-lower bound's P- and Q-measures, two rows of one 2-d r2c and one 2-d c2r).
+(:func:`_fft_power`, moved here from :mod:`approxdp.accounting.pld.compose`).
 
-pocketfft transforms each row of a 2-d array with the 1-d plan of its length, so every row of
-a batch comes out bit for bit as it would alone; the transforms are NumPy's (the same
-pocketfft as SciPy's, without SciPy's backend dispatch, which costs ~25 µs a call and ~0.3 ms
-on the first call in a process).
+The transforms are NumPy's (the same pocketfft as SciPy's, the same floats, without SciPy's
+backend dispatch: ~25 µs a call, ~0.3 ms on a process's first call). One measure at a time,
+its arrays freed as it goes: a batch of measures in one 2-d transform was measured slower
+(a higher heap peak, which glibc trims after the call: ~115 page faults, ~0.3 ms, on every
+later call, against ~40 µs saved by the batched transforms).
 
 Koskela, Jälkö, Prediger, Honkela 2021 (https://arxiv.org/abs/2006.07134, Sec. 4) for the FFT
 composition of privacy-loss distributions.
@@ -26,7 +25,7 @@ from approxdp.accounting.pld.discrete import DiscretePLD
 from approxdp.accounting.pld.spectrum import fold_rolled, polar_terms, rolled
 from approxdp.accounting.pld.spectrum import survivors as _few_left
 
-__all__ = ["_fft_power", "_fft_powers"]
+__all__ = ["_fft_power"]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -78,7 +77,43 @@ def _fft_power(
     stays in float64, whose errors above are relative (the transcendental functions on x87
     long doubles cost 40–100 times more: they were 3/4 of a T = 10^12 calibration). Every
     bound evaluated in float64 is scaled by 1.001 (its own rounding is ~u of it)."""
-    return _fft_powers([(parts, lam, a_idx)], n, extended)[0]
+    dt: Any = np.longdouble if extended else np.float64
+    u_in = float(np.finfo(dt).eps) / 2  # the tilting and the forward transform
+    u = _U  # the power
+    log2n = math.log2(n)
+    m = n // 2 + 1
+    row = _Row(parts, lam, n, dt, u_in)
+    for i, (p, c) in enumerate(parts):
+        # aliasing commutes with convolution; entry i: index offset + shift + i (mod n)
+        tilted, shift, folds, _ = row.tilts[i]
+        folded = fold_rolled(tilted, n, shift, dt)
+        row.base += c * (p.offset + shift)
+        spec = np.fft.rfft(folded)
+        # pocketfft's componentwise bound c·log2(N)·u·‖x‖₁, and the folding sums
+        e_fwd = (4.0 * log2n + folds) * u_in * float(np.sum(np.abs(folded)))
+        del folded
+        row.add(i, spec, e_fwd, m, u)
+        del spec
+    spec_t, err_spec, abs_t = row.spectrum(m, u)
+    # the inverse transform in the forward one's precision: in float64 its error (about
+    # 64u·Σ|Y|/N per entry) would be the largest term left at T = 10^12
+    comp_x = np.fft.irfft(spec_t.astype(np.clongdouble) if extended else spec_t, n=n)
+    comp = np.asarray(comp_x, dtype=np.float64)
+    del spec_t
+    weight = np.full(m, 2.0)
+    weight[0] = 1.0
+    if n % 2 == 0:
+        weight[-1] = 1.0
+    roundoff = 1.001 * (
+        float((weight * err_spec).sum()) / n
+        + 4.0 * log2n * u_in * float((weight * abs_t).sum()) / n
+        + u_in * float(np.max(np.abs(comp_x)))
+        + (u * float(np.max(np.abs(comp))) if extended else 0.0)  # the cast to float64
+        + 2.0 * row.dropped * _BELOW_DROP / n  # |Y| at the frequencies left out (_DROP)
+    )
+    del comp_x, err_spec, abs_t
+    # position k holds the index s ≡ base + k (mod n); put index a_idx + m at position m
+    return rolled(comp, a_idx - row.base), roundoff, row.log_mgf
 
 
 def _tilts(parts: Parts, lam: float, n: int, dt: Any, u_in: float) -> tuple[
@@ -130,12 +165,16 @@ class _Row:
         # the bound of the parts not yet transformed, after each part (see _DROP)
         caps = [cap for *_, cap in self.tilts]
         self.caps_after = [*list(accumulate(caps[::-1]))[::-1][1:], 0.0]
-        m = n // 2 + 1
-        self.keep = np.arange(m)  # the frequencies still followed (see _DROP)
+        # the frequencies still followed (see _DROP; None: all m), and the sums over them,
+        # formed on the first part (most often on the first part's few survivors only)
+        self.keep: npt.NDArray[np.intp] | None = None
         self.dropped = 0
-        self.log_abs, self.arg, self.log_env, self.err_pow, self.sizes = (
-            np.zeros(m) for _ in range(5))  # err_pow: Σ c (|Δℓ| + |Δarg|); sizes: Σ c (|ℓ| + |arg|)
-        self.fwd: list[tuple[FloatArray, float, int, npt.NDArray[np.intp]]] = []
+        self.log_abs: Any = None
+        self.arg: Any = None
+        self.log_env: Any = None
+        self.err_pow: Any = None  # Σ c (|Δℓ| + |Δarg|)
+        self.sizes: Any = None  # Σ c (|ℓ| + |arg|)
+        self.fwd: list[tuple[FloatArray, float, int, npt.NDArray[np.intp] | None]] = []
         self.base = 0
 
     def add(self, i: int, spec: Any, e_fwd: float, m: int, u: float) -> None:
@@ -143,12 +182,14 @@ class _Row:
         c = self.parts[i][1]
         cap_after = self.caps_after[i]
         pre = 0  # frequencies surely dropped after this part, left out before its envelope
-        if self.keep.size < m:
+        if self.keep is not None:
             spec = spec[self.keep]
         elif i == 0 and (few := _few_left(spec, e_fwd, c, cap_after, _DROP)) is not None:
             spec, self.keep, pre = spec[few], few, m - few.size
+        if self.log_abs is None:
+            size = m if self.keep is None else self.keep.size
             self.log_abs, self.arg, self.log_env, self.err_pow, self.sizes = (
-                np.zeros(few.size) for _ in range(5))
+                np.zeros(size) for _ in range(5))
         re = np.asarray(spec.real, dtype=np.float64)
         im = np.asarray(spec.imag, dtype=np.float64)
         re_m1 = np.asarray(spec.real - 1.0, dtype=np.float64)
@@ -163,7 +204,7 @@ class _Row:
         live = int(np.count_nonzero(alive))
         if pre or 8 * live < 7 * alive.size:  # a sizeable share: drop it
             self.dropped += pre + alive.size - live
-            self.keep = self.keep[alive]
+            self.keep = np.flatnonzero(alive) if self.keep is None else self.keep[alive]
             re, im, re_m1, y2, env = re[alive], im[alive], re_m1[alive], y2[alive], env[alive]
             self.log_abs, self.arg = self.log_abs[alive], self.arg[alive]
             self.log_env = self.log_env[alive]
@@ -178,10 +219,12 @@ class _Row:
     def spectrum(self, m: int, u: float) -> tuple[Any, FloatArray, FloatArray]:
         """(the composed spectrum on all m frequencies, its per-frequency error bound, its
         modulus), the polar sums turned back into complex numbers."""
-        keep = self.keep
+        every = np.arange(m if self.keep is None or any(a is None for *_, a in self.fwd) else 0)
+        keep = self.keep if self.keep is not None else every
         abs_k = np.exp(self.log_abs)
         err_k = np.zeros(keep.size)
-        for env, e_fwd, c, at in self.fwd:
+        for env, e_fwd, c, at_or_all in self.fwd:
+            at = at_or_all if at_or_all is not None else every
             env_k = env if at.size == keep.size else env[np.searchsorted(at, keep)]
             err_k += c * e_fwd * np.exp(self.log_env - env_k)
         with np.errstate(over="ignore"):
@@ -196,63 +239,3 @@ class _Row:
         err_spec[keep] = err_k
         del self.log_abs, self.arg, self.log_env, self.err_pow, self.sizes, self.fwd
         return spec_t, err_spec, abs_t
-
-
-def _fft_powers(
-    rows: Sequence[tuple[Parts, float, int]], n: int, extended: bool = False,
-) -> list[tuple[FloatArray, float, float]]:
-    """:func:`_fft_power` of several (parts, λ, a_idx) on one window length n, each part's
-    forward transforms of all rows in one 2-d r2c and the inverse ones in one 2-d c2r (rows of
-    the same number of parts). Row for row the same floats as :func:`_fft_power` of it alone
-    (pocketfft transforms each row with the 1-d plan; every other step is per row)."""
-    dt: Any = np.longdouble if extended else np.float64
-    u_in = float(np.finfo(dt).eps) / 2  # the tilting and the forward transform
-    u = _U  # the power
-    log2n = math.log2(n)
-    m = n // 2 + 1
-    state = [_Row(parts, lam, n, dt, u_in) for parts, lam, _ in rows]
-    k = len(rows[0][0])
-    if any(len(parts) != k for parts, _, _ in rows):
-        raise ValueError("rows of one batch must have as many parts")  # pragma: no cover
-    for i in range(k):
-        folded, e_fwd = [], []
-        for row in state:
-            # aliasing commutes with convolution; entry i: index offset + shift + i (mod n)
-            tilted, shift, folds, _ = row.tilts[i]
-            f = fold_rolled(tilted, n, shift, dt)
-            row.base += row.parts[i][1] * (row.parts[i][0].offset + shift)
-            # pocketfft's componentwise bound c·log2(N)·u·‖x‖₁, and the folding sums
-            e_fwd.append((4.0 * log2n + folds) * u_in * float(np.sum(np.abs(f))))
-            folded.append(f)
-        specs = (np.fft.rfft(folded[0])[None, :] if len(folded) == 1
-                 else np.fft.rfft(np.stack(folded), axis=-1))
-        del folded
-        for row, spec, e in zip(state, specs, e_fwd, strict=True):
-            row.add(i, spec, e, m, u)
-        del specs
-    spectra = [row.spectrum(m, u) for row in state]
-    # the inverse transform in the forward one's precision: in float64 its error (about
-    # 64u·Σ|Y|/N per entry) would be the largest term left at T = 10^12
-    stack = [s.astype(np.clongdouble) if extended else s for s, _, _ in spectra]
-    comps_x = (np.fft.irfft(stack[0], n=n)[None, :] if len(stack) == 1
-               else np.fft.irfft(np.stack(stack), n=n, axis=-1))
-    del stack
-    weight = np.full(m, 2.0)
-    weight[0] = 1.0
-    if n % 2 == 0:
-        weight[-1] = 1.0
-    out = []
-    for row, (_, err_spec, abs_t), (_, _, a_idx), comp_x in zip(
-        state, spectra, rows, comps_x, strict=True
-    ):
-        comp = np.asarray(comp_x, dtype=np.float64)
-        roundoff = 1.001 * (
-            float((weight * err_spec).sum()) / n
-            + 4.0 * log2n * u_in * float((weight * abs_t).sum()) / n
-            + u_in * float(np.max(np.abs(comp_x)))
-            + (u * float(np.max(np.abs(comp))) if extended else 0.0)  # the cast to float64
-            + 2.0 * row.dropped * _BELOW_DROP / n  # |Y| at the frequencies left out (_DROP)
-        )
-        # position k holds the index s ≡ base + k (mod n); put index a_idx + m at position m
-        out.append((rolled(comp, a_idx - row.base), roundoff, row.log_mgf))
-    return out

@@ -21,8 +21,6 @@ from approxdp.accounting.pld.compose import (
     RoundedPLD,
     WindowTooLargeError,
     compose,
-    compose_rows,
-    fft_size,
     rounded_tails,
     test_delta,
     test_epsilon,
@@ -78,22 +76,15 @@ def _rounded_tails(
                 lo = min(lo, tilt_at - below)
             a_idx = math.floor(lo / h)
             win0 = Window(like.lam, a_idx, math.ceil(hi / h) - a_idx)
-            # P and Q on that one window: one batched pair of transforms (compose_rows), Q's
-            # window P's as compose makes it (the FFT length; P's tilt, Q's 1 above it)
-            win = Window(like.lam, a_idx, fft_size(win0.n))
-            p_comp, q_comp = compose_rows(
-                [(p_parts, win0, 0.0, tilt_at), (q_parts, win, 1.0, None)], tail=tail,
-                extended=ext)
-            if p_comp.size <= 1:
-                return None
+            p_comp = compose(p_parts, tail=tail, tilt_at=tilt_at, window=win0, extended=ext)
         else:
             with exact_planning():  # (the tests lose what the window leaves out: planned
                 p_comp = compose(p_parts, tail=tail, tilt_at=tilt_at, below=below,  # exactly)
                                  extended=ext)
-            if p_comp.size <= 1:
-                return None
-            win = Window(p_comp.lam, p_comp.offset, p_comp.size)
-            q_comp = compose(q_parts, tail=tail, window=win, lam_shift=1.0, extended=ext)
+        if p_comp.size <= 1:
+            return None
+        win = Window(p_comp.lam, p_comp.offset, p_comp.size)
+        q_comp = compose(q_parts, tail=tail, window=win, lam_shift=1.0, extended=ext)
     except WindowTooLargeError:
         return None
     return rounded_tails(p_comp, q_comp)
