@@ -83,13 +83,15 @@ class ComposedPLD:
         self.blocked = False  # composed in blocks (passes.composed)
         self.step_h = h  # the steps' grid (coarser than asked where it would not fit: passes)
         self.alias_theta = alias_theta  # the θ of log_alias_up (for per-entry alias bounds)
-        l = (offset + np.arange(tilted.size)) * h
-        # only ε ≥ 0 is ever asked for: atoms at l < 0 never count (the losses increase:
-        # those ≥ 0 are a suffix)
-        keep = int(np.searchsorted(l, 0.0, side="left"))
-        self._l = l[keep:]
+        # only ε ≥ 0 is ever asked for: atoms at l < 0 never count (the losses (offset + i)·h
+        # increase: those ≥ 0 are the suffix from i = −offset on; only it is formed)
+        keep = min(max(-offset, 0), self.size)
+        self._l = (offset + np.arange(keep, self.size)) * h
+        t = self._l * lam  # the untilt factors e^(min(log_mgf − λl, 700)), formed in place
+        np.subtract(log_mgf, t, out=t)
+        np.minimum(t, 700.0, out=t)
         with np.errstate(over="ignore"):
-            self._untilt = np.exp(np.minimum(log_mgf - lam * self._l, 700.0))
+            self._untilt = np.exp(t, out=t)
         self._m = tilted[keep:] * self._untilt  # untilted masses
         self._ref = float(self._l[0]) if self._l.size else 0.0
 

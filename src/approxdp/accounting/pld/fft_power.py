@@ -90,7 +90,8 @@ def _fft_power(
         row.base += c * (p.offset + shift)
         spec = np.fft.rfft(folded)
         # pocketfft's componentwise bound c·log2(N)·u·‖x‖₁, and the folding sums
-        e_fwd = (4.0 * log2n + folds) * u_in * float(np.sum(np.abs(folded)))
+        # (‖x‖₁ = Σx: the tilted masses and their folds are ≥ 0)
+        e_fwd = (4.0 * log2n + folds) * u_in * float(np.sum(folded))
         del folded
         row.add(i, spec, e_fwd, m, u)
         del spec
@@ -100,20 +101,33 @@ def _fft_power(
     comp_x = np.fft.irfft(spec_t.astype(np.clongdouble) if extended else spec_t, n=n)
     comp = np.asarray(comp_x, dtype=np.float64)
     del spec_t
-    weight = np.full(m, 2.0)
-    weight[0] = 1.0
-    if n % 2 == 0:
-        weight[-1] = 1.0
     roundoff = 1.001 * (
-        float((weight * err_spec).sum()) / n
-        + 4.0 * log2n * u_in * float((weight * abs_t).sum()) / n
-        + u_in * float(np.max(np.abs(comp_x)))
-        + (u * float(np.max(np.abs(comp))) if extended else 0.0)  # the cast to float64
+        _weighted_sum(err_spec, n) / n
+        + 4.0 * log2n * u_in * _weighted_sum(abs_t, n) / n
+        + u_in * _max_abs(comp_x)
+        + (u * _max_abs(comp) if extended else 0.0)  # the cast to float64
         + 2.0 * row.dropped * _BELOW_DROP / n  # |Y| at the frequencies left out (_DROP)
     )
     del comp_x, err_spec, abs_t
     # position k holds the index s ≡ base + k (mod n); put index a_idx + m at position m
     return rolled(comp, a_idx - row.base), roundoff, row.log_mgf
+
+
+def _weighted_sum(x: FloatArray, n: int) -> float:
+    """Σ w_f x_f over the n/2 + 1 frequencies of a real transform of length n, w = 1 at f = 0
+    (and at n/2 for even n), else 2 — the weights in place (×2 is exact: the same products as
+    a weight array's, and no array more)."""
+    first, last = x[0], x[-1]
+    x *= 2.0
+    x[0] = first
+    if n % 2 == 0:
+        x[-1] = last
+    return float(x.sum())
+
+
+def _max_abs(x: Any) -> float:
+    """max |x| without an array of |x| (the same value)."""
+    return float(max(x.max(), -x.min()))
 
 
 def _tilts(parts: Parts, lam: float, n: int, dt: Any, u_in: float) -> tuple[
