@@ -35,8 +35,12 @@ FloatArray = npt.NDArray[np.float64]
 
 
 def _suffix(x: FloatArray) -> FloatArray:
-    with np.errstate(over="ignore", invalid="ignore"):
-        return np.concatenate((np.cumsum(x[::-1])[::-1], [0.0]))
+    """Suffix sums of x, then 0 (the running sum from the end, written backwards in place)."""
+    out = np.zeros(x.size + 1)
+    if x.size:
+        with np.errstate(over="ignore", invalid="ignore"):
+            np.cumsum(x[::-1], out=out[-2::-1])
+    return out
 
 
 class ComposedPLD:
@@ -103,8 +107,12 @@ class ComposedPLD:
 
     @cached_property
     def _r2(self) -> FloatArray:
+        t: FloatArray = np.asarray(self._ref - self._l)  # m·e^(max(ref − l, −745)), in place
+        np.maximum(t, -745.0, out=t)
         with np.errstate(over="ignore", under="ignore"):
-            return _suffix(self._m * np.exp(np.maximum(self._ref - self._l, -745.0)))
+            np.exp(t, out=t)
+            t *= self._m
+        return _suffix(t)
 
     @cached_property
     def _r3(self) -> FloatArray:
@@ -213,8 +221,13 @@ class ComposedPLD:
             return 0.0
         e_r = self.roundoff if with_rounding else 0.0
         with np.errstate(over="ignore", invalid="ignore"):
-            grow = np.exp(np.minimum(lk - self._ref, 700.0))
-            at_grid = r1[1:] - grow * r2[1:] + e_r * r3[1:]
+            # r1 − e^(min(l − ref, 700))·r2 + e_r·r3 above each grid loss, formed in place
+            at_grid = lk - self._ref
+            np.minimum(at_grid, 700.0, out=at_grid)
+            np.exp(at_grid, out=at_grid)
+            at_grid *= r2[1:]
+            np.subtract(r1[1:], at_grid, out=at_grid)
+            at_grid += r3[1:] * e_r
         ok = np.nonzero(at_grid <= target)[0]
         if ok.size == 0:
             return math.inf
