@@ -1,6 +1,6 @@
-"""The per-part arithmetic shared by compose._fft_power and running.RunningComposition
+"""The per-part arithmetic shared by fft_power._fft_power and running.RunningComposition
 (pld/spectrum.py) gives bit for bit what the inline code gave (pad + fold + np.roll, the
-polar form's terms), and _fft_power's first-part pre-filter (compose._few_left) leaves out
+polar form's terms), and _fft_power's first-part pre-filter (fft_power._few_left) leaves out
 only frequencies the drop removes anyway: the same composition bit for bit."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import fft as sfft
 
-from approxdp.accounting.pld import compose
+from approxdp.accounting.pld import fft_power
 from approxdp.accounting.pld.compose import _fft_power
 from approxdp.accounting.pld.grid import discretize_many
 from approxdp.accounting.pld.privacy_loss import GaussianLoss, SubsampledLoss
@@ -88,16 +88,16 @@ def test_the_first_parts_pre_filter_changes_nothing(
         parts += _parts(1.3, 256 / 60000, h, 500)
     a_idx = int(sum(c * p.offset for p, c in parts)) - n // 3
     seen: list[int | None] = []
-    few_left = compose._few_left
+    few_left = fft_power._few_left
 
     def spy(*args: object) -> object:
         out = few_left(*args)  # type: ignore[arg-type]
         seen.append(None if out is None else out.size)
         return out
 
-    monkeypatch.setattr(compose, "_few_left", spy)
+    monkeypatch.setattr(fft_power, "_few_left", spy)
     got = _fft_power(parts, lam, a_idx, n, extended)
-    monkeypatch.setattr(compose, "_few_left", lambda *args: None)
+    monkeypatch.setattr(fft_power, "_few_left", lambda *args: None)
     want = _fft_power(parts, lam, a_idx, n, extended)
     assert np.array_equal(got[0], want[0])
     assert got[1:] == want[1:]

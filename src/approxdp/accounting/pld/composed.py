@@ -35,8 +35,12 @@ FloatArray = npt.NDArray[np.float64]
 
 
 def _suffix(x: FloatArray) -> FloatArray:
-    with np.errstate(over="ignore", invalid="ignore"):
-        return np.concatenate((np.cumsum(x[::-1])[::-1], [0.0]))
+    """Suffix sums of x, then 0 (the running sum from the end, written backwards in place)."""
+    out = np.zeros(x.size + 1)
+    if x.size:
+        with np.errstate(over="ignore", invalid="ignore"):
+            np.cumsum(x[::-1], out=out[-2::-1])
+    return out
 
 
 class ComposedPLD:
@@ -83,13 +87,15 @@ class ComposedPLD:
         self.blocked = False  # composed in blocks (passes.composed)
         self.step_h = h  # the steps' grid (coarser than asked where it would not fit: passes)
         self.alias_theta = alias_theta  # the θ of log_alias_up (for per-entry alias bounds)
-        l = (offset + np.arange(tilted.size)) * h
-        # only ε ≥ 0 is ever asked for: atoms at l < 0 never count (the losses increase:
-        # those ≥ 0 are a suffix)
-        keep = int(np.searchsorted(l, 0.0, side="left"))
-        self._l = l[keep:]
+        # only ε ≥ 0 is ever asked for: atoms at l < 0 never count (the losses (offset + i)·h
+        # increase: those ≥ 0 are the suffix from i = −offset on; only it is formed)
+        keep = min(max(-offset, 0), self.size)
+        self._l = (offset + np.arange(keep, self.size)) * h
+        t = self._l * lam  # the untilt factors e^(min(log_mgf − λl, 700)), formed in place
+        np.subtract(log_mgf, t, out=t)
+        np.minimum(t, 700.0, out=t)
         with np.errstate(over="ignore"):
-            self._untilt = np.exp(np.minimum(log_mgf - lam * self._l, 700.0))
+            self._untilt = np.exp(t, out=t)
         self._m = tilted[keep:] * self._untilt  # untilted masses
         self._ref = float(self._l[0]) if self._l.size else 0.0
 
@@ -101,8 +107,12 @@ class ComposedPLD:
 
     @cached_property
     def _r2(self) -> FloatArray:
+        t: FloatArray = np.asarray(self._ref - self._l)  # m·e^(max(ref − l, −745)), in place
+        np.maximum(t, -745.0, out=t)
         with np.errstate(over="ignore", under="ignore"):
-            return _suffix(self._m * np.exp(np.maximum(self._ref - self._l, -745.0)))
+            np.exp(t, out=t)
+            t *= self._m
+        return _suffix(t)
 
     @cached_property
     def _r3(self) -> FloatArray:
@@ -176,11 +186,16 @@ class ComposedPLD:
         """Certified bounds on the finite mass at or above each loss of the window (losses
         ≥ 0), plus the mass at +∞ if ``infinite``: from below (``lower``; every term that may
         have added mass taken off) or from above (every left-out mass added)."""
+        return self._tails(lower)[1 if infinite else 0]
+
+    def _tails(self, lower: bool) -> tuple[FloatArray, FloatArray]:
+        """:meth:`tails` without and with the mass at +∞ (the finite part formed once)."""
         n = self._l.size
         rounding = self.roundoff * self._r3[:n]
         if lower:
             if self.lam < 0.0:  # untilting grows what was aliased up from below: no bound
-                return np.full(n, -math.inf)  # is derived for it, so nothing is certified
+                none = np.full(n, -math.inf)  # is derived for it, so nothing is certified
+                return none, none.copy()
             # Mass aliased down from above the window's top was read at its landing loss l,
             # untilted there by e^(−λl) instead of at its true loss ≥ l + N·h: in these
             # (untilted) units its bound e^(log_alias_up − λl) is NOT a probability and may
@@ -190,11 +205,11 @@ class ComposedPLD:
             with np.errstate(over="ignore"):
                 alias = np.exp(self.log_alias_up - self.lam * self._l)
             alias = alias + math.exp(min(self.log_alias_low, 0.0))
-            inf = self.infinity_mass * (1.0 - 1e-12) if infinite else 0.0
-            return np.asarray(self._r1[:n] - rounding - alias + inf)
+            finite = self._r1[:n] - rounding - alias
+            return np.asarray(finite + 0.0), np.asarray(finite + self.infinity_mass * (1.0 - 1e-12))
         beyond = math.exp(min(self.log_beyond, 0.0))
-        inf = self.infinity_mass * (1.0 + 1e-12) if infinite else 0.0
-        return np.asarray(self._r1[:n] + rounding + beyond + inf)
+        finite = self._r1[:n] + rounding + beyond
+        return np.asarray(finite + 0.0), np.asarray(finite + self.infinity_mass * (1.0 + 1e-12))
 
     def _core_epsilon(self, target: float, with_rounding: bool) -> float:
         """Least ε ≥ 0 with core(ε) [+ rounding(ε)] ≤ target, from the suffix sums (a fast
@@ -206,8 +221,13 @@ class ComposedPLD:
             return 0.0
         e_r = self.roundoff if with_rounding else 0.0
         with np.errstate(over="ignore", invalid="ignore"):
-            grow = np.exp(np.minimum(lk - self._ref, 700.0))
-            at_grid = r1[1:] - grow * r2[1:] + e_r * r3[1:]
+            # r1 − e^(min(l − ref, 700))·r2 + e_r·r3 above each grid loss, formed in place
+            at_grid = lk - self._ref
+            np.minimum(at_grid, 700.0, out=at_grid)
+            np.exp(at_grid, out=at_grid)
+            at_grid *= r2[1:]
+            np.subtract(r1[1:], at_grid, out=at_grid)
+            at_grid += r3[1:] * e_r
         ok = np.nonzero(at_grid <= target)[0]
         if ok.size == 0:
             return math.inf
@@ -249,8 +269,8 @@ def rounded_tails(p_comp: ComposedPLD, q_comp: ComposedPLD) -> tuple[FloatArray,
     tests of P-mass − e^ε Q-mass."""
     if p_comp.offset != q_comp.offset or p_comp.size != q_comp.size:
         raise ValueError("the P- and Q-compositions must share their window")  # pragma: no cover
-    a = np.concatenate((p_comp.tails(True, False), p_comp.tails(True, True)))
-    b = np.concatenate((q_comp.tails(False, False), q_comp.tails(False, True)))
+    a = np.concatenate(p_comp._tails(True))
+    b = np.concatenate(q_comp._tails(False))
     return a, b
 
 
