@@ -68,6 +68,7 @@ from approxdp.accounting.pld.mechanism_losses import (  # re-exported: old paths
     LaplaceLoss,
 )
 
+# (loss_cdfs's and mechanism_losses's names again, on purpose: re-exported from their old path)
 __all__ = [
     "CDFError",
     "DiscreteGaussianLoss",
