@@ -4,8 +4,9 @@ function of the grid step — what the refinement uses to pick the grid step (un
 The connect-the-dots split (Doroshenko, Ghazi, Kamath, Kumar, Manurangsi 2022, "Connect the
 Dots: Tighter Discrete Approximations of Privacy Loss Distributions",
 https://arxiv.org/abs/2207.04380) adds variance V_j(h) to step j; at the saddle point λ of the
-answer (Daniels 1954, https://doi.org/10.1214/aoms/1177728652) that raises the tilted log-MGF
-by ≈ Σ_j c_j V_j λ(1 + λ)/2, which moves ε by about that over the slope −d log δ/dε.
+answer (the tilt whose mean is ε: Lugannani, Rice 1980, https://doi.org/10.2307/1426607) that
+raises the tilted log-MGF by ≈ Σ_j c_j V_j λ(1 + λ)/2, which moves ε by about that over the
+slope −d log δ/dε.
 
 - :class:`ExcessModel`: the model, evaluated at any grid step (:meth:`ExcessModel.at`).
 - :func:`excess_model` (after a certified pass) / :func:`prior_model` (before any, from the
