@@ -118,6 +118,26 @@ class ComposedPLD:
     def _r3(self) -> FloatArray:
         return _suffix(self._untilt)
 
+    @cached_property
+    def _r4(self) -> FloatArray:
+        t: FloatArray = np.asarray(self._ref - self._l)  # untilt·e^(max(ref − l, −745))
+        np.maximum(t, -745.0, out=t)
+        with np.errstate(over="ignore", under="ignore"):
+            np.exp(t, out=t)
+            t *= self._untilt
+        return _suffix(t)
+
+    def _rounding(self, j: int, epsilon: float, weights: FloatArray | None = None) -> float:
+        """The round-off's share of δ(ε) from entry j on (the losses above ε): the per-entry
+        bound ``roundoff`` (on the tilted masses) untilted and weighted as the masses are in
+        δ(ε) = Σ m_k (1 − e^(ε − l_k)) — an entry's error moves δ by its error times that
+        weight, not by its whole size. ``weights``: the 1 − e^(ε − l_k) already formed."""
+        if self.roundoff == 0.0 or j >= self._l.size:
+            return 0.0
+        w = -np.expm1(epsilon - self._l[j:]) if weights is None else weights
+        with np.errstate(over="ignore"):  # (untilt factors up to e^700: a sum of them may
+            return self.roundoff * float((self._untilt[j:] * w).sum())  # be +∞, no bound)
+
     def alias_bounds(self) -> FloatArray:
         """Per entry of the window, a bound on the tilted mass that aliasing put there (from
         above: the tilted mass beyond the top, at least N·h higher; from below: the mass
@@ -154,9 +174,9 @@ class ComposedPLD:
     def _parts(self, epsilon: float) -> tuple[float, float]:
         """(core sum, pessimistic extra) at ε ≥ 0, by direct summation."""
         j = int(np.searchsorted(self._l, epsilon, side="right"))
-        lk = self._l[j:]
-        core = float((self._m[j:] * -np.expm1(epsilon - lk)).sum())
-        rounding = self.roundoff * float(self._r3[j])
+        w = -np.expm1(epsilon - self._l[j:])
+        core = float((self._m[j:] * w).sum())
+        rounding = self._rounding(j, epsilon, w)
         # each term bounds a contribution to δ ≤ 1: a weak bound is capped at 1 (log 0)
         beyond = math.exp(min(self.log_beyond, 0.0))
         if epsilon < self.bottom:  # true mass in (ε, window bottom) is not in the window
@@ -169,7 +189,7 @@ class ComposedPLD:
         costs there (the aliased mass is not in the bound — it only adds mass — but it can
         make the bound loose)."""
         j = int(np.searchsorted(self._l, epsilon, side="right"))
-        rounding = self.roundoff * float(self._r3[j])
+        rounding = self._rounding(j, epsilon)
         _, pess = self._parts(epsilon)
         m = max(epsilon, self.bottom)
         alias = math.exp(min(self.log_alias_up - self.lam * m, 0.0)) + math.exp(
@@ -216,25 +236,27 @@ class ComposedPLD:
         estimate: the callers certify the answer by direct summation)."""
         if target <= 0.0:
             return math.inf
-        lk, r1, r2, r3 = self._l, self._r1, self._r2, self._r3
+        lk, r1, r2 = self._l, self._r1, self._r2
         if lk.size == 0:
             return 0.0
         e_r = self.roundoff if with_rounding else 0.0
+        if e_r > 0.0:  # (m + e_r·untilt) weighted as in δ(ε): see _rounding
+            r1 = r1 + e_r * self._r3
+            r2 = r2 + e_r * self._r4
         with np.errstate(over="ignore", invalid="ignore"):
-            # r1 − e^(min(l − ref, 700))·r2 + e_r·r3 above each grid loss, formed in place
+            # r1 − e^(min(l − ref, 700))·r2 above each grid loss, formed in place
             at_grid = lk - self._ref
             np.minimum(at_grid, 700.0, out=at_grid)
             np.exp(at_grid, out=at_grid)
             at_grid *= r2[1:]
             np.subtract(r1[1:], at_grid, out=at_grid)
-            at_grid += r3[1:] * e_r
         ok = np.nonzero(at_grid <= target)[0]
         if ok.size == 0:
             return math.inf
         j = int(ok[0])
         lo_e = 0.0 if j == 0 else float(lk[j - 1])
-        # inside (l_{j−1}, l_j]: value(ε) = r1[j] − e^(ε − ref) r2[j] + e_r r3[j]
-        num = float(r1[j] + e_r * r3[j] - target)
+        # inside (l_{j−1}, l_j]: value(ε) = r1[j] − e^(ε − ref) r2[j]
+        num = float(r1[j] - target)
         den = float(r2[j])
         if den <= 0.0 or num <= 0.0:
             return lo_e

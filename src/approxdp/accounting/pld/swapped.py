@@ -75,15 +75,18 @@ def is_swap(parts: Parts, other: Parts) -> bool:
 def _delta_at(comp: ComposedPLD, x: float) -> float:
     """Certified upper bound on δ̃(x) = E[(1 − e^(x − S))₊] + P(S = ∞) of a composed PLD at
     any real x (:meth:`ComposedPLD.delta` serves x ≥ 0 only): the window's untilted masses
-    above x, each entry's round-off bound, the mass at +∞, above the window and — where x is
-    below the window — below it (aliased mass only adds: harmless for an upper bound)."""
+    above x, each entry's round-off bound (weighted as its mass), the mass at +∞, above the
+    window and — where x is below the window — below it (aliased mass only adds: harmless
+    for an upper bound)."""
     losses = (comp.offset + np.arange(comp.size)) * comp.h
     keep = losses > x
     lk = losses[keep]
     with np.errstate(over="ignore"):
         untilt = np.exp(np.minimum(comp.log_mgf - comp.lam * lk, 700.0))
-    core = float((comp.tilted[keep] * untilt * -np.expm1(x - lk)).sum())
-    rounding = comp.roundoff * float(untilt.sum())
+    w = -np.expm1(x - lk)
+    core = float((comp.tilted[keep] * untilt * w).sum())
+    # each entry's round-off moves δ̃ by its bound times the entry's weight 1 − e^(x − l)
+    rounding = comp.roundoff * float((untilt * w).sum())
     extra = comp.infinity_mass + math.exp(min(comp.log_beyond, 0.0))
     if x < comp.bottom:
         extra += math.exp(min(comp.log_below, 0.0))
