@@ -196,7 +196,8 @@ def pld_epsilon(
     eps_lo = 0.0
     if bracket:
         for low in lows or _lower(top_parts, delta, top, first_h, fixed, precision, eps_up):
-            eps_lo = min(max(eps_lo, low), eps_up)
+            if low <= eps_up:  # (a test above a certified upper end is declined, never
+                eps_lo = max(eps_lo, low)  # clamped: one of the two would be wrong)
     return Guarantee(
         eps_up, delta, "upper bound", PLD_RULE, bracket=(eps_lo, eps_up) if bracket else None
     )

@@ -207,14 +207,16 @@ def pld_delta(
     # coarse tests (which lose about twice that) cannot close the bracket: the final grid's
     # only (measured: the coarse tests' bracket 2.2-2.4x that estimate, or more)
     coarse = fixed is None and not blocked and not excess > precision
+    lows = [0.0]
     low = 0.0
     for h_low in dict.fromkeys(([quantize(2.0 * step, up=True)] if coarse else []) + [step]):
         if d <= 0.0 or d <= low * (1.0 + 2.0 * precision):
             break
         try:
-            low = max(low, lower(h_low, blocked, d, step))
+            lows.append(lower(h_low, blocked, d, step))
         except InvalidParameterError:  # the grid would not fit: the next one
             continue
+        low = max(lows)
     # at a kink of δ (ε on an atom's loss) the grid's cost in ε says little; the bracket
     # does: a finer grid while it is wide
     for _ in range(3 if fixed is None and low > 0.0 else 0):
@@ -228,9 +230,13 @@ def pld_delta(
                 break  # the FFT's round-off bounds δ there (far in the tail): finer grids
                 # only add to it, and their tests cost the most (T = 2, σ = 5, q = 1e-3,
                 # ε = 0.5: 12 s and 8 s more for nothing)
-            low = max(low, lower(finer, False, low, finer))
+            lows.append(lower(finer, False, low, finer))
+            low = max(lows)
         except InvalidParameterError:  # the grid would not fit: keep what is certified
             break
         step = finer
     d_up = max(d, others)
-    return Guarantee(epsilon, d_up, "upper bound", PLD_RULE, bracket=(min(low, d_up), d_up))
+    # a test above a certified upper end is declined, never clamped (one of them would be
+    # wrong: tests whose Q-tails underflowed certified lower ends above the truth)
+    low = max(x for x in lows if x <= d_up)
+    return Guarantee(epsilon, d_up, "upper bound", PLD_RULE, bracket=(low, d_up))
