@@ -207,10 +207,11 @@ class ComposedPLD:
         have added mass taken off) or from above (every left-out mass added)."""
         return self._tails(lower)[1 if infinite else 0]
 
-    def _tails(self, lower: bool) -> tuple[FloatArray, FloatArray]:
-        """:meth:`tails` without and with the mass at +∞ (the finite part formed once)."""
+    def _tails(self, lower: bool, roundoff: bool = True) -> tuple[FloatArray, FloatArray]:
+        """:meth:`tails` without and with the mass at +∞ (the finite part formed once);
+        without the round-off term if not ``roundoff`` (not certified: what it costs)."""
         n = self._l.size
-        rounding = self.roundoff * self._r3[:n]
+        rounding = self.roundoff * self._r3[:n] if roundoff else np.zeros(n)
         if lower:
             if self.lam < 0.0:  # untilting grows what was aliased up from below: no bound
                 none = np.full(n, -math.inf)  # is derived for it, so nothing is certified
@@ -281,17 +282,20 @@ class ComposedPLD:
         return eps
 
 
-def rounded_tails(p_comp: ComposedPLD, q_comp: ComposedPLD) -> tuple[FloatArray, FloatArray]:
+def rounded_tails(
+    p_comp: ComposedPLD, q_comp: ComposedPLD, roundoff: bool = True
+) -> tuple[FloatArray, FloatArray]:
     """For the composed P- and Q-measures of a rounded loss (same window): for tests
     {S̃ ≥ t_j} at each window loss t_j ≥ 0, with the outcomes where some step fell in the
     infinite bin left out or counted in (both are tests; counting them in helps when their
     P-mass is true infinite loss, and hurts when it is a truncated tail with Q-mass), a lower
     bound on each test's P-mass and an upper bound on its Q-mass. Then δ(ε) ≥ max over the
-    tests of P-mass − e^ε Q-mass."""
+    tests of P-mass − e^ε Q-mass. Without the FFT round-off terms if not ``roundoff`` (not
+    certified: to see what the round-off costs the tests)."""
     if p_comp.offset != q_comp.offset or p_comp.size != q_comp.size:
         raise ValueError("the P- and Q-compositions must share their window")  # pragma: no cover
-    a = np.concatenate(p_comp._tails(True))
-    b = np.concatenate(q_comp._tails(False))
+    a = np.concatenate(p_comp._tails(True, roundoff))
+    b = np.concatenate(q_comp._tails(False, roundoff))
     return a, b
 
 

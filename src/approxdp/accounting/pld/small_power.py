@@ -25,14 +25,15 @@ The bound, per frequency (Y_j the exact transform of part j, y_j its computed on
   range, ±16382, leaves no over- or underflow for the counts taken here);
 - |y^c − Y^c| ≤ (|y| + e)^c − |y|^c (the binomial expansion), so F_j = fl(y_j^c) is within
   d_j = ρ_c|y_j|^c + (|y_j| + e_j)^c − |y_j|^c of Y_j^c, and |F_j| ≤ M_j = |y_j|^c(1 + ρ_c);
-- the product of the k parts' powers: |∏F_j − ∏Y_j^c| ≤ ∏(M_j + d_j) − ∏M_j (telescoping;
-  the bound grows with each M_j, so an upper estimate of |y_j| serves), and its k − 1 more
-  multiplications add ((1 + √5·v)^(k−1) − 1)∏M_j.
+- the product of the k parts' powers: |∏F_j − ∏Y_j^c| ≤ ∏(M_j + d_j) − ∏M_j (telescoping),
+  and its k − 1 more multiplications add ((1 + √5·v)^(k−1) − 1)∏M_j. With
+  M_j + d_j = (|y_j| + e_j)^c + 2ρ_c|y_j|^c ≤ (|y_j| + e_j)^c(1 + 2ρ_c), the bound taken is
+  ∏M_j·(e^D − 1 + (1 + √5·v)^(k−1) − 1), D = Σ_j [c_j log(1 + e_j/|y_j|) + log(1 + ρ_j/(1 + ρ_j))].
 
-The bound is evaluated in float64 logarithms (its own rounding is ~10^-11 of it: scaled by
-1.01), with an upper estimate of each |y_j| (at least 10^-300, which the bound's growth in
-|y_j| allows), plus twice the least positive float per frequency for an exponential that
-underflows.
+The bound grows with each |y_j| (each M_j + d_j − M_j does), so it is evaluated at an upper
+estimate of |y_j|, at least 10^-300; in float64 logarithms (its own rounding is ~10^-11 of it:
+scaled by 1.01), plus twice the least positive float per frequency (an exponential that
+underflows; an x87 product that underflows errs by less, ~10^-4951, and only shrinks after).
 """
 
 from __future__ import annotations
