@@ -106,7 +106,9 @@ def test_the_accountant_certifies_the_other_direction_without_composing_it(
     discretized.clear_caches()
     g = dpsgd_epsilon(noise_multiplier=5.0, sample_rate=1e-5, steps=1000, delta=1e-5)
     assert seen == ["remove"]
-    assert g.epsilon == pytest.approx(4.141324721729236e-05, rel=1e-12)
+    # (8.6e-7 lower than main 89522e9's 4.141324721729236e-05 since the round-off is
+    # weighted as the masses in δ(ε): ComposedPLD._rounding)
+    assert g.epsilon == pytest.approx(4.1413211766094824e-05, rel=1e-12)
     assert g.bracket is not None
     # (main 2877e1a's lower end; its tests now reuse the upper bound's window: no looser)
     assert g.bracket[0] >= 4.139129526974682e-05 * (1.0 - 1e-12)

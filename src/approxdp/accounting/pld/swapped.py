@@ -75,8 +75,9 @@ def is_swap(parts: Parts, other: Parts) -> bool:
 def _delta_at(comp: ComposedPLD, x: float) -> float:
     """Certified upper bound on δ̃(x) = E[(1 − e^(x − S))₊] + P(S = ∞) of a composed PLD at
     any real x (:meth:`ComposedPLD.delta` serves x ≥ 0 only): the window's untilted masses
-    above x, each entry's round-off bound (weighted as its mass), the mass at +∞, above the window and — where x is
-    below the window — below it (aliased mass only adds: harmless for an upper bound)."""
+    above x, each entry's round-off bound (weighted as its mass), the mass at +∞, above the
+    window and — where x is below the window — below it (aliased mass only adds: harmless
+    for an upper bound)."""
     losses = (comp.offset + np.arange(comp.size)) * comp.h
     keep = losses > x
     lk = losses[keep]
