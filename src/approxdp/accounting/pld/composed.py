@@ -138,7 +138,8 @@ class ComposedPLD:
         if self.roundoff == 0.0 or j >= self._l.size:
             return 0.0
         w = -np.expm1(epsilon - self._l[j:]) if weights is None else weights
-        return self.roundoff * float((self._untilt[j:] * w).sum())
+        with np.errstate(over="ignore"):  # (untilt factors up to e^700: a sum of them may
+            return self.roundoff * float((self._untilt[j:] * w).sum())  # be +∞, no bound)
 
     def alias_bounds(self) -> FloatArray:
         """Per entry of the window, a bound on the tilted mass that aliasing put there (from

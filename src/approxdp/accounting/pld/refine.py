@@ -53,20 +53,23 @@ def _finer(cur: _Solved, target: float) -> float:
 
 
 def _refine(
-    parts: Parts, delta: float, first: _Solved, precision: float, trusted: bool = False
+    parts: Parts, delta: float, first: _Solved, precision: float, trusted: bool = False,
+    calibrate: bool = False,
 ) -> _Solved:
     """The pass whose estimated excess is at most ``precision``/2 of ε. Where the composed
     loss is not near-Gaussian, a second pass on a grid twice as fine first calibrates the
     excess model against what ε really did; every later pass recalibrates it (each pass is
     certified, and tilted at the previous answer). ``trusted`` (:func:`_planned_start`): no
-    calibration pass where the model is within ``_TRUSTED`` of the target."""
+    calibration pass where the model is within ``_TRUSTED`` of the target. ``calibrate``:
+    the calibration pass even where the loss looks near-Gaussian (a bracket wider than
+    ``precision`` said the model was off)."""
     cur = first
     target = _target(cur.eps, precision)
     if cur.model is None or cur.eps == 0.0 or cur.excess <= target / 16.0:
         return cur
     if trusted and cur.excess <= _TRUSTED * target:
         return cur
-    if not cur.model.gaussian:
+    if not cur.model.gaussian or calibrate:
         room = 2.0 * cur.excess + 0.02 * cur.eps + 32.0 * cur.h
         # tilted as the pass before (its tilt was planned for about this ε on this loss, a
         # grid twice as coarse: the plan's five tilt searches would land within 0.2 % of it)
