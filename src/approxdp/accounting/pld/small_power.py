@@ -30,8 +30,9 @@ The bound, per frequency (Y_j the exact transform of part j, y_j its computed on
   M_j + d_j = (|y_j| + e_j)^c + 2ρ_c|y_j|^c ≤ (|y_j| + e_j)^c(1 + 2ρ_c), the bound taken is
   ∏M_j·(e^D − 1 + (1 + √5·v)^(k−1) − 1), D = Σ_j [c_j log(1 + e_j/|y_j|) + log(1 + ρ_j/(1 + ρ_j))].
 
-The bound grows with each |y_j| (each M_j + d_j − M_j does), so it is evaluated at an upper
-estimate of |y_j|, at least 10^-300; in float64 logarithms (its own rounding is ~10^-11 of it:
+The exact expression ∏(M_j + d_j) − ∏M_j + (…)∏M_j grows with each |y_j| (d_j does, and
+M_j + d_j ≥ M_j), and ∏M_j·e^D bounds ∏(M_j + d_j); so the bound is evaluated at an upper
+estimate of each |y_j| (at least 10^-300); in float64 logarithms (its own rounding is ~10^-11 of it:
 scaled by 1.01), plus twice the least positive float per frequency (an exponential that
 underflows; an x87 product that underflows errs by less, ~10^-4951, and only shrinks after).
 """
