@@ -54,6 +54,7 @@ def test_lower_end_within_room_of_the_exact_epsilon(
 
 @pytest.mark.parametrize(("sigma", "q", "delta"), [
     (1.0, 1e-3, 1e-300),  # was 38.9202974 > the truth (exact δ there 9.99966e-301)
+    (0.6, 1e-5, 1e-300),  # was 65.4153133 > the truth 65.4151642 (rev, 68e44e5)
     (1.0, 0.1, 1e-300),
     (0.3, 1e-6, 1e-300),
     (0.5, 1e-5, 1e-100),
@@ -116,3 +117,17 @@ def test_no_extended_recomposition_where_round_off_costs_nothing(
     clear_caches()
     dpsgd_epsilon(noise_multiplier=1.0, sample_rate=1e-5, steps=2, delta=1e-12)
     assert any(extended)
+
+
+@pytest.mark.parametrize(("sigma", "q", "eps"), [(1.0, 1e-3, 40.0), (1.0, 1e-3, 38.9),
+                                                 (0.6, 1e-5, 66.5)])
+def test_delta_lower_end_never_above_the_exact_delta_near_underflow(
+    sigma: float, q: float, eps: float
+) -> None:
+    """δ near and below 1e-300 (the tests' Q-tails subnormal): the lower end at or below the
+    exact δ (σ = 1, q = 1e-3, ε = 40 was 3.45e-301 against the exact 5.32e-313)."""
+    clear_caches()
+    got = dpsgd_delta(noise_multiplier=sigma, sample_rate=q, steps=2, epsilon=eps)
+    assert got.bracket is not None
+    low = float(got.bracket[0])
+    assert low == 0.0 or math.log(low) <= _log_exact(eps, sigma, q) + REF
