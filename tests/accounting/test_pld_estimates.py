@@ -1,5 +1,5 @@
-"""The uncertified estimates that pick the PLD accountant's grids (pld.estimates): the
-Gaussian-coordinate quadrature against numerical integration, and the grids it picks against
+"""The uncertified estimates that pick the PLD accountant's grids (pld.estimates, pld.excess):
+the Gaussian-coordinate quadrature against numerical integration, and the grids it picks against
 those the coarse discretization picked (which it replaces for Gaussian losses)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import integrate
 
-from approxdp.accounting.pld import discretized, estimates, grid_steps, refine
+from approxdp.accounting.pld import discretized, estimates, excess, grid_steps, refine
 from approxdp.accounting.pld.plan import _plan
 from approxdp.accounting.pld.privacy_loss import GaussianLoss, LaplaceLoss, SubsampledLoss
 from approxdp.events import GaussianEvent, SubsampledEvent
@@ -215,16 +215,16 @@ def test_the_excess_model_sweeps_its_steps_once_per_grid(monkeypatch: pytest.Mon
     grid, the calibration): the steps' spreads are summed once per grid and model (a sweep
     of ~10^5 points on fine grids), and forgotten with the discretizations."""
     swept: list[float] = []
-    spread = estimates._tilted_spread
+    spread = excess._tilted_spread
 
     def spy(pld: object, lam: float) -> float:
         swept.append(lam)
         return spread(pld, lam)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(estimates, "_tilted_spread", spy)
+    monkeypatch.setattr(excess, "_tilted_spread", spy)
     discretized.clear_caches()
     parts = ((SubsampledLoss(GaussianLoss(1.0), 1e-3, "remove"), 1000),)
-    model = estimates.ExcessModel(parts, 1e-5, 3.0, 2.0)
+    model = excess.ExcessModel(parts, 1e-5, 3.0, 2.0)
     first = model.at(2.0**-10)
     assert swept == [3.0]
     assert model.at(2.0**-10) == first

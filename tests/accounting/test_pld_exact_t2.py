@@ -162,6 +162,11 @@ def test_dpsgd_delta_two_steps_against_exact(sigma: float, q: float, eps: float)
     ((0.6, 0.9), (3.0, 0.2), 0.1),
     ((2.0, 0.5), (0.5, 0.01), 1e-10),
     ((1.0, 0.5), (0.7, 0.3), 1e-3),
+    # the first window's bottom above the true ε: the certifying walk overshot to ~2× the
+    # bottom (+208 %, lower end 0 on 89522e9) and the pass passed as clean; now bisected
+    # back, and a pass pinned at its window's bottom is tilted lower
+    ((1.062, 1.2e-5), (1.116, 2.1e-5), 2.4e-14),
+    ((1.0, 1e-4), (0.7, 1e-5), 1e-12),  # +1.2 % on 89522e9, +185 % on 68e44e5
 ])
 def test_pld_epsilon_against_exact(a: Step, b: Step, delta: float) -> None:
     """ε certified: the exact δ at the upper end is at most δ, at the lower end at least δ;

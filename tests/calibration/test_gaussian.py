@@ -152,7 +152,9 @@ def test_profile_decreasing(e1: float, e2: float, sigma: float) -> None:
     lo, hi = sorted((e1, e2))
     assert gaussian_delta(hi, sigma) <= gaussian_delta(lo, sigma)
     assert gaussian_delta(lo, sigma * 1.5) <= gaussian_delta(lo, sigma)
-    assert gaussian_pdp_delta(lo, sigma) >= gaussian_delta(lo, sigma)
+    # pDP implies DP (Zhao et al. Lemma 3); both are rounded to nearest, so near δ = 1 they may
+    # tie to within an ulp either way (hypothesis found ε = 34.5, σ = 0.05: 1 − 2^-53 vs 1.0)
+    assert gaussian_pdp_delta(lo, sigma) >= gaussian_delta(lo, sigma) * (1.0 - 4e-16)
 
 
 def test_paper_corner_m1_vs_opt() -> None:

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import special
 
+from approxdp.accounting.pld.loss_cdfs import _pinned
 from approxdp.accounting.pld.privacy_loss import (
     CDFError,
     GaussianLoss,
@@ -132,23 +133,13 @@ def _subsampled_gaussian_cdfs(
         below = e < lmq
         if not below.any():
             return LossCDF(fp, sp, b_f, b_s), g
-        return LossCDF(
-            np.where(below, 0.0, fp),
-            np.where(below, 1.0, sp),
-            np.where(below, 0.0, b_f),
-            np.where(below, 1.0, b_s),
-        ), g
+        return _pinned(below, 0.0, fp, sp, b_f, b_s), g
     fq = q * a_s + one_minus_q * b_s
     sq = q * a_f + one_minus_q * b_f
     above = e >= -lmq
     if not above.any():
         return LossCDF(b_s, b_f, fq, sq), g
-    return LossCDF(
-        np.where(above, 1.0, b_s),
-        np.where(above, 0.0, b_f),
-        np.where(above, 1.0, fq),
-        np.where(above, 0.0, sq),
-    ), g
+    return _pinned(above, 1.0, b_s, b_f, fq, sq), g
 
 
 def tail_edges_both(

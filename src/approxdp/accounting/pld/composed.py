@@ -291,12 +291,26 @@ class ComposedPLD:
         if not math.isfinite(eps):
             return math.inf
         eps = eps * (1.0 + 4e-16) + 1e-300
-        step = max(self.h * 1e-4, 1e-15)
+        tol = max(self.h * 1e-4, 1e-15)
+        step, fail = tol, None
         while self.delta(eps) > delta:  # certify by direct summation
+            fail = eps
             eps += step
             step *= 2.0
             if step > 1e6:
                 return math.inf
+        # the walk overshoots by up to its last step — as far as from the estimate to the
+        # answer, which is far where the estimate lies below the window's bottom (δ_up = 1
+        # there): bisect back between the last failing ε and the certified one (every ε
+        # returned is checked by direct summation)
+        for _ in range(80):
+            if fail is None or eps - fail <= tol:
+                break
+            mid = 0.5 * (fail + eps)
+            if self.delta(mid) <= delta:
+                eps = mid
+            else:
+                fail = mid
         return eps
 
 

@@ -12,8 +12,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-import numpy as np
-
 from approxdp._validation import check_parameter
 from approxdp.accounting.guarantees import Guarantee
 from approxdp.accounting.pld.estimates import estimate_moments, prefetch_estimates
@@ -133,10 +131,8 @@ def _delta_guess(parts: Parts, epsilon: float) -> float:
     h = quantize(widest / 64.0)
     at = epsilon + h
     for pld in discretize_many([s for s, _ in parts], h, 1e-300):
-        losses = pld.losses
-        above = losses > at
-        one = float((pld.pmf[above] * -np.expm1(at - losses[above])).sum())
-        guess = max(guess, one)
+        # (its finite losses only, as ever: not DiscretePLD.delta, which adds the mass at +∞)
+        guess = max(guess, pld.finite_delta(at))
     return guess
 
 

@@ -59,10 +59,13 @@ class DiscretePLD:
 
     def delta(self, epsilon: float) -> float:
         """δ(ε) of this (single-step) distribution: an upper bound on the true one."""
+        return min(1.0, self.finite_delta(epsilon) + self.infinity_mass)
+
+    def finite_delta(self, epsilon: float) -> float:
+        """The finite losses' share of δ(ε): Σ_(l > ε) pmf·(1 − e^(ε − l)) (no mass at +∞)."""
         l = self.losses
         keep = l > epsilon
-        core = float(np.sum(self.pmf[keep] * -np.expm1(epsilon - l[keep])))
-        return min(1.0, core + self.infinity_mass)
+        return float(np.sum(self.pmf[keep] * -np.expm1(epsilon - l[keep])))
 
     def mean_var(self) -> tuple[float, float]:
         """Mean and variance of the finite part of the loss under P (normalized)."""

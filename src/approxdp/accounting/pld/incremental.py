@@ -54,12 +54,12 @@ from approxdp.accounting.pld.incremental_build import _Builder
 from approxdp.accounting.pld.incremental_state import (
     _MAX_POINTS,
     _ONESHOT_COST,
+    _PLAN_COST,
     _PREPARE_ASKS,
     _PREPARE_BY,
     _PREPARE_FROM,
     Parts,
-    _oneshot_cost,
-    _plan_cost,
+    _cost,
     _resized,
     _Running,
     _State,
@@ -117,7 +117,7 @@ class IncrementalEpsilon(_Builder):
         """The caller answered a first ask (a history of ``parts`` parts) by the one-shot
         accountant, every part discretized afresh: what it cost (in the model) is the
         budget a plan made in one go may spend later (see :meth:`epsilon`)."""
-        self._worst = max(self._worst, _oneshot_cost(parts, parts, self.oneshot_model))
+        self._worst = max(self._worst, _cost(parts, parts, self.oneshot_model))
 
     def epsilon(self, plan: _Plan) -> Guarantee | None:
         """The certified ε(δ) of ``plan``'s history with a bracket of relative width at most
@@ -141,7 +141,7 @@ class IncrementalEpsilon(_Builder):
         new = sum(1 for s, c in now.items() if self._last.get(s) != c)
         grew = max(plan.steps - self._last_steps, 1)
         self._last, self._last_steps = now, plan.steps
-        oneshot = _oneshot_cost(parts, new, self.oneshot_model)  # the one-shot route's cost
+        oneshot = _cost(parts, new, self.oneshot_model)  # the one-shot route's cost
         if not _supported(plan) or plan.steps < self._retry_from or self._declines():
             self._worst = max(self._worst, oneshot)
             return None
@@ -176,7 +176,7 @@ class IncrementalEpsilon(_Builder):
             grid = h if h is not None else self._first_grid(plan, names)
             fresh = parts if last is None or grid != last.h else sum(
                 1 for s, c in plan.remove if s not in last.uppers[last.dominant].added)
-            if _plan_cost(parts, fresh) > max(self._worst, oneshot):
+            if _cost(parts, fresh, _PLAN_COST) > max(self._worst, oneshot):
                 # dearer than the one-shot route's dearest ask: the one-shot route answers,
                 # and a plan is considered again at the next ask
                 self._worst = max(self._worst, oneshot)

@@ -48,16 +48,11 @@ _PREPARE_BY = 0.7
 _PREPARE_ASKS = 3
 
 
-def _oneshot_cost(parts: int, fresh: int, model: tuple[float, float, float] = _ONESHOT_COST
-                  ) -> float:
-    """The model's cost of a one-shot answer of ``parts`` parts, ``fresh`` of them new."""
+def _cost(parts: int, fresh: int, model: tuple[float, float, float]) -> float:
+    """A cost model's (fixed, per part, per fresh part) cost of an ask of ``parts`` parts,
+    ``fresh`` of them discretized afresh: a one-shot answer (:data:`_ONESHOT_COST`) or a plan
+    made in one go (:data:`_PLAN_COST`)."""
     fixed, per_part, per_fresh = model
-    return fixed + per_part * parts + per_fresh * fresh
-
-
-def _plan_cost(parts: int, fresh: int) -> float:
-    """The model's cost of a plan made in one go (an ask that plans)."""
-    fixed, per_part, per_fresh = _PLAN_COST
     return fixed + per_part * parts + per_fresh * fresh
 
 

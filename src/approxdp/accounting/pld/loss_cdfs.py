@@ -68,6 +68,22 @@ class LossSource(Protocol):
 _U = float(np.finfo(np.float64).eps) / 2  # unit round-off
 
 
+def _pinned(
+    mask: npt.NDArray[np.bool_], low: float,
+    fp: FloatArray, sp: FloatArray, fq: FloatArray, sq: FloatArray,
+) -> LossCDF:
+    """The CDFs (fp, sp, fq, sq), set where ``mask`` holds to F = ``low``, S = 1 − ``low``
+    under both P and Q: at edges beyond which the loss never goes (a subsampled loss's
+    log(1 − q) floor, low = 0, or −log(1 − q) ceiling, low = 1)."""
+    high = 1.0 - low
+    return LossCDF(
+        np.where(mask, low, fp),
+        np.where(mask, high, sp),
+        np.where(mask, low, fq),
+        np.where(mask, high, sq),
+    )
+
+
 def loss_interval(f: FloatArray, s: FloatArray) -> tuple[FloatArray, FloatArray]:
     """The mass of each interval between consecutive edges from a CDF ``f`` and its survival
     function ``s`` at the edges, taken from whichever tail is smaller there (full relative

@@ -164,6 +164,8 @@ def _clean(comp: ComposedPLD, eps: float, delta: float) -> bool:
     left-out tails), so that another tilt would not tighten it."""
     if not math.isfinite(eps):
         return False
+    if eps - comp.h < comp.bottom and comp.log_below > math.log(1e-3 * delta):
+        return False  # pinned at the window's bottom (it cannot certify below): tilt lower
     rounding, tails = comp.error_terms(eps)
     return rounding <= 1e-4 * delta and tails <= 1e-3 * delta and eps >= comp.bottom
 

@@ -53,6 +53,7 @@ from approxdp.accounting.pld.loss_cdfs import (  # the public ones re-exported: 
     _gaussian_value_error,
     _moved_error,
     _normal_tails,
+    _pinned,
     _sliver,
     _up,
     cdf_errors,
@@ -67,6 +68,7 @@ from approxdp.accounting.pld.mechanism_losses import (  # re-exported: old paths
     LaplaceLoss,
 )
 
+# (loss_cdfs's and mechanism_losses's names again, on purpose: re-exported from their old path)
 __all__ = [
     "CDFError",
     "DiscreteGaussianLoss",
@@ -375,13 +377,7 @@ class SubsampledLoss:
             fp = q * c.fp + (1.0 - q) * c.fq
             sp = q * c.sp + (1.0 - q) * c.sq
             fq, sq = c.fq, c.sq
-            below = edges < log1mq  # every outer loss is >= log(1 − q)
-            return LossCDF(
-                np.where(below, 0.0, fp),
-                np.where(below, 1.0, sp),
-                np.where(below, 0.0, fq),
-                np.where(below, 1.0, sq),
-            )
+            return _pinned(edges < log1mq, 0.0, fp, sp, fq, sq)  # every outer loss ≥ log(1 − q)
         # add: outer loss −f(l) <= e  <=>  l >= f⁻¹(−e). Atoms exactly on an edge fall on the
         # same side under P and Q, which is all the discretization needs.
         c = self.inner.cdfs(g)
@@ -389,10 +385,4 @@ class SubsampledLoss:
         sp = c.fq
         fq = q * c.sp + (1.0 - q) * c.sq
         sq = q * c.fp + (1.0 - q) * c.fq
-        above = edges >= -log1mq  # every outer loss is <= −log(1 − q)
-        return LossCDF(
-            np.where(above, 1.0, fp),
-            np.where(above, 0.0, sp),
-            np.where(above, 1.0, fq),
-            np.where(above, 0.0, sq),
-        )
+        return _pinned(edges >= -log1mq, 1.0, fp, sp, fq, sq)  # every outer loss ≤ −log(1 − q)

@@ -48,29 +48,14 @@ def _split(
     if dots is not None:
         width = np.diff(dots) * h
         denom = -np.expm1(-width)
-    # the CDF values' error bounds as masses of their cells (privacy_loss.CDFError): an
-    # interval's mass errs by ≤ 2·max κ·scale + 2·max τ (the arithmetic here a few ulps
-    # more); and the cells are off the exact preimages of the edges by slivers whose
-    # share across each edge (≤ mass·expm1(shift)/(1 − e^(−h))) is moved up over it
-    kap = 2.0 * np.maximum(ce.value[1:], ce.value[:-1])
     with np.errstate(invalid="ignore", over="ignore"):
-        a = (p - grow * r) / denom
-        err = ((8.0 * _U + kap) * (p_scale + grow * r_scale) + 2.0 * ce.tiny * (1.0 + grow))
-        err /= denom
-        a = np.where(np.isfinite(a), a, p)
-        err = np.where(np.isfinite(err), err, np.inf)
         split = getattr(source, "split_numerators", None) if stable else None
         written = split(edges) if split is not None else None
-        if written is not None:  # the same numerator, written without its cancellation
-            num, num_err = written
-            a2, err2 = num / denom, num_err / denom
-            # each (a, err) bounds the true share from above: the tighter one is used
-            better = a2 + err2 < a + err
-            a, err = np.where(better, a2, a), np.where(better, err2, err)
+        # the cells are off the exact preimages of the edges by slivers whose share across
+        # each edge (≤ mass·expm1(shift)/(1 − e^(−h))) is moved up over it
         across, lost = sliver_guard(ce, np.minimum(c.fp, c.sp), h)
-        err = err + across
-        exact = np.clip(a, 0.0, p)
-        a = np.clip(a + err, 0.0, p)
+    a, exact = _shares(p, r, p_scale, r_scale, grow, denom, ce.value, 2.0 * ce.tiny, across,
+                       written)
     lift = _dominance_lift(c, ce)  # see there: the CDF values' own errors, not accumulated
     unbounded = not bool(np.isfinite(lift).all())  # no bound known: nothing is certified
     pmf = np.zeros(edges.size)
@@ -100,6 +85,37 @@ def _split(
     return DiscretePLD(
         h=h, offset=i_lo, pmf=pmf, infinity_mass=inf_mass, spread=spread, guard=guard
     )
+
+
+def _shares(
+    p: FloatArray, r: FloatArray, p_scale: FloatArray, r_scale: FloatArray, grow: FloatArray,
+    denom: FloatArray | float, value: FloatArray, tiny2: FloatArray | float,
+    across: FloatArray | float, written: tuple[FloatArray, FloatArray] | None,
+) -> tuple[FloatArray, FloatArray]:
+    """Each interval's upper share a = (p − e^(e_(k−1))·r)/(1 − e^(−width)) of its P-mass p (r:
+    its Q-mass), raised by its error bound and the slivers' guard ``across``, then clipped to
+    [0, p]; and the share clipped without them (for the guard's mean shift): for :func:`_split`
+    and :func:`_split_together` alike (``value``: the CDF error bounds κ per edge, ``tiny2``:
+    2τ, per interval or one for all; ``written``: a stable split's own numerators and their
+    errors, or None)."""
+    # the CDF values' error bounds as masses of their cells (privacy_loss.CDFError): an
+    # interval's mass errs by ≤ 2·max κ·scale + 2·max τ (the arithmetic here a few ulps more)
+    kap = 2.0 * np.maximum(value[1:], value[:-1])
+    with np.errstate(invalid="ignore", over="ignore"):
+        a = (p - grow * r) / denom
+        err = ((8.0 * _U + kap) * (p_scale + grow * r_scale) + tiny2 * (1.0 + grow))
+        err /= denom
+        a = np.where(np.isfinite(a), a, p)
+        err = np.where(np.isfinite(err), err, np.inf)
+        if written is not None:  # the same numerator, written without its cancellation
+            num, num_err = written
+            a2, err2 = num / denom, num_err / denom
+            # each (a, err) bounds the true share from above: the tighter one is used
+            better = a2 + err2 < a + err
+            a, err = np.where(better, a2, a), np.where(better, err2, err)
+        err = err + across
+        exact = np.clip(a, 0.0, p)
+        return np.clip(a + err, 0.0, p), exact
 
 
 def _place_up(pmf: FloatArray, lift: FloatArray) -> float:
@@ -247,17 +263,8 @@ def _split_together(items: Sequence[SplitInput]) -> list[DiscretePLD]:
     r, r_scale = loss_interval(fq, sq)
     with np.errstate(over="ignore"):
         grow = np.exp(edges[:-1])
-    kap = 2.0 * np.maximum(kv[1:], kv[:-1])
     across, lost = _slivers(items, np.minimum(fp, sp), kv, starts, counts)
-    with np.errstate(invalid="ignore", over="ignore"):
-        a = (p - grow * r) / denom
-        err = ((8.0 * _U + kap) * (p_scale + grow * r_scale) + (2.0 * tiny[:-1]) * (1.0 + grow))
-        err /= denom
-        a = np.where(np.isfinite(a), a, p)
-        err = np.where(np.isfinite(err), err, np.inf)
-        err = err + across
-        exact = np.clip(a, 0.0, p)
-        a = np.clip(a + err, 0.0, p)
+    a, exact = _shares(p, r, p_scale, r_scale, grow, denom, kv, 2.0 * tiny[:-1], across, None)
     lift = _lifts(fp, sp, kv, tiny, starts, ends, cut)
     finite = np.isfinite(lift)
     unbounded = ~np.logical_and.reduceat(finite, starts)
