@@ -41,7 +41,9 @@ def test_a_close_other_direction_starts_coarse(monkeypatch: pytest.MonkeyPatch) 
     g = TrainingAccountant(phases=TEN).delta(2.0)
     assert g.bracket is not None
     assert float(g.delta) == TEN_DELTA
-    assert float(g.bracket[0]) == TEN_LOW
+    # (the tests' tails carry their float sums' own error since branch low: −1.6e-11 of it)
+    assert float(g.bracket[0]) == pytest.approx(TEN_LOW, rel=1e-10)
+    assert float(g.bracket[0]) <= TEN_LOW
     assert len(steps) == 2 and steps[1] == pytest.approx(4.0 * steps[0], rel=1e-9)
     clear_caches()
 

@@ -30,6 +30,7 @@ __all__ = [
 ]
 
 FloatArray = npt.NDArray[np.float64]
+_U = float(np.finfo(np.float64).eps) / 2  # unit round-off
 # Sums of products are written (x * y).sum(), never np.dot: short vectors through a threaded
 # BLAS cost milliseconds of thread wake-ups on a busy machine (measured: 3.4 ms vs 0.05 ms).
 
@@ -93,6 +94,8 @@ class ComposedPLD:
         self._l = (offset + np.arange(keep, self.size)) * h
         t = self._l * lam  # the untilt factors e^(min(log_mgf − λl, 700)), formed in place
         np.subtract(log_mgf, t, out=t)
+        over = np.flatnonzero(t > 700.0)  # (capped: the tests' tails over them are unknown)
+        self._capped = int(over[-1]) if over.size else -1
         np.minimum(t, 700.0, out=t)
         with np.errstate(over="ignore"):
             self._untilt = np.exp(t, out=t)
@@ -208,10 +211,22 @@ class ComposedPLD:
         have added mass taken off) or from above (every left-out mass added)."""
         return self._tails(lower)[1 if infinite else 0]
 
-    def _tails(self, lower: bool) -> tuple[FloatArray, FloatArray]:
-        """:meth:`tails` without and with the mass at +∞ (the finite part formed once)."""
+    def _tails(self, lower: bool, roundoff: bool = True) -> tuple[FloatArray, FloatArray]:
+        """:meth:`tails` without and with the mass at +∞ (the finite part formed once);
+        without the round-off term if not ``roundoff`` (not certified: what it costs).
+
+        The float sums' own error is taken too (the tests' P- and Q-tails may nearly cancel,
+        and far in the tail a Q-tail is subnormal): each term relative ``rel`` (a suffix sum of
+        up to ``size`` terms errs by < size·u of it; an untilt factor e^x by ~|x|·u, |x| ≤
+        |log_mgf| + |λ|·max|l| or 700; an alias bound likewise) and, where values are
+        subnormal, ``floor`` absolute (~½ ulp(0) for each of ~6 roundings per entry). A
+        threshold whose tail holds a capped untilt factor (e^700) is no test."""
         n = self._l.size
-        rounding = self.roundoff * self._r3[:n]
+        rounding = self.roundoff * self._r3[:n] if roundoff else np.zeros(n)
+        lm = self.log_mgf if math.isfinite(self.log_mgf) else 0.0
+        top = float(np.max(np.abs(self._l))) if n else 0.0
+        rel = (self.size + 1408.0 + 2.0 * (abs(lm) + abs(self.lam) * top)) * _U * 1.01
+        floor = 4.0 * (self.size + 4) * math.ulp(0.0)
         if lower:
             if self.lam < 0.0:  # untilting grows what was aliased up from below: no bound
                 none = np.full(n, -math.inf)  # is derived for it, so nothing is certified
@@ -225,10 +240,13 @@ class ComposedPLD:
             with np.errstate(over="ignore"):
                 alias = np.exp(self.log_alias_up - self.lam * self._l)
             alias = alias + math.exp(min(self.log_alias_low, 0.0))
-            finite = self._r1[:n] - rounding - alias
+            with np.errstate(invalid="ignore"):
+                finite = self._r1[:n] * (1.0 - rel) - (rounding + alias) * (1.0 + rel) - floor
+            finite[: self._capped + 1] = -math.inf
             return np.asarray(finite + 0.0), np.asarray(finite + self.infinity_mass * (1.0 - 1e-12))
         beyond = math.exp(min(self.log_beyond, 0.0))
-        finite = self._r1[:n] + rounding + beyond
+        finite = (self._r1[:n] + rounding + beyond) * (1.0 + rel) + floor
+        finite[: self._capped + 1] = math.inf
         return np.asarray(finite + 0.0), np.asarray(finite + self.infinity_mass * (1.0 + 1e-12))
 
     def _core_epsilon(self, target: float, with_rounding: bool) -> float:
@@ -296,17 +314,20 @@ class ComposedPLD:
         return eps
 
 
-def rounded_tails(p_comp: ComposedPLD, q_comp: ComposedPLD) -> tuple[FloatArray, FloatArray]:
+def rounded_tails(
+    p_comp: ComposedPLD, q_comp: ComposedPLD, roundoff: bool = True
+) -> tuple[FloatArray, FloatArray]:
     """For the composed P- and Q-measures of a rounded loss (same window): for tests
     {S̃ ≥ t_j} at each window loss t_j ≥ 0, with the outcomes where some step fell in the
     infinite bin left out or counted in (both are tests; counting them in helps when their
     P-mass is true infinite loss, and hurts when it is a truncated tail with Q-mass), a lower
     bound on each test's P-mass and an upper bound on its Q-mass. Then δ(ε) ≥ max over the
-    tests of P-mass − e^ε Q-mass."""
+    tests of P-mass − e^ε Q-mass. Without the FFT round-off terms if not ``roundoff`` (not
+    certified: to see what the round-off costs the tests)."""
     if p_comp.offset != q_comp.offset or p_comp.size != q_comp.size:
         raise ValueError("the P- and Q-compositions must share their window")  # pragma: no cover
-    a = np.concatenate(p_comp._tails(True))
-    b = np.concatenate(q_comp._tails(False))
+    a = np.concatenate(p_comp._tails(True, roundoff))
+    b = np.concatenate(q_comp._tails(False, roundoff))
     return a, b
 
 
@@ -314,8 +335,11 @@ def test_delta(a_low: FloatArray, b_up: FloatArray, epsilon: float) -> float:
     """max(0, max_j a_low_j − e^ε b_up_j): the certified lower bound on δ(ε) of the tests."""
     if a_low.size == 0:
         return 0.0
+    # e^ε·b rounded up (exp and the product: a few u of it, which a nearly equal a_low can
+    # make a large share of the difference)
+    scale = math.exp(min(epsilon, 700.0)) * (1.0 + (4.0 + 2.0 * min(abs(epsilon), 700.0)) * _U)
     with np.errstate(over="ignore", invalid="ignore"):
-        vals = a_low - math.exp(min(epsilon, 700.0)) * b_up
+        vals = a_low - scale * b_up
     best = float(np.nanmax(vals))
     return max(0.0, best * (1.0 - 1e-10) if best > 0 else best)
 

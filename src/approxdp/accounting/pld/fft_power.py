@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from approxdp.accounting.pld.discrete import DiscretePLD
+from approxdp.accounting.pld.small_power import SMALL_POWER, product_spectrum
 from approxdp.accounting.pld.spectrum import fold_rolled, polar_terms, rolled
 from approxdp.accounting.pld.spectrum import survivors as _few_left
 
@@ -76,7 +77,13 @@ def _fft_power(
     extended precision (u_f = 5.4e-20 instead of 1.1e-16; pocketfft supports it); the power
     stays in float64, whose errors above are relative (the transcendental functions on x87
     long doubles cost 40–100 times more: they were 3/4 of a T = 10^12 calibration). Every
-    bound evaluated in float64 is scaled by 1.001 (its own rounding is ~u of it)."""
+    bound evaluated in float64 is scaled by 1.001 (its own rounding is ~u of it).
+
+    An ``extended`` composition whose every count is at most
+    :data:`~approxdp.accounting.pld.small_power.SMALL_POWER` takes the power too in extended
+    precision, by complex multiplication (:func:`_small_fft_power`)."""
+    if extended and max(c for _, c in parts) <= SMALL_POWER:
+        return _small_fft_power(parts, lam, a_idx, n)
     dt: Any = np.longdouble if extended else np.float64
     u_in = float(np.finfo(dt).eps) / 2  # the tilting and the forward transform
     u = _U  # the power
@@ -111,6 +118,42 @@ def _fft_power(
     del comp_x, err_spec, abs_t
     # position k holds the index s ≡ base + k (mod n); put index a_idx + m at position m
     return rolled(comp, a_idx - row.base), roundoff, row.log_mgf
+
+
+def _small_fft_power(
+    parts: Parts, lam: float, a_idx: int, n: int
+) -> tuple[FloatArray, float, float]:
+    """:func:`_fft_power` in extended precision throughout: the tilting and both transforms
+    as there, the power ∏ y_j^c_j by complex multiplication
+    (:func:`~approxdp.accounting.pld.small_power.product_spectrum`, with its per-frequency
+    error bound). The entries' bound: the spectrum's error through the inverse transform
+    (Σ_f w_f err_f / n), the inverse transform's own (c·log2(N)·v·Σ_f w_f|Z_f| / N, as in
+    :func:`_fft_power`), and the casts (v·max|x| in extended, u·max|x| to float64)."""
+    dt: Any = np.longdouble
+    v = float(np.finfo(dt).eps) / 2
+    log2n = math.log2(n)
+    tilts, log_mgf = _tilts(parts, lam, n, dt, v)
+    base = 0
+    specs: list[tuple[Any, float, int]] = []
+    for (p, c), (tilted, shift, folds, _) in zip(parts, tilts, strict=True):
+        folded = fold_rolled(tilted, n, shift, dt)
+        base += c * (p.offset + shift)
+        e_fwd = (4.0 * log2n + folds) * v * float(np.sum(folded))  # as in _fft_power
+        specs.append((np.fft.rfft(folded), e_fwd, c))
+        del folded
+    spec_t, err_spec = product_spectrum(specs, v)
+    del specs
+    abs_t = np.asarray(np.abs(spec_t), dtype=np.float64) + _BELOW_DROP  # (a cast's underflow)
+    comp_x = np.fft.irfft(spec_t, n=n)
+    del spec_t
+    comp = np.asarray(comp_x, dtype=np.float64)
+    roundoff = 1.001 * (
+        _weighted_sum(err_spec, n) / n
+        + 4.0 * log2n * v * _weighted_sum(abs_t, n) / n
+        + v * _max_abs(comp_x)
+        + _U * _max_abs(comp)  # the cast to float64
+    )
+    return rolled(comp, a_idx - base), roundoff, log_mgf
 
 
 def _weighted_sum(x: FloatArray, n: int) -> float:

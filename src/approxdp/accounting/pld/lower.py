@@ -10,7 +10,7 @@ the optimal tests; a lower bound on their P-mass and an upper bound on their Q-m
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -32,19 +32,29 @@ from approxdp.accounting.pld.discretized import (
     discretized_all,
     rounded_all,
 )
+from approxdp.accounting.pld.small_power import SMALL_POWER
 from approxdp.accounting.pld.window import Window, exact_planning, solve_tilt, support_of
 
 __all__ = ["lower_delta", "lower_epsilon"]
+
+Tails = tuple[np.ndarray, np.ndarray]
+Worth = Callable[[Tails, Tails], bool]
+#: The share of the answer the FFT round-off may cost the tests before a few steps are
+#: composed again in extended precision (as passes' 1e-5 for the window's tails).
+_ROUNDOFF_SHARE = 1e-5
 
 
 def _rounded_tails(
     parts: Parts, h: float, tail: float, tilt_at: float, below: float | None = None,
     blocks: bool = False, aim_h: float | None = None, like: ComposedPLD | None = None,
-) -> tuple[np.ndarray, np.ndarray] | None:
+    worth: Worth | None = None,
+) -> Tails | None:
     """Certified (P-tail lower, Q-tail upper) of the rounded loss, composed tilted at
     ``tilt_at`` (λ for P, λ + 1 for Q: Q-masses are about P-masses times e^(−loss), so both
     tilted measures have one shape and share one window). ``aim_h``: the grid step of the
-    pessimistic pass that found ``tilt_at`` (default h)."""
+    pessimistic pass that found ``tilt_at`` (default h). ``worth(tails, tails without the
+    round-off)``: whether the round-off costs enough to compose a few steps again in extended
+    precision."""
     step_tail = _step_tail(parts, tail)
     stable = _stable(parts)
     precise = sum(c for _, c in parts) >= EXTENDED_FROM
@@ -66,7 +76,8 @@ def _rounded_tails(
         p_parts = [(r.as_measures()[0], c) for r, c in rounded]
         q_parts = [(r.as_measures()[1], c) for r, c in rounded]
     # (as for the upper bound: the last composition is used once)
-    ext = max(c for _, c in p_parts) >= EXTENDED_FROM
+    top = max(c for _, c in p_parts)
+    ext = top >= EXTENDED_FROM
     try:
         if like is not None and not blocks and not like.blocked and like.size > 1:
             # the upper bound's window and tilt, moved by the rounding's shift onto this grid
@@ -85,9 +96,19 @@ def _rounded_tails(
             return None
         win = Window(p_comp.lam, p_comp.offset, p_comp.size)
         q_comp = compose(q_parts, tail=tail, window=win, lam_shift=1.0, extended=ext)
+        tails = rounded_tails(p_comp, q_comp)
+        if (worth is not None and not ext and not blocks and top <= SMALL_POWER
+                and worth(tails, rounded_tails(p_comp, q_comp, roundoff=False))):
+            # where the tests' P- and Q-tails nearly cancel (tiny q), the float64 round-off
+            # summed over a tail costs them (σ = 1, q = 1e-5, T = 2, δ = 1e-12: 1 % of ε):
+            # a few steps again on the same window in extended precision, the power too
+            # (small_power: ~100 times less round-off)
+            p_comp = compose(p_parts, tail=tail, tilt_at=tilt_at, window=win, extended=True)
+            q_comp = compose(q_parts, tail=tail, window=win, lam_shift=1.0, extended=True)
+            tails = rounded_tails(p_comp, q_comp)
     except WindowTooLargeError:
         return None
-    return rounded_tails(p_comp, q_comp)
+    return tails
 
 
 def _rounded_in_blocks(
@@ -109,7 +130,11 @@ def lower_epsilon(
     h, composed tilted at ``near`` (the upper bound, found at grid step ``aim_h``, default h:
     the answer is at most ``below`` under it), in blocks if ``blocks``. ``like``: the upper
     bound's composition, whose window and tilt the tests reuse (no plan of their own)."""
-    tails = _rounded_tails(parts, h, 1e-4 * delta, near, below, blocks, aim_h, like)
+
+    def worth(tails: Tails, ideal: Tails) -> bool:
+        return test_epsilon(*ideal, delta) > test_epsilon(*tails, delta) * (1.0 + _ROUNDOFF_SHARE)
+
+    tails = _rounded_tails(parts, h, 1e-4 * delta, near, below, blocks, aim_h, like, worth)
     if tails is None:
         return 0.0
     return test_epsilon(tails[0], tails[1], delta)
@@ -123,7 +148,11 @@ def lower_delta(
     the P-mass each side left out of the grids (any is certified: the tests only lose up to
     about that much; 1e-4 of the δ found keeps the bound within 0.01 % of the best).
     ``aim_h``: the grid step of the upper bound's pass (default h)."""
-    tails = _rounded_tails(parts, h, tail, epsilon, None, blocks, aim_h)
+
+    def worth(tails: Tails, ideal: Tails) -> bool:
+        return test_delta(*ideal, epsilon) > test_delta(*tails, epsilon) * (1.0 + _ROUNDOFF_SHARE)
+
+    tails = _rounded_tails(parts, h, tail, epsilon, None, blocks, aim_h, worth=worth)
     if tails is None:
         return 0.0
     return test_delta(tails[0], tails[1], epsilon)
