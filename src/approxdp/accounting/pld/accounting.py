@@ -49,7 +49,7 @@ from approxdp.accounting.pld.plan import (
     _plan,
     check_precision,
 )
-from approxdp.accounting.pld.refine import _refine, _solve, _Solved, _step, lower_grids
+from approxdp.accounting.pld.refine import _refine, _solve, _Solved, finer_pass, lower_grids
 from approxdp.accounting.pld.swapped import is_swap, swapped_delta
 from approxdp.errors import InvalidParameterError
 from approxdp.events import PrivacyEvent
@@ -223,8 +223,7 @@ def _top(
         return top, lows
     if trusted and top is first:
         return _refine(parts, delta, first, precision, calibrate=True), []
-    room = 2.0 * top.excess + 0.01 * top.eps + 32.0 * top.h
-    finer = _step(top, _solve(parts, delta, quantize(top.h / 2.0), top.eps, room))
+    finer = finer_pass(parts, delta, top, quantize(top.h / 2.0))
     if finer.eps >= top.eps:
         return top, lows
     return finer, [*lows, *_lower(parts, delta, finer, first_h, None, precision)]

@@ -176,6 +176,11 @@ class ComposedPLD:
 
     def _parts(self, epsilon: float) -> tuple[float, float]:
         """(core sum, pessimistic extra) at ε ≥ 0, by direct summation."""
+        core, pess, _ = self._terms(epsilon)
+        return core, pess
+
+    def _terms(self, epsilon: float) -> tuple[float, float, float]:
+        """:meth:`_parts` and the round-off's share of its extra (one summation for both)."""
         j = int(np.searchsorted(self._l, epsilon, side="right"))
         w = -np.expm1(epsilon - self._l[j:])
         core = float((self._m[j:] * w).sum())
@@ -185,15 +190,13 @@ class ComposedPLD:
         if epsilon < self.bottom:  # true mass in (ε, window bottom) is not in the window
             beyond += math.exp(min(self.log_below, 0.0))
         # aliased mass only ever adds (positive) mass: harmless for the upper bound
-        return core, self.infinity_mass + beyond + rounding
+        return core, self.infinity_mass + beyond + rounding, rounding
 
     def error_terms(self, epsilon: float) -> tuple[float, float]:
         """(round-off, left-out and aliased tails) of :meth:`delta` at ε: what the window
         costs there (the aliased mass is not in the bound — it only adds mass — but it can
         make the bound loose)."""
-        j = int(np.searchsorted(self._l, epsilon, side="right"))
-        rounding = self._rounding(j, epsilon)
-        _, pess = self._parts(epsilon)
+        _, pess, rounding = self._terms(epsilon)
         m = max(epsilon, self.bottom)
         alias = math.exp(min(self.log_alias_up - self.lam * m, 0.0)) + math.exp(
             min(self.log_alias_low, 0.0)
