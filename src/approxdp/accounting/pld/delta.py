@@ -32,6 +32,7 @@ from approxdp.accounting.pld.plan import (
     _plan,
     check_precision,
 )
+from approxdp.accounting.pld.privacy_loss import SubsampledLoss
 from approxdp.accounting.pld.refine import _finer, _Solved
 from approxdp.errors import InvalidParameterError
 from approxdp.events import PrivacyEvent
@@ -62,18 +63,18 @@ def _delta_pass(
 def _delta_direction(
     parts: Parts, epsilon: float, precision: float, fixed: float | None, enough: float = 0.0,
     enough_at: tuple[float, float] = (0.0, math.inf),
-) -> tuple[float, float, bool, float]:
-    """(certified δ(ε), grid step, blocked, ≈ relative excess of that δ over the true one) of
-    one direction: a coarse pass (tilted at ε), then finer ones — each with the left-out tails
-    within 1e-4 of the δ found — until the excess model puts the grid's cost in ε within
-    ``precision``/2 (the grid pld_epsilon would use for the δ it reports), or δ is at most
-    ``enough`` (another direction's certified δ, which the answer is at least: refining this
-    one would not change it). ``enough_at``: (grid step, ≈ relative excess of δ) of the pass
-    that certified ``enough``. Where this direction's saddle-point estimate is under
-    ``_OTHER_ROOM`` times ``enough`` with that pass's excess grown 16-fold (as h², on a grid
-    4x as coarse) to spare, a first pass on a grid 4x as coarse as that one (a 4th to a 6th
-    of the cost) usually certifies it already; where it does not, the usual passes follow
-    (each pass is certified: the least δ is kept)."""
+) -> tuple[float, float, bool, float, float]:
+    """(certified δ(ε), grid step, blocked, ≈ relative excess of that δ over the true one, the last
+    pass's round-off charge at ε) of one direction: a coarse pass (tilted at ε), then finer ones
+    — each with the left-out tails within 1e-4 of the δ found — until the excess model puts the
+    grid's cost in ε within ``precision``/2 (the grid pld_epsilon would use for the δ it
+    reports), or δ is at most ``enough`` (another direction's certified δ, which the answer is
+    at least: refining this one would not change it). ``enough_at``: (grid step, ≈ relative
+    excess of δ) of the pass that certified ``enough``. Where this direction's saddle-point
+    estimate is under ``_OTHER_ROOM`` times ``enough`` with that pass's excess grown 16-fold (as
+    h², on a grid 4x as coarse) to spare, a first pass on a grid 4x as coarse as that one (a 4th
+    to a 6th of the cost) usually certifies it already; where it does not, the usual passes
+    follow (each pass is certified: the least δ is kept)."""
     # the first pass's tails within 1e-7 of a saddle-point estimate of δ (later ones: 1e-4 of
     # the δ found); a guess too high only loosens that pass, which the next one redoes
     first_tail = max(1e-7 * _delta_guess(parts, epsilon), 1e-300)
@@ -81,7 +82,7 @@ def _delta_direction(
         d, cur = _delta_pass(parts, epsilon, fixed, first_tail)
         if d < 1e3 * first_tail:  # the tails were not small against δ: again, with smaller
             d, cur = _delta_pass(parts, epsilon, fixed, max(1e-4 * d, 1e-300))
-        return d, fixed, cur.comp.blocked, math.inf
+        return d, fixed, cur.comp.blocked, math.inf, cur.comp.error_terms(epsilon)[0]
     # δ at a given ε can sit on a kink (an atom's loss), where the grid's cost in ε says little:
     # start no coarser than the atom-aware first step where there are atoms
     h = _first_step(parts, precision, max(first_tail * 1e4, 1e-300))
@@ -95,7 +96,7 @@ def _delta_direction(
             1.0 + 16.0 * enough_at[1]) <= _OTHER_ROOM * enough:
         d, cur = _delta_pass(parts, epsilon, coarse, first_tail, math.inf)  # (no model)
         if d <= enough:
-            return d, cur.h, cur.comp.blocked, math.inf
+            return d, cur.h, cur.comp.blocked, math.inf, cur.comp.error_terms(epsilon)[0]
         best = d
     d, cur = _delta_pass(parts, epsilon, h, first_tail, enough)
     best = min(best, d)
@@ -114,7 +115,8 @@ def _delta_direction(
             nxt = _Solved(nxt.comp, epsilon, nxt.h, nxt.model.with_scale(cur.model.scale))
         best = min(best, d)
         cur = nxt
-    return best, cur.h, cur.comp.blocked, _delta_excess(cur, best)
+    return (best, cur.h, cur.comp.blocked, _delta_excess(cur, best),
+            cur.comp.error_terms(epsilon)[0])
 
 
 def _delta_guess(parts: Parts, epsilon: float) -> float:
@@ -148,6 +150,37 @@ _UNSEEN = 1e-290
 #: a 6th of the fine one). Was 0.5: the 10-phase history at ε = 2 (ratio 0.69) composed its
 #: other direction on the fine grid (18 ms of ~65; now 8)
 _OTHER_ROOM = 0.9
+
+
+def _capped(parts: Parts, epsilon: float) -> bool:
+    """Whether δ(ε) of a direction is 0 exactly: every step is the add direction of a
+    Poisson-subsampled pair (B, qA + (1 − q)B), q < 1, whose loss −log(1 − q + q·A/B) is at
+    most −log(1 − q) and never +∞ (Zhu, Dong, Wang 2022, https://arxiv.org/abs/2106.08567,
+    Thm 9), and ε is at least the sum of those ceilings (with 1e-9 of it to spare for their
+    rounding): then S ≤ ε surely and δ(ε) = E[(1 − e^(ε − S))₊] = 0. Its pessimistic pass
+    gave ~3e-322 (the mass its grid sends to +∞) after 0.4-7 s of window planning at q ≤ 1e-5
+    (T = 2, σ = 1, q = 1e-5, ε = 2: 6.7 s of 37)."""
+    top = 0.0
+    for source, count in parts:
+        if not (isinstance(source, SubsampledLoss) and source.direction == "add"
+                and 0.0 < source.q < 1.0):
+            return False
+        top += count * -math.log1p(-source.q)
+    return epsilon >= top * (1.0 + 1e-9)
+
+
+def _kink_done(d: float, low: float, rounding: float, d_fine: float) -> bool:
+    """Whether :func:`pld_delta`'s kink loop stops after a finer pass (certified δ ``d``, the
+    least so far; that pass's own δ ``d_fine`` and round-off charge ``rounding``) before
+    running its tests on that grid (a pass's costliest part: 4-6 times its composition): where
+    the round-off is half that pass's δ (far in the tail: finer grids only add to it; T = 2,
+    σ = 5, q = 1e-3, ε = 0.5: 12 s and 8 s more for nothing), or half the bracket left (with
+    the lower end ``low``). The next grid's window is 4x as long and its round-off (charged
+    at each entry's weight since 73305aa) larger still, so no finer pass closes the bracket,
+    and the tests there lose about as much to their own: T = 2, q = 1e-5, σ = 0.7, ε = 0.05
+    gave upper ends 2.90, 3.18, 3.34, 3.35e-13 and lower ends 2.82, 2.77, 2.76e-13 on h, h/4,
+    h/16, h/64 (exact 2.85e-13): 1.6 s, then 2.9, 14 and 5 s more for nothing."""
+    return rounding >= 0.5 * d_fine or rounding >= 0.5 * (d - low)
 
 
 def _delta_excess(cur: _Solved, d: float) -> float:
@@ -188,14 +221,17 @@ def pld_delta(
     # every direction's certified δ — the likely dominant one first (a saddle-point estimate),
     # the others refined only while above what it certified — then the lower bound of the
     # largest only (it bounds the max over directions from below)
-    solved: list[tuple[float, float, bool, float, Parts]] = []
+    solved: list[tuple[float, float, bool, float, float, Parts]] = []
     for way in sorted(_directions(plan), key=lambda p: -saddle_delta(p, epsilon)):
-        enough, at, _, ex, _ = max(solved, default=(0.0, 0.0, False, math.inf, way),
+        if _capped(way, epsilon):  # δ(ε) = 0 exactly: no pass (each cost 0.4-7 s at q ≤ 1e-5)
+            solved.append((0.0, 0.0, False, math.inf, 0.0, way))
+            continue
+        enough, at, _, ex, _, _ = max(solved, default=(0.0, 0.0, False, math.inf, 0.0, way),
                                    key=lambda item: item[0])
         solved.append((*_delta_direction(way, epsilon, precision, fixed, enough, (at, ex)),
                        way))
     solved.sort(key=lambda item: -item[0])
-    d, step, blocked, excess, parts = solved[0]
+    d, step, blocked, excess, rounding, parts = solved[0]
     others = max((item[0] for item in solved[1:]), default=0.0)
 
     def lower(h: float, in_blocks: bool, near: float, aim_h: float) -> float:
@@ -212,6 +248,11 @@ def pld_delta(
     for h_low in dict.fromkeys(([quantize(2.0 * step, up=True)] if coarse else []) + [step]):
         if d <= 0.0 or d <= low * (1.0 + 2.0 * precision):
             break
+        if low > 0.0 and rounding >= 0.5 * d:
+            break  # the upper pass is round-off (far in the tail): the bracket is its, not
+            # the tests'; the kink loop below tries a finer pass first (σ = 1, q = 1e-5,
+            # T = 2, ε = 2: upper 2.1e-42 of which 2.0e-42 round-off, the coarse tests' lower
+            # end 4.89289e-44, the final grid's 4.89288e-44 after 13 s)
         try:
             lows.append(lower(h_low, blocked, d, step))
         except InvalidParameterError:  # the grid would not fit: the next one
@@ -226,10 +267,8 @@ def pld_delta(
             finer = quantize(step / 4.0)
             d_fine, fine = _delta_pass(parts, epsilon, finer, max(1e-4 * low, 1e-300))
             d = min(d, d_fine)
-            if fine.comp.error_terms(epsilon)[0] >= 0.5 * d_fine:
-                break  # the FFT's round-off bounds δ there (far in the tail): finer grids
-                # only add to it, and their tests cost the most (T = 2, σ = 5, q = 1e-3,
-                # ε = 0.5: 12 s and 8 s more for nothing)
+            if _kink_done(d, low, fine.comp.error_terms(epsilon)[0], d_fine):
+                break
             lows.append(lower(finer, False, low, finer))
             low = max(lows)
         except InvalidParameterError:  # the grid would not fit: keep what is certified
