@@ -63,18 +63,18 @@ def _delta_pass(
 def _delta_direction(
     parts: Parts, epsilon: float, precision: float, fixed: float | None, enough: float = 0.0,
     enough_at: tuple[float, float] = (0.0, math.inf),
-) -> tuple[float, float, bool, float, float]:
-    """(certified δ(ε), grid step, blocked, ≈ relative excess of that δ over the true one, the last
-    pass's round-off charge at ε) of one direction: a coarse pass (tilted at ε), then finer ones
-    — each with the left-out tails within 1e-4 of the δ found — until the excess model puts the
-    grid's cost in ε within ``precision``/2 (the grid pld_epsilon would use for the δ it
-    reports), or δ is at most ``enough`` (another direction's certified δ, which the answer is
-    at least: refining this one would not change it). ``enough_at``: (grid step, ≈ relative
-    excess of δ) of the pass that certified ``enough``. Where this direction's saddle-point
-    estimate is under ``_OTHER_ROOM`` times ``enough`` with that pass's excess grown 16-fold (as
-    h², on a grid 4x as coarse) to spare, a first pass on a grid 4x as coarse as that one (a 4th
-    to a 6th of the cost) usually certifies it already; where it does not, the usual passes
-    follow (each pass is certified: the least δ is kept)."""
+) -> tuple[float, float, bool, float]:
+    """(certified δ(ε), grid step, blocked, ≈ relative excess of that δ over the true one) of
+    one direction: a coarse pass (tilted at ε), then finer ones — each with the left-out tails
+    within 1e-4 of the δ found — until the excess model puts the grid's cost in ε within
+    ``precision``/2 (the grid pld_epsilon would use for the δ it reports), or δ is at most
+    ``enough`` (another direction's certified δ, which the answer is at least: refining this
+    one would not change it). ``enough_at``: (grid step, ≈ relative excess of δ) of the pass
+    that certified ``enough``. Where this direction's saddle-point estimate is under
+    ``_OTHER_ROOM`` times ``enough`` with that pass's excess grown 16-fold (as h², on a grid
+    4x as coarse) to spare, a first pass on a grid 4x as coarse as that one (a 4th to a 6th
+    of the cost) usually certifies it already; where it does not, the usual passes follow
+    (each pass is certified: the least δ is kept)."""
     # the first pass's tails within 1e-7 of a saddle-point estimate of δ (later ones: 1e-4 of
     # the δ found); a guess too high only loosens that pass, which the next one redoes
     first_tail = max(1e-7 * _delta_guess(parts, epsilon), 1e-300)
@@ -82,7 +82,7 @@ def _delta_direction(
         d, cur = _delta_pass(parts, epsilon, fixed, first_tail)
         if d < 1e3 * first_tail:  # the tails were not small against δ: again, with smaller
             d, cur = _delta_pass(parts, epsilon, fixed, max(1e-4 * d, 1e-300))
-        return d, fixed, cur.comp.blocked, math.inf, cur.comp.error_terms(epsilon)[0]
+        return d, fixed, cur.comp.blocked, math.inf
     # δ at a given ε can sit on a kink (an atom's loss), where the grid's cost in ε says little:
     # start no coarser than the atom-aware first step where there are atoms
     h = _first_step(parts, precision, max(first_tail * 1e4, 1e-300))
@@ -96,7 +96,7 @@ def _delta_direction(
             1.0 + 16.0 * enough_at[1]) <= _OTHER_ROOM * enough:
         d, cur = _delta_pass(parts, epsilon, coarse, first_tail, math.inf)  # (no model)
         if d <= enough:
-            return d, cur.h, cur.comp.blocked, math.inf, cur.comp.error_terms(epsilon)[0]
+            return d, cur.h, cur.comp.blocked, math.inf
         best = d
     d, cur = _delta_pass(parts, epsilon, h, first_tail, enough)
     best = min(best, d)
@@ -115,8 +115,7 @@ def _delta_direction(
             nxt = _Solved(nxt.comp, epsilon, nxt.h, nxt.model.with_scale(cur.model.scale))
         best = min(best, d)
         cur = nxt
-    return (best, cur.h, cur.comp.blocked, _delta_excess(cur, best),
-            cur.comp.error_terms(epsilon)[0])
+    return best, cur.h, cur.comp.blocked, _delta_excess(cur, best)
 
 
 def _delta_guess(parts: Parts, epsilon: float) -> float:
@@ -221,17 +220,17 @@ def pld_delta(
     # every direction's certified δ — the likely dominant one first (a saddle-point estimate),
     # the others refined only while above what it certified — then the lower bound of the
     # largest only (it bounds the max over directions from below)
-    solved: list[tuple[float, float, bool, float, float, Parts]] = []
+    solved: list[tuple[float, float, bool, float, Parts]] = []
     for way in sorted(_directions(plan), key=lambda p: -saddle_delta(p, epsilon)):
         if _capped(way, epsilon):  # δ(ε) = 0 exactly: no pass (each cost 0.4-7 s at q ≤ 1e-5)
-            solved.append((0.0, 0.0, False, math.inf, 0.0, way))
+            solved.append((0.0, 0.0, False, math.inf, way))
             continue
-        enough, at, _, ex, _, _ = max(solved, default=(0.0, 0.0, False, math.inf, 0.0, way),
+        enough, at, _, ex, _ = max(solved, default=(0.0, 0.0, False, math.inf, way),
                                    key=lambda item: item[0])
         solved.append((*_delta_direction(way, epsilon, precision, fixed, enough, (at, ex)),
                        way))
     solved.sort(key=lambda item: -item[0])
-    d, step, blocked, excess, rounding, parts = solved[0]
+    d, step, blocked, excess, parts = solved[0]
     others = max((item[0] for item in solved[1:]), default=0.0)
 
     def lower(h: float, in_blocks: bool, near: float, aim_h: float) -> float:
@@ -248,11 +247,6 @@ def pld_delta(
     for h_low in dict.fromkeys(([quantize(2.0 * step, up=True)] if coarse else []) + [step]):
         if d <= 0.0 or d <= low * (1.0 + 2.0 * precision):
             break
-        if low > 0.0 and rounding >= 0.5 * d:
-            break  # the upper pass is round-off (far in the tail): the bracket is its, not
-            # the tests'; the kink loop below tries a finer pass first (σ = 1, q = 1e-5,
-            # T = 2, ε = 2: upper 2.1e-42 of which 2.0e-42 round-off, the coarse tests' lower
-            # end 4.89289e-44, the final grid's 4.89288e-44 after 13 s)
         try:
             lows.append(lower(h_low, blocked, d, step))
         except InvalidParameterError:  # the grid would not fit: the next one
