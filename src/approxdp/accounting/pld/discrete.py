@@ -14,6 +14,8 @@ import numpy.typing as npt
 __all__ = ["DiscretePLD"]
 
 FloatArray = npt.NDArray[np.float64]
+#: ndarray.sum without its Python wrapper (the same reduction)
+_SUM = np.add.reduce
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,15 +67,15 @@ class DiscretePLD:
         """The finite losses' share of δ(ε): Σ_(l > ε) pmf·(1 − e^(ε − l)) (no mass at +∞)."""
         l = self.losses
         keep = l > epsilon
-        return float(np.sum(self.pmf[keep] * -np.expm1(epsilon - l[keep])))
+        return float(_SUM(self.pmf[keep] * -np.expm1(epsilon - l[keep])))
 
     def mean_var(self) -> tuple[float, float]:
         """Mean and variance of the finite part of the loss under P (normalized)."""
         w = np.maximum(self.pmf, 0.0)
-        total = float(w.sum())
+        total = float(_SUM(w))
         if total <= 0.0:
             return 0.0, 0.0
         l = self.losses
-        mean = float((w * l).sum() / total)
-        var = float((w * (l - mean) ** 2).sum() / total)
+        mean = float(_SUM(w * l) / total)
+        var = float(_SUM(w * (l - mean) ** 2) / total)
         return mean, var

@@ -95,5 +95,5 @@ def survivors(
         return None
     re = np.asarray(spec.real, dtype=np.float64)
     im = np.asarray(spec.imag, dtype=np.float64)
-    few = np.flatnonzero(re * re + im * im >= root * root * (1.0 - 1e-9))
+    few = (re * re + im * im >= root * root * (1.0 - 1e-9)).nonzero()[0]
     return few if 8 * few.size < 7 * spec.size else None
