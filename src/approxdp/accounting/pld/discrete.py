@@ -11,6 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from approxdp.accounting.pld.quiet import quiet
+
 __all__ = ["DiscretePLD"]
 
 FloatArray = npt.NDArray[np.float64]
@@ -48,7 +50,7 @@ class DiscretePLD:
     def log_masses(self) -> FloatArray:
         """log of the true masses: ``pmf`` is stored tilted when ``tilt`` ≠ 0 (a composed
         block), the true mass being pmf · e^(log_norm − tilt·loss)."""
-        with np.errstate(divide="ignore"):
+        with quiet():
             out = np.log(np.maximum(self.pmf, 0.0))
         if self.tilt != 0.0 or self.log_norm != 0.0:
             out = out + (self.log_norm - self.tilt * self.losses)

@@ -34,6 +34,7 @@ from approxdp.accounting.pld.discretized import (
     discretized_all,
 )
 from approxdp.accounting.pld.privacy_loss import LossSource
+from approxdp.accounting.pld.quiet import quiet
 from approxdp.accounting.pld.window import solve_tilt, support_of
 
 #: ndarray.max / .sum without their Python wrappers (the same reductions)
@@ -61,7 +62,7 @@ def _tilted_spread(pld: DiscretePLD, lam: float) -> float:
     Σ_i p_i e^(λ l_i), m_k the interval's midpoint."""
     if pld.spread is None or pld.spread.size == 0:
         return 0.0
-    with np.errstate(divide="ignore"):
+    with quiet():
         lp = pld.log_masses() + lam * pld.losses
         ls = np.log(pld.spread) + lam * (pld.losses[:-1] + 0.5 * pld.h)
     norm = _logsumexp(lp)

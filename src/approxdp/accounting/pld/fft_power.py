@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from approxdp.accounting.pld.discrete import DiscretePLD
+from approxdp.accounting.pld.quiet import quiet
 from approxdp.accounting.pld.small_power import SMALL_POWER, product_spectrum
 from approxdp.accounting.pld.spectrum import fold_rolled, polar_terms, rolled
 from approxdp.accounting.pld.spectrum import survivors as _few_left
@@ -192,7 +193,7 @@ def _tilts(parts: Parts, lam: float, n: int, dt: Any, u_in: float) -> tuple[
             tilted = w / total if total > 0 else np.zeros_like(w)
         else:
             losses: Any = (p.offset + np.arange(p.pmf.size, dtype=dt)) * dt(p.h)
-            with np.errstate(divide="ignore"):
+            with quiet():
                 lt = np.log(np.maximum(p.pmf, 0.0).astype(dt))
             lt += dt(p.log_norm) + (dt(lam) - dt(p.tilt)) * losses
             top = _MAX(lt)
@@ -254,7 +255,7 @@ class _Row:
         re_m1 = np.asarray(spec.real - 1.0, dtype=np.float64)
         del spec
         y2 = re * re + im * im
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with quiet():
             env = np.log(np.sqrt(y2) + e_fwd)
         self.log_env += c * env
         # the frequencies dropped after this part (see _DROP), left out before the polar
@@ -286,7 +287,7 @@ class _Row:
             at = at_or_all if at_or_all is not None else every
             env_k = env if at.size == keep.size else env[np.searchsorted(at, keep)]
             err_k += c * e_fwd * np.exp(self.log_env - env_k)
-        with np.errstate(over="ignore"):
+        with quiet():
             rel = np.expm1(self.err_pow + (8.0 + 2.0 * len(self.parts)) * u * (1.0 + self.sizes)
                            ) + 8.0 * u
         err_k += np.where(abs_k > 0.0, abs_k * rel, 0.0)

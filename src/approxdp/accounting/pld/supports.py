@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from approxdp.accounting.pld.grid import DiscretePLD
+from approxdp.accounting.pld.quiet import quiet
 
 __all__ = [
     "Moments",
@@ -104,7 +105,7 @@ class Support:
             _ADD(a, self.logp, out=a)
             top = float(_MAX(a))
         else:
-            with np.errstate(over="ignore", invalid="ignore"):
+            with quiet():
                 a = _MUL(l, u)
                 _ADD(a, self.logp, out=a)
             top = float(_MAX(a))
@@ -237,7 +238,7 @@ class _Stacked:
         # plus u times its largest loss for u ≥ 0, its smallest for u < 0), are
         # (l − l_max)·u + (log p − max log p): both factors precomputed, no per-call maximum
         # or repeat (:meth:`moments`)
-        with np.errstate(invalid="ignore"):
+        with quiet():
             if self.padded:
                 live = np.isfinite(self.logp)
                 self.pmax = np.where(live, self.logp, -np.inf).max(axis=1, initial=-np.inf)
@@ -272,7 +273,7 @@ class _Stacked:
         largest instead of the largest itself (the sums and the log-MGF are the same but for
         rounding); None where a row's bound overshoots by so much (> 100 nats) that its
         terms could come near the floor of :func:`_exp_floored`."""
-        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        with quiet():
             shift = self.l_hi if u >= 0.0 else self.l_lo
             a = shift * u
             a += self.p_rel
@@ -292,7 +293,7 @@ class _Stacked:
 
     def _exact(self, u: float) -> Moments:
         """The moments with each row's exponents shifted by their largest."""
-        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        with quiet():
             a = self.l * u  # (the padding: −∞ + 0·u, floored below like any tiny term)
             a += self.logp
             if self.padded:
