@@ -83,26 +83,58 @@ def _triples(phases: Sequence[DPSGDPhase]) -> list[tuple[float, float, int]]:
 # -- ε at δ -------------------------------------------------------------------------------
 
 
+#: The exact profiles' evaluation error in log δ that the closed-form routes allow for
+#: (measured against 50-digit mpmath: ≤ 5.7e-13, Gaussian and one-step subsampled, δ down to
+#: e^−740; the one-step ε inverse allows for it too).
+_EXACT_LOG_ERR = 1e-12
+_LEAST_NORMAL = 2.2250738585072014e-308
+
+
+def _lower_end(eps: float, delta: float, log_delta_at: Callable[[float], float]) -> float:
+    """A certified lower end of an exact profile's ε(δ): stepped down from the rounded-up ε
+    until the computed log δ(ε) exceeds log δ by the profile's error allowance (the larger of
+    :data:`_EXACT_LOG_ERR` and the Gaussian inverse's margin): the true δ there is ≥ δ, so
+    the true ε(δ) is at least it (0 if none is found). The inverse's ε itself is above the
+    truth by its margin: as a lower end it was ~1e-13 relative above the truth."""
+    from approxdp.profiles.gaussian import log_margin
+
+    if not 0.0 < eps < math.inf:
+        return 0.0
+    log_d = math.log(delta)
+    low, step = eps, max(eps * 1e-13, 1e-300)
+    for _ in range(120):
+        if low <= 0.0:
+            return 0.0
+        if log_delta_at(low) >= log_d + max(_EXACT_LOG_ERR, float(log_margin(log_d, low))):
+            return low
+        low -= step
+        step *= 2.0
+    return 0.0  # pragma: no cover (the steps reach 0 long before)
+
+
 def _pld_epsilon(
     phases: Sequence[DPSGDPhase], delta: float, sampling: str, precision: float,
     bracket: bool = True,
 ) -> Guarantee:
-    from approxdp.profiles.gaussian import gaussian_epsilon
+    from approxdp.profiles.gaussian import gaussian_epsilon, gaussian_log_delta
 
     steps = sum(p.steps for p in phases)
     if all(p.sample_rate == 1.0 for p in phases):
         # T Gaussians compose exactly to one (Zhao et al. 2019, Lemma 15)
         mu = math.sqrt(sum(p.steps * mu_of(p.noise_multiplier, sampling) ** 2 for p in phases))
         eps = float(gaussian_epsilon(1.0 / mu, delta))
+        low = _lower_end(eps, delta, lambda e: float(gaussian_log_delta(e, 1.0 / mu)))
         rule = "exact Gaussian composition (Zhao et al. 2019, Lemma 15)"
-        return Guarantee(eps, delta, "exact", rule, bracket=(eps, eps))
+        return Guarantee(eps, delta, "exact", rule, bracket=(low, eps))
     if len(phases) == 1 and steps == 1:
         p = phases[0]
         direction = "remove" if sampling == "without-replacement" else "both"
         mu = mu_of(p.noise_multiplier, sampling)
         eps = subsampled_gaussian_epsilon(delta, mu, p.sample_rate, direction)
+        low = _lower_end(eps, delta, lambda e: subsampled_gaussian_log_delta(
+            e, mu, p.sample_rate, direction))
         rule = "subsampled Gaussian, exact one-step profile (Zhu, Dong, Wang 2022, Thm 9)"
-        return Guarantee(eps, delta, "exact", rule, bracket=(eps, eps))
+        return Guarantee(eps, delta, "exact", rule, bracket=(low, eps))
     items = [(event_of(p, sampling), p.steps) for p in phases]
     many = steps >= RDP_TOO_FROM
     if many:
@@ -247,8 +279,14 @@ def _pld_delta(
         log_d, rule = exact
         # up by the profile's own relative error (1e-12, as its ε inverse allows for), and the
         # bracket's lower end down by as much (a certified lower end, not the rounded-up value)
-        d = min(1.0, math.exp(log_d + 1e-12)) if log_d > -math.inf else 0.0
-        low = min(1.0, math.exp(log_d - 1e-12)) if log_d > -math.inf else 0.0
+        d = min(1.0, math.exp(log_d + _EXACT_LOG_ERR)) if log_d > -math.inf else 0.0
+        low = min(1.0, math.exp(log_d - _EXACT_LOG_ERR)) if log_d > -math.inf else 0.0
+        if log_d > -math.inf and d < _LEAST_NORMAL:
+            # subnormal (or underflowed to 0): exp's rounding is up to an ulp of 0, which no
+            # relative margin covers — out by two ulps (σ = 3, q = 1, T = 2, ε = 18.1526
+            # gave δ = 1.0869e-322 below the exact 1.09775e-322; ε = 18.2053 gave 0)
+            d = 2.0 * math.ulp(0.0) + d
+            low = max(0.0, low - 2.0 * math.ulp(0.0))
         return Guarantee(epsilon, d, "exact", rule, bracket=(low, d))
     items = [(event_of(p, sampling), p.steps) for p in phases]
     return pld_delta(items, epsilon, precision=precision)

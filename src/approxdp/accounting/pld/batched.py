@@ -21,9 +21,8 @@ from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
-from scipy import special
 
-from approxdp.accounting.pld.loss_cdfs import _pinned
+from approxdp.accounting.pld.loss_cdfs import _normal_tails, _pinned
 from approxdp.accounting.pld.privacy_loss import (
     CDFError,
     GaussianLoss,
@@ -125,8 +124,8 @@ def _subsampled_gaussian_cdfs(
     with np.errstate(invalid="ignore", over="ignore"):
         x = g / mu + rep([0.5 * m for m in mus])
     z = x - mu
-    a_f, a_s = special.ndtr(z), special.ndtr(-z)
-    b_f, b_s = special.ndtr(x), special.ndtr(-x)
+    a_f, a_s = _normal_tails(z)
+    b_f, b_s = _normal_tails(x)
     if direction == "remove":
         fp = q * a_f + one_minus_q * b_f
         sp = q * a_s + one_minus_q * b_s

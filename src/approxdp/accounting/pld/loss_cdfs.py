@@ -33,6 +33,7 @@ __all__ = [
     "cdf_errors",
     "cdfs_with_errors",
     "loss_interval",
+    "normal_cdf",
     "normal_interval",
     "sliver_guard",
 ]
@@ -97,9 +98,28 @@ def loss_interval(f: FloatArray, s: FloatArray) -> tuple[FloatArray, FloatArray]
     return np.maximum(mass, 0.0), scale
 
 
-#: Smallest positive float64 (subnormal) times 16: the absolute error SciPy's ``ndtr`` may make
-#: where its value underflows (|z| ≳ 37.5), added to every CDF value's error bound.
+#: Smallest positive float64 (subnormal) times 16: the absolute error of a subnormal CDF value
+#: (|z| ≳ 37.5, :func:`normal_cdf`: rounded to a subnormal, ≤ ½ ulp(0)), added to every CDF value's
+#: error bound.
 _TINY = 16.0 * 2.0**-1074
+
+
+def normal_cdf(z: FloatArray) -> FloatArray:
+    """Φ(z): SciPy's ``special.ndtr``, its underflow mended. Cephes' erfc returns 0 once
+    x² = z²/2 exceeds log(DBL_MAX) (|z| > 37.68), where Φ(z) is still up to 5.9e-311 (measured
+    against 40-digit mpmath: 1.2e13 ulp(0), which :data:`_TINY` does not cover; a test's
+    Q-tail ~1e-309 at δ = 1e-300 lost 1e-4 of itself, and σ = 2, q = 0.05, T = 2, δ = 1e-300
+    certified a lower ε above the truth). Those values are e^(log Φ(z)) (SciPy's
+    ``log_ndtr``, asymptotic series there): within :func:`_ndtr_error` of the value plus the
+    final rounding to a subnormal (measured on 340,000 z ∈ [−38.7, −37]). Every value that
+    ``ndtr`` does not flush to 0 is kept as it is."""
+    out = np.asarray(special.ndtr(z))
+    zero = out == 0.0
+    if zero.any():
+        out = out.copy() if out.ndim == 0 else out
+        with np.errstate(divide="ignore"):
+            out[zero] = np.exp(special.log_ndtr(np.asarray(z)[zero]))
+    return out
 
 
 def _ndtr_error(z: FloatArray) -> FloatArray:
@@ -272,8 +292,9 @@ def cdfs_with_errors(source: LossSource, edges: FloatArray) -> tuple[LossCDF, CD
 
 
 def _normal_tails(z: FloatArray) -> tuple[FloatArray, FloatArray]:
-    """Φ(z) and Φ(−z) = 1 − Φ(z), each computed directly (full relative accuracy)."""
-    return special.ndtr(z), special.ndtr(-z)
+    """Φ(z) and Φ(−z) = 1 − Φ(z), each computed directly (full relative accuracy:
+    :func:`normal_cdf`)."""
+    return normal_cdf(z), normal_cdf(-z)
 
 
 #: Terms of the Taylor series in :func:`normal_interval` (where it is used, d(|c| + 1) ≤ 1/4,

@@ -40,7 +40,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from scipy import special
 
 from approxdp.accounting.pld.loss_cdfs import (  # the public ones re-exported: old paths
     _TINY,
@@ -59,6 +58,7 @@ from approxdp.accounting.pld.loss_cdfs import (  # the public ones re-exported: 
     cdf_errors,
     cdfs_with_errors,
     loss_interval,
+    normal_cdf,
     normal_interval,
     sliver_guard,
 )
@@ -227,7 +227,7 @@ class SubsampledLoss:
             near_shift = mu * dxn * (1.0 + 4.0 * _U)
             g_hi = np.log(np.expm1(tn + dtn)) + (log1mq - math.log(q))
             x_hi = (g_hi + 1e-6 * (1.0 + np.abs(g_hi))) / mu + 0.5 * mu + 1e-6
-            near_mass = 2.0 * special.ndtr(x_hi) + _TINY
+            near_mass = 2.0 * normal_cdf(x_hi) + _TINY
         return CDFError(value, _TINY, rho, shift, near, near_moved, near_shift, near_mass)
 
     def cdf_error(self, edges: FloatArray) -> CDFError | None:
