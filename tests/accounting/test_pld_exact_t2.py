@@ -206,6 +206,28 @@ def test_pld_epsilon_steep_profiles_within_precision(sigma: float, q: float,
         assert up <= low * 1.001
 
 
+@pytest.mark.parametrize(("sigma", "q", "delta", "precision"), [
+    (0.7, 1e-5, 1e-12, 1e-3),  # the FFT round-off alone moved ε by 3.8e-4: +4.0e-4 (827104c)
+    (0.5, 1e-5, 1e-9, 1e-4),  # +1.02e-4 at precision 1e-4 (827104c)
+    (0.7, 1e-5, 1e-12, 1e-4),  # +2.8e-4 at precision 1e-4 (827104c)
+])
+def test_few_steps_roundoff_within_half_the_precision(sigma: float, q: float, delta: float,
+                                                      precision: float) -> None:
+    """Few steps with a steep tilt (tiny q, small δ): the float64 FFT's round-off, weighted as
+    the masses are in δ(ε), grows with the window and moved ε by more than the grid did. The
+    pass is then composed again in extended precision (the power by multiplication): the
+    certified ε is within half the precision of the truth, as the grid is asked to be."""
+    clear_caches()
+    got = dpsgd_epsilon(noise_multiplier=sigma, sample_rate=q, steps=2, delta=delta,
+                        precision=precision)
+    up, low = float(got.epsilon), float(got.bracket[0])
+    a = (sigma, q)
+    assert 0.0 < low <= up
+    assert _exact(up, a, a) <= delta * (1.0 + REF)
+    assert _exact(low, a, a) >= delta * (1.0 - REF)
+    assert _exact(up / (1.0 + 0.5 * precision), a, a) > delta
+
+
 # ---- the training accountant's running route -----------------------------------------------
 
 @pytest.mark.parametrize(("a", "b", "eps"), [

@@ -58,6 +58,7 @@ from approxdp.accounting.pld.estimates import (
 )
 from approxdp.accounting.pld.grid import GridTooLargeError
 from approxdp.accounting.pld.lower import lower_delta, lower_epsilon
+from approxdp.accounting.pld.small_power import SMALL_POWER
 from approxdp.accounting.pld.window import plan_window, solve_tilt, support_of
 from approxdp.errors import InvalidParameterError
 
@@ -83,12 +84,14 @@ __all__ = [
 
 def composed(
     parts: Parts, h: float, tail: float, tilt_at: float | None, below: float | None = None,
-    lam: float | None = None,
+    lam: float | None = None, extended: bool = False,
 ) -> ComposedPLD:
     """Discretize (cached) and compose — in blocks where a part has many steps
     (:mod:`approxdp.accounting.pld.blocks`); a window too large for memory coarsens the grid
     (still certified, a little looser). ``lam``: the tilt of a one-level composition (any
-    tilt is certified: the window's edges are bounded at it), else planned."""
+    tilt is certified: the window's edges are bounded at it), else planned. ``extended``: a
+    one-level composition in extended precision (:func:`~approxdp.accounting.pld.compose.
+    compose`; with every count ≤ ``SMALL_POWER`` the power too)."""
     step_tail = _step_tail(parts, tail)
     stable = _stable(parts)
     for _ in range(6):
@@ -98,7 +101,8 @@ def composed(
             if _blocks_pay(plds, tail, tilt_at):
                 comp = _in_blocks(plds, tail, tilt_at, below)
             else:
-                comp = compose(plds, tail=tail, tilt_at=tilt_at, below=below, lam=lam)
+                comp = compose(plds, tail=tail, tilt_at=tilt_at, below=below, lam=lam,
+                               extended=extended)
             comp.step_h = h
             return comp
         except WindowTooLargeError as exc:
@@ -190,6 +194,28 @@ def _smaller_tail(comp: ComposedPLD, eps: float, tail: float) -> float | None:
     return max(tail * 0.5 * room / tails, 1e-12 * tail)
 
 
+#: The share of ε that the FFT round-off may move it by before a composition of few steps
+#: (every count ≤ ``SMALL_POWER``) is done again in extended precision, the power by
+#: multiplication (:mod:`approxdp.accounting.pld.small_power`: ~200× less round-off). Where
+#: the sum is tilted steeply (tiny q, small δ) the weighted round-off grows with the window:
+#: σ = 0.7, q = 1e-5, T = 2, δ = 1e-12 lost 3.8e-4 of ε to it at h = 2e-4 (+4.0e-4 above the
+#: exact ε; +2.9e-5 in extended precision), σ = 0.5, q = 1e-5, δ = 1e-9 at precision 1e-4
+#: +1.0e-4 (now +5e-6). At 1e-5 the extended pass also ran where it gained nothing the
+#: precision asked for (2–3× the time at precision 1e-4)
+_ROUNDOFF_SHARE = 3e-5
+
+
+def _extended_pays(comp: ComposedPLD, eps: float, parts: Parts) -> bool:
+    """Whether the round-off at ε (``error_terms``) moves ε by more than ``_ROUNDOFF_SHARE`` of
+    itself on a one-level composition of few steps (extended precision would remove it)."""
+    if comp.blocked or not (math.isfinite(eps) and eps > 0.0):
+        return False
+    if max(c for _, c in parts) > SMALL_POWER:
+        return False
+    room = _ROUNDOFF_SHARE * eps * comp.slope(eps)
+    return comp.error_terms(eps)[0] > room > 0.0
+
+
 def upper_epsilon(
     parts: Parts, delta: float, h: float, guess: float | None = None, below: float | None = None,
     lam: float | None = None, enough: float | None = None,
@@ -213,6 +239,12 @@ def upper_epsilon(
         e = again.epsilon(delta)
         if e <= eps:
             first, eps = again, e
+    ext = (enough is None or eps > enough) and _extended_pays(first, eps, parts)
+    if ext:  # the round-off costs too much ε: the few steps again in extended precision
+        again = composed(parts, h, tail, target, below, lam, extended=True)
+        e = again.epsilon(delta)
+        if e <= eps:
+            first, eps = again, e
     if _clean(first, eps, delta) or (enough is not None and eps <= enough):
         return first, eps
     passes = [(eps, first)]
@@ -227,7 +259,7 @@ def upper_epsilon(
         if any(abs(nxt - t) <= 1e-6 * (1.0 + abs(t)) for t in tried):
             break
         tried.append(nxt)
-        comp = composed(parts, h, tail, nxt)
+        comp = composed(parts, h, tail, nxt, extended=ext)
         e = comp.epsilon(delta)
         passes.append((e, comp))
         if _clean(comp, e, delta):
