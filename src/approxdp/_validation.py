@@ -100,6 +100,10 @@ def check_interval(
     NaN is always rejected. Infinite endpoints are allowed only if the interval includes them
     (``high=math.inf, high_open=False`` admits ``inf``).
     """
+    if type(value) is float and (value > low if low_open else value >= low) and (
+        value < high if high_open else value <= high
+    ):  # (a plain float in range — NaN is not — needs no array operations: the same value)
+        return np.asarray(value, dtype=np.float64)
     arr = as_float_array(name, value)
     ok = ~np.isnan(arr)
     ok &= (arr > low) if low_open else (arr >= low)

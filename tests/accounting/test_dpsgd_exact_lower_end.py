@@ -13,6 +13,8 @@ import mpmath as mp
 import pytest
 
 from approxdp.accounting.dpsgd.accountants import dpsgd_delta, dpsgd_epsilon
+from approxdp.accounting.dpsgd.training import TrainingAccountant
+from subsampled_exact import log_delta_two
 
 
 def _gauss(eps: mp.mpf, mu: mp.mpf) -> mp.mpf:
@@ -67,4 +69,19 @@ def test_delta_bracket_holds_the_exact_delta_where_it_is_subnormal(
     low, up = (float(v) for v in got.bracket)
     exact = _exact(eps, sigma, q, steps)
     assert mp.mpf(low) <= exact <= mp.mpf(up)
-    assert up == float(got.delta) and up <= exact * (1 + 1e-11) + 3.0 * math.ulp(0.0)
+    assert up == float(got.delta) and up <= max(exact * (1 + 1e-11), 2.3e-308)
+
+
+def test_training_accountant_answers_after_a_subnormal_delta() -> None:
+    """One step whose exact δ at ε underflows (its upper end the least normal float), then a
+    second step asked at the same ε: the running route sizes its windows by the first answer
+    (a subnormal one, 1e-323, made it take log 0: ValueError)."""
+    acc = TrainingAccountant()
+    acc.step(noise_multiplier=3.467, sample_rate=0.024, steps=1)
+    first = acc.delta(38.77)
+    assert 0.0 < float(first.delta) <= 2.3e-308
+    acc.step(noise_multiplier=3.047, sample_rate=0.089, steps=1)
+    second = acc.delta(38.77)
+    exact = max(log_delta_two(38.77, (3.467, 0.024), (3.047, 0.089), "remove"),
+                log_delta_two(38.77, (3.467, 0.024), (3.047, 0.089), "add"))
+    assert float(second.delta) > 0.0 and math.log(float(second.delta)) >= exact

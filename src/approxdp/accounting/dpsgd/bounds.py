@@ -283,9 +283,12 @@ def _pld_delta(
         low = min(1.0, math.exp(log_d - _EXACT_LOG_ERR)) if log_d > -math.inf else 0.0
         if log_d > -math.inf and d < _LEAST_NORMAL:
             # subnormal (or underflowed to 0): exp's rounding is up to an ulp of 0, which no
-            # relative margin covers — out by two ulps (σ = 3, q = 1, T = 2, ε = 18.1526
-            # gave δ = 1.0869e-322 below the exact 1.09775e-322; ε = 18.2053 gave 0)
-            d = 2.0 * math.ulp(0.0) + d
+            # relative margin covers (σ = 3, q = 1, T = 2, ε = 18.1526 gave δ = 1.0869e-322
+            # below the exact 1.09775e-322; ε = 18.2053 gave 0). The upper end is the least
+            # normal float (a bound on every such δ; the training accountant sizes its next
+            # windows by log(1e-7·δ), which a subnormal δ underflows), the lower end out by
+            # two ulps
+            d = _LEAST_NORMAL
             low = max(0.0, low - 2.0 * math.ulp(0.0))
         return Guarantee(epsilon, d, "exact", rule, bracket=(low, d))
     items = [(event_of(p, sampling), p.steps) for p in phases]

@@ -11,9 +11,13 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from approxdp.accounting.pld.quiet import quiet
+
 __all__ = ["DiscretePLD"]
 
 FloatArray = npt.NDArray[np.float64]
+#: ndarray.sum without its Python wrapper (the same reduction)
+_SUM = np.add.reduce
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +50,7 @@ class DiscretePLD:
     def log_masses(self) -> FloatArray:
         """log of the true masses: ``pmf`` is stored tilted when ``tilt`` ≠ 0 (a composed
         block), the true mass being pmf · e^(log_norm − tilt·loss)."""
-        with np.errstate(divide="ignore"):
+        with quiet():
             out = np.log(np.maximum(self.pmf, 0.0))
         if self.tilt != 0.0 or self.log_norm != 0.0:
             out = out + (self.log_norm - self.tilt * self.losses)
@@ -65,15 +69,15 @@ class DiscretePLD:
         """The finite losses' share of δ(ε): Σ_(l > ε) pmf·(1 − e^(ε − l)) (no mass at +∞)."""
         l = self.losses
         keep = l > epsilon
-        return float(np.sum(self.pmf[keep] * -np.expm1(epsilon - l[keep])))
+        return float(_SUM(self.pmf[keep] * -np.expm1(epsilon - l[keep])))
 
     def mean_var(self) -> tuple[float, float]:
         """Mean and variance of the finite part of the loss under P (normalized)."""
         w = np.maximum(self.pmf, 0.0)
-        total = float(w.sum())
+        total = float(_SUM(w))
         if total <= 0.0:
             return 0.0, 0.0
         l = self.losses
-        mean = float((w * l).sum() / total)
-        var = float((w * (l - mean) ** 2).sum() / total)
+        mean = float(_SUM(w * l) / total)
+        var = float(_SUM(w * (l - mean) ** 2) / total)
         return mean, var

@@ -95,6 +95,20 @@ def _gaussian_form(source: LossSource) -> tuple[float, float, str] | None:
     return None
 
 
+def _linspace(lo: float, hi: float, n: int) -> np.ndarray:
+    """``np.linspace(lo, hi, n)`` for floats lo < hi and n ≥ 2: its very operations (i·step,
+    step = (hi − lo)/(n − 1), plus lo, the last point set to hi) without its Python-level
+    set-up (~6 µs a call)."""
+    step = (hi - lo) / (n - 1)
+    if not (n >= 2 and step > 0.0):  # (np.linspace's own special cases: its own route)
+        return np.linspace(lo, hi, n)
+    y = np.arange(n, dtype=np.float64)
+    y *= step
+    y += lo
+    y[-1] = hi
+    return y
+
+
 def _quadrature(mu: float, q: float, direction: str) -> tuple[Support, float, float, float]:
     """The loss of N(μ, 1) vs N(0, 1), Poisson-subsampled at rate q in ``direction``, on
     trapezoid nodes in x (the Gaussian coordinate): (support, mean, variance, width).
@@ -128,7 +142,7 @@ def _quadrature(mu: float, q: float, direction: str) -> tuple[Support, float, fl
     xs_list, dx_list = [], []
     for lo, hi in merged:
         n = min(max(3, math.ceil((hi - lo) / dx) + 1), 4097)
-        xs_list.append(np.linspace(lo, hi, n))
+        xs_list.append(_linspace(lo, hi, n))
         dx_list.append(np.full(n, (hi - lo) / (n - 1)))
     xs, steps = np.concatenate(xs_list), np.concatenate(dx_list)
     dens = [lw - 0.5 * (xs - m) ** 2 for lw, m in comps]

@@ -22,6 +22,7 @@ from approxdp.accounting.pld.privacy_loss import (
     LossSource,
     SubsampledLoss,
 )
+from approxdp.accounting.pld.quiet import quiet
 from approxdp.errors import InvalidParameterError, ParameterTypeError
 from approxdp.events import (
     ComposedEvent,
@@ -68,7 +69,7 @@ def _inner_source(event: PrivacyEvent) -> LossSource:
     if isinstance(event, GaussianEvent):
         if math.isinf(event.sigma) or event.sensitivity == 0.0:
             return EpsilonDeltaLoss(0.0, 0.0)
-        with np.errstate(over="ignore"):
+        with quiet():
             mu = float(np.float64(event.sensitivity) / np.float64(event.sigma))
         return gaussian_source(mu)
     if isinstance(event, LaplaceEvent):
@@ -102,7 +103,7 @@ def event_losses(event: object) -> list[LossPair]:
 def _(event: GaussianEvent) -> list[LossPair]:
     if math.isinf(event.sigma) or event.sensitivity == 0.0:
         return []
-    with np.errstate(over="ignore"):
+    with quiet():
         ratio = float(np.float64(event.sensitivity) / np.float64(event.sigma))
         rho = float(np.float64(ratio) * np.float64(ratio))
     return [LossPair(None, None, gaussian_rho=rho)]

@@ -34,7 +34,11 @@ from approxdp.accounting.pld.discretized import (
     discretized_all,
 )
 from approxdp.accounting.pld.privacy_loss import LossSource
+from approxdp.accounting.pld.quiet import quiet
 from approxdp.accounting.pld.window import solve_tilt, support_of
+
+#: ndarray.max / .sum without their Python wrappers (the same reductions)
+_MAX, _SUM = np.maximum.reduce, np.add.reduce
 
 __all__ = [
     "ExcessModel",
@@ -47,10 +51,10 @@ __all__ = [
 def _logsumexp(x: np.ndarray) -> float:
     """log Σ e^x (−inf for an empty or all −inf x): SciPy's logsumexp without its array-API
     dispatch, which costs ~1 ms a call here."""
-    top = float(x.max()) if x.size else -math.inf
+    top = float(_MAX(x)) if x.size else -math.inf
     if not math.isfinite(top):
         return top
-    return top + math.log(float(np.exp(x - top).sum()))
+    return top + math.log(float(_SUM(np.exp(x - top))))
 
 
 def _tilted_spread(pld: DiscretePLD, lam: float) -> float:
@@ -58,14 +62,14 @@ def _tilted_spread(pld: DiscretePLD, lam: float) -> float:
     Σ_i p_i e^(λ l_i), m_k the interval's midpoint."""
     if pld.spread is None or pld.spread.size == 0:
         return 0.0
-    with np.errstate(divide="ignore"):
+    with quiet():
         lp = pld.log_masses() + lam * pld.losses
         ls = np.log(pld.spread) + lam * (pld.losses[:-1] + 0.5 * pld.h)
     norm = _logsumexp(lp)
-    top = float(ls.max())
+    top = float(_MAX(ls))
     if not (math.isfinite(norm) and math.isfinite(top)):
         return 0.0
-    return math.exp(top - norm) * float(np.exp(ls - top).sum())
+    return math.exp(top - norm) * float(_SUM(np.exp(ls - top)))
 
 
 @dataclass(frozen=True, slots=True)

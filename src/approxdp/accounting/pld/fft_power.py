@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from approxdp.accounting.pld.discrete import DiscretePLD
+from approxdp.accounting.pld.quiet import quiet
 from approxdp.accounting.pld.small_power import SMALL_POWER, product_spectrum
 from approxdp.accounting.pld.spectrum import fold_rolled, polar_terms, rolled
 from approxdp.accounting.pld.spectrum import survivors as _few_left
@@ -41,6 +42,8 @@ _DROP = -760.0
 _BELOW_DROP = math.ulp(0.0)
 
 Parts = Sequence[tuple[DiscretePLD, int]]
+#: ndarray.sum / .max / .min without their Python wrappers (the same reductions, any dtype)
+_SUM, _MAX, _MIN = np.add.reduce, np.maximum.reduce, np.minimum.reduce
 
 
 def _fft_power(
@@ -98,7 +101,7 @@ def _fft_power(
         spec = np.fft.rfft(folded)
         # pocketfft's componentwise bound c·log2(N)·u·‖x‖₁, and the folding sums
         # (‖x‖₁ = Σx: the tilted masses and their folds are ≥ 0)
-        e_fwd = (4.0 * log2n + folds) * u_in * float(np.sum(folded))
+        e_fwd = (4.0 * log2n + folds) * u_in * float(_SUM(folded))
         del folded
         row.add(i, spec, e_fwd, m, u)
         del spec
@@ -138,7 +141,7 @@ def _small_fft_power(
     for (p, c), (tilted, shift, folds, _) in zip(parts, tilts, strict=True):
         folded = fold_rolled(tilted, n, shift, dt)
         base += c * (p.offset + shift)
-        e_fwd = (4.0 * log2n + folds) * v * float(np.sum(folded))  # as in _fft_power
+        e_fwd = (4.0 * log2n + folds) * v * float(_SUM(folded))  # as in _fft_power
         specs.append((np.fft.rfft(folded), e_fwd, c))
         del folded
     spec_t, err_spec = product_spectrum(specs, v)
@@ -165,12 +168,12 @@ def _weighted_sum(x: FloatArray, n: int) -> float:
     x[0] = first
     if n % 2 == 0:
         x[-1] = last
-    return float(x.sum())
+    return float(_SUM(x))
 
 
 def _max_abs(x: Any) -> float:
     """max |x| without an array of |x| (the same value)."""
-    return float(max(x.max(), -x.min()))
+    return float(max(_MAX(x), -_MIN(x)))
 
 
 def _tilts(parts: Parts, lam: float, n: int, dt: Any, u_in: float) -> tuple[
@@ -185,23 +188,23 @@ def _tilts(parts: Parts, lam: float, n: int, dt: Any, u_in: float) -> tuple[
     for p, c in parts:
         if lam == p.tilt:  # stored tilted at this λ (a block): a rescaling only
             w: Any = np.maximum(p.pmf, 0.0).astype(dt)
-            total = w.sum()
+            total = _SUM(w)
             norm = dt(p.log_norm) + np.log(total) if total > 0 else dt(-np.inf)
             tilted = w / total if total > 0 else np.zeros_like(w)
         else:
             losses: Any = (p.offset + np.arange(p.pmf.size, dtype=dt)) * dt(p.h)
-            with np.errstate(divide="ignore"):
+            with quiet():
                 lt = np.log(np.maximum(p.pmf, 0.0).astype(dt))
             lt += dt(p.log_norm) + (dt(lam) - dt(p.tilt)) * losses
-            top = lt.max()
-            norm = top + np.log(np.exp(lt - top).sum()) if np.isfinite(top) else top
+            top = _MAX(lt)
+            norm = top + np.log(_SUM(np.exp(lt - top))) if np.isfinite(top) else top
             tilted = np.exp(lt - norm) if np.isfinite(norm) else np.zeros_like(lt)
             del lt, losses
         log_mgf += c * float(norm)
         # the tilted mean's index, rolled to 0 (an exact circular shift of the whole sum)
         weights = np.asarray(tilted, dtype=np.float64)
-        mass = float(weights.sum())
-        shift = round(float((weights * np.arange(weights.size)).sum()) / mass) if mass > 0 else 0
+        mass = float(_SUM(weights))
+        shift = round(float(_SUM(weights * np.arange(weights.size))) / mass) if mass > 0 else 0
         folds = -(-p.pmf.size // n)
         # log of a bound on |y| + e_fwd at every frequency: |DFT| ≤ Σ|x| (the float sums'
         # rounding, < 1e-9 of the mass, and the transform's error bound added)
@@ -252,7 +255,7 @@ class _Row:
         re_m1 = np.asarray(spec.real - 1.0, dtype=np.float64)
         del spec
         y2 = re * re + im * im
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with quiet():
             env = np.log(np.sqrt(y2) + e_fwd)
         self.log_env += c * env
         # the frequencies dropped after this part (see _DROP), left out before the polar
@@ -261,7 +264,7 @@ class _Row:
         live = int(np.count_nonzero(alive))
         if pre or 8 * live < 7 * alive.size:  # a sizeable share: drop it
             self.dropped += pre + alive.size - live
-            self.keep = np.flatnonzero(alive) if self.keep is None else self.keep[alive]
+            self.keep = alive.nonzero()[0] if self.keep is None else self.keep[alive]
             re, im, re_m1, y2, env = re[alive], im[alive], re_m1[alive], y2[alive], env[alive]
             self.log_abs, self.arg = self.log_abs[alive], self.arg[alive]
             self.log_env = self.log_env[alive]
@@ -284,7 +287,7 @@ class _Row:
             at = at_or_all if at_or_all is not None else every
             env_k = env if at.size == keep.size else env[np.searchsorted(at, keep)]
             err_k += c * e_fwd * np.exp(self.log_env - env_k)
-        with np.errstate(over="ignore"):
+        with quiet():
             rel = np.expm1(self.err_pow + (8.0 + 2.0 * len(self.parts)) * u * (1.0 + self.sizes)
                            ) + 8.0 * u
         err_k += np.where(abs_k > 0.0, abs_k * rel, 0.0)

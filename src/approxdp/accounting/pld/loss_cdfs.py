@@ -24,6 +24,8 @@ import numpy as np
 import numpy.typing as npt
 from scipy import special
 
+from approxdp.accounting.pld.quiet import quiet
+
 __all__ = [
     "CDFError",
     "LossCDF",
@@ -144,7 +146,7 @@ def _moved_error(z: FloatArray, dz: FloatArray) -> FloatArray:
     other side), so |log Φ(z′) − log Φ(z)| ≤
     y = (|z| + dz + 1)·dz (mean value theorem) and the ratio is within expm1(y) ≤ y(1 + y)
     for y ≤ 1 (+∞ beyond)."""
-    with np.errstate(over="ignore", invalid="ignore"):
+    with quiet():
         y = (np.abs(z) + dz + 1.0) * dz
         return np.asarray(np.where(y <= 1.0, y * (1.0 + y), np.inf))
 
@@ -322,7 +324,7 @@ def normal_interval(c: Any, d: Any) -> tuple[Any, Any]:
     dtype = np.result_type(c, d)
     dt = dtype.type
     u = float(np.finfo(dtype).eps) / 2
-    with np.errstate(invalid="ignore", over="ignore", under="ignore"):
+    with quiet():
         ok = np.isfinite(c) & np.isfinite(d) & (d > 0) & (d * (np.abs(c) + 1) <= 0.25)
         cc = np.where(ok, c, 0).astype(dtype)
         dd = np.where(ok, d, 0).astype(dtype)
@@ -358,7 +360,7 @@ def normal_interval(c: Any, d: Any) -> tuple[Any, Any]:
 def _down(x: Any) -> FloatArray:
     """float64 values ≤ x (nonnegative; rounded toward 0, NaN to 0)."""
     y = np.asarray(x, dtype=np.float64)
-    with np.errstate(invalid="ignore"):
+    with quiet():
         y = np.where(np.asarray(y, dtype=x.dtype) > x, np.nextafter(y, 0.0), y)
         return np.where(np.isfinite(y) & (y > 0.0), y, 0.0)
 
@@ -366,6 +368,6 @@ def _down(x: Any) -> FloatArray:
 def _up(x: Any) -> FloatArray:
     """float64 values ≥ x (rounded toward +∞, NaN to +∞)."""
     y = np.asarray(x, dtype=np.float64)
-    with np.errstate(invalid="ignore"):
+    with quiet():
         y = np.where(np.asarray(y, dtype=x.dtype) < x, np.nextafter(y, np.inf), y)
         return np.where(np.isnan(y), np.inf, y)

@@ -67,6 +67,7 @@ from approxdp.accounting.pld.mechanism_losses import (  # re-exported: old paths
     EpsilonDeltaLoss,
     LaplaceLoss,
 )
+from approxdp.accounting.pld.quiet import quiet
 
 # (loss_cdfs's and mechanism_losses's names again, on purpose: re-exported from their old path)
 __all__ = [
@@ -103,7 +104,7 @@ class GaussianLoss:
 
     def cdfs(self, edges: FloatArray) -> LossCDF:
         mu = self.mu
-        with np.errstate(invalid="ignore", over="ignore"):
+        with quiet():
             x = edges / mu + 0.5 * mu  # loss ≤ e ⟺ x ≤ e/μ + μ/2 (μ² is never formed)
         fp, sp = _normal_tails(x - mu)
         fq, sq = _normal_tails(x)
@@ -117,7 +118,7 @@ class GaussianLoss:
     def cdfs_and_error(self, edges: FloatArray) -> tuple[LossCDF, CDFError]:
         """:meth:`cdfs` and :meth:`cdf_error` from one evaluation of x."""
         mu = self.mu
-        with np.errstate(invalid="ignore", over="ignore"):
+        with quiet():
             e_mu = edges / mu
             x = e_mu + 0.5 * mu
             value = _gaussian_value_error(e_mu, mu)
@@ -136,7 +137,7 @@ def log_expm1_or_minus_inf(t: FloatArray) -> tuple[FloatArray, npt.NDArray[np.bo
     :mod:`approxdp.accounting.pld.batched`) is this plus log((1 − q)/q)."""
     finite = t > 0.0
     big = t > 1.0
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+    with quiet():
         out = np.log(np.expm1(t))  # (the direct form everywhere, then the others replaced)
     out[~finite] = -np.inf
     if big.any():
@@ -190,7 +191,7 @@ class SubsampledLoss:
         log1mq = math.log1p(-q)
         consts = 4.0 + 5.0 * abs(log1mq) + 5.0 * abs(math.log(q))
         ut = _U * (1.0 + 8.0 * _U)
-        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        with quiet():
             value = _gaussian_value_error(g / mu, mu, extra)
             t = e - log1mq  # monotone, as e
             dt_max = ut * (_ends(t) + 2.0 * abs(log1mq))
@@ -274,7 +275,7 @@ class SubsampledLoss:
         q = self.q
         log1mq = math.log1p(-q)
         left = edges[:-1]
-        with np.errstate(over="ignore", invalid="ignore"):
+        with quiet():
             if self.direction == "remove":
                 g = self._inner_edges(edges)
                 c = self.inner.cdfs(g)
@@ -334,7 +335,7 @@ class SubsampledLoss:
             return None
         q, mu = self.q, self.inner.mu
         g = self._inner_edges(edges if self.direction == "remove" else -edges)
-        with np.errstate(invalid="ignore", over="ignore"):
+        with quiet():
             x = g / mu + 0.5 * mu
             lo, hi = (x[:-1], x[1:]) if self.direction == "remove" else (x[1:], x[:-1])
             dt = np.longdouble

@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from approxdp.accounting.pld.quiet import quiet
+
 __all__ = ["fold_rolled", "polar_terms", "rolled", "survivors"]
 
 FloatArray = npt.NDArray[np.float64]
@@ -61,7 +63,7 @@ def polar_terms(
     big = re_m1 * (re_m1 + 2.0)
     s2 = big + im * im  # |y|² − 1, with relative error where |y| is near 1
     near = y2 >= 0.5
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with quiet():
         la = np.where(near, 0.5 * np.log1p(np.where(near, s2, 0.0)), 0.5 * np.log(y2))
         ph = np.arctan2(im, re)
         d_la = np.where(near, 8.0 * u * (np.abs(big) + im * im) / np.maximum(y2, 0.5),
@@ -95,5 +97,5 @@ def survivors(
         return None
     re = np.asarray(spec.real, dtype=np.float64)
     im = np.asarray(spec.imag, dtype=np.float64)
-    few = np.flatnonzero(re * re + im * im >= root * root * (1.0 - 1e-9))
+    few = (re * re + im * im >= root * root * (1.0 - 1e-9)).nonzero()[0]
     return few if 8 * few.size < 7 * spec.size else None

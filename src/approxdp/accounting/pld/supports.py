@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
 from approxdp.accounting.pld.grid import DiscretePLD
+from approxdp.accounting.pld.quiet import quiet
 
 __all__ = [
     "Moments",
@@ -37,13 +37,13 @@ class Support:
 
     def __init__(self, pld: DiscretePLD) -> None:
         keep = pld.pmf > 0.0
-        self.idx = np.flatnonzero(keep)  # the entries' grid positions
+        self.idx = keep.nonzero()[0]  # the entries' grid positions
         losses = pld.losses[keep]
         self.logp = pld.log_masses()[keep]
         self.ref = float(losses[losses.size // 2]) if losses.size else 0.0
         self.l = losses - self.ref  # centred: the variance keeps its digits
         self.l2 = self.l * self.l
-        self.reach = float(np.abs(self.l).max()) if losses.size else 0.0
+        self.reach = float(_MAX(np.abs(self.l))) if losses.size else 0.0
         self.lo = float(losses[0]) if losses.size else 0.0
         self.hi = float(losses[-1]) if losses.size else 0.0
         self._memo: dict[float, tuple[float, float, float]] = {}
@@ -99,25 +99,27 @@ class Support:
         # cannot overflow)
         # (ufuncs and their reductions called directly, c_einsum for np.einsum: the same
         # operations without numpy's Python-level wrappers, a quarter of a call here)
+        l = self.l
         if abs(u) * self.reach < 1e300:
-            a = _MUL(self.l, u)
+            a = _MUL(l, u)
             _ADD(a, self.logp, out=a)
             top = float(_MAX(a))
         else:
-            with np.errstate(over="ignore", invalid="ignore"):
-                a = _MUL(self.l, u)
+            with quiet():
+                a = _MUL(l, u)
                 _ADD(a, self.logp, out=a)
             top = float(_MAX(a))
             if not math.isfinite(top):  # u beyond float range: callers read NaN as too far
                 return math.nan, math.nan, math.nan
         _SUB(a, top, out=a)
-        _exp_floored(a)
+        _MAXIMUM(a, _FLOOR, out=a)  # (:func:`_exp_floored`, inline)
+        _EXP(a, out=a)
         s0 = float(_SUM(a))
-        m = float(_DOT("i,i", a, self.l)) / s0
+        m = float(_DOT("i,i", a, l)) / s0
         var = float(_DOT("i,i", a, self.l2)) / s0 - m * m
         if var <= 1e-8 * m * m:  # cancelled: the centred sum instead
-            var = float(_DOT("i,i", a, (self.l - m) ** 2)) / s0
-        out = (top + math.log(s0) + u * self.ref, m + self.ref, max(var, 0.0))
+            var = float(_DOT("i,i", a, (l - m) ** 2)) / s0
+        out = (top + _LOG(s0) + u * self.ref, m + self.ref, max(var, 0.0))
         if len(self._memo) < 256:
             self._memo[u] = out
         return out
@@ -136,6 +138,7 @@ def _exp_floored(a: FloatArray) -> None:
 
 
 _MUL, _ADD, _SUB, _MAXIMUM, _EXP = np.multiply, np.add, np.subtract, np.maximum, np.exp
+_LOG = math.log
 #: ndarray.max / .sum without their Python wrappers (numpy's _methods call these)
 _MAX, _SUM, _ALL = np.maximum.reduce, np.add.reduce, np.logical_and.reduce
 #: np.einsum without optimize is this C function (numpy ≥ 1.26 keeps it in multiarray)
@@ -194,9 +197,10 @@ def clear_supports() -> None:
     _STACKS.clear()
 
 
-@dataclass(frozen=True, slots=True)
-class Moments:
-    """K(u), K'(u) (tilted mean) and K''(u) (tilted variance) of the composed loss."""
+class Moments(NamedTuple):
+    """K(u), K'(u) (tilted mean) and K''(u) (tilted variance) of the composed loss. (A named
+    tuple: the planner's Newton searches make ~100 of them per ε, and a frozen dataclass's
+    ``__init__`` — three ``object.__setattr__`` calls — cost as much as one of the sums.)"""
 
     k: float
     mean: float
@@ -234,7 +238,7 @@ class _Stacked:
         # plus u times its largest loss for u ≥ 0, its smallest for u < 0), are
         # (l − l_max)·u + (log p − max log p): both factors precomputed, no per-call maximum
         # or repeat (:meth:`moments`)
-        with np.errstate(invalid="ignore"):
+        with quiet():
             if self.padded:
                 live = np.isfinite(self.logp)
                 self.pmax = np.where(live, self.logp, -np.inf).max(axis=1, initial=-np.inf)
@@ -269,7 +273,7 @@ class _Stacked:
         largest instead of the largest itself (the sums and the log-MGF are the same but for
         rounding); None where a row's bound overshoots by so much (> 100 nats) that its
         terms could come near the floor of :func:`_exp_floored`."""
-        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        with quiet():
             shift = self.l_hi if u >= 0.0 else self.l_lo
             a = shift * u
             a += self.p_rel
@@ -289,7 +293,7 @@ class _Stacked:
 
     def _exact(self, u: float) -> Moments:
         """The moments with each row's exponents shifted by their largest."""
-        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        with quiet():
             a = self.l * u  # (the padding: −∞ + 0·u, floored below like any tiny term)
             a += self.logp
             if self.padded:
@@ -323,6 +327,8 @@ class _Stacked:
 
 
 _STACKS: dict[tuple[tuple[int, int], ...], tuple[Parts, _Stacked]] = {}
+#: a :class:`Moments` from a (k, mean, var) tuple, without the named tuple's ``__new__``
+_MOMENTS: Callable[[tuple[float, float, float]], Moments] = Moments._make
 
 
 def composed_moments(parts: Parts, u: float) -> Moments:
@@ -336,10 +342,14 @@ def composed_moments(parts: Parts, u: float) -> Moments:
             hit = (list(parts), _Stacked(parts))
             _STACKS[key] = hit
         return hit[1].moments(u)
+    if len(parts) == 1:  # (most histories: one kind of step; the same sums as the loop's)
+        sup, c = parts[0]
+        lm, m, v = sup.moments(u)
+        return _MOMENTS((0.0 + c * lm, 0.0 + c * m, 0.0 + c * v))
     k = mean = var = 0.0
     for sup, c in parts:
         lm, m, v = sup.moments(u)
         k += c * lm
         mean += c * m
         var += c * v
-    return Moments(k, mean, var)
+    return _MOMENTS((k, mean, var))
