@@ -11,7 +11,11 @@ import math
 
 import pytest
 
-from approxdp.accounting.dpsgd.accountants import dpsgd_delta, dpsgd_epsilon
+from approxdp.accounting.dpsgd.accountants import (
+    dpsgd_delta,
+    dpsgd_epsilon,
+    dpsgd_schedule_delta,
+)
 from approxdp.accounting.pld import lower
 from approxdp.accounting.pld.accounting import clear_caches
 from subsampled_exact import log_delta_two
@@ -131,3 +135,16 @@ def test_delta_lower_end_never_above_the_exact_delta_near_underflow(
     assert got.bracket is not None
     low = float(got.bracket[0])
     assert low == 0.0 or math.log(low) <= _log_exact(eps, sigma, q) + REF
+
+
+def test_extended_retry_keeps_the_window_edge_bounds() -> None:
+    """Six steps of two phases (σ ≈ 0.59, q ≤ 7.6e-4), δ at ε = 0.515: the extended retry
+    of the tests composed the P-measure on the float64 pass's window but bounded its edges
+    afresh, putting e^−2.9 below a window that holds the whole support: its tests went
+    negative and the lower end was 0 against an upper end of 9.99e-7. With the window's own
+    edge bounds (and the float64 tests kept beside the retry's) the bracket is 0.007 % wide."""
+    clear_caches()
+    got = dpsgd_schedule_delta([(0.584, 1.3e-4, 1), (0.589, 7.6e-4, 5)], epsilon=0.515)
+    assert got.bracket is not None
+    low, up = got.bracket
+    assert 0.0 < low <= up <= low * (1.0 + 1e-3)

@@ -205,7 +205,7 @@ def compose(
         log_below = min(0.0, k + th * a_idx * h)
         log_alias_low = log_below - lam * n * h  # lands ≥ n·h higher: untilting shrinks it
     comp, roundoff, log_mgf = _fft_power(parts, lam, a_idx, n, extended)
-    return ComposedPLD(
+    out = ComposedPLD(
         h=h,
         offset=a_idx,
         tilted=comp,
@@ -221,3 +221,5 @@ def compose(
         lam_target=tilt_at,
         alias_theta=window.alias[0],
     )
+    out.edges = (window.beyond, window.alias, window.below)
+    return out

@@ -88,6 +88,9 @@ class ComposedPLD:
         self.blocked = False  # composed in blocks (passes.composed)
         self.step_h = h  # the steps' grid (coarser than asked where it would not fit: passes)
         self.alias_theta = alias_theta  # the θ of log_alias_up (for per-entry alias bounds)
+        # the Chernoff (θ, K) of the window's edges (beyond, alias, below) the composer used:
+        # to compose another measure on this window with the same bounds (set by compose)
+        self.edges: tuple[tuple[float, float], ...] = ()
         # only ε ≥ 0 is ever asked for: atoms at l < 0 never count (the losses (offset + i)·h
         # increase: those ≥ 0 are the suffix from i = −offset on; only it is formed)
         keep = min(max(-offset, 0), self.size)
