@@ -39,7 +39,7 @@ def test_lower_tails_below_brute_force_on_any_window(lam: float) -> None:
     q_parts = [(r.as_measures()[1], c) for r, (_, c) in zip(rounded, parts, strict=True)]
     pc = compose(p_parts, tail=tail, tilt_at=0.67, window=Window(lam, -6, 2250))
     qc = compose(q_parts, tail=tail, window=Window(pc.lam, pc.offset, pc.size), lam_shift=1.0)
-    a, b = rounded_tails(pc, qc)
+    a, b, log_b = rounded_tails(pc, qc)
 
     def brute(measures: list) -> tuple[int, np.ndarray]:
         pmf, offset = np.array([1.0]), 0
@@ -57,6 +57,8 @@ def test_lower_tails_below_brute_force_on_any_window(lam: float) -> None:
     assert n == grid.size
     assert np.all(a[:n] <= p_true * (1 + 1e-12) + 1e-300)
     assert np.all(b[:n] >= q_true * (1 - 1e-12))
+    assert np.all(np.exp(log_b[:n]) >= q_true * (1 - 1e-12))
     both = np.concatenate((p_true, p_true)), np.concatenate((q_true, q_true))
     exact = composed.test_epsilon(*both, delta)
     assert composed.test_epsilon(a, b, delta) <= exact
+    assert composed.test_epsilon(a, b, delta, log_b) <= exact

@@ -33,7 +33,7 @@ def test_epsilon_asks_decline_a_lower_end_above_the_upper(monkeypatch: pytest.Mo
     acct = TrainingAccountant()
     honest = _rules_and_brackets(acct, lambda: acct.epsilon(1e-5), 4)
     assert honest[-1] == INCREMENTAL_RULE  # the route runs here when its tests are sound
-    monkeypatch.setattr(incremental, "test_epsilon", lambda a, b, d: 1e9)
+    monkeypatch.setattr(incremental, "test_epsilon", lambda *args: 1e9)
     acct = TrainingAccountant()
     rules = _rules_and_brackets(acct, lambda: acct.epsilon(1e-5), 4)
     assert INCREMENTAL_RULE not in rules
@@ -43,7 +43,7 @@ def test_delta_asks_decline_a_lower_end_above_the_upper(monkeypatch: pytest.Monk
     acct = TrainingAccountant()
     honest = _rules_and_brackets(acct, lambda: acct.delta(1.0), 4)
     assert honest[-1] == INCREMENTAL_RULE
-    monkeypatch.setattr(incremental_delta, "test_delta", lambda a, b, e: 0.999)
+    monkeypatch.setattr(incremental_delta, "test_delta", lambda *args: 0.999)
     acct = TrainingAccountant()
     rules = _rules_and_brackets(acct, lambda: acct.delta(1.0), 4)
     assert INCREMENTAL_RULE not in rules

@@ -31,6 +31,8 @@ __all__ = [
 
 FloatArray = npt.NDArray[np.float64]
 _U = float(np.finfo(np.float64).eps) / 2  # unit round-off
+#: Linear tail bounds below this are read in log space (:meth:`ComposedPLD.log_upper_tails`).
+_NORMAL = 1e-290
 # Sums of products are written (x * y).sum(), never np.dot: short vectors through a threaded
 # BLAS cost milliseconds of thread wake-ups on a busy machine (measured: 3.4 ms vs 0.05 ms).
 
@@ -255,6 +257,47 @@ class ComposedPLD:
         finite[: self._capped + 1] = math.inf
         return np.asarray(finite + 0.0), np.asarray(finite + self.infinity_mass * (1.0 + 1e-12))
 
+    def log_upper_tails(self, roundoff: bool = True) -> tuple[FloatArray, FloatArray]:
+        """The logs of :meth:`tails` from above (without and with the mass at +∞): the log of
+        the linear bound where that is a normal float, and where it is not — the tails of a
+        test's Q-measure are about e^(−t) times its P-tails, below 1e-308 once t + log(1/P)
+        passes ~709 (δ = 1e-300 at ε > 18; any δ at ε > 709), where the linear bound sinks
+        into its subnormal floor and the tests certified nothing past ε ≈ 710 — a suffix sum
+        in log space: log Σ_(k ≥ j) (max(m̃_k, 0) + r)·e^(K − λ l_k), r the per-entry
+        round-off bound of the tilted masses m̃, and the mass left out above the window, by
+        ``np.logaddexp.accumulate``; each of its n steps errs by at most (|partial| + 2)·u in
+        the log, the terms by (|K| + 2|λ l| + 2)·u: their sum is added (rounded up)."""
+        finite, infinite = self._tails(False, roundoff)
+        with np.errstate(divide="ignore"):  # (a bound ≤ 0 — only without the round-off
+            log_f = np.log(np.maximum(finite, 0.0))  # terms, not certified — reads as log 0)
+            log_i = np.log(np.maximum(infinite, 0.0))
+        far = np.flatnonzero(finite < _NORMAL)
+        if far.size == 0 or not self.lam > 0.0 or not math.isfinite(self.log_mgf):
+            return log_f, log_i
+        j0 = int(far[0])
+        keep = self.size - self._l.size
+        masses = np.maximum(self.tilted[keep + j0:], 0.0)
+        if roundoff:
+            masses = masses + self.roundoff
+        expo = self.log_mgf - self.lam * self._l[j0:]
+        with np.errstate(divide="ignore"):
+            terms = np.log(masses) + expo
+        acc = np.logaddexp.accumulate(terms[::-1])[::-1]
+        acc = np.logaddexp(acc, min(self.log_beyond, 0.0))
+        live = acc[np.isfinite(acc)]
+        if live.size:
+            big = float(np.max(np.abs(live)))
+            err = ((acc.size + 2) * (big + 2.0) + float(np.max(np.abs(expo))) + 4.0) * _U * 1.01
+            acc = acc + 2.0 * err
+        log_f[j0:] = np.minimum(log_f[j0:], acc)
+        if self.infinity_mass > 0.0:
+            extra = math.log(self.infinity_mass * (1.0 + 1e-12))
+            log_i[j0:] = np.minimum(log_i[j0:], np.logaddexp(log_f[j0:], extra) + 4.0 * _U * (
+                np.abs(log_f[j0:]) + abs(extra) + 2.0))
+        else:
+            log_i[j0:] = log_f[j0:]
+        return log_f, log_i
+
     def _core_epsilon(self, target: float, with_rounding: bool) -> float:
         """Least ε ≥ 0 with core(ε) [+ rounding(ε)] ≤ target, from the suffix sums (a fast
         estimate: the callers certify the answer by direct summation)."""
@@ -322,42 +365,70 @@ class ComposedPLD:
 
 def rounded_tails(
     p_comp: ComposedPLD, q_comp: ComposedPLD, roundoff: bool = True
-) -> tuple[FloatArray, FloatArray]:
+) -> tuple[FloatArray, FloatArray, FloatArray]:
     """For the composed P- and Q-measures of a rounded loss (same window): for tests
     {S̃ ≥ t_j} at each window loss t_j ≥ 0, with the outcomes where some step fell in the
     infinite bin left out or counted in (both are tests; counting them in helps when their
     P-mass is true infinite loss, and hurts when it is a truncated tail with Q-mass), a lower
-    bound on each test's P-mass and an upper bound on its Q-mass. Then δ(ε) ≥ max over the
-    tests of P-mass − e^ε Q-mass. Without the FFT round-off terms if not ``roundoff`` (not
-    certified: to see what the round-off costs the tests)."""
+    bound on each test's P-mass, an upper bound on its Q-mass, and the log of an upper bound
+    on its Q-mass (the same bound's log where it is a normal float; where it is not, summed
+    in log space: :meth:`ComposedPLD.log_upper_tails`). Then δ(ε) ≥ max over the tests of
+    P-mass − e^ε Q-mass. Without the FFT round-off terms if not ``roundoff`` (not certified:
+    to see what the round-off costs the tests)."""
     if p_comp.offset != q_comp.offset or p_comp.size != q_comp.size:
         raise ValueError("the P- and Q-compositions must share their window")  # pragma: no cover
     a = np.concatenate(p_comp._tails(True, roundoff))
     b = np.concatenate(q_comp._tails(False, roundoff))
-    return a, b
+    log_b = np.concatenate(q_comp.log_upper_tails(roundoff))
+    return a, b, log_b
 
 
-def test_delta(a_low: FloatArray, b_up: FloatArray, epsilon: float) -> float:
-    """max(0, max_j a_low_j − e^ε b_up_j): the certified lower bound on δ(ε) of the tests."""
+def test_delta(
+    a_low: FloatArray, b_up: FloatArray, epsilon: float, log_b_up: FloatArray | None = None
+) -> float:
+    """max(0, max_j a_low_j − e^ε b_up_j): the certified lower bound on δ(ε) of the tests.
+    ``log_b_up`` (:func:`rounded_tails`): where b_up is not a normal float, or e^ε is not,
+    e^(ε + log b_up) instead (without it those tests certify nothing)."""
     if a_low.size == 0:
         return 0.0
     # e^ε·b rounded up (exp and the product: a few u of it, which a nearly equal a_low can
-    # make a large share of the difference)
-    scale = math.exp(min(epsilon, 700.0)) * (1.0 + (4.0 + 2.0 * min(abs(epsilon), 700.0)) * _U)
+    # make a large share of the difference); for ε > 709 e^ε is +∞ and so is the product
+    scale = math.exp(epsilon) * (1.0 + (4.0 + 2.0 * abs(epsilon)) * _U) if epsilon < 709.0 \
+        else math.inf
     with np.errstate(over="ignore", invalid="ignore"):
         vals = a_low - scale * b_up
+        if log_b_up is not None:
+            far = np.flatnonzero((b_up < _NORMAL) | (scale == math.inf))
+            if far.size:
+                # e^(ε + log b) rounded up: the sum's and the log's rounding (a few u of their
+                # size) in the exponent, exp's own after it
+                lb = log_b_up[far]
+                size = np.abs(np.where(np.isfinite(lb), lb, 0.0))
+                up = np.exp(epsilon + lb + (4.0 + abs(epsilon) + 2.0 * size) * _U)
+                vals[far] = np.fmax(vals[far], a_low[far] - up * (1.0 + 4.0 * _U))
     best = float(np.nanmax(vals))
     return max(0.0, best * (1.0 - 1e-10) if best > 0 else best)
 
 
-def test_epsilon(a_low: FloatArray, b_up: FloatArray, delta: float) -> float:
+def test_epsilon(
+    a_low: FloatArray, b_up: FloatArray, delta: float, log_b_up: FloatArray | None = None
+) -> float:
     """The largest ε whose test lower bound on δ(ε) still exceeds δ (so the true ε(δ) is at
-    least that), rounded down; 0 if no test exceeds δ."""
+    least that), rounded down; 0 if no test exceeds δ. ``log_b_up`` (:func:`rounded_tails`):
+    the logs of the Q-mass bounds, read instead of log b_up (the same where b_up is normal;
+    where it underflowed, the tests certify ε far beyond ~710)."""
     ok = a_low * (1.0 - 1e-10) > delta
     if not bool(ok.any()):
         return 0.0
-    num, den = a_low[ok] * (1.0 - 1e-10) - delta, b_up[ok]
-    if bool((den <= 0.0).any()):
-        return math.inf
-    eps = float(np.max(np.log(num) - np.log(den)))
+    num = a_low[ok] * (1.0 - 1e-10) - delta
+    if log_b_up is None:
+        den = b_up[ok]
+        if bool((den <= 0.0).any()):
+            return math.inf
+        log_den = np.log(den)
+    else:
+        log_den = log_b_up[ok]
+        if bool((log_den == -math.inf).any()):
+            return math.inf
+    eps = float(np.max(np.log(num) - log_den))
     return max(0.0, eps - 1e-12 * (1.0 + abs(eps)))

@@ -284,7 +284,7 @@ class IncrementalEpsilon(_Builder):
         delta = self.delta
         upper = max(held.run.composed().epsilon(delta) for held in state.uppers.values())
         tails = rounded_tails(state.p_low.run.composed(), state.q_low.run.composed())
-        lower = test_epsilon(tails[0], tails[1], delta)
+        lower = test_epsilon(tails[0], tails[1], delta, tails[2])
         if lower > upper:  # both are certified: one of them is not; never answer from it
             return None, math.inf
         width = (upper - lower) / lower if lower > 0.0 else math.inf

@@ -189,7 +189,7 @@ class IncrementalDelta(IncrementalEpsilon):
         comps = {name: held.run.composed() for name, held in state.uppers.items()}
         upper = max(comp.delta(eps) for comp in comps.values())
         tails = rounded_tails(state.p_low.run.composed(), state.q_low.run.composed())
-        lower = test_delta(tails[0], tails[1], eps)
+        lower = test_delta(tails[0], tails[1], eps, tails[2])
         if lower > upper:  # both are certified: one of them is not; never answer from it
             return None, math.inf
         # tight as pld_delta's: within 2·precision of δ, or within what costs ε no more

@@ -37,7 +37,7 @@ from approxdp.accounting.pld.window import Window, exact_planning, solve_tilt, s
 
 __all__ = ["lower_delta", "lower_epsilon"]
 
-Tails = tuple[np.ndarray, np.ndarray]
+Tails = tuple[np.ndarray, np.ndarray, np.ndarray]  # (P-lower, Q-upper, log Q-upper)
 Worth = Callable[[Tails, Tails], bool]
 #: The share of the answer the FFT round-off may cost the tests before a few steps are
 #: composed again in extended precision (as passes' 1e-5 for the window's tails).
@@ -120,7 +120,8 @@ def _rounded_tails(
             p_ext = compose(p_parts, tail=tail, tilt_at=tilt_at, window=again, extended=True)
             q_ext = compose(q_parts, tail=tail, window=win, lam_shift=1.0, extended=True)
             more = rounded_tails(p_ext, q_ext)
-            tails = (np.concatenate((tails[0], more[0])), np.concatenate((tails[1], more[1])))
+            tails = (np.concatenate((tails[0], more[0])), np.concatenate((tails[1], more[1])),
+                     np.concatenate((tails[2], more[2])))
     except WindowTooLargeError:
         return None
     return tails
@@ -147,12 +148,13 @@ def lower_epsilon(
     bound's composition, whose window and tilt the tests reuse (no plan of their own)."""
 
     def worth(tails: Tails, ideal: Tails) -> bool:
-        return test_epsilon(*ideal, delta) > test_epsilon(*tails, delta) * (1.0 + _ROUNDOFF_SHARE)
+        return (test_epsilon(ideal[0], ideal[1], delta, ideal[2])
+                > test_epsilon(tails[0], tails[1], delta, tails[2]) * (1.0 + _ROUNDOFF_SHARE))
 
     tails = _rounded_tails(parts, h, 1e-4 * delta, near, below, blocks, aim_h, like, worth)
     if tails is None:
         return 0.0
-    return test_epsilon(tails[0], tails[1], delta)
+    return test_epsilon(tails[0], tails[1], delta, tails[2])
 
 
 def lower_delta(
@@ -165,9 +167,10 @@ def lower_delta(
     ``aim_h``: the grid step of the upper bound's pass (default h)."""
 
     def worth(tails: Tails, ideal: Tails) -> bool:
-        return test_delta(*ideal, epsilon) > test_delta(*tails, epsilon) * (1.0 + _ROUNDOFF_SHARE)
+        return (test_delta(ideal[0], ideal[1], epsilon, ideal[2])
+                > test_delta(tails[0], tails[1], epsilon, tails[2]) * (1.0 + _ROUNDOFF_SHARE))
 
     tails = _rounded_tails(parts, h, tail, epsilon, None, blocks, aim_h, worth=worth)
     if tails is None:
         return 0.0
-    return test_delta(tails[0], tails[1], epsilon)
+    return test_delta(tails[0], tails[1], epsilon, tails[2])
