@@ -22,8 +22,8 @@ import math
 from collections.abc import Sequence
 
 from approxdp.accounting.guarantees import Guarantee
-from approxdp.accounting.pld.delta import PLD_RULE, pld_delta
-from approxdp.accounting.pld.estimates import prefetch_estimates
+from approxdp.accounting.pld.delta import PLD_RULE, _capped, pld_delta
+from approxdp.accounting.pld.estimates import estimate_moments, prefetch_estimates
 from approxdp.accounting.pld.event_losses import LossPair, event_losses
 from approxdp.accounting.pld.grid_steps import (
     _has_atoms,
@@ -172,6 +172,45 @@ def pld_epsilon(
     prefetch_estimates([s for s, _ in (*plan.remove, *plan.add)])  # (one pass for all)
     if plan.steps == 0:
         return Guarantee(0.0, delta, "exact", "no privacy loss", bracket=(0.0, 0.0))
+    skip = None if fixed is not None else _without_capped(plan, delta)
+    if skip is not None:
+        alone, capped = skip
+        got = _epsilon_of(alone, delta, precision, fixed, bracket)
+        if _capped(capped, float(got.epsilon)):  # its δ at that ε is 0: certified for both
+            return got
+    return _epsilon_of(plan, delta, precision, fixed, bracket)
+
+
+def _without_capped(plan: _Plan, delta: float) -> tuple[_Plan, Parts] | None:
+    """(the plan of the other direction alone, the capped one) where one direction's loss
+    has a ceiling (the add direction of Poisson subsampling: :func:`_capped`) and the other
+    direction's saddle-point estimate of ε is half again above the sum of its ceilings: at
+    any ε at least that sum the capped direction's δ is 0 exactly, so it need not be
+    composed (the caller checks the certified ε). Its own grid, sized from its estimates, is
+    meaningless there — a point mass at its ceiling: σ = 0.05, q = 0.01, T = 100 planned a
+    grid step of 8e-15 and, after 3 s, a window of 1.4e10 points (GridTooLargeError). None
+    elsewhere (every ε below the sum, as in every usual DP-SGD run)."""
+    ways = _directions(plan)
+    if len(ways) != 2:
+        return None
+    for capped, other in ((plan.add, plan.remove), (plan.remove, plan.add)):
+        if _capped(capped, math.inf) and not _has_atoms(other):
+            # (a Gaussian guess first, from the cached moments: most runs end here, where
+            # the ceilings' sum is far above any ε asked of them)
+            mean = sum(c * estimate_moments(s)[0] for s, c in other)
+            var = sum(c * estimate_moments(s)[1] for s, c in other)
+            if not _capped(capped, mean + math.sqrt(2.0 * var * -math.log(delta))):
+                continue
+            est = saddle_epsilon(other, delta)
+            if est is not None and math.isfinite(est[0]) and _capped(capped, est[0] / 1.5):
+                return _Plan(other, other, plan.steps), capped
+    return None
+
+
+def _epsilon_of(
+    plan: _Plan, delta: float, precision: float, fixed: float | None, bracket: bool
+) -> Guarantee:
+    """:func:`pld_epsilon` of a checked plan."""
     # the dominant direction by the saddle-point estimates, its answer, then the other one
     # certified below it on a grid predicted to suffice (no first pass of its own); where a
     # direction has atoms, the estimates cannot tell, or the prediction misses: both

@@ -104,6 +104,16 @@ def _rounded_tails(
             return None
         win = Window(p_comp.lam, p_comp.offset, p_comp.size)
         q_comp = compose(q_parts, tail=tail, window=win, lam_shift=1.0, extended=ext)
+        if q_comp.log_beyond > math.log(tail) and p_comp.edges:
+            # the Q-mass above the window bounded afresh from θ = 0 can come out useless where
+            # the rounded Q-measure is a near point mass at 0 (its moments there are 0, and
+            # Newton cannot start: σ = 0.05, q = 0.01, T = 100 bounded it by 1, every test's
+            # Q-tail with it, and the lower end was 0 against an upper 1463.7): from the
+            # P-measure's exponents, moved as Q's are (K_Q(θ) ≈ K_P(θ − 1)), kept if better
+            moved = _for_q(p_comp)
+            other = compose(q_parts, tail=tail, window=moved, lam_shift=1.0, extended=ext)
+            if other.log_beyond < q_comp.log_beyond:
+                win, q_comp = moved, other
         tails = rounded_tails(p_comp, q_comp)
         if (worth is not None and not ext and not blocks and top <= SMALL_POWER
                 and worth(tails, rounded_tails(p_comp, q_comp, roundoff=False))):
@@ -125,6 +135,15 @@ def _rounded_tails(
     except WindowTooLargeError:
         return None
     return tails
+
+
+def _for_q(p_comp: ComposedPLD) -> Window:
+    """``p_comp``'s window with Chernoff starts for the Q-measure of the same rounded loss:
+    its Q-masses are about its P-masses times e^(−loss), so K_Q(θ) ≈ K_P(θ − 1) and each
+    edge's θ moves by one (any θ gives a valid bound: these only start the search)."""
+    beyond, alias, below = p_comp.edges
+    return Window(p_comp.lam, p_comp.offset, p_comp.size, (beyond[0] + 1.0, beyond[1]), alias,
+                  (max(below[0] - 1.0, 0.0), below[1]))
 
 
 def _rounded_in_blocks(
