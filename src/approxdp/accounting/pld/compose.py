@@ -75,6 +75,7 @@ from approxdp.errors import InvalidParameterError
 
 __all__ = [
     "MAX_WINDOW",
+    "AliasTooLargeError",
     "ComposedPLD",
     "DiscretePLD",
     "RoundedPLD",
@@ -101,6 +102,11 @@ class WindowTooLargeError(InvalidParameterError):
     def __init__(self, message: str, needed: int) -> None:
         super().__init__(message)
         self.needed = needed
+
+
+class AliasTooLargeError(Exception):
+    """A reused window's bound on the tilted mass aliased down from above its top exceeds
+    the caller's cap (``compose``'s ``alias_cap``): found before the FFT is run."""
 
 
 def _infinity(parts: Sequence[tuple[DiscretePLD, int]]) -> float:
@@ -139,6 +145,7 @@ def compose(
     lam_shift: float = 0.0,
     lam: float | None = None,
     extended: bool = False,
+    alias_cap: float | None = None,
 ) -> ComposedPLD:
     """Compose ``count`` copies of each discretized measure (all on one grid step h).
 
@@ -154,9 +161,13 @@ def compose(
         lam: use this tilt (``tilt_at`` then only places the window).
         extended: compute the FFT in extended precision (for compositions that stand for
             very many steps).
+        alias_cap: raise :class:`AliasTooLargeError`, before the FFT, where the bound on
+            the tilted mass aliased down from above the window's top, untilted at
+            ``tilt_at`` (``log_alias_up − λ·tilt_at``), is above e^``alias_cap``.
 
     Raises:
         WindowTooLargeError: the window would need more than :data:`MAX_WINDOW` points.
+        AliasTooLargeError: see ``alias_cap``.
     """
     h = parts[0][0].h
     steps = sum(c for _, c in parts)
@@ -204,6 +215,9 @@ def compose(
         th, k = window.below
         log_below = min(0.0, k + th * a_idx * h)
         log_alias_low = log_below - lam * n * h  # lands ≥ n·h higher: untilting shrinks it
+    if (alias_cap is not None and tilt_at is not None
+            and log_alias_up - lam * tilt_at > alias_cap):
+        raise AliasTooLargeError
     comp, roundoff, log_mgf = _fft_power(parts, lam, a_idx, n, extended)
     out = ComposedPLD(
         h=h,
