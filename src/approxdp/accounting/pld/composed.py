@@ -106,6 +106,12 @@ class ComposedPLD:
             self._untilt = np.exp(t, out=t)
         self._m = tilted[keep:] * self._untilt  # untilted masses
         self._ref = float(self._l[0]) if self._l.size else 0.0
+        self._terms_at: dict[float, tuple[float, float, float]] = {}  # (see _terms)
+
+    def untilt_factors(self) -> FloatArray:
+        """The untilt factors e^(min(log_mgf − λl, 700)) of the window's losses l ≥ 0 (read
+        only: the array the bounds here are formed from)."""
+        return np.asarray(self._untilt)
 
     # suffix sums from index j on: m, m·e^(ref − l), untilt factors (each formed when first
     # read: a test composition reads two of them, an ε read all three)
@@ -185,7 +191,18 @@ class ComposedPLD:
         return core, pess
 
     def _terms(self, epsilon: float) -> tuple[float, float, float]:
-        """:meth:`_parts` and the round-off's share of its extra (one summation for both)."""
+        """:meth:`_parts` and the round-off's share of its extra (one summation for both).
+        Memoized per ε: a pass's answer is read three times (the ε's check, then its error
+        terms twice: :func:`~approxdp.accounting.pld.passes.upper_epsilon`), each a sweep of
+        the window — the same floats."""
+        hit = self._terms_at.get(epsilon)
+        if hit is None:
+            hit = self._terms_now(epsilon)
+            if len(self._terms_at) < 64:
+                self._terms_at[epsilon] = hit
+        return hit
+
+    def _terms_now(self, epsilon: float) -> tuple[float, float, float]:
         j = int(np.searchsorted(self._l, epsilon, side="right"))
         w = -np.expm1(epsilon - self._l[j:])
         core = float((self._m[j:] * w).sum())

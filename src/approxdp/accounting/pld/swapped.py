@@ -79,12 +79,20 @@ def _delta_at(comp: ComposedPLD, x: float) -> float:
     window and — where x is below the window — below it (aliased mass only adds: harmless
     for an upper bound)."""
     losses = (comp.offset + np.arange(comp.size)) * comp.h
-    keep = losses > x
-    lk = losses[keep]
+    j = int(np.searchsorted(losses, x, side="right"))  # (ascending: losses > x from j on)
+    lk = losses[j:]
+    # the untilt factors e^(min(log_mgf − λl, 700)): those at l ≥ 0 are the composition's own
+    # (the same floats, formed once there), the few in (x, 0) formed here
+    nonneg = min(max(-comp.offset, 0), comp.size)
     with np.errstate(over="ignore"):
-        untilt = np.exp(np.minimum(comp.log_mgf - comp.lam * lk, 700.0))
+        if j < nonneg:
+            untilt = np.concatenate((
+                np.exp(np.minimum(comp.log_mgf - comp.lam * losses[j:nonneg], 700.0)),
+                comp.untilt_factors()))
+        else:
+            untilt = comp.untilt_factors()[j - nonneg:]
     w = -np.expm1(x - lk)
-    core = float((comp.tilted[keep] * untilt * w).sum())
+    core = float((comp.tilted[j:] * untilt * w).sum())
     # each entry's round-off moves δ̃ by its bound times the entry's weight 1 − e^(x − l)
     rounding = comp.roundoff * float((untilt * w).sum())
     extra = comp.infinity_mass + math.exp(min(comp.log_beyond, 0.0))
