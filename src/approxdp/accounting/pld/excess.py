@@ -62,9 +62,10 @@ def _tilted_spread(pld: DiscretePLD, lam: float) -> float:
     Σ_i p_i e^(λ l_i), m_k the interval's midpoint."""
     if pld.spread is None or pld.spread.size == 0:
         return 0.0
+    losses = pld.losses  # (formed once: a property)
     with quiet():
-        lp = pld.log_masses() + lam * pld.losses
-        ls = np.log(pld.spread) + lam * (pld.losses[:-1] + 0.5 * pld.h)
+        lp = pld.log_masses() + lam * losses
+        ls = np.log(pld.spread) + lam * (losses[:-1] + 0.5 * pld.h)
     norm = _logsumexp(lp)
     top = float(_MAX(ls))
     if not (math.isfinite(norm) and math.isfinite(top)):
