@@ -217,17 +217,7 @@ class ComposedPLD:
     def error_terms(self, epsilon: float) -> tuple[float, float]:
         """(round-off, left-out and aliased tails) of :meth:`delta` at ε: what the window
         costs there (the aliased mass is not in the bound — it only adds mass — but it can
-        make the bound loose). The last ε's answer is kept: a pass asks it up to three times
-        at its answer (its tail and round-off checks), each a sum over the window."""
-        memo = self.__dict__.get("_error_memo")
-        if memo is not None and memo[0] == epsilon:
-            return memo[1]  # type: ignore[no-any-return]
-        out = self._error_terms(epsilon)
-        self.__dict__["_error_memo"] = (epsilon, out)
-        return out
-
-    def _error_terms(self, epsilon: float) -> tuple[float, float]:
-        """:meth:`error_terms`, computed."""
+        make the bound loose). (Its sum over the window is :meth:`_terms`'s, memoized.)"""
         _, pess, rounding = self._terms(epsilon)
         m = max(epsilon, self.bottom)
         alias = math.exp(min(self.log_alias_up - self.lam * m, 0.0)) + math.exp(
