@@ -304,7 +304,9 @@ class ComposedPLD:
         live = acc[np.isfinite(acc)]
         if live.size:
             big = float(np.max(np.abs(live)))
-            err = ((acc.size + 2) * (big + 2.0) + float(np.max(np.abs(expo))) + 4.0) * _U * 1.01
+            top = float(np.max(np.abs(self._l[j0:])))  # (K − λl's rounding: of |K| + |λl|)
+            err = ((acc.size + 2) * (big + 2.0) + abs(self.log_mgf) + 2.0 * abs(self.lam) * top
+                   + 4.0) * _U * 1.01
             acc = acc + 2.0 * err
         log_f[j0:] = np.minimum(log_f[j0:], acc)
         if self.infinity_mass > 0.0:
