@@ -16,6 +16,7 @@ from approxdp.accounting.dpsgd.training import TrainingAccountant
 from approxdp.accounting.pld import accounting
 from approxdp.accounting.pld.accounting import clear_caches
 from approxdp.events import PrivacyEvent
+from pld_spies import record_solves
 from subsampled_exact import log_delta_two
 
 
@@ -79,17 +80,7 @@ def test_skipping_gives_the_same_guarantee(
     """σ = 0.5, q = 1e-3, T = 1000, δ = 1e-5 (the sweep's #11: ε ≈ 2.4 against ceilings
     summing to 1.0): the same guarantee as composing both directions, in no more passes
     (there the other direction is read off the dominant one's windows anyway)."""
-    from approxdp.accounting.pld import refine
-
-    calls: list[float] = []
-    solve = refine._solve
-
-    def spy(*args: object, **kwargs: object) -> refine._Solved:
-        out = solve(*args, **kwargs)  # type: ignore[arg-type]
-        calls.append(out.h)
-        return out
-
-    monkeypatch.setattr(accounting, "_solve", spy)
+    calls = record_solves(monkeypatch)
     items = _events(0.5, 1e-3, 1000)
     clear_caches()
     skipped = accounting.pld_epsilon(items, 1e-5)

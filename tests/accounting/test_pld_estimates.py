@@ -15,6 +15,7 @@ from approxdp.accounting.pld import discretized, estimates, excess, grid_steps, 
 from approxdp.accounting.pld.plan import _plan
 from approxdp.accounting.pld.privacy_loss import GaussianLoss, LaplaceLoss, SubsampledLoss
 from approxdp.events import GaussianEvent, SubsampledEvent
+from pld_spies import record_solves
 
 
 def _exact_log_mgf(mu: float, q: float, direction: str, lam: float) -> tuple[float, float]:
@@ -181,15 +182,7 @@ def test_the_other_direction_without_a_first_pass_gives_the_same_guarantee(
     from approxdp.accounting.pld.accounting import pld_epsilon
 
     items = [(SubsampledEvent(GaussianEvent(sigma), q), steps)]
-    calls: list[float] = []
-    solve = refine._solve
-
-    def spy(*args: object, **kwargs: object) -> refine._Solved:
-        out = solve(*args, **kwargs)  # type: ignore[arg-type]
-        calls.append(out.h)
-        return out
-
-    monkeypatch.setattr(accounting, "_solve", spy)
+    calls = record_solves(monkeypatch)
     # (both directions: #11's ε is above its add direction's ceilings, which would otherwise
     # not be composed at all — test_pld_capped_direction)
     monkeypatch.setattr(accounting, "_without_capped", lambda plan, delta: None)

@@ -10,6 +10,7 @@ import multiprocessing as mp
 import os
 import shutil
 import sqlite3
+import traceback
 from pathlib import Path
 
 import pytest
@@ -233,12 +234,16 @@ def test_a_process_killed_while_creating_loses_nothing(tmp_path: Path) -> None:
 
 def _creator(path: str, worker: int, barrier: mp.synchronize.Barrier,
              conn: mp.connection.Connection) -> None:
-    barrier.wait(60)
-    with PrivacyAccountant(BUDGET, ledger=path, sub_budgets=SPLIT) as acc:
-        acc.sub("tables").spend(LaplaceEvent(scale=40.0, label=f"w{worker}"))
-        acc.spend(GaussianEvent(sigma=60.0, label=f"w{worker}"))
-        conn.send(acc.sub("tables").ledger_id)
-    conn.close()
+    try:  # (a child's error reaches the test as its message, not as a closed pipe)
+        barrier.wait(60)
+        with PrivacyAccountant(BUDGET, ledger=path, sub_budgets=SPLIT) as acc:
+            acc.sub("tables").spend(LaplaceEvent(scale=40.0, label=f"w{worker}"))
+            acc.spend(GaussianEvent(sigma=60.0, label=f"w{worker}"))
+            conn.send(acc.sub("tables").ledger_id)
+    except BaseException:
+        conn.send(("worker failed", traceback.format_exc()))
+    finally:
+        conn.close()
 
 
 def test_concurrent_creators_make_one_set_of_files(tmp_path: Path) -> None:
@@ -251,7 +256,9 @@ def test_concurrent_creators_make_one_set_of_files(tmp_path: Path) -> None:
         proc.start()
         pipes.append(parent)
         procs.append(proc)
-    ids = {p.recv() for p in pipes}
+    got = [p.recv() if p.poll(300) else ("worker died without an answer",) for p in pipes]
+    assert not [g for g in got if isinstance(g, tuple)], got
+    ids = set(got)
     for proc in procs:
         proc.join(300)
         assert proc.exitcode == 0
