@@ -268,3 +268,36 @@ def test_concurrent_creators_make_one_set_of_files(tmp_path: Path) -> None:
     assert settings.sub_budgets is not None
     assert {r.name: r.ledger_id for r in settings.sub_budgets}["tables"] in ids
     assert verify_ledger(path).ok
+
+
+def test_a_creation_committed_between_two_reads_is_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race behind a concurrent creator's "not an approxdp ledger (application_id=0)":
+    its first read of the file saw another process's creation uncommitted, its check whether
+    the file is being created ran after that creation committed. The settings are then read
+    again (and a file that is really foreign is still refused)."""
+    from approxdp.accounting.budget import opening, sqlite_files, sqlite_ledger
+
+    path = tmp_path / "study.sqlite"
+    with PrivacyAccountant(BUDGET, ledger=path, sub_budgets=SPLIT):
+        pass
+    real = sqlite_ledger.read_ledger_settings
+    reads: list[int] = []
+
+    def first_read_mid_creation(ledger: object) -> object:
+        reads.append(1)
+        if len(reads) == 1:
+            raise LedgerError(f"{ledger} is a SQLite database but not an approxdp ledger "
+                              "(application_id=0)")
+        return real(ledger)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sqlite_ledger, "read_ledger_settings", first_read_mid_creation)
+    monkeypatch.setattr(sqlite_files, "being_created", lambda ledger: False)
+    settings = opening.stored_settings(path)
+    assert settings is not None and settings.budget == BUDGET and len(reads) == 2
+    foreign = tmp_path / "foreign.sqlite"
+    sqlite3.connect(foreign).execute("CREATE TABLE t (x)").connection.commit()
+    monkeypatch.setattr(sqlite_ledger, "read_ledger_settings", real)
+    with pytest.raises(LedgerError, match="not an approxdp ledger"):
+        opening.stored_settings(foreign)

@@ -66,7 +66,14 @@ def stored_settings(ledger: str | os.PathLike[str] | None) -> LedgerSettings | N
             # another process is creating it now: open it as new (the file's own
             # creation transaction decides, and its stored settings are then checked)
             if not being_created(ledger):
-                raise
+                # ... or it was, and its creation committed between the two reads (seen
+                # under load: four processes creating one file, one refused it as "not an
+                # approxdp ledger (application_id=0)"): read it again, as it is now
+                try:
+                    settings = read_ledger_settings(ledger)
+                except LedgerError:
+                    if not being_created(ledger):
+                        raise
     return settings
 
 
