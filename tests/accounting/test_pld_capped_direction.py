@@ -91,3 +91,24 @@ def test_skipping_gives_the_same_guarantee(
     both = accounting.pld_epsilon(items, 1e-5)
     assert (skipped.epsilon, skipped.bracket) == (both.epsilon, both.bracket)
     assert fewer <= len(calls)
+
+
+def test_a_grid_too_large_for_memory_coarsens_every_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where one step's grid at the planned step does not fit (δ far in the tail: σ = 2.98,
+    q = 1.5e-4, T = 2, δ = 8.1e-272 raised GridTooLargeError out of a pass that had already
+    coarsened its grid and certified ε), the excess model and the retilt check use the grid
+    the pass really used, and a test whose grid does not fit is skipped: a certified bracket.
+    Here with a step grid capped at 150 points (main raised at 180)."""
+    from approxdp.accounting.pld import grid
+
+    clear_caches()
+    fine = dpsgd_epsilon(noise_multiplier=1.0, sample_rate=0.01, steps=10, delta=1e-8)
+    assert fine.bracket is not None
+    monkeypatch.setattr(grid, "_MAX_STEP_POINTS", 150)
+    clear_caches()
+    coarse = dpsgd_epsilon(noise_multiplier=1.0, sample_rate=0.01, steps=10, delta=1e-8)
+    assert coarse.bracket is not None
+    # both contain the truth, so each one's lower end is at most the other's upper end
+    assert coarse.bracket[0] <= fine.bracket[1] and fine.bracket[0] <= coarse.bracket[1]
+    assert coarse.bracket[1] <= coarse.bracket[0] * 1.01
+    clear_caches()

@@ -239,7 +239,13 @@ def _retilt_futile(
         return False
     if comp.error_terms(eps)[1] > 1e-3 * delta:
         return False
-    plds = discretized_all(parts, h, _step_tail(parts, tail), _stable(parts))
+    # (on the steps' grid the pass really used: coarser than h where h's would not fit —
+    # discretizing at h there raised GridTooLargeError out of a certified answer: σ = 2.98,
+    # q = 1.5e-4, T = 2, δ = 8.1e-272)
+    try:
+        plds = discretized_all(parts, comp.step_h, _step_tail(parts, tail), _stable(parts))
+    except InvalidParameterError:
+        return False
     sup = [(support_of(p), c) for p, c in zip(plds, (c for _, c in parts), strict=True)]
     lam = solve_tilt(sup, eps, start=comp.lam)
     return abs(lam - comp.lam) <= _SAME_TILT * comp.lam

@@ -42,6 +42,7 @@ def _solve(
     lam: float | None = None,
 ) -> _Solved:
     comp, eps = upper_epsilon(parts, delta, h, guess, below, lam)
+    h = comp.step_h  # (coarser than asked where that grid would not fit: as delta's passes)
     model = excess_model(parts, h, comp, eps, delta) if math.isfinite(eps) else None
     return _Solved(comp, eps, h, model)
 
