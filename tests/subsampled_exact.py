@@ -109,7 +109,10 @@ def log_delta_two(eps: float, first: tuple[float, float], second: tuple[float, f
         return inner + _log_density(x, s1, q1, remove)
 
     if remove:  # up to where the first step's loss alone is ε + 2, and 15σ beyond
-        x_top = s1 * s1 * math.log((math.expm1(eps + 2.0) + q1) / q1) + 0.5
+        a = eps + 2.0  # log((e^a − 1 + q)/q), in log form where e^a overflows
+        top = (math.log((math.expm1(a) + q1) / q1) if a < 700.0
+               else a + math.log1p((q1 - 1.0) * math.exp(-a)) - math.log(q1))
+        x_top = s1 * s1 * top + 0.5
         lo, hi = -30.0 * s1, max(x_top + 15.0 * s1, 1.0 + 30.0 * s1)
     else:  # down to where the first step's add loss alone is ε + 2 (if any), and 15σ below
         lo, hi = -40.0 * s1, 1.0 + 30.0 * s1

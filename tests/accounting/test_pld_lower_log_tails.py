@@ -79,3 +79,19 @@ def test_delta_tests_never_cap_e_to_the_epsilon() -> None:
         0.5 - math.exp(-10.0), rel=1e-9)
     assert composed.test_epsilon(a, tiny, 1e-3, np.array([-760.0])) == pytest.approx(
         760.0 + math.log(0.5 - 1e-3), rel=1e-11)
+
+
+@pytest.mark.parametrize(("sigma", "q", "eps"), [(0.05, 0.5, 760.0), (0.04, 0.3, 1000.0)])
+def test_delta_bracket_beyond_e_to_the_709(sigma: float, q: float, eps: float) -> None:
+    """δ asks at ε past 709 (e^ε is not a float; T = 2, σ ≤ 0.05): the exact δ inside the
+    bracket, whose lower end is within 1 % of it (σ = 0.04, q = 0.3, ε = 1000 had a lower end
+    of 0; the exact reference itself overflowed there until its window edge was taken in log
+    form)."""
+    clear_caches()
+    got = dpsgd_delta(noise_multiplier=sigma, sample_rate=q, steps=2, epsilon=eps)
+    assert got.bracket is not None
+    low, up = got.bracket
+    exact = _log_exact(eps, sigma, q)
+    assert low > 0.0 and math.log(low) <= exact + REF
+    assert math.log(low) >= exact + math.log(0.99)
+    assert math.log(up) >= exact - REF
