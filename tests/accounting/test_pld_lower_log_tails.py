@@ -79,3 +79,19 @@ def test_delta_tests_never_cap_e_to_the_epsilon() -> None:
         0.5 - math.exp(-10.0), rel=1e-9)
     assert composed.test_epsilon(a, tiny, 1e-3, np.array([-760.0])) == pytest.approx(
         760.0 + math.log(0.5 - 1e-3), rel=1e-11)
+
+
+@pytest.mark.parametrize("eps", [650.0, 700.0])
+def test_q_window_bounded_against_e_to_the_minus_epsilon(eps: float) -> None:
+    """σ = 0.05, q = 0.5, T = 2, δ asks at ε = 650 and 700: the Q-composition's bound on its
+    mass above the window (e^−330 at ε = 650) swamped every test's Q-tail (~e^−693) and the
+    lower end was 0; the Q-window is searched again from the P-window's exponents wherever
+    that bound is above the tail target times e^−ε. The exact δ inside, the lower end within
+    1 % of it."""
+    clear_caches()
+    got = dpsgd_delta(noise_multiplier=0.05, sample_rate=0.5, steps=2, epsilon=eps)
+    assert got.bracket is not None
+    low, up = got.bracket
+    exact = _log_exact(eps, 0.05, 0.5)
+    assert low > 0.0 and exact + math.log(0.99) <= math.log(low) <= exact + REF
+    assert math.log(up) >= exact - REF
