@@ -95,3 +95,19 @@ def test_delta_bracket_beyond_e_to_the_709(sigma: float, q: float, eps: float) -
     assert low > 0.0 and math.log(low) <= exact + REF
     assert math.log(low) >= exact + math.log(0.99)
     assert math.log(up) >= exact - REF
+
+
+@pytest.mark.parametrize("eps", [650.0, 700.0])
+def test_q_window_bounded_against_e_to_the_minus_epsilon(eps: float) -> None:
+    """σ = 0.05, q = 0.5, T = 2, δ asks at ε = 650 and 700: the Q-composition's bound on its
+    mass above the window (e^−330 at ε = 650) swamped every test's Q-tail (~e^−693) and the
+    lower end was 0; the Q-window is searched again from the P-window's exponents wherever
+    that bound is above the tail target times e^−ε. The exact δ inside, the lower end within
+    1 % of it."""
+    clear_caches()
+    got = dpsgd_delta(noise_multiplier=0.05, sample_rate=0.5, steps=2, epsilon=eps)
+    assert got.bracket is not None
+    low, up = got.bracket
+    exact = _log_exact(eps, 0.05, 0.5)
+    assert low > 0.0 and exact + math.log(0.99) <= math.log(low) <= exact + REF
+    assert math.log(up) >= exact - REF

@@ -108,12 +108,15 @@ def _rounded_tails(
             return None
         win = Window(p_comp.lam, p_comp.offset, p_comp.size)
         q_comp = compose(q_parts, tail=tail, window=win, lam_shift=1.0, extended=ext)
-        if q_comp.log_beyond > math.log(tail) and p_comp.edges:
+        if q_comp.log_beyond > math.log(tail) - max(tilt_at, 0.0) and p_comp.edges:
             # the Q-mass above the window bounded afresh from θ = 0 can come out useless where
             # the rounded Q-measure is a near point mass at 0 (its moments there are 0, and
             # Newton cannot start: σ = 0.05, q = 0.01, T = 100 bounded it by 1, every test's
-            # Q-tail with it, and the lower end was 0 against an upper 1463.7): from the
-            # P-measure's exponents, moved as Q's are (K_Q(θ) ≈ K_P(θ − 1)), kept if better
+            # Q-tail with it, and the lower end was 0 against an upper 1463.7; a Q-tail at
+            # the answer is about e^−ε times its P-tail, so the bar is the tail target times
+            # e^−ε: σ = 0.05, q = 0.5, T = 2, ε = 650 had e^−330 above the window, Q-tails
+            # near e^−693 under it, and δ's lower end 0): from the P-measure's exponents,
+            # moved as Q's are (K_Q(θ) ≈ K_P(θ − 1)), kept if better
             moved = _for_q(p_comp)
             other = compose(q_parts, tail=tail, window=moved, lam_shift=1.0, extended=ext)
             if other.log_beyond < q_comp.log_beyond:
