@@ -274,8 +274,11 @@ class ComposedPLD:
         finite[: self._capped + 1] = math.inf
         return np.asarray(finite + 0.0), np.asarray(finite + self.infinity_mass * (1.0 + 1e-12))
 
-    def log_upper_tails(self, roundoff: bool = True) -> tuple[FloatArray, FloatArray]:
-        """The logs of :meth:`tails` from above (without and with the mass at +∞): the log of
+    def log_upper_tails(
+        self, linear: tuple[FloatArray, FloatArray], roundoff: bool = True
+    ) -> tuple[FloatArray, FloatArray]:
+        """The logs of the upper tails ``linear`` (:meth:`_tails` from above with the same
+        ``roundoff``: without and with the mass at +∞, formed once by the caller): the log of
         the linear bound where that is a normal float, and where it is not — the tails of a
         test's Q-measure are about e^(−t) times its P-tails, below 1e-308 once t + log(1/P)
         passes ~709 (δ = 1e-300 at ε > 18; any δ at ε > 709), where the linear bound sinks
@@ -284,7 +287,7 @@ class ComposedPLD:
         round-off bound of the tilted masses m̃, and the mass left out above the window, by
         ``np.logaddexp.accumulate``; each of its n steps errs by at most (|partial| + 2)·u in
         the log, the terms by (|K| + 2|λ l| + 2)·u: their sum is added (rounded up)."""
-        finite, infinite = self._tails(False, roundoff)
+        finite, infinite = linear
         with np.errstate(divide="ignore"):  # (a bound ≤ 0 — only without the round-off
             log_f = np.log(np.maximum(finite, 0.0))  # terms, not certified — reads as log 0)
             log_i = np.log(np.maximum(infinite, 0.0))
@@ -397,8 +400,9 @@ def rounded_tails(
     if p_comp.offset != q_comp.offset or p_comp.size != q_comp.size:
         raise ValueError("the P- and Q-compositions must share their window")  # pragma: no cover
     a = np.concatenate(p_comp._tails(True, roundoff))
-    b = np.concatenate(q_comp._tails(False, roundoff))
-    log_b = np.concatenate(q_comp.log_upper_tails(roundoff))
+    q_up = q_comp._tails(False, roundoff)
+    b = np.concatenate(q_up)
+    log_b = np.concatenate(q_comp.log_upper_tails(q_up, roundoff))
     return a, b, log_b
 
 

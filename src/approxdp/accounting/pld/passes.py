@@ -224,7 +224,7 @@ _RETILT_FROM = 1 << 18
 
 
 def _retilt_futile(
-    comp: ComposedPLD, eps: float, delta: float, parts: Parts, h: float, tail: float
+    comp: ComposedPLD, eps: float, delta: float, parts: Parts, tail: float
 ) -> bool:
     """Whether composing again tilted at the answer ε cannot tighten ``comp``'s: its window
     reaches below ε with its left-out tails small (only the round-off is not small against
@@ -282,7 +282,7 @@ def upper_epsilon(
             first, eps = again, e
     if _clean(first, eps, delta) or (enough is not None and eps <= enough):
         return first, eps
-    if _retilt_futile(first, eps, delta, parts, h, tail):
+    if _retilt_futile(first, eps, delta, parts, tail):
         return first, eps
     passes = [(eps, first)]
     tried = [target]
